@@ -1,0 +1,326 @@
+package cmd
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+)
+
+// EnvClientSecret holds the client secret, so it stays out of argv.
+const EnvClientSecret = "KUBECTL_IMPERSONATE_CLIENT_SECRET"
+
+// Flag names shared by get-token, login, setup and logout.
+const (
+	flagProfile          = "profile"
+	flagIssuerURL        = "oidc-issuer-url"
+	flagClientID         = "oidc-client-id"
+	flagClientSecret     = "oidc-client-secret"
+	flagClientSecretFile = "oidc-client-secret-file"
+	flagExtraScope       = "oidc-extra-scope"
+	flagUseAccessToken   = "oidc-use-access-token"
+	flagRedirectURL      = "oidc-redirect-url"
+	flagGrantType        = "grant-type"
+	flagStorage          = "token-cache-storage"
+	flagCacheDir         = "token-cache-dir"
+	flagCA               = "certificate-authority"
+	flagInsecure         = "insecure-skip-tls-verify"
+	flagListen           = "listen-address"
+	flagBrowserCommand   = "browser-command"
+	flagSkipOpenBrowser  = "skip-open-browser"
+	flagAuthTimeout      = "authentication-timeout"
+)
+
+// secretFlags never appear in a generated kubeconfig.
+var secretFlags = []string{flagClientSecret}
+
+// AuthOptions are the settings that select an identity provider, a grant
+// and a cache: shared by get-token, login, setup and logout.
+type AuthOptions struct {
+	Profile               string
+	IssuerURL             string
+	ClientID              string
+	ClientSecret          string `datapolicy:"secret"`
+	ClientSecretFile      string
+	ExtraScopes           []string
+	GrantType             string
+	UseAccessToken        bool
+	RedirectURL           string
+	TokenCacheStorage     string
+	TokenCacheDir         string
+	CertificateAuthority  string
+	InsecureSkipTLSVerify bool
+	ListenAddresses       []string
+	BrowserCommand        string
+	SkipOpenBrowser       bool
+	AuthTimeout           time.Duration
+
+	flags *pflag.FlagSet
+	// names are the flags AddFlags registered: the command may have more.
+	names map[string]bool
+	// secretFromFlag is set when the secret was given on the command line.
+	secretFromFlag bool
+}
+
+// NewAuthOptions returns the defaults.
+func NewAuthOptions() *AuthOptions {
+	return &AuthOptions{
+		GrantType:         login.GrantAuto,
+		TokenCacheStorage: tokencache.StorageAuto,
+		AuthTimeout:       login.DefaultAuthTimeout,
+	}
+}
+
+// AddFlags binds the options to fs.
+func (o *AuthOptions) AddFlags(fs *pflag.FlagSet) {
+	o.flags = fs
+	fs.StringVar(&o.Profile, flagProfile, o.Profile, "Read these settings from a profile of the profiles file (see docs/profiles.md); flags override it")
+	fs.StringVar(&o.IssuerURL, flagIssuerURL, o.IssuerURL, "Issuer URL of the OIDC provider (required)")
+	fs.StringVar(&o.ClientID, flagClientID, o.ClientID, "OAuth client ID (required)")
+	fs.StringVar(&o.ClientSecret, flagClientSecret, o.ClientSecret, "OAuth client secret. Visible in the process list: prefer --"+flagClientSecretFile+" or $"+EnvClientSecret)
+	fs.StringVar(&o.ClientSecretFile, flagClientSecretFile, o.ClientSecretFile, "File holding the OAuth client secret")
+	fs.StringSliceVar(&o.ExtraScopes, flagExtraScope, o.ExtraScopes, "Scope to request besides openid (repeatable, or comma-separated)")
+	fs.StringVar(&o.GrantType, flagGrantType, o.GrantType, "Grant: "+strings.Join(login.GrantTypes, "|")+" (auto: authcode, for people)")
+	fs.BoolVar(&o.UseAccessToken, flagUseAccessToken, o.UseAccessToken, "Give kubectl the access token instead of the ID token")
+	fs.StringVar(&o.RedirectURL, flagRedirectURL, o.RedirectURL, "Redirect URL of --grant-type=authcode-keyboard (default "+login.OOBRedirectURL+")")
+	fs.StringVar(&o.TokenCacheStorage, flagStorage, o.TokenCacheStorage, "Where tokens are cached: "+strings.Join(tokencache.Storages, "|")+" (auto: the OS keyring, else disk)")
+	fs.StringVar(&o.TokenCacheDir, flagCacheDir, o.TokenCacheDir, "Directory of the disk cache and the lock files (default ~/.kube/cache/kubectl-impersonate)")
+	fs.StringVar(&o.CertificateAuthority, flagCA, o.CertificateAuthority, "PEM file of a CA for the identity provider, added to the system roots")
+	fs.BoolVar(&o.InsecureSkipTLSVerify, flagInsecure, o.InsecureSkipTLSVerify, "Do not verify the identity provider's TLS certificate (insecure)")
+	fs.StringSliceVar(&o.ListenAddresses, flagListen, o.ListenAddresses, "Loopback address of the local server for the browser login, tried in order (default "+strings.Join(login.DefaultListenAddresses, ",")+")")
+	fs.StringVar(&o.BrowserCommand, flagBrowserCommand, o.BrowserCommand, "Command that opens the login URL (default: the system's)")
+	fs.BoolVar(&o.SkipOpenBrowser, flagSkipOpenBrowser, o.SkipOpenBrowser, "Print the login URL without opening a browser")
+	fs.DurationVar(&o.AuthTimeout, flagAuthTimeout, o.AuthTimeout, "How long to wait for a login in the browser or on the device page")
+	o.names = map[string]bool{}
+	fs.VisitAll(func(f *pflag.Flag) { o.names[f.Name] = true })
+}
+
+// Complete applies the profile, reads the client secret and fills defaults.
+func (o *AuthOptions) Complete(getenv func(string) string, warn func(string)) error {
+	if o.Profile != "" {
+		if err := o.applyProfile(getenv, warn); err != nil {
+			return err
+		}
+	}
+	o.secretFromFlag = o.flags != nil && o.flags.Changed(flagClientSecret)
+	if o.secretFromFlag {
+		warn("--" + flagClientSecret + " is visible to other users in the process list: use --" + flagClientSecretFile + " or $" + EnvClientSecret)
+	}
+	if o.ClientSecretFile != "" {
+		if o.ClientSecret != "" {
+			return fmt.Errorf("give the client secret once: --%s or --%s, not both", flagClientSecret, flagClientSecretFile)
+		}
+		path := expandHome(o.ClientSecretFile)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("reading --%s: %w", flagClientSecretFile, err)
+		}
+		o.ClientSecret = strings.TrimSpace(string(b))
+		if o.ClientSecret == "" {
+			return fmt.Errorf("--%s %s is empty", flagClientSecretFile, path)
+		}
+		if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			warn(fmt.Sprintf("client secret file %s is readable by others: chmod 600 %s", path, path))
+		}
+	}
+	if o.ClientSecret == "" {
+		o.ClientSecret = getenv(EnvClientSecret)
+	}
+	if o.TokenCacheDir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return fmt.Errorf("finding the home directory for the token cache: %w (set --%s)", err, flagCacheDir)
+		}
+		o.TokenCacheDir = filepath.Join(home, ".kube", "cache", "kubectl-impersonate")
+	}
+	o.TokenCacheDir = expandHome(o.TokenCacheDir)
+	o.CertificateAuthority = expandHome(o.CertificateAuthority)
+	return nil
+}
+
+func expandHome(p string) string {
+	if !strings.HasPrefix(p, "~/") {
+		return p
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return p
+	}
+	return filepath.Join(home, p[2:])
+}
+
+// applyProfile sets every flag the command line left alone from the profile.
+func (o *AuthOptions) applyProfile(getenv func(string) string, warn func(string)) error {
+	path, err := config.DefaultPath(getenv)
+	if err != nil {
+		return err
+	}
+	file, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	settings, err := file.Profile(o.Profile)
+	if err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		f := o.flags.Lookup(key)
+		if f == nil || !o.names[key] || key == flagProfile {
+			return fmt.Errorf("profile %q in %s: unknown key %q (keys are the long flag names of get-token)", o.Profile, path, key)
+		}
+		if slices.Contains(secretFlags, key) && file.ReadableByOthers {
+			return fmt.Errorf("profile %q holds a client secret but %s is readable by others: chmod 600 %s", o.Profile, path, path)
+		}
+		if f.Changed {
+			continue
+		}
+		values, err := config.Values(settings[key])
+		if err != nil {
+			return fmt.Errorf("profile %q in %s: key %q: %w", o.Profile, path, key, err)
+		}
+		for _, v := range values {
+			// Value.Set, not FlagSet.Set: the flag stays "not changed", so
+			// setup keeps writing --profile rather than the profile's values.
+			if err := f.Value.Set(v); err != nil {
+				return fmt.Errorf("profile %q in %s: key %q: %w", o.Profile, path, key, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Validate checks the settings without side effects.
+func (o *AuthOptions) Validate() error {
+	if o.IssuerURL == "" {
+		return fmt.Errorf("--%s is required (or a --%s that sets it)", flagIssuerURL, flagProfile)
+	}
+	u, err := url.Parse(o.IssuerURL)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return fmt.Errorf("--%s %q is not an http(s) URL", flagIssuerURL, o.IssuerURL)
+	}
+	if u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+		return fmt.Errorf("--%s %q must use https (plain http is allowed for loopback test providers only)", flagIssuerURL, o.IssuerURL)
+	}
+	if o.ClientID == "" {
+		return fmt.Errorf("--%s is required (or a --%s that sets it)", flagClientID, flagProfile)
+	}
+	if !slices.Contains(login.GrantTypes, o.GrantType) {
+		return fmt.Errorf("--%s %q is not one of %s", flagGrantType, o.GrantType, strings.Join(login.GrantTypes, ", "))
+	}
+	if !slices.Contains(tokencache.Storages, o.TokenCacheStorage) {
+		return fmt.Errorf("--%s %q is not one of %s", flagStorage, o.TokenCacheStorage, strings.Join(tokencache.Storages, ", "))
+	}
+	if o.GrantType == login.GrantClientCredentials && o.ClientSecret == "" {
+		return fmt.Errorf("--%s=%s needs a client secret: --%s or $%s", flagGrantType, login.GrantClientCredentials, flagClientSecretFile, EnvClientSecret)
+	}
+	for _, a := range o.ListenAddresses {
+		if err := validateListenAddress(a); err != nil {
+			return err
+		}
+	}
+	if o.AuthTimeout <= 0 {
+		return fmt.Errorf("--%s must be positive", flagAuthTimeout)
+	}
+	return nil
+}
+
+func isLoopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+func validateListenAddress(a string) error {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return fmt.Errorf("--%s %q is not host:port: %v", flagListen, a, err)
+	}
+	if !isLoopbackHost(host) {
+		return fmt.Errorf("--%s %q must be a loopback address (127.0.0.1, [::1] or localhost), so that no other machine can reach the login callback", flagListen, a)
+	}
+	if port == "" {
+		return fmt.Errorf("--%s %q has no port (use :0 for any free port)", flagListen, a)
+	}
+	return nil
+}
+
+// LoginConfig is the configuration of the login package.
+func (o *AuthOptions) LoginConfig() login.Config {
+	return login.Config{
+		IssuerURL:       o.IssuerURL,
+		ClientID:        o.ClientID,
+		ClientSecret:    o.ClientSecret,
+		ExtraScopes:     o.ExtraScopes,
+		GrantType:       o.GrantType,
+		UseAccessToken:  o.UseAccessToken,
+		ListenAddresses: o.ListenAddresses,
+		RedirectURL:     o.RedirectURL,
+		BrowserCommand:  o.BrowserCommand,
+		SkipOpenBrowser: o.SkipOpenBrowser,
+		AuthTimeout:     o.AuthTimeout,
+	}
+}
+
+// Key is the cache key of the identity these settings select.
+func (o *AuthOptions) Key() tokencache.Key {
+	cfg := o.LoginConfig()
+	return tokencache.Key{
+		Issuer:         o.IssuerURL,
+		ClientID:       o.ClientID,
+		Scopes:         cfg.Scopes(),
+		GrantType:      cfg.EffectiveGrant(),
+		UseAccessToken: o.UseAccessToken,
+	}
+}
+
+// NewStore opens the configured cache.
+func (o *AuthOptions) NewStore(notify func(string)) (tokencache.Store, error) {
+	return tokencache.New(tokencache.Options{Storage: o.TokenCacheStorage, Dir: o.TokenCacheDir, Notify: notify})
+}
+
+// Args are the flags that differ from their defaults, as --name=value, in
+// a stable order, without secrets: the exec args setup writes and the login
+// command that error messages suggest.
+func (o *AuthOptions) Args() []string {
+	var args []string
+	if o.flags == nil {
+		return nil
+	}
+	o.flags.VisitAll(func(f *pflag.Flag) {
+		if !o.names[f.Name] || !f.Changed || slices.Contains(secretFlags, f.Name) {
+			return
+		}
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			for _, v := range sv.GetSlice() {
+				args = append(args, "--"+f.Name+"="+v)
+			}
+			return
+		}
+		if f.Value.String() == f.DefValue {
+			return
+		}
+		args = append(args, "--"+f.Name+"="+f.Value.String())
+	})
+	return args
+}
+
+// SecretOnCommandLine reports a secret given with --oidc-client-secret.
+func (o *AuthOptions) SecretOnCommandLine() bool { return o.secretFromFlag }

@@ -1,0 +1,122 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
+)
+
+// GetTokenOptions is the credential plugin command.
+type GetTokenOptions struct {
+	Auth *AuthOptions
+	genericiooptions.IOStreams
+	global *GlobalOptions
+
+	request     *execcred.Request
+	interactive bool
+}
+
+// NewCmdGetToken builds get-token.
+func NewCmdGetToken(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &GetTokenOptions{Auth: NewAuthOptions(), IOStreams: streams, global: g}
+	cmd := &cobra.Command{
+		Use:   "get-token",
+		Short: "Print an ExecCredential for kubectl (run by kubectl from a kubeconfig exec entry)",
+		Long: `get-token is what kubectl runs for every command: it prints an ExecCredential
+(client.authentication.k8s.io/v1 or v1beta1, as kubectl asks in
+KUBERNETES_EXEC_INFO) holding a cached token, and logs in only when the cached
+token has expired and cannot be refreshed. Write its kubeconfig entry with
+"kubectl impersonate setup".`,
+		Example: `  # What kubectl runs (see the kubeconfig written by setup):
+  kubectl-impersonate get-token --oidc-issuer-url=https://dex.example.com --oidc-client-id=kubernetes`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(c.Context())
+		},
+	}
+	o.Auth.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// Complete reads KUBERNETES_EXEC_INFO and the settings.
+func (o *GetTokenOptions) Complete() error {
+	req, err := execcred.ParseRequest(o.global.Getenv(execcred.EnvExecInfo))
+	if err != nil {
+		return err
+	}
+	o.request = req
+	if req.FromKubectl {
+		o.interactive = req.Interactive
+	} else {
+		o.interactive = o.global.IsTerminal(o.In)
+	}
+	return o.Auth.Complete(o.global.Getenv, notifier(o.ErrOut))
+}
+
+// Validate checks the settings.
+func (o *GetTokenOptions) Validate() error { return o.Auth.Validate() }
+
+// Run prints the ExecCredential.
+func (o *GetTokenOptions) Run(ctx context.Context) error {
+	r, err := obtain(ctx, o.Auth, o.global, o.IOStreams, o.interactive, credential.Options{})
+	if err != nil {
+		return err
+	}
+	return execcred.WriteReply(o.Out, o.request, r.Token, r.Expiry)
+}
+
+// obtain runs the credential use case with the settings of a command.
+func obtain(ctx context.Context, a *AuthOptions, g *GlobalOptions, streams genericiooptions.IOStreams, interactive bool, opts credential.Options) (*credential.Result, error) {
+	log := g.Logger(streams.ErrOut)
+	notify := notifier(streams.ErrOut)
+	store, err := a.NewStore(notify)
+	if err != nil {
+		return nil, err
+	}
+	src := &credential.Source{
+		Key:            a.Key(),
+		Store:          store,
+		LockDir:        a.TokenCacheDir,
+		UseAccessToken: a.UseAccessToken,
+		Notify:         notify,
+		Log:            log,
+		NewAuthenticator: func() (credential.Authenticator, error) {
+			httpClient, err := login.NewHTTPClient(a.CertificateAuthority, a.InsecureSkipTLSVerify, 0)
+			if err != nil {
+				return nil, err
+			}
+			cfg := a.LoginConfig()
+			cfg.HTTPClient = httpClient
+			cfg.Interactive = interactive
+			cfg.Stdin = streams.In
+			cfg.Stderr = streams.ErrOut
+			cfg.StderrIsTerminal = g.IsTerminal(streams.ErrOut)
+			cfg.Log = log
+			return login.New(cfg), nil
+		},
+	}
+	r, err := src.Get(ctx, opts)
+	if errors.Is(err, login.ErrInteractionRequired) {
+		return nil, fmt.Errorf("no valid cached token, and the %s login needs a person, but kubectl runs this plugin non-interactively: run '%s' in a terminal first",
+			a.LoginConfig().EffectiveGrant(), loginCommand(a))
+	}
+	return r, err
+}
+
+func loginCommand(a *AuthOptions) string {
+	return strings.Join(append([]string{"kubectl", "impersonate", "login"}, quoteArgs(a.Args())...), " ")
+}

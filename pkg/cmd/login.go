@@ -1,0 +1,86 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
+)
+
+// LoginOptions is the login command: get-token's flow, run by a person.
+type LoginOptions struct {
+	Auth  *AuthOptions
+	Force bool
+	genericiooptions.IOStreams
+	global *GlobalOptions
+}
+
+// NewCmdLogin builds login.
+func NewCmdLogin(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &LoginOptions{Auth: NewAuthOptions(), IOStreams: streams, global: g}
+	cmd := &cobra.Command{
+		Use:   "login",
+		Short: "Log in now and fill the token cache, so that kubectl needs no browser later",
+		Example: `  # Log in with the browser
+  kubectl impersonate login --oidc-issuer-url=https://dex.example.com --oidc-client-id=kubernetes
+
+  # Over SSH: show the URL, paste the code
+  kubectl impersonate login --profile=tenant-a --grant-type=authcode-keyboard`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(c.Context())
+		},
+	}
+	o.Auth.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&o.Force, "force", false, "Log in again even when a valid token is cached")
+	return cmd
+}
+
+// Complete fills the settings.
+func (o *LoginOptions) Complete() error { return o.Auth.Complete(o.global.Getenv, notifier(o.ErrOut)) }
+
+// Validate checks the settings.
+func (o *LoginOptions) Validate() error { return o.Auth.Validate() }
+
+// Run logs in (a person runs this command, so it is interactive) and says
+// who is logged in, without printing the token.
+func (o *LoginOptions) Run(ctx context.Context) error {
+	r, err := obtain(ctx, o.Auth, o.global, o.IOStreams, true, credential.Options{ForceLogin: o.Force})
+	if err != nil {
+		return err
+	}
+	who := subjectOf(r.Token)
+	switch r.From {
+	case credential.FromCache:
+		fmt.Fprintf(o.Out, "Already logged in%s; the token is valid until %s (use --force to log in again).\n", who, r.Expiry.Local().Format(time.RFC1123))
+	default:
+		fmt.Fprintf(o.Out, "Logged in%s; the token is valid until %s.\n", who, r.Expiry.Local().Format(time.RFC1123))
+	}
+	return nil
+}
+
+// subjectOf names the user of a JWT for display; the token was verified
+// when it was received.
+func subjectOf(token string) string {
+	claims := jwt.MapClaims{}
+	if _, _, err := jwt.NewParser().ParseUnverified(token, claims); err != nil {
+		return ""
+	}
+	for _, c := range []string{"email", "preferred_username", "sub"} {
+		if v, ok := claims[c].(string); ok && v != "" {
+			return " as " + v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,75 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+)
+
+// LogoutOptions is the logout command.
+type LogoutOptions struct {
+	Auth *AuthOptions
+	All  bool
+	genericiooptions.IOStreams
+	global *GlobalOptions
+}
+
+// NewCmdLogout builds logout.
+func NewCmdLogout(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &LogoutOptions{Auth: NewAuthOptions(), IOStreams: streams, global: g}
+	cmd := &cobra.Command{
+		Use:   "logout",
+		Short: "Delete cached tokens: those of the identity the flags select, or --all",
+		Example: `  # Forget one identity (the same flags as get-token)
+  kubectl impersonate logout --profile=tenant-a
+
+  # Forget every token kubectl-impersonate cached, in the keyring and on disk
+  kubectl impersonate logout --all`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(c.Context())
+		},
+	}
+	o.Auth.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&o.All, "all", false, "Delete every cached token of kubectl-impersonate")
+	return cmd
+}
+
+// Complete fills the settings.
+func (o *LogoutOptions) Complete() error { return o.Auth.Complete(o.global.Getenv, notifier(o.ErrOut)) }
+
+// Validate checks the settings; --all needs none.
+func (o *LogoutOptions) Validate() error {
+	if o.All {
+		return nil
+	}
+	return o.Auth.Validate()
+}
+
+// Run deletes from the keyring and the disk whatever the storage setting,
+// so that a token cached during a keyring outage goes too.
+func (o *LogoutOptions) Run(ctx context.Context) error {
+	store := &tokencache.Auto{Keyring: tokencache.NewKeyring(), Disk: tokencache.NewDisk(o.Auth.TokenCacheDir), Notify: func(string) {}}
+	if o.All {
+		if err := store.DeleteAll(ctx); err != nil {
+			return fmt.Errorf("deleting cached tokens: %w", err)
+		}
+		fmt.Fprintln(o.Out, "Deleted every cached token of kubectl-impersonate.")
+		return nil
+	}
+	if err := store.Delete(ctx, o.Auth.Key().ID()); err != nil {
+		return fmt.Errorf("deleting the cached token: %w", err)
+	}
+	fmt.Fprintf(o.Out, "Deleted the cached token of client %q at %s.\n", o.Auth.ClientID, o.Auth.IssuerURL)
+	return nil
+}

@@ -1,0 +1,101 @@
+// Package cmd holds the commands of kubectl-impersonate, one file each, as
+// options structs with Complete, Validate and Run.
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+)
+
+// GlobalOptions are the flags of every command.
+type GlobalOptions struct {
+	Verbosity int
+	// Getenv and IsTerminal are stubbable for tests.
+	Getenv     func(string) string
+	IsTerminal func(any) bool
+}
+
+// Logger writes diagnostics to stderr at the chosen verbosity. Nothing
+// logged at any level contains a token, secret or code.
+func (g *GlobalOptions) Logger(w io.Writer) *logging.Logger {
+	return &logging.Logger{W: w, Level: g.Verbosity}
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// NewRootCmd builds the command tree.
+func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
+	return newRootCmd(streams, "")
+}
+
+// newRootCmd builds the tree; with only set, just that subcommand. kubectl
+// runs get-token on every call, and building the other commands' flags
+// costs allocations (and so fresh pages) that get-token has no use for.
+func newRootCmd(streams genericiooptions.IOStreams, only string) *cobra.Command {
+	g := &GlobalOptions{Getenv: os.Getenv, IsTerminal: isTerminal}
+	root := &cobra.Command{
+		Use:   "kubectl-impersonate",
+		Short: "Log in to Kubernetes with OpenID Connect, and act as another user where allowed",
+		Long: `kubectl-impersonate is a kubectl credential plugin: kubectl runs its get-token
+command from a kubeconfig exec entry, and it logs you in to your OpenID Connect
+provider (browser, keyboard, device code or client credentials) and caches the
+token in the OS keyring.
+
+Start with "kubectl impersonate setup --help".`,
+		Annotations: map[string]string{
+			cobra.CommandDisplayNameAnnotation: "kubectl impersonate",
+		},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	root.PersistentFlags().IntVarP(&g.Verbosity, "v", "v", 0, "Log level for diagnostics on stderr (1: steps, 2: HTTP-level detail); tokens are never logged")
+
+	if only == "get-token" {
+		root.AddCommand(NewCmdGetToken(g, streams))
+		root.CompletionOptions.DisableDefaultCmd = true
+		return root
+	}
+	root.AddCommand(
+		NewCmdGetToken(g, streams),
+		NewCmdLogin(g, streams),
+		NewCmdSetup(g, streams),
+		NewCmdLogout(g, streams),
+		NewCmdVersion(streams),
+	)
+	return root
+}
+
+// notifier prints one-line notices on stderr.
+func notifier(w io.Writer) func(string) {
+	return func(msg string) { fmt.Fprintf(w, "kubectl-impersonate: %s\n", msg) }
+}
+
+// Execute runs the command line and returns the exit code. main prints
+// nothing itself: errors are reported here, once, on stderr.
+func Execute(ctx context.Context, args []string, streams genericiooptions.IOStreams) int {
+	only := ""
+	if len(args) > 0 && args[0] == "get-token" {
+		only = "get-token"
+	}
+	root := newRootCmd(streams, only)
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(streams.ErrOut, "kubectl-impersonate: %s\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,171 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeconfig"
+)
+
+// SetupOptions is the setup command.
+type SetupOptions struct {
+	Auth       *AuthOptions
+	User       string
+	Kubeconfig string
+	Context    string
+	Write      bool
+	genericiooptions.IOStreams
+	global *GlobalOptions
+
+	// Executable is the absolute path kubectl runs (stubbable for tests).
+	Executable string
+}
+
+// NewCmdSetup builds setup.
+func NewCmdSetup(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &SetupOptions{Auth: NewAuthOptions(), IOStreams: streams, global: g, User: "oidc"}
+	cmd := &cobra.Command{
+		Use:   "setup",
+		Short: "Print, or --write, the kubeconfig user entry that runs get-token",
+		Long: `setup prints the "kubectl config set-credentials" command that makes kubectl
+run this plugin, with the flags given (only those that differ from the
+defaults), or with --write puts the user entry into the kubeconfig itself.
+
+The entry runs this binary by its absolute path, not "kubectl impersonate":
+going through kubectl would add kubectl's own start-up to every command.
+Client secrets never go into the kubeconfig: give them to kubectl through
+--oidc-client-secret-file, a profile, or $` + EnvClientSecret + `.`,
+		Example: `  # Print the command
+  kubectl impersonate setup --oidc-issuer-url=https://dex.example.com --oidc-client-id=kubernetes --oidc-extra-scope=groups
+
+  # Write the user "alice" into ~/.kube/config and use it in the context "prod"
+  kubectl impersonate setup --profile=tenant-a --write --user=alice --context=prod`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run()
+		},
+	}
+	o.Auth.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&o.Write, "write", false, "Write the user entry into the kubeconfig instead of printing the command")
+	cmd.Flags().StringVar(&o.User, "user", o.User, "Name of the kubeconfig user entry")
+	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "Kubeconfig file to write (default: $KUBECONFIG's first file, else ~/.kube/config)")
+	cmd.Flags().StringVar(&o.Context, "context", "", "With --write, make this existing context use the user entry")
+	return cmd
+}
+
+// Complete resolves the executable and the settings.
+func (o *SetupOptions) Complete() error {
+	if err := o.Auth.Complete(o.global.Getenv, notifier(o.ErrOut)); err != nil {
+		return err
+	}
+	if o.Executable == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("finding the path of this binary: %w", err)
+		}
+		if resolved, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = resolved
+		}
+		o.Executable = exe
+	}
+	return nil
+}
+
+// Validate checks the settings.
+func (o *SetupOptions) Validate() error {
+	if o.User == "" {
+		return errors.New("--user must not be empty")
+	}
+	if o.Context != "" && !o.Write {
+		return errors.New("--context takes effect with --write only")
+	}
+	return o.Auth.Validate()
+}
+
+// ExecConfig is the exec entry for the settings.
+func (o *SetupOptions) ExecConfig() *kubeconfig.ExecConfig {
+	return &kubeconfig.ExecConfig{
+		Command:            o.Executable,
+		Args:               append([]string{"get-token"}, o.Auth.Args()...),
+		APIVersion:         execcred.APIVersionV1,
+		InteractiveMode:    "IfAvailable",
+		ProvideClusterInfo: true,
+	}
+}
+
+// Run prints or writes the entry.
+func (o *SetupOptions) Run() error {
+	if o.Auth.SecretOnCommandLine() || (o.Auth.ClientSecret != "" && o.Auth.ClientSecretFile == "") {
+		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: the client secret is not written into the kubeconfig: kubectl must find it in $%s, or use --%s or a profile\n", EnvClientSecret, flagClientSecretFile)
+	}
+	exec := o.ExecConfig()
+	if !o.Write {
+		args := []string{"kubectl", "config", "set-credentials", o.User,
+			"--exec-api-version=" + exec.APIVersion,
+			"--exec-interactive-mode=" + string(exec.InteractiveMode),
+			"--exec-provide-cluster-info=true",
+			"--exec-command=" + exec.Command,
+		}
+		for _, a := range exec.Args {
+			args = append(args, "--exec-arg="+a)
+		}
+		fmt.Fprintln(o.Out, strings.Join(quoteArgs(args), " \\\n  "))
+		fmt.Fprintf(o.Out, "\n# then: kubectl config set-context --current --user=%s\n", shellQuote(o.User))
+		return nil
+	}
+	return o.write(exec)
+}
+
+func (o *SetupOptions) write(exec *kubeconfig.ExecConfig) error {
+	files := kubeconfig.Files(o.Kubeconfig, o.global.Getenv)
+	path, err := kubeconfig.SetUser(files, o.User, exec)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "Wrote the user %q to %s.\n", o.User, path)
+	if o.Context != "" {
+		if _, err := kubeconfig.SetContextUser(files, o.Context, o.User); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "The context %q now uses it: try \"kubectl --context=%s auth whoami\".\n", o.Context, o.Context)
+	} else {
+		fmt.Fprintf(o.Out, "Use it with: kubectl config set-context --current --user=%s\n", shellQuote(o.User))
+	}
+	return nil
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_@%+=:,./-", c)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func quoteArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = shellQuote(a)
+	}
+	return out
+}

@@ -1,0 +1,67 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/yaml"
+)
+
+// Set by the release build: -ldflags "-X .../pkg/cmd.version=v1.2.3 -X .../pkg/cmd.commit=abc".
+var (
+	version = ""
+	commit  = ""
+)
+
+// VersionInfo is what version prints.
+type VersionInfo struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit,omitempty"`
+	GoVersion string `json:"goVersion"`
+	Platform  string `json:"platform"`
+}
+
+// Version returns the build's version: the ldflags stamp, else the module
+// version of a "go install", else "devel".
+func Version() VersionInfo {
+	v := VersionInfo{Version: version, Commit: commit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if v.Version == "" {
+		v.Version = "devel"
+		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v.Version = bi.Main.Version
+		}
+	}
+	return v
+}
+
+// NewCmdVersion builds version.
+func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			v := Version()
+			switch output {
+			case "":
+				fmt.Fprintf(streams.Out, "kubectl-impersonate %s (%s, %s)\n", v.Version, v.GoVersion, v.Platform)
+			case "json":
+				b, _ := json.MarshalIndent(v, "", "  ")
+				fmt.Fprintln(streams.Out, string(b))
+			case "yaml":
+				b, _ := yaml.Marshal(v)
+				fmt.Fprint(streams.Out, string(b))
+			default:
+				return fmt.Errorf("--output %q is not one of json, yaml", output)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json|yaml")
+	return cmd
+}

@@ -1,0 +1,114 @@
+// Package config reads the profiles file: named sets of get-token settings,
+// so that kubeconfig exec args stay short (--profile NAME) and secrets stay
+// out of kubeconfig.
+//
+// The file is YAML at $KUBECTL_IMPERSONATE_CONFIG, else
+// $XDG_CONFIG_HOME/kubectl-impersonate/config.yaml, else
+// ~/.config/kubectl-impersonate/config.yaml:
+//
+//	profiles:
+//	  tenant-a:
+//	    oidc-issuer-url: https://id.example.com/realms/a
+//	    oidc-client-id: kubernetes
+//	    oidc-extra-scope: [email, groups]
+//	    oidc-client-secret-file: ~/.config/kubectl-impersonate/tenant-a.secret
+//
+// Keys are the long flag names; command-line flags win over the profile.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"sigs.k8s.io/yaml"
+)
+
+// EnvConfig overrides the file's location.
+const EnvConfig = "KUBECTL_IMPERSONATE_CONFIG"
+
+// File is the parsed profiles file.
+type File struct {
+	Path     string
+	Profiles map[string]map[string]any `json:"profiles"`
+	// ReadableByOthers is true when group or world may read the file.
+	ReadableByOthers bool
+}
+
+// DefaultPath returns where the file is looked for.
+func DefaultPath(getenv func(string) string) (string, error) {
+	if p := getenv(EnvConfig); p != "" {
+		return p, nil
+	}
+	if x := getenv("XDG_CONFIG_HOME"); x != "" {
+		return filepath.Join(x, "kubectl-impersonate", "config.yaml"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the profiles file: %w (set %s)", err, EnvConfig)
+	}
+	return filepath.Join(home, ".config", "kubectl-impersonate", "config.yaml"), nil
+}
+
+// Load reads and parses path.
+func Load(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("profiles file %s does not exist: create it (see docs/profiles.md) or set %s", path, EnvConfig)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading profiles file: %w", err)
+	}
+	f := &File{Path: path}
+	if err := yaml.UnmarshalStrict(b, f); err != nil {
+		return nil, fmt.Errorf("parsing profiles file %s: %w", path, err)
+	}
+	f.Path = path
+	if fi, err := os.Stat(path); err == nil {
+		f.ReadableByOthers = fi.Mode().Perm()&0o044 != 0
+	}
+	return f, nil
+}
+
+// Profile returns the settings of name.
+func (f *File) Profile(name string) (map[string]any, error) {
+	p, ok := f.Profiles[name]
+	if !ok {
+		names := make([]string, 0, len(f.Profiles))
+		for n := range f.Profiles {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("profile %q is not in %s (profiles there: %v)", name, f.Path, names)
+	}
+	return p, nil
+}
+
+// Values turns a YAML value into flag values: a list gives one per item.
+func Values(v any) ([]string, error) {
+	switch t := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		return []string{t}, nil
+	case bool:
+		return []string{fmt.Sprint(t)}, nil
+	case float64:
+		return []string{fmt.Sprint(t)}, nil
+	case []any:
+		var out []string
+		for _, item := range t {
+			vs, err := Values(item)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, vs...)
+		}
+		return out, nil
+	default:
+		return nil, fmt.Errorf("unsupported value of type %T", v)
+	}
+}

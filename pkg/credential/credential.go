@@ -1,0 +1,207 @@
+// Package credential is the get-token use case: a lock-free cache read, and
+// on a miss a per-entry cross-process lock, a second read, a refresh or a new
+// grant, and a write back.
+package credential
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+)
+
+// MinValidity is how long a cached token must still be valid to be handed
+// out, and how much earlier than the real expiry the ExecCredential says it
+// expires: client-go reuses a credential until exactly that timestamp, with
+// no margin of its own, and a request signed a second before expiry can
+// still arrive after it.
+const MinValidity = 30 * time.Second
+
+// Authenticator obtains tokens from the provider (login.Client).
+type Authenticator interface {
+	Grant(ctx context.Context) (*tokencache.Entry, error)
+	Refresh(ctx context.Context, refreshToken string) (*tokencache.Entry, error)
+}
+
+// Source hands out a token for one identity.
+type Source struct {
+	Key            tokencache.Key
+	Store          tokencache.Store
+	LockDir        string
+	LockTimeout    time.Duration
+	UseAccessToken bool
+	// NewAuthenticator is called only on a cache miss, so that nothing
+	// about the provider is set up on the cached path.
+	NewAuthenticator func() (Authenticator, error)
+	// Notify shows a one-line notice to the user.
+	Notify func(string)
+	Log    *logging.Logger
+	Now    func() time.Time
+}
+
+// How a token was obtained.
+const (
+	FromCache   = "cache"
+	FromRefresh = "refresh"
+	FromGrant   = "grant"
+)
+
+// Result is the token to hand to kubectl.
+type Result struct {
+	Token string `datapolicy:"token"`
+	// Expiry is the time to report: MinValidity before the real expiry.
+	Expiry time.Time
+	Entry  *tokencache.Entry
+	From   string
+}
+
+// Options of one Get.
+type Options struct {
+	// ForceLogin skips the cache and the refresh token.
+	ForceLogin bool
+}
+
+func (s *Source) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Source) notify(msg string) {
+	if s.Notify != nil {
+		s.Notify(msg)
+	}
+}
+
+// Select picks the token kubectl gets from e: the ID token unless the access
+// token was asked for or no ID token was issued (client credentials).
+func Select(e *tokencache.Entry, useAccessToken bool) (string, time.Time) {
+	if useAccessToken || e.IDToken == "" {
+		return e.AccessToken, e.AccessTokenExpiry
+	}
+	return e.IDToken, e.IDTokenExpiry
+}
+
+func (s *Source) usable(e *tokencache.Entry) (*Result, bool) {
+	if e == nil {
+		return nil, false
+	}
+	tok, exp := Select(e, s.UseAccessToken)
+	if tok == "" || !s.now().Add(MinValidity).Before(exp) {
+		return nil, false
+	}
+	return &Result{Token: tok, Expiry: exp.Add(-MinValidity), Entry: e}, true
+}
+
+// read returns the cached entry, nil on a miss. A corrupted entry is a miss
+// with a notice; an unusable store is an error only when it was chosen
+// explicitly (Auto falls back by itself).
+func (s *Source) read(ctx context.Context, id string) (*tokencache.Entry, error) {
+	b, err := s.Store.Get(ctx, id)
+	switch {
+	case err == nil:
+	case errors.Is(err, tokencache.ErrNotFound):
+		return nil, nil
+	case errors.Is(err, tokencache.ErrCorrupt):
+		s.notify(fmt.Sprintf("discarding the cached token: %v", err))
+		return nil, nil
+	case errors.Is(err, tokencache.ErrUnavailable):
+		return nil, fmt.Errorf("%w: use --token-cache-storage=auto to fall back to disk, or unlock the keyring", err)
+	default:
+		s.notify(fmt.Sprintf("ignoring the token cache: %v", err))
+		return nil, nil
+	}
+	e, err := tokencache.DecodeEntry(b)
+	if err != nil {
+		s.notify(fmt.Sprintf("discarding the cached token: %v", err))
+		return nil, nil
+	}
+	return e, nil
+}
+
+// Get returns a valid token, from the cache when it can.
+func (s *Source) Get(ctx context.Context, opts Options) (*Result, error) {
+	id := s.Key.ID()
+	if !opts.ForceLogin {
+		e, err := s.read(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if r, ok := s.usable(e); ok {
+			s.Log.Printf(1, "using the cached token (storage %s, expires %s)", s.Store.Name(), r.Expiry.Format(time.RFC3339))
+			r.From = FromCache
+			return r, nil
+		}
+	}
+
+	timeout := s.LockTimeout
+	if timeout <= 0 {
+		timeout = tokencache.DefaultLockTimeout
+	}
+	lock, err := tokencache.AcquireLock(ctx, s.LockDir, id, timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = lock.Release() }()
+	return s.getLocked(ctx, id, opts)
+}
+
+// getLocked re-reads the cache, then refreshes or logs in, and stores the
+// result. It must be called while holding the entry's lock.
+func (s *Source) getLocked(ctx context.Context, id string, opts Options) (*Result, error) {
+	e, err := s.read(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !opts.ForceLogin {
+		if r, ok := s.usable(e); ok {
+			s.Log.Printf(1, "another process refreshed the token while this one waited")
+			r.From = FromCache
+			return r, nil
+		}
+	}
+	auth, err := s.NewAuthenticator()
+	if err != nil {
+		return nil, err
+	}
+
+	var fresh *tokencache.Entry
+	from := FromGrant
+	if e != nil && e.RefreshToken != "" && !opts.ForceLogin {
+		fresh, err = auth.Refresh(ctx, e.RefreshToken)
+		if err != nil {
+			s.Log.Printf(1, "refresh failed, logging in again: %v", err)
+			s.notify(fmt.Sprintf("the refresh token was refused (%v); logging in again", err))
+			fresh = nil
+		} else {
+			from = FromRefresh
+		}
+	}
+	if fresh == nil {
+		fresh, err = auth.Grant(ctx)
+		if err != nil {
+			return nil, err
+		}
+	}
+	r, ok := s.usable(fresh)
+	if !ok {
+		tok, exp := Select(fresh, s.UseAccessToken)
+		if tok == "" {
+			return nil, errors.New("the identity provider issued no usable token")
+		}
+		return nil, fmt.Errorf("the identity provider issued a token that expires at %s, less than %s from now: check the clocks of this machine and the provider", exp.Format(time.RFC3339), MinValidity)
+	}
+	r.From = from
+	b, err := fresh.Encode()
+	if err == nil {
+		err = s.Store.Put(ctx, id, b)
+	}
+	if err != nil {
+		s.notify(fmt.Sprintf("the token could not be cached, so the next command logs in again: %v", err))
+	}
+	return r, nil
+}

@@ -1,0 +1,28 @@
+// Package logging is a small levelled logger for stderr. It never receives a
+// token, secret or code: callers log URLs, names and outcomes only.
+package logging
+
+import (
+	"fmt"
+	"io"
+)
+
+// Logger writes lines at or below its verbosity to W. The zero value and a
+// nil *Logger discard everything.
+type Logger struct {
+	W     io.Writer
+	Level int
+}
+
+// V reports whether level is enabled.
+func (l *Logger) V(level int) bool {
+	return l != nil && l.W != nil && level <= l.Level
+}
+
+// Printf writes one line when level is enabled.
+func (l *Logger) Printf(level int, format string, args ...any) {
+	if !l.V(level) {
+		return
+	}
+	_, _ = fmt.Fprintf(l.W, format+"\n", args...)
+}

@@ -1,0 +1,35 @@
+package login
+
+import (
+	"fmt"
+	"io"
+	"os/exec"
+	"runtime"
+	"strings"
+)
+
+// openBrowser starts the user's browser on url without waiting for it. Its
+// output goes to stderr: stdout belongs to kubectl when this runs as a
+// credential plugin.
+func openBrowser(command, url string, stderr io.Writer) error {
+	var argv []string
+	switch {
+	case command != "":
+		argv = append(strings.Fields(command), url)
+	case runtime.GOOS == "darwin":
+		argv = []string{"open", url}
+	case runtime.GOOS == "windows":
+		argv = []string{"rundll32", "url.dll,FileProtocolHandler", url}
+	default:
+		argv = []string{"xdg-open", url}
+	}
+	// Not CommandContext: the browser must outlive the login.
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout = stderr
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("opening the browser with %s: %w", argv[0], err)
+	}
+	go func() { _ = cmd.Wait() }()
+	return nil
+}

@@ -1,0 +1,290 @@
+package login
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"mime"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/int128/oauth2cli"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc"
+)
+
+func randomString() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generating a random value: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// authCode runs the browser flow: a loopback server on the first free
+// listen address, PKCE S256, state (checked by oauth2cli) and nonce.
+func (c *Client) authCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token, string, error) {
+	state, err := randomString()
+	if err != nil {
+		return nil, "", err
+	}
+	nonce, err := randomString()
+	if err != nil {
+		return nil, "", err
+	}
+	verifier := oauth2.GenerateVerifier()
+	ctx, cancel := context.WithTimeout(c.ctx(ctx), c.cfg.AuthTimeout)
+	defer cancel()
+
+	ready := make(chan string, 1)
+	done := make(chan struct{})
+	defer close(done)
+	go c.promptBrowser(ctx, ready, done)
+
+	tok, err := oauth2cli.GetToken(ctx, oauth2cli.Config{
+		OAuth2Config:           *c.oauth2Config(p),
+		State:                  state,
+		AuthCodeOptions:        []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("nonce", nonce)},
+		TokenRequestOptions:    []oauth2.AuthCodeOption{oauth2.VerifierOption(verifier)},
+		LocalServerBindAddress: c.cfg.ListenAddresses,
+		LocalServerReadyChan:   ready,
+		LocalServerSuccessHTML: successHTML,
+		Logf: func(format string, args ...any) {
+			c.cfg.Log.Printf(2, format, args...)
+		},
+	})
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil, "", fmt.Errorf("no browser login within %s: open the URL above, or raise --authentication-timeout", c.cfg.AuthTimeout)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("browser login: %w", describeTokenError(err))
+	}
+	return tok, nonce, nil
+}
+
+const successHTML = `<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8"><title>Logged in</title></head>
+<body style="font-family:sans-serif;margin:2em"><h1>Logged in</h1><p>kubectl-impersonate has your token. You can close this window.</p>
+<script>window.close()</script></body></html>`
+
+func (c *Client) open(url string) error {
+	if c.cfg.OpenURL != nil {
+		return c.cfg.OpenURL(url)
+	}
+	return openBrowser(c.cfg.BrowserCommand, url, c.cfg.Stderr)
+}
+
+// promptBrowser shows the local URL, opens the browser, and counts down.
+func (c *Client) promptBrowser(ctx context.Context, ready <-chan string, done <-chan struct{}) {
+	var localURL string
+	select {
+	case localURL = <-ready:
+	case <-ctx.Done():
+		return
+	case <-done:
+		return
+	}
+	deadline, _ := ctx.Deadline()
+	fmt.Fprintf(c.cfg.Stderr, "Open %s in your browser to log in (waiting %s).\n", localURL, c.cfg.AuthTimeout.Round(time.Second))
+	if !c.cfg.SkipOpenBrowser {
+		if err := c.open(localURL); err != nil {
+			fmt.Fprintf(c.cfg.Stderr, "Could not open a browser (%v); open the URL yourself.\n", err)
+		}
+	}
+	if !c.cfg.StderrIsTerminal {
+		return
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	defer fmt.Fprint(c.cfg.Stderr, "\r\033[K")
+	for {
+		select {
+		case <-tick.C:
+			fmt.Fprintf(c.cfg.Stderr, "\r\033[KWaiting for the browser login: %s left", time.Until(deadline).Round(time.Second))
+		case <-ctx.Done():
+			return
+		case <-done:
+			return
+		}
+	}
+}
+
+// authCodeKeyboard prints the authorization URL and reads the code (or the
+// whole redirect URL, whose state is then checked) from the terminal.
+func (c *Client) authCodeKeyboard(ctx context.Context, p *oidc.Provider) (*oauth2.Token, string, error) {
+	if c.cfg.Stdin == nil {
+		return nil, "", ErrInteractionRequired
+	}
+	state, err := randomString()
+	if err != nil {
+		return nil, "", err
+	}
+	nonce, err := randomString()
+	if err != nil {
+		return nil, "", err
+	}
+	verifier := oauth2.GenerateVerifier()
+	conf := c.oauth2Config(p)
+	conf.RedirectURL = c.cfg.RedirectURL
+	if conf.RedirectURL == "" {
+		conf.RedirectURL = OOBRedirectURL
+	}
+	authURL := conf.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("nonce", nonce))
+	fmt.Fprintf(c.cfg.Stderr, "Open this URL in a browser, log in, then paste the code (or the whole address you were sent to):\n\n%s\n\nCode: ", authURL)
+
+	ctx, cancel := context.WithTimeout(c.ctx(ctx), c.cfg.AuthTimeout)
+	defer cancel()
+	lines := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(c.cfg.Stdin).ReadString('\n')
+		lines <- strings.TrimSpace(line)
+	}()
+	var input string
+	select {
+	case input = <-lines:
+	case <-ctx.Done():
+		return nil, "", fmt.Errorf("no code entered within %s", c.cfg.AuthTimeout)
+	}
+	code, err := codeFromInput(input, state)
+	if err != nil {
+		return nil, "", err
+	}
+	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
+	if err != nil {
+		return nil, "", fmt.Errorf("exchanging the code: %w", describeTokenError(err))
+	}
+	return tok, nonce, nil
+}
+
+// codeFromInput accepts a bare code or a redirect URL carrying code and state.
+func codeFromInput(input, state string) (string, error) {
+	if input == "" {
+		return "", errors.New("no code entered")
+	}
+	if u, err := url.Parse(input); err == nil && u.Scheme != "" && u.RawQuery != "" {
+		q := u.Query()
+		if e := q.Get("error"); e != "" {
+			return "", fmt.Errorf("the provider refused the login: %s %s", e, q.Get("error_description"))
+		}
+		if q.Get("state") != state {
+			return "", errors.New("the pasted address carries another login's state: paste the address of this login")
+		}
+		if q.Get("code") == "" {
+			return "", errors.New("the pasted address carries no code")
+		}
+		return q.Get("code"), nil
+	}
+	return input, nil
+}
+
+// deviceCode runs RFC 8628: show the user code and verification URI, then poll.
+func (c *Client) deviceCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token, error) {
+	if p.Endpoint.DeviceAuthURL == "" {
+		return nil, fmt.Errorf("the provider %s advertises no device_authorization_endpoint: use another --grant-type", c.cfg.IssuerURL)
+	}
+	ctx = c.ctx(ctx)
+	conf := c.oauth2Config(p)
+	da, err := conf.DeviceAuth(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("starting the device login: %w", describeTokenError(err))
+	}
+	target := da.VerificationURIComplete
+	if target == "" {
+		target = da.VerificationURI
+	}
+	fmt.Fprintf(c.cfg.Stderr, "Open %s and enter the code %s to log in.\n", da.VerificationURI, da.UserCode)
+	if target != da.VerificationURI {
+		fmt.Fprintf(c.cfg.Stderr, "Or open %s\n", target)
+	}
+	if !c.cfg.SkipOpenBrowser {
+		if err := c.open(target); err != nil {
+			c.cfg.Log.Printf(1, "could not open a browser: %v", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.AuthTimeout)
+	defer cancel()
+	tok, err := conf.DeviceAccessToken(ctx, da)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil, fmt.Errorf("device login not completed within %s", c.cfg.AuthTimeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("device login: %w", describeTokenError(err))
+	}
+	return tok, nil
+}
+
+func (c *Client) clientCredentials(ctx context.Context, p *oidc.Provider) (*oauth2.Token, error) {
+	c.cfg.Log.Printf(1, "requesting a client-credentials token at %s", p.Endpoint.TokenURL)
+	tok, err := c.tokenRequest(ctx, p, nil)
+	if err != nil {
+		return nil, fmt.Errorf("client credentials grant: %w", err)
+	}
+	return tok, nil
+}
+
+// tokenRequest posts to the token endpoint with the client's authentication
+// and scopes. params may override grant_type (x/oauth2's client credentials
+// source allows exactly that), which refresh uses so that it can send the
+// scope parameter that x/oauth2's own refresh omits.
+func (c *Client) tokenRequest(ctx context.Context, p *oidc.Provider, params url.Values) (*oauth2.Token, error) {
+	e := c.endpoint(p)
+	cc := clientcredentials.Config{
+		ClientID:       c.cfg.ClientID,
+		ClientSecret:   c.cfg.ClientSecret,
+		TokenURL:       e.TokenURL,
+		Scopes:         c.Scopes(),
+		EndpointParams: params,
+		AuthStyle:      e.AuthStyle,
+	}
+	tok, err := cc.Token(c.ctx(ctx))
+	if err != nil {
+		return nil, describeTokenError(err)
+	}
+	return tok, nil
+}
+
+// describeTokenError turns x/oauth2's errors into one line without the
+// response body, which for an HTML error page is a screenful.
+func describeTokenError(err error) error {
+	var re *oauth2.RetrieveError
+	if !errors.As(err, &re) {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return fmt.Errorf("the identity provider did not answer in time: %w", err)
+		}
+		return err
+	}
+	status := 0
+	if re.Response != nil {
+		status = re.Response.StatusCode
+	}
+	if re.ErrorCode != "" {
+		msg := fmt.Sprintf("the identity provider answered %d %s", status, re.ErrorCode)
+		if re.ErrorDescription != "" {
+			msg += ": " + oneLine(re.ErrorDescription, 200)
+		}
+		return errors.New(msg)
+	}
+	ct := ""
+	if re.Response != nil {
+		ct, _, _ = mime.ParseMediaType(re.Response.Header.Get("Content-Type"))
+	}
+	if ct == "" {
+		ct = "no content type"
+	}
+	return fmt.Errorf("the identity provider answered %d with %s, not an OAuth 2.0 error: check the issuer URL and the provider's health", status, ct)
+}
+
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return s
+}

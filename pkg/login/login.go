@@ -1,0 +1,264 @@
+// Package login obtains tokens from an OpenID Connect provider: the
+// authorization code grant with PKCE (RFC 7636) through a loopback server
+// (RFC 8252, github.com/int128/oauth2cli) or a pasted code, the device
+// authorization grant (RFC 8628), the client credentials grant (RFC 6749
+// §4.4) and refresh (RFC 6749 §6). ID tokens are verified on receipt.
+package login
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"golang.org/x/oauth2"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+)
+
+// Grant types accepted by --grant-type.
+const (
+	GrantAuto              = "auto"
+	GrantAuthCode          = "authcode"
+	GrantAuthCodeKeyboard  = "authcode-keyboard"
+	GrantDeviceCode        = "device-code"
+	GrantClientCredentials = "client-credentials"
+)
+
+// GrantTypes lists the accepted grant types.
+var GrantTypes = []string{GrantAuto, GrantAuthCode, GrantAuthCodeKeyboard, GrantDeviceCode, GrantClientCredentials}
+
+// ErrInteractionRequired means the grant needs a person but none can be
+// asked: kubectl runs the plugin non-interactively, or there is no terminal.
+var ErrInteractionRequired = errors.New("logging in needs a person at a browser or terminal, but this run is not interactive")
+
+// Defaults.
+const (
+	DefaultAuthTimeout = 3 * time.Minute
+	// OOBRedirectURL is the out-of-band redirect of authcode-keyboard: the
+	// provider shows the code to the user instead of redirecting.
+	OOBRedirectURL = "urn:ietf:wg:oauth:2.0:oob"
+	// defaultAccessTokenLifetime is assumed for an access token whose
+	// response says nothing of its lifetime and that is not a JWT.
+	defaultAccessTokenLifetime = 5 * time.Minute
+)
+
+// DefaultListenAddresses are tried in order for the loopback server. Most
+// providers need the redirect URIs registered; these are kubelogin's, so
+// existing client registrations work.
+var DefaultListenAddresses = []string{"127.0.0.1:8000", "127.0.0.1:18000"}
+
+// Config says whom to ask for a token and how.
+type Config struct {
+	IssuerURL      string
+	ClientID       string
+	ClientSecret   string `datapolicy:"secret"`
+	ExtraScopes    []string
+	GrantType      string
+	UseAccessToken bool
+
+	ListenAddresses []string
+	// RedirectURL is the redirect of authcode-keyboard (default OOB).
+	RedirectURL     string
+	BrowserCommand  string
+	SkipOpenBrowser bool
+	// OpenURL replaces the browser (tests); nil runs BrowserCommand or
+	// the platform's opener.
+	OpenURL     func(url string) error
+	AuthTimeout time.Duration
+
+	HTTPClient *http.Client
+	// Interactive allows grants that need a person.
+	Interactive bool
+	Stdin       io.Reader
+	Stderr      io.Writer
+	// StderrIsTerminal lets the countdown redraw one line.
+	StderrIsTerminal bool
+	Log              *logging.Logger
+	Now              func() time.Time
+}
+
+// Scopes are "openid" plus the extra scopes, in a stable order.
+func (c Config) Scopes() []string {
+	scopes := append([]string{"openid"}, c.ExtraScopes...)
+	slices.Sort(scopes)
+	return slices.Compact(scopes)
+}
+
+// EffectiveGrant resolves "auto".
+func (c Config) EffectiveGrant() string {
+	if c.GrantType == "" || c.GrantType == GrantAuto {
+		return GrantAuthCode
+	}
+	return c.GrantType
+}
+
+// NeedsPerson tells whether the grant involves a user at a browser or terminal.
+func NeedsPerson(grant string) bool {
+	return grant != GrantClientCredentials
+}
+
+// Client talks to one provider. Discovery happens on first use.
+type Client struct {
+	cfg      Config
+	provider *oidc.Provider
+}
+
+// New returns a Client for cfg.
+func New(cfg Config) *Client {
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = http.DefaultClient
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = io.Discard
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.AuthTimeout <= 0 {
+		cfg.AuthTimeout = DefaultAuthTimeout
+	}
+	if len(cfg.ListenAddresses) == 0 {
+		cfg.ListenAddresses = DefaultListenAddresses
+	}
+	return &Client{cfg: cfg}
+}
+
+func (c *Client) ctx(ctx context.Context) context.Context {
+	return context.WithValue(ctx, oauth2.HTTPClient, c.cfg.HTTPClient)
+}
+
+func (c *Client) discover(ctx context.Context) (*oidc.Provider, error) {
+	if c.provider != nil {
+		return c.provider, nil
+	}
+	c.cfg.Log.Printf(1, "discovering the OIDC provider %s", c.cfg.IssuerURL)
+	p, err := oidc.Discover(ctx, c.cfg.IssuerURL, c.cfg.ClientID, c.cfg.HTTPClient)
+	if err != nil {
+		return nil, err
+	}
+	c.provider = p
+	return p, nil
+}
+
+func (c *Client) oauth2Config(p *oidc.Provider) *oauth2.Config {
+	return &oauth2.Config{
+		ClientID:     c.cfg.ClientID,
+		ClientSecret: c.cfg.ClientSecret,
+		Endpoint:     c.endpoint(p),
+		Scopes:       c.Scopes(),
+	}
+}
+
+func (c *Client) endpoint(p *oidc.Provider) oauth2.Endpoint {
+	e := p.Endpoint
+	if c.cfg.ClientSecret == "" {
+		// A public client authenticates with client_id in the body only.
+		e.AuthStyle = oauth2.AuthStyleInParams
+	}
+	return e
+}
+
+// Scopes are the scopes requested (see Config.Scopes).
+func (c *Client) Scopes() []string { return c.cfg.Scopes() }
+
+// Grant runs the configured grant and returns a verified token set.
+func (c *Client) Grant(ctx context.Context) (*tokencache.Entry, error) {
+	grant := c.cfg.EffectiveGrant()
+	if NeedsPerson(grant) && !c.cfg.Interactive {
+		return nil, ErrInteractionRequired
+	}
+	p, err := c.discover(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var tok *oauth2.Token
+	var nonce string
+	switch grant {
+	case GrantAuthCode:
+		tok, nonce, err = c.authCode(ctx, p)
+	case GrantAuthCodeKeyboard:
+		tok, nonce, err = c.authCodeKeyboard(ctx, p)
+	case GrantDeviceCode:
+		tok, err = c.deviceCode(ctx, p)
+	case GrantClientCredentials:
+		tok, err = c.clientCredentials(ctx, p)
+	default:
+		return nil, fmt.Errorf("unknown grant type %q", grant)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.toEntry(ctx, p, grant, tok, nonce, "")
+}
+
+// Refresh redeems refreshToken (RFC 6749 §6), asking for the original scopes
+// again so that claims such as groups survive. A new ID token is verified;
+// a missing new refresh token keeps the old one.
+func (c *Client) Refresh(ctx context.Context, refreshToken string) (*tokencache.Entry, error) {
+	p, err := c.discover(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.cfg.Log.Printf(1, "refreshing the token at %s", p.Endpoint.TokenURL)
+	tok, err := c.tokenRequest(ctx, p, map[string][]string{
+		"grant_type":    {"refresh_token"},
+		"refresh_token": {refreshToken},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("refreshing the token: %w", err)
+	}
+	return c.toEntry(ctx, p, c.cfg.EffectiveGrant(), tok, "", refreshToken)
+}
+
+// toEntry checks the token response and turns it into a cache entry.
+func (c *Client) toEntry(ctx context.Context, p *oidc.Provider, grant string, tok *oauth2.Token, nonce, oldRefreshToken string) (*tokencache.Entry, error) {
+	now := c.cfg.Now()
+	e := &tokencache.Entry{
+		AccessToken:  tok.AccessToken,
+		RefreshToken: tok.RefreshToken,
+		TokenType:    tok.TokenType,
+		Issuer:       c.cfg.IssuerURL,
+		ClientID:     c.cfg.ClientID,
+		GrantType:    grant,
+		Scopes:       c.Scopes(),
+		ObtainedAt:   now.UTC(),
+	}
+	if e.RefreshToken == "" {
+		e.RefreshToken = oldRefreshToken
+	}
+	if raw, _ := tok.Extra("id_token").(string); raw != "" {
+		idt, err := p.VerifyIDToken(ctx, raw, nonce)
+		if err != nil {
+			return nil, err
+		}
+		e.IDToken = raw
+		e.IDTokenExpiry = idt.Expiry.UTC()
+	} else if !c.cfg.UseAccessToken && grant != GrantClientCredentials {
+		return nil, errors.New("the provider answered without an ID token: request the openid scope from a provider that issues ID tokens, or use --oidc-use-access-token")
+	}
+	if e.AccessToken != "" {
+		e.AccessTokenExpiry = accessTokenExpiry(tok, now)
+	}
+	return e, nil
+}
+
+// accessTokenExpiry is expires_in when given, else the exp of a JWT access
+// token (not verified: it only decides when to refresh), else a short
+// default.
+func accessTokenExpiry(tok *oauth2.Token, now time.Time) time.Time {
+	if !tok.Expiry.IsZero() {
+		return tok.Expiry.UTC()
+	}
+	claims := jwt.RegisteredClaims{}
+	if _, _, err := jwt.NewParser().ParseUnverified(tok.AccessToken, &claims); err == nil && claims.ExpiresAt != nil {
+		return claims.ExpiresAt.UTC()
+	}
+	return now.Add(defaultAccessTokenLifetime).UTC()
+}

@@ -1,0 +1,290 @@
+package login
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc/oidctest"
+)
+
+// browser follows redirects like a browser whose user approves at once.
+func browser(t *testing.T) func(string) error {
+	return func(u string) error {
+		go func() {
+			resp, err := http.Get(u)
+			if err != nil {
+				t.Logf("browser: %v", err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}()
+		return nil
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func newClient(t *testing.T, srv *oidctest.Server, mutate func(*Config)) (*Client, *syncBuffer) {
+	stderr := &syncBuffer{}
+	cfg := Config{
+		IssuerURL: srv.Issuer(), ClientID: srv.ClientID, ExtraScopes: []string{"email", "groups"},
+		GrantType: GrantAuthCode, ListenAddresses: []string{"127.0.0.1:0"}, AuthTimeout: 10 * time.Second,
+		Interactive: true, Stderr: stderr, OpenURL: browser(t),
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	return New(cfg), stderr
+}
+
+func TestAuthCode(t *testing.T) {
+	srv := oidctest.New(t)
+	c, stderr := newClient(t, srv, nil)
+	e, err := c.Grant(context.Background())
+	require.NoError(t, err)
+	assert.NotEmpty(t, e.IDToken)
+	assert.NotEmpty(t, e.RefreshToken)
+	assert.WithinDuration(t, time.Now().Add(time.Hour), e.IDTokenExpiry, time.Minute)
+	assert.Equal(t, GrantAuthCode, e.GrantType)
+
+	p := srv.LastAuthParams()
+	assert.Equal(t, "S256", p.Get("code_challenge_method"))
+	assert.NotEmpty(t, p.Get("nonce"))
+	assert.NotEmpty(t, p.Get("state"))
+	assert.Equal(t, "email groups openid", p.Get("scope"))
+	redirect, err := url.Parse(p.Get("redirect_uri"))
+	require.NoError(t, err)
+	assert.Equal(t, "http", redirect.Scheme)
+	assert.Contains(t, stderr.String(), "Open http://")
+	assert.NotContains(t, stderr.String(), e.IDToken)
+}
+
+func TestAuthCodeRejectsTamperedIDTokens(t *testing.T) {
+	tests := []struct {
+		tamper        oidctest.Tamper
+		wantErrSubstr string
+	}{
+		{oidctest.TamperAlgNone, "verifying ID token"},
+		{oidctest.TamperHS256PubKey, "verifying ID token"},
+		{oidctest.TamperBadSig, "verifying ID token"},
+		{oidctest.TamperUnknownKid, "verifying ID token"},
+		{oidctest.TamperWrongIss, "id token issued by a different provider"},
+		{oidctest.TamperWrongAud, "expected audience"},
+		{oidctest.TamperWrongNonce, "nonce does not match"},
+		{oidctest.TamperExpired, "token is expired"},
+		{oidctest.TamperNotYetValid, "before the nbf"},
+	}
+	srv := oidctest.New(t)
+	rejected := 0
+	for _, tt := range tests {
+		t.Run(string(tt.tamper), func(t *testing.T) {
+			srv.SetTamper(tt.tamper)
+			c, _ := newClient(t, srv, nil)
+			_, err := c.Grant(context.Background())
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErrSubstr)
+			rejected++
+		})
+	}
+	assert.Equal(t, len(tests), rejected)
+	srv.SetTamper(oidctest.TamperNone)
+	c, _ := newClient(t, srv, nil)
+	_, err := c.Grant(context.Background())
+	require.NoError(t, err, "the same server with a sound token must pass")
+}
+
+func TestAuthCodeKeyboard(t *testing.T) {
+	srv := oidctest.New(t)
+	stdinR, stdinW := io.Pipe()
+	defer stdinW.Close()
+	c, stderr := newClient(t, srv, func(c *Config) {
+		c.GrantType = GrantAuthCodeKeyboard
+		c.Stdin = stdinR
+		c.OpenURL = func(string) error { t.Error("keyboard mode must not open a browser"); return nil }
+	})
+	go func() {
+		re := regexp.MustCompile(`http://\S+/auth\?\S+`)
+		for range 200 {
+			if m := re.FindString(stderr.String()); m != "" {
+				resp, err := http.Get(m)
+				if err != nil {
+					t.Errorf("GET auth URL: %v", err)
+					return
+				}
+				body, _ := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				_, _ = io.WriteString(stdinW, oidctest.CodeFromOOBPage(string(body))+"\n")
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Error("no authorization URL on stderr")
+	}()
+	e, err := c.Grant(context.Background())
+	require.NoError(t, err)
+	assert.NotEmpty(t, e.IDToken)
+	assert.Equal(t, OOBRedirectURL, srv.LastAuthParams().Get("redirect_uri"))
+}
+
+func TestCodeFromInput(t *testing.T) {
+	tests := []struct {
+		name, input, want, wantErrSubstr string
+	}{
+		{name: "bare code", input: "abc", want: "abc"},
+		{name: "redirect URL", input: "http://localhost:8000/?code=xyz&state=S", want: "xyz"},
+		{name: "other state", input: "http://localhost:8000/?code=xyz&state=T", wantErrSubstr: "another login's state"},
+		{name: "error", input: "http://localhost:8000/?error=access_denied&state=S", wantErrSubstr: "refused the login: access_denied"},
+		{name: "empty", input: "", wantErrSubstr: "no code entered"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := codeFromInput(tt.input, "S")
+			if tt.wantErrSubstr != "" {
+				require.ErrorContains(t, err, tt.wantErrSubstr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestDeviceCode(t *testing.T) {
+	srv := oidctest.New(t)
+	c, stderr := newClient(t, srv, func(c *Config) {
+		c.GrantType = GrantDeviceCode
+		c.OpenURL = func(u string) error {
+			parsed, err := url.Parse(u)
+			require.NoError(t, err)
+			assert.True(t, srv.ApproveDevice(parsed.Query().Get("user_code")))
+			return nil
+		}
+	})
+	e, err := c.Grant(context.Background())
+	require.NoError(t, err)
+	assert.NotEmpty(t, e.IDToken)
+	assert.Contains(t, stderr.String(), "enter the code")
+	assert.GreaterOrEqual(t, srv.TokenCalls("urn:ietf:params:oauth:grant-type:device_code"), 1)
+}
+
+func TestClientCredentials(t *testing.T) {
+	srv := oidctest.New(t)
+	srv.OmitIDToken(true)
+	c, _ := newClient(t, srv, func(c *Config) {
+		c.GrantType = GrantClientCredentials
+		c.ClientSecret = srv.ClientSecret
+		c.Interactive = false
+	})
+	e, err := c.Grant(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, e.IDToken)
+	assert.NotEmpty(t, e.AccessToken)
+	assert.WithinDuration(t, time.Now().Add(time.Hour), e.AccessTokenExpiry, time.Minute)
+	assert.Equal(t, 1, srv.TokenCalls("client_credentials"))
+
+	bad, _ := newClient(t, srv, func(c *Config) {
+		c.GrantType = GrantClientCredentials
+		c.ClientSecret = "wrong"
+	})
+	_, err = bad.Grant(context.Background())
+	require.ErrorContains(t, err, "401 invalid_client: client authentication failed")
+}
+
+func TestRefreshKeepsScopes(t *testing.T) {
+	srv := oidctest.New(t)
+	c, _ := newClient(t, srv, nil)
+	e, err := c.Grant(context.Background())
+	require.NoError(t, err)
+	e2, err := c.Refresh(context.Background(), e.RefreshToken)
+	require.NoError(t, err)
+	assert.Equal(t, "email groups openid", srv.LastRefreshScope())
+	assert.NotEqual(t, e.IDToken, e2.IDToken)
+	assert.Equal(t, e.RefreshToken, e2.RefreshToken, "a response without a new refresh token keeps the old one")
+
+	_, err = c.Refresh(context.Background(), "rt-unknown")
+	require.ErrorContains(t, err, "invalid_grant")
+}
+
+func TestNonInteractiveNeverOpensBrowser(t *testing.T) {
+	srv := oidctest.New(t)
+	for _, grant := range []string{GrantAuto, GrantAuthCode, GrantAuthCodeKeyboard, GrantDeviceCode} {
+		t.Run(grant, func(t *testing.T) {
+			c, _ := newClient(t, srv, func(c *Config) {
+				c.GrantType = grant
+				c.Interactive = false
+				c.OpenURL = func(string) error { t.Error("browser opened"); return nil }
+			})
+			_, err := c.Grant(context.Background())
+			require.ErrorIs(t, err, ErrInteractionRequired)
+		})
+	}
+	assert.Zero(t, srv.AuthRequests())
+}
+
+func TestTokenEndpointFaults(t *testing.T) {
+	tests := []struct {
+		name                          string
+		status                        int
+		contentType, body, retryAfter string
+		wantErrSubstr                 string
+	}{
+		{name: "html 502", status: 502, contentType: "text/html", body: "<html><body>Bad gateway</body></html>", wantErrSubstr: "answered 502 with text/html, not an OAuth 2.0 error"},
+		{name: "oauth 400", status: 400, contentType: "application/json", body: `{"error":"invalid_scope","error_description":"groups\nnot allowed"}`, wantErrSubstr: "answered 400 invalid_scope: groups not allowed"},
+		{name: "malformed json 200", status: 200, contentType: "application/json", body: `{"access_token":`, wantErrSubstr: "cannot parse json"},
+		{name: "429", status: 429, contentType: "text/plain", body: "slow down", retryAfter: "1", wantErrSubstr: "answered 429 with text/plain"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := oidctest.New(t)
+			srv.FailNext(tt.status, tt.contentType, tt.body, tt.retryAfter)
+			c, _ := newClient(t, srv, func(c *Config) {
+				c.GrantType = GrantClientCredentials
+				c.ClientSecret = srv.ClientSecret
+			})
+			_, err := c.Grant(context.Background())
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErrSubstr)
+			assert.NotContains(t, err.Error(), "\n", "one line")
+		})
+	}
+}
+
+func TestDiscoveryFailure(t *testing.T) {
+	c := New(Config{IssuerURL: "http://127.0.0.1:1", ClientID: "x", GrantType: GrantClientCredentials})
+	_, err := c.Grant(context.Background())
+	require.ErrorContains(t, err, "discovering OIDC provider http://127.0.0.1:1")
+}
+
+func TestMissingIDToken(t *testing.T) {
+	srv := oidctest.New(t)
+	srv.OmitIDToken(true)
+	c, _ := newClient(t, srv, nil)
+	_, err := c.Grant(context.Background())
+	require.ErrorContains(t, err, "without an ID token")
+	c, _ = newClient(t, srv, func(c *Config) { c.UseAccessToken = true })
+	e, err := c.Grant(context.Background())
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(e.AccessToken, "at-"))
+}

@@ -1,0 +1,449 @@
+// Package oidctest is an in-process OpenID Connect provider for tests. It
+// serves discovery, JWKS, an authorization endpoint that approves at once,
+// a token endpoint (authorization_code with PKCE S256, refresh_token,
+// client_credentials, device_code) and a device authorization endpoint,
+// following OpenID Connect Core 1.0, RFC 6749, RFC 7636 and RFC 8628. It
+// counts requests and can be told to misbehave, so tests can check what a
+// client does with a bad provider.
+package oidctest
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Tamper selects a defect in the ID tokens the server issues.
+type Tamper string
+
+// Defects a verifier must reject.
+const (
+	TamperNone        Tamper = ""
+	TamperAlgNone     Tamper = "alg-none"
+	TamperHS256PubKey Tamper = "hs256-with-public-key"
+	TamperBadSig      Tamper = "bad-signature"
+	TamperUnknownKid  Tamper = "unknown-kid"
+	TamperWrongIss    Tamper = "wrong-iss"
+	TamperWrongAud    Tamper = "wrong-aud"
+	TamperWrongNonce  Tamper = "wrong-nonce"
+	TamperExpired     Tamper = "expired"
+	TamperNotYetValid Tamper = "nbf-future"
+)
+
+// Server is a running test provider.
+type Server struct {
+	*httptest.Server
+	ClientID     string
+	ClientSecret string
+	Subject      string
+	Email        string
+	Groups       []string
+	// TokenLifetime is the lifetime of issued ID and access tokens.
+	TokenLifetime time.Duration
+
+	mu             sync.Mutex
+	key            *rsa.PrivateKey
+	otherKey       *rsa.PrivateKey
+	tamper         Tamper
+	codes          map[string]authRequest
+	refreshTokens  map[string]string // token -> scope
+	devices        map[string]*deviceRequest
+	tokenCalls     map[string]int
+	failNext       []failure
+	lastScopeByRT  string
+	omitIDToken    bool
+	rotateRefresh  bool
+	authRequests   int
+	lastAuthParams url.Values
+}
+
+type authRequest struct {
+	clientID, redirectURI, challenge, nonce, scope string
+}
+
+type deviceRequest struct {
+	scope    string
+	approved bool
+}
+
+type failure struct {
+	status      int
+	contentType string
+	body        string
+	retryAfter  string
+}
+
+// New starts a provider on 127.0.0.1. It stops with the test.
+func New(t testing.TB) *Server {
+	t.Helper()
+	s, err := NewServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// NewServer starts a provider on 127.0.0.1; the caller closes it.
+func NewServer() (*Server, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	other, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		ClientID: "kube", ClientSecret: "s3cret-client", Subject: "alice-sub", Email: "alice@example.com",
+		Groups: []string{"developers"}, TokenLifetime: time.Hour,
+		key: key, otherKey: other,
+		codes: map[string]authRequest{}, refreshTokens: map[string]string{}, devices: map[string]*deviceRequest{},
+		tokenCalls: map[string]int{},
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/.well-known/openid-configuration", s.discovery)
+	mux.HandleFunc("/keys", s.jwks)
+	mux.HandleFunc("/auth", s.authorize)
+	mux.HandleFunc("/token", s.token)
+	mux.HandleFunc("/device/code", s.deviceAuthorize)
+	// Assign before serving: the handlers read s.URL.
+	s.Server = httptest.NewUnstartedServer(mux)
+	s.Start()
+	return s, nil
+}
+
+// Issuer is the issuer URL.
+func (s *Server) Issuer() string { return s.URL }
+
+// SetTamper makes the next ID tokens defective.
+func (s *Server) SetTamper(t Tamper) { s.mu.Lock(); s.tamper = t; s.mu.Unlock() }
+
+// OmitIDToken makes the token endpoint answer without an ID token.
+func (s *Server) OmitIDToken(v bool) { s.mu.Lock(); s.omitIDToken = v; s.mu.Unlock() }
+
+// RotateRefreshTokens makes each refresh issue a new refresh token.
+func (s *Server) RotateRefreshTokens(v bool) { s.mu.Lock(); s.rotateRefresh = v; s.mu.Unlock() }
+
+// FailNext makes the next token endpoint request fail with this answer.
+func (s *Server) FailNext(status int, contentType, body, retryAfter string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failNext = append(s.failNext, failure{status: status, contentType: contentType, body: body, retryAfter: retryAfter})
+}
+
+// TokenCalls counts token endpoint requests by grant_type.
+func (s *Server) TokenCalls(grant string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tokenCalls[grant]
+}
+
+// AuthRequests counts authorization endpoint requests.
+func (s *Server) AuthRequests() int { s.mu.Lock(); defer s.mu.Unlock(); return s.authRequests }
+
+// LastAuthParams are the query parameters of the last authorization request.
+func (s *Server) LastAuthParams() url.Values {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastAuthParams
+}
+
+// LastRefreshScope is the scope parameter of the last refresh request.
+func (s *Server) LastRefreshScope() string { s.mu.Lock(); defer s.mu.Unlock(); return s.lastScopeByRT }
+
+// ApproveDevice approves the pending device request whose verification URI
+// the client showed (the user_code query parameter of the complete URI).
+func (s *Server) ApproveDevice(userCode string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for code, d := range s.devices {
+		if code == "dc-"+userCode {
+			d.approved = true
+			return true
+		}
+	}
+	return false
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func oauthError(w http.ResponseWriter, status int, code, desc string) {
+	writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
+}
+
+func (s *Server) discovery(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, 200, map[string]any{
+		"issuer":                                s.URL,
+		"authorization_endpoint":                s.URL + "/auth",
+		"token_endpoint":                        s.URL + "/token",
+		"jwks_uri":                              s.URL + "/keys",
+		"device_authorization_endpoint":         s.URL + "/device/code",
+		"response_types_supported":              []string{"code"},
+		"subject_types_supported":               []string{"public"},
+		"id_token_signing_alg_values_supported": []string{"RS256"},
+		"code_challenge_methods_supported":      []string{"S256"},
+		"grant_types_supported":                 []string{"authorization_code", "refresh_token", "client_credentials", "urn:ietf:params:oauth:grant-type:device_code"},
+	})
+}
+
+func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+func (s *Server) jwks(w http.ResponseWriter, _ *http.Request) {
+	pub := s.key.PublicKey
+	writeJSON(w, 200, map[string]any{"keys": []map[string]string{{
+		"kty": "RSA", "use": "sig", "alg": "RS256", "kid": "k1",
+		"n": b64(pub.N.Bytes()), "e": b64(big.NewInt(int64(pub.E)).Bytes()),
+	}}})
+}
+
+func random() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return b64(b)
+}
+
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	s.mu.Lock()
+	s.authRequests++
+	s.lastAuthParams = q
+	s.mu.Unlock()
+	if q.Get("client_id") != s.ClientID {
+		http.Error(w, "unknown client", http.StatusBadRequest)
+		return
+	}
+	if q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" {
+		http.Error(w, "PKCE S256 required", http.StatusBadRequest)
+		return
+	}
+	redirect, err := url.Parse(q.Get("redirect_uri"))
+	if err != nil || q.Get("redirect_uri") == "" {
+		http.Error(w, "bad redirect_uri", http.StatusBadRequest)
+		return
+	}
+	code := random()
+	s.mu.Lock()
+	s.codes[code] = authRequest{clientID: q.Get("client_id"), redirectURI: q.Get("redirect_uri"),
+		challenge: q.Get("code_challenge"), nonce: q.Get("nonce"), scope: q.Get("scope")}
+	s.mu.Unlock()
+	if redirect.String() == "urn:ietf:wg:oauth:2.0:oob" {
+		_, _ = fmt.Fprintf(w, "code=%s", code)
+		return
+	}
+	rq := redirect.Query()
+	rq.Set("code", code)
+	rq.Set("state", q.Get("state"))
+	redirect.RawQuery = rq.Encode()
+	http.Redirect(w, r, redirect.String(), http.StatusFound)
+}
+
+// CodeFromOOBPage extracts the code from the page the OOB redirect shows.
+func CodeFromOOBPage(body string) string { return strings.TrimPrefix(strings.TrimSpace(body), "code=") }
+
+func (s *Server) clientAuth(r *http.Request) (string, bool) {
+	id, secret, ok := r.BasicAuth()
+	if ok {
+		id, _ = url.QueryUnescape(id)
+		secret, _ = url.QueryUnescape(secret)
+	} else {
+		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	}
+	if id != s.ClientID {
+		return "", false
+	}
+	// A public client (no secret presented) is accepted for the code, device
+	// and refresh grants, as providers do for PKCE clients.
+	return secret, secret == "" || secret == s.ClientSecret
+}
+
+func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		oauthError(w, 400, "invalid_request", "bad form")
+		return
+	}
+	grant := r.PostForm.Get("grant_type")
+	s.mu.Lock()
+	s.tokenCalls[grant]++
+	var fail *failure
+	if len(s.failNext) > 0 {
+		fail = &s.failNext[0]
+		s.failNext = s.failNext[1:]
+	}
+	s.mu.Unlock()
+	if fail != nil {
+		if fail.retryAfter != "" {
+			w.Header().Set("Retry-After", fail.retryAfter)
+		}
+		w.Header().Set("Content-Type", fail.contentType)
+		w.WriteHeader(fail.status)
+		_, _ = w.Write([]byte(fail.body))
+		return
+	}
+	secret, ok := s.clientAuth(r)
+	if !ok {
+		oauthError(w, 401, "invalid_client", "client authentication failed")
+		return
+	}
+	switch grant {
+	case "authorization_code":
+		s.mu.Lock()
+		req, found := s.codes[r.PostForm.Get("code")]
+		delete(s.codes, r.PostForm.Get("code"))
+		s.mu.Unlock()
+		if !found {
+			oauthError(w, 400, "invalid_grant", "unknown or used code")
+			return
+		}
+		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
+		if b64(sum[:]) != req.challenge {
+			oauthError(w, 400, "invalid_grant", "PKCE verification failed")
+			return
+		}
+		if r.PostForm.Get("redirect_uri") != req.redirectURI {
+			oauthError(w, 400, "invalid_grant", "redirect_uri mismatch")
+			return
+		}
+		s.issue(w, req.scope, req.nonce, true)
+	case "refresh_token":
+		rt := r.PostForm.Get("refresh_token")
+		s.mu.Lock()
+		scope, found := s.refreshTokens[rt]
+		s.lastScopeByRT = r.PostForm.Get("scope")
+		rotate := s.rotateRefresh
+		if found && rotate {
+			delete(s.refreshTokens, rt)
+		}
+		s.mu.Unlock()
+		if !found {
+			oauthError(w, 400, "invalid_grant", "refresh token is invalid or expired")
+			return
+		}
+		if asked := r.PostForm.Get("scope"); asked != "" {
+			scope = asked
+		}
+		s.issue(w, scope, "", rotate)
+	case "client_credentials":
+		if secret == "" {
+			oauthError(w, 401, "invalid_client", "client credentials need a secret")
+			return
+		}
+		s.issue(w, r.PostForm.Get("scope"), "", false)
+	case "urn:ietf:params:oauth:grant-type:device_code":
+		s.mu.Lock()
+		d, found := s.devices[r.PostForm.Get("device_code")]
+		s.mu.Unlock()
+		switch {
+		case !found:
+			oauthError(w, 400, "expired_token", "unknown device code")
+		case !d.approved:
+			oauthError(w, 400, "authorization_pending", "")
+		default:
+			s.issue(w, d.scope, "", true)
+		}
+	default:
+		oauthError(w, 400, "unsupported_grant_type", grant)
+	}
+}
+
+func (s *Server) deviceAuthorize(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil || r.PostForm.Get("client_id") != s.ClientID {
+		oauthError(w, 400, "invalid_client", "unknown client")
+		return
+	}
+	userCode := strings.ToUpper(random()[:8])
+	s.mu.Lock()
+	s.devices["dc-"+userCode] = &deviceRequest{scope: r.PostForm.Get("scope")}
+	s.mu.Unlock()
+	writeJSON(w, 200, map[string]any{
+		"device_code": "dc-" + userCode, "user_code": userCode,
+		"verification_uri":          s.URL + "/device",
+		"verification_uri_complete": s.URL + "/device?user_code=" + userCode,
+		"expires_in":                300, "interval": 1,
+	})
+}
+
+// issue answers with an access token, an ID token and, when asked, a
+// refresh token.
+func (s *Server) issue(w http.ResponseWriter, scope, nonce string, withRefresh bool) {
+	now := time.Now()
+	s.mu.Lock()
+	tamper, omitID := s.tamper, s.omitIDToken
+	s.mu.Unlock()
+	idToken, err := s.SignIDToken(tamper, nonce, now)
+	if err != nil {
+		oauthError(w, 500, "server_error", err.Error())
+		return
+	}
+	resp := map[string]any{
+		"access_token": "at-" + random(), "token_type": "Bearer",
+		"expires_in": int(s.TokenLifetime.Seconds()), "scope": scope,
+	}
+	if !omitID {
+		resp["id_token"] = idToken
+	}
+	if withRefresh {
+		rt := "rt-" + random()
+		s.mu.Lock()
+		s.refreshTokens[rt] = scope
+		s.mu.Unlock()
+		resp["refresh_token"] = rt
+	}
+	writeJSON(w, 200, resp)
+}
+
+// SignIDToken makes an ID token for the configured user, with a defect.
+func (s *Server) SignIDToken(tamper Tamper, nonce string, now time.Time) (string, error) {
+	claims := jwt.MapClaims{
+		"iss": s.URL, "sub": s.Subject, "aud": s.ClientID,
+		"iat": now.Unix(), "exp": now.Add(s.TokenLifetime).Unix(),
+		"email": s.Email, "email_verified": true, "groups": s.Groups,
+	}
+	if nonce != "" {
+		claims["nonce"] = nonce
+	}
+	key, method, kid := any(s.key), jwt.SigningMethod(jwt.SigningMethodRS256), "k1"
+	switch tamper {
+	case TamperWrongIss:
+		claims["iss"] = s.URL + "/other"
+	case TamperWrongAud:
+		claims["aud"] = "someone-else"
+	case TamperWrongNonce:
+		claims["nonce"] = "not-the-nonce"
+	case TamperExpired:
+		claims["iat"] = now.Add(-2 * time.Hour).Unix()
+		claims["exp"] = now.Add(-time.Hour).Unix()
+	case TamperNotYetValid:
+		claims["nbf"] = now.Add(time.Hour).Unix()
+	case TamperBadSig:
+		key = s.otherKey
+	case TamperUnknownKid:
+		key, kid = s.otherKey, "k2"
+	case TamperAlgNone:
+		key, method = jwt.UnsafeAllowNoneSignatureType, jwt.SigningMethodNone
+	case TamperHS256PubKey:
+		der := s.key.PublicKey.N.Bytes()
+		key, method = der, jwt.SigningMethodHS256
+	}
+	tok := jwt.NewWithClaims(method, claims)
+	tok.Header["kid"] = kid
+	return tok.SignedString(key)
+}

@@ -1,0 +1,5 @@
+//go:build !((dragonfly && cgo) || (freebsd && cgo) || linux || netbsd || openbsd)
+
+package tokencache
+
+func platformKeyringAvailable() error { return nil }

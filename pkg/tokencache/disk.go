@@ -1,0 +1,145 @@
+package tokencache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Disk keeps one file per entry, mode 0600 in a 0700 directory. Writes go to
+// a temporary file that is synced and renamed over the entry, so a crash at
+// any point leaves either the old entry or the new one, never half of one.
+type Disk struct {
+	Dir string
+}
+
+// NewDisk returns a Disk store in dir.
+func NewDisk(dir string) *Disk { return &Disk{Dir: dir} }
+
+func (d *Disk) Name() string { return StorageDisk }
+
+// isEntryFile and isTempFile recognise the files this store writes. They
+// are not regexps: package-level regexps compile at start-up, on every
+// kubectl call.
+func isEntryFile(name string) bool {
+	id, ok := strings.CutSuffix(name, ".json")
+	return ok && isID(id)
+}
+
+func isTempFile(name string) bool {
+	rest, ok := strings.CutPrefix(name, ".tmp-")
+	return ok && len(rest) > 65 && isID(rest[:64]) && rest[64] == '-'
+}
+
+func isID(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func (d *Disk) path(id string) string { return filepath.Join(d.Dir, id+".json") }
+
+func (d *Disk) Get(_ context.Context, id string) ([]byte, error) {
+	b, err := os.ReadFile(d.path(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading token cache file: %w", err)
+	}
+	return b, nil
+}
+
+func (d *Disk) Put(_ context.Context, id string, data []byte) error {
+	if err := EnsureDir(d.Dir); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(d.Dir, ".tmp-"+id+"-*")
+	if err != nil {
+		return fmt.Errorf("creating token cache file: %w", err)
+	}
+	tmp := f.Name()
+	defer func() { _ = os.Remove(tmp) }() // a no-op after the rename
+	// CreateTemp makes the file 0600 already; the Chmod guards against an
+	// unusual umask-less platform default.
+	if err := f.Chmod(0o600); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		_ = f.Close()
+		return fmt.Errorf("setting token cache file mode: %w", err)
+	}
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("writing token cache file: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("syncing token cache file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("closing token cache file: %w", err)
+	}
+	if err := os.Rename(tmp, d.path(id)); err != nil {
+		return fmt.Errorf("replacing token cache file: %w", err)
+	}
+	return nil
+}
+
+func (d *Disk) Delete(_ context.Context, id string) error {
+	if err := os.Remove(d.path(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("deleting token cache file: %w", err)
+	}
+	return nil
+}
+
+// DeleteAll removes the entry files (and stray temporary files) this
+// program wrote in Dir, and nothing else.
+func (d *Disk) DeleteAll(ctx context.Context) error {
+	entries, err := os.ReadDir(d.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("listing token cache directory: %w", err)
+	}
+	var errs []error
+	for _, e := range entries {
+		name := e.Name()
+		if !isEntryFile(name) && !isTempFile(name) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(d.Dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("deleting token cache files: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// EnsureDir creates dir with mode 0700, and tightens the mode of an existing
+// directory that is readable by others.
+func EnsureDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating token cache directory: %w", err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("checking token cache directory: %w", err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("restricting token cache directory %s to its owner: %w", dir, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,372 @@
+package tokencache
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	gokeyring "github.com/zalando/go-keyring"
+)
+
+func TestKeyID(t *testing.T) {
+	base := Key{Issuer: "https://idp.example", ClientID: "kube", Scopes: []string{"email", "groups"}, GrantType: "authcode",
+		Extra: map[string]string{"a": "1", "b": "2", "c": "3", "d": "4"}}
+	tests := []struct {
+		name     string
+		other    Key
+		wantSame bool
+	}{
+		{name: "identical", other: base, wantSame: true},
+		{name: "scopes reordered and repeated", other: func() Key {
+			k := base
+			k.Scopes = []string{"groups", "email", "groups", ""}
+			return k
+		}(), wantSame: true},
+		{name: "empty extra value ignored", other: func() Key {
+			k := base
+			k.Extra = map[string]string{"d": "4", "c": "3", "b": "2", "a": "1", "e": ""}
+			return k
+		}(), wantSame: true},
+		{name: "other issuer", other: func() Key { k := base; k.Issuer = "https://idp.example/"; return k }()},
+		{name: "other client", other: func() Key { k := base; k.ClientID = "kube2"; return k }()},
+		{name: "other scope", other: func() Key { k := base; k.Scopes = []string{"email"}; return k }()},
+		{name: "other grant", other: func() Key { k := base; k.GrantType = "device-code"; return k }()},
+		{name: "access token", other: func() Key { k := base; k.UseAccessToken = true; return k }()},
+		{name: "other extra", other: func() Key {
+			k := base
+			k.Extra = map[string]string{"a": "1", "b": "2", "c": "3", "d": "5"}
+			return k
+		}()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := base.ID()
+			assert.Len(t, id, 64)
+			if tt.wantSame {
+				assert.Equal(t, id, tt.other.ID())
+			} else {
+				assert.NotEqual(t, id, tt.other.ID())
+			}
+		})
+	}
+}
+
+// TestKeyIDStableAcrossMapOrder guards against the kubelogin bug where a key
+// holding a map hashed differently from run to run.
+func TestKeyIDStableAcrossMapOrder(t *testing.T) {
+	k := Key{Issuer: "i", ClientID: "c", Extra: map[string]string{"w": "1", "x": "2", "y": "3", "z": "4"}}
+	seen := map[string]int{}
+	for range 200 {
+		seen[k.ID()]++
+	}
+	assert.Len(t, seen, 1)
+}
+
+func TestEntryRoundTrip(t *testing.T) {
+	e := &Entry{IDToken: "id", RefreshToken: "r", IDTokenExpiry: time.Unix(2000000000, 0).UTC(), Scopes: []string{"openid"}}
+	b, err := e.Encode()
+	require.NoError(t, err)
+	got, err := DecodeEntry(b)
+	require.NoError(t, err)
+	assert.Equal(t, e, got)
+}
+
+func TestDecodeEntryCorrupt(t *testing.T) {
+	tests := []struct {
+		name          string
+		data          string
+		wantErrSubstr string
+	}{
+		{name: "truncated", data: `{"version":1,"id_token":"ab`, wantErrSubstr: "unexpected end"},
+		{name: "garbage", data: "\x00\x01", wantErrSubstr: "invalid character"},
+		{name: "other version", data: `{"version":7,"id_token":"x"}`, wantErrSubstr: "version 7"},
+		{name: "no token", data: `{"version":1}`, wantErrSubstr: "holds no token"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := DecodeEntry([]byte(tt.data))
+			require.ErrorIs(t, err, ErrCorrupt)
+			assert.ErrorContains(t, err, tt.wantErrSubstr)
+		})
+	}
+}
+
+const testID = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+func TestDisk(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "cache")
+	d := NewDisk(dir)
+
+	_, err := d.Get(ctx, testID)
+	require.ErrorIs(t, err, ErrNotFound)
+
+	require.NoError(t, d.Put(ctx, testID, []byte("one")))
+	require.NoError(t, d.Put(ctx, testID, []byte("two")))
+	got, err := d.Get(ctx, testID)
+	require.NoError(t, err)
+	assert.Equal(t, "two", string(got))
+
+	fi, err := os.Stat(dir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+	fi, err = os.Stat(filepath.Join(dir, testID+".json"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+
+	// No temporary files are left behind.
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1)
+
+	// DeleteAll removes our entries and leaves unrelated files.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("keep"), 0o600))
+	require.NoError(t, d.DeleteAll(ctx))
+	_, err = d.Get(ctx, testID)
+	require.ErrorIs(t, err, ErrNotFound)
+	_, err = os.Stat(filepath.Join(dir, "notes.txt"))
+	require.NoError(t, err)
+	require.NoError(t, d.Delete(ctx, testID), "deleting a missing entry is not an error")
+}
+
+func TestEnsureDirTightensMode(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "loose")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	require.NoError(t, EnsureDir(dir))
+	fi, err := os.Stat(dir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+}
+
+// fakeKeyring records calls and enforces a value limit like Windows does.
+type fakeKeyring struct {
+	mu       sync.Mutex
+	items    map[string]string
+	maxValue int
+	hang     chan struct{} // when set, every call blocks on it
+	err      error
+	sets     int
+}
+
+func newFakeKeyring(maxValue int) *fakeKeyring {
+	return &fakeKeyring{items: map[string]string{}, maxValue: maxValue}
+}
+
+func (f *fakeKeyring) wait() error {
+	if f.hang != nil {
+		<-f.hang
+	}
+	return f.err
+}
+
+func (f *fakeKeyring) Get(s, u string) (string, error) {
+	if err := f.wait(); err != nil {
+		return "", err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, ok := f.items[s+"\x00"+u]
+	if !ok {
+		return "", gokeyring.ErrNotFound
+	}
+	return v, nil
+}
+
+func (f *fakeKeyring) Set(s, u, p string) error {
+	if err := f.wait(); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.maxValue > 0 && len(p) > f.maxValue {
+		return gokeyring.ErrSetDataTooBig
+	}
+	f.sets++
+	f.items[s+"\x00"+u] = p
+	return nil
+}
+
+func (f *fakeKeyring) Delete(s, u string) error {
+	if err := f.wait(); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.items[s+"\x00"+u]; !ok {
+		return gokeyring.ErrNotFound
+	}
+	delete(f.items, s+"\x00"+u)
+	return nil
+}
+
+func (f *fakeKeyring) DeleteAll(s string) error {
+	if err := f.wait(); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k := range f.items {
+		if strings.HasPrefix(k, s+"\x00") {
+			delete(f.items, k)
+		}
+	}
+	return nil
+}
+
+func (f *fakeKeyring) len() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.items)
+}
+
+func TestKeyringChunking(t *testing.T) {
+	tests := []struct {
+		name       string
+		size       int
+		wantItems  int
+		wantChunks bool
+	}{
+		{name: "small value, one item", size: 100, wantItems: 1},
+		{name: "exactly one item", size: chunkSize - len(singlePrefix), wantItems: 1},
+		{name: "one byte over", size: chunkSize - len(singlePrefix) + 1, wantItems: 1 + 1 + 0, wantChunks: true},
+		{name: "large token (20 KB)", size: 20_000, wantItems: 1 + 10, wantChunks: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			api := newFakeKeyring(2560) // Windows' limit
+			k := &Keyring{API: api, Timeout: time.Second, ChunkSize: chunkSize}
+			data := []byte(strings.Repeat("abcdefghij", tt.size/10+1)[:tt.size])
+
+			require.NoError(t, k.Put(ctx, testID, data))
+			got, err := k.Get(ctx, testID)
+			require.NoError(t, err)
+			assert.Equal(t, data, got)
+			if tt.wantChunks {
+				assert.Equal(t, (tt.size+chunkSize-1)/chunkSize+1, api.len())
+			} else {
+				assert.Equal(t, tt.wantItems, api.len())
+			}
+
+			// Replacing a chunked value with a small one removes the old chunks.
+			require.NoError(t, k.Put(ctx, testID, []byte("small")))
+			assert.Equal(t, 1, api.len())
+			got, err = k.Get(ctx, testID)
+			require.NoError(t, err)
+			assert.Equal(t, "small", string(got))
+
+			require.NoError(t, k.Put(ctx, testID, data))
+			require.NoError(t, k.Delete(ctx, testID))
+			assert.Equal(t, 0, api.len())
+		})
+	}
+}
+
+func TestKeyringCorruptChunks(t *testing.T) {
+	ctx := context.Background()
+	api := newFakeKeyring(0)
+	k := &Keyring{API: api, Timeout: time.Second, ChunkSize: 10}
+	require.NoError(t, k.Put(ctx, testID, []byte(strings.Repeat("x", 35))))
+	// Tamper with one chunk: the checksum must catch it.
+	api.mu.Lock()
+	for name := range api.items {
+		if strings.HasSuffix(name, "/1") {
+			api.items[name] = "yyyyyyyyyy"
+		}
+	}
+	api.mu.Unlock()
+	_, err := k.Get(ctx, testID)
+	require.ErrorIs(t, err, ErrCorrupt)
+
+	require.NoError(t, api.Set(KeyringService, testID, "something else"))
+	_, err = k.Get(ctx, testID)
+	require.ErrorIs(t, err, ErrCorrupt)
+}
+
+func TestKeyringTimeout(t *testing.T) {
+	api := newFakeKeyring(0)
+	api.hang = make(chan struct{})
+	defer close(api.hang)
+	k := &Keyring{API: api, Timeout: 100 * time.Millisecond}
+	start := time.Now()
+	_, err := k.Get(context.Background(), testID)
+	require.ErrorIs(t, err, ErrUnavailable)
+	assert.ErrorContains(t, err, "did not answer within 100ms")
+	assert.Less(t, time.Since(start), 2*time.Second)
+}
+
+func TestKeyringUnavailableWithoutBus(t *testing.T) {
+	k := &Keyring{API: newFakeKeyring(0), available: func() error { return errors.New("no D-Bus session bus") }}
+	_, err := k.Get(context.Background(), testID)
+	require.ErrorIs(t, err, ErrUnavailable)
+	assert.ErrorContains(t, err, "no D-Bus session bus")
+}
+
+func TestAutoFallsBackToDisk(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	api := newFakeKeyring(0)
+	api.err = errors.New("org.freedesktop.DBus.Error.ServiceUnknown")
+	var notices []string
+	a := &Auto{Keyring: &Keyring{API: api, Timeout: time.Second}, Disk: NewDisk(dir), Notify: func(s string) { notices = append(notices, s) }}
+
+	require.NoError(t, a.Put(ctx, testID, []byte("tok")))
+	require.Len(t, notices, 1)
+	assert.Contains(t, notices[0], "token cached on disk")
+	assert.NotContains(t, notices[0], "tok\"")
+	got, err := a.Get(ctx, testID)
+	require.NoError(t, err)
+	assert.Equal(t, "tok", string(got))
+
+	// Once the keyring works again, a write moves the entry there.
+	api.err = nil
+	require.NoError(t, a.Put(ctx, testID, []byte("tok2")))
+	_, err = NewDisk(dir).Get(ctx, testID)
+	require.ErrorIs(t, err, ErrNotFound)
+	got, err = a.Get(ctx, testID)
+	require.NoError(t, err)
+	assert.Equal(t, "tok2", string(got))
+	assert.Len(t, notices, 1)
+
+	require.NoError(t, a.Delete(ctx, testID))
+	_, err = a.Get(ctx, testID)
+	require.ErrorIs(t, err, ErrNotFound)
+}
+
+func TestNew(t *testing.T) {
+	for _, s := range Storages {
+		st, err := New(Options{Storage: s, Dir: t.TempDir()})
+		require.NoError(t, err)
+		assert.Equal(t, s, st.Name())
+	}
+	_, err := New(Options{Storage: "cloud"})
+	require.ErrorContains(t, err, `unknown token cache storage "cloud"`)
+}
+
+func TestLock(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	l, err := AcquireLock(ctx, dir, testID, time.Second)
+	require.NoError(t, err)
+
+	// flock locks are per open file description: a second one in the same
+	// process contends just like another process would.
+	_, err = AcquireLock(ctx, dir, testID, 100*time.Millisecond)
+	require.ErrorContains(t, err, "another kubectl-impersonate process has held the lock")
+
+	require.NoError(t, l.Release())
+	l2, err := AcquireLock(ctx, dir, testID, time.Second)
+	require.NoError(t, err)
+	require.NoError(t, l2.Release())
+
+	fi, err := os.Stat(LockPath(dir, testID))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+}
