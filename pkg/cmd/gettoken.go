@@ -38,15 +38,7 @@ token has expired and cannot be refreshed. Write its kubeconfig entry with
 		Example: `  # What kubectl runs (see the kubeconfig written by setup):
   kubectl-impersonate get-token --oidc-issuer-url=https://dex.example.com --oidc-client-id=kubernetes`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(c.Context())
-		},
+		RunE: runE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
 	return cmd

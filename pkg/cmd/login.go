@@ -32,15 +32,7 @@ func NewCmdLogin(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Co
   # Over SSH: show the URL, paste the code
   kubectl impersonate login --profile=tenant-a --grant-type=authcode-keyboard`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(c.Context())
-		},
+		RunE: runE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&o.Force, "force", false, "Log in again even when a valid token is cached")

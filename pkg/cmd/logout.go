@@ -30,15 +30,7 @@ func NewCmdLogout(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.C
   # Forget every token kubectl-impersonate cached, in the keyring and on disk
   kubectl impersonate logout --all`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(c.Context())
-		},
+		RunE: runE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&o.All, "all", false, "Delete every cached token of kubectl-impersonate")

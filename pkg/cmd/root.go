@@ -99,3 +99,24 @@ func Execute(ctx context.Context, args []string, streams genericiooptions.IOStre
 	}
 	return 0
 }
+
+// options is what every command's options struct provides, in kubectl's
+// Complete / Validate / Run shape.
+type options interface {
+	Complete() error
+	Validate() error
+	Run(ctx context.Context) error
+}
+
+// runE runs o's three steps as a cobra RunE.
+func runE(o options) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, _ []string) error {
+		if err := o.Complete(); err != nil {
+			return err
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		return o.Run(c.Context())
+	}
+}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -48,15 +49,7 @@ Client secrets never go into the kubeconfig: give them to kubectl through
   # Write the user "alice" into ~/.kube/config and use it in the context "prod"
   kubectl impersonate setup --profile=tenant-a --write --user=alice --context=prod`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run()
-		},
+		RunE: runE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&o.Write, "write", false, "Write the user entry into the kubeconfig instead of printing the command")
@@ -107,7 +100,7 @@ func (o *SetupOptions) ExecConfig() *kubeconfig.ExecConfig {
 }
 
 // Run prints or writes the entry.
-func (o *SetupOptions) Run() error {
+func (o *SetupOptions) Run(context.Context) error {
 	if o.Auth.SecretOnCommandLine() || (o.Auth.ClientSecret != "" && o.Auth.ClientSecretFile == "") {
 		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: the client secret is not written into the kubeconfig: kubectl must find it in $%s, or use --%s or a profile\n", EnvClientSecret, flagClientSecretFile)
 	}

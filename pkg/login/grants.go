@@ -28,18 +28,36 @@ func randomString() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-// authCode runs the browser flow: a loopback server on the first free
-// listen address, PKCE S256, state (checked by oauth2cli) and nonce.
-func (c *Client) authCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token, string, error) {
+// authRequest holds the per-login secrets of an authorization request:
+// state (CSRF), nonce (ID token replay) and the PKCE verifier.
+type authRequest struct {
+	state, nonce, verifier string
+}
+
+func newAuthRequest() (*authRequest, error) {
 	state, err := randomString()
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	nonce, err := randomString()
 	if err != nil {
+		return nil, err
+	}
+	return &authRequest{state: state, nonce: nonce, verifier: oauth2.GenerateVerifier()}, nil
+}
+
+// options are the authorization request parameters: PKCE S256 and nonce.
+func (a *authRequest) options() []oauth2.AuthCodeOption {
+	return []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(a.verifier), oauth2.SetAuthURLParam("nonce", a.nonce)}
+}
+
+// authCode runs the browser flow: a loopback server on the first free
+// listen address, PKCE S256, state (checked by oauth2cli) and nonce.
+func (c *Client) authCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token, string, error) {
+	req, err := newAuthRequest()
+	if err != nil {
 		return nil, "", err
 	}
-	verifier := oauth2.GenerateVerifier()
 	ctx, cancel := context.WithTimeout(c.ctx(ctx), c.cfg.AuthTimeout)
 	defer cancel()
 
@@ -50,9 +68,9 @@ func (c *Client) authCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token,
 
 	tok, err := oauth2cli.GetToken(ctx, oauth2cli.Config{
 		OAuth2Config:           *c.oauth2Config(p),
-		State:                  state,
-		AuthCodeOptions:        []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("nonce", nonce)},
-		TokenRequestOptions:    []oauth2.AuthCodeOption{oauth2.VerifierOption(verifier)},
+		State:                  req.state,
+		AuthCodeOptions:        req.options(),
+		TokenRequestOptions:    []oauth2.AuthCodeOption{oauth2.VerifierOption(req.verifier)},
 		LocalServerBindAddress: c.cfg.ListenAddresses,
 		LocalServerReadyChan:   ready,
 		LocalServerSuccessHTML: successHTML,
@@ -66,7 +84,7 @@ func (c *Client) authCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token,
 	if err != nil {
 		return nil, "", fmt.Errorf("browser login: %w", describeTokenError(err))
 	}
-	return tok, nonce, nil
+	return tok, req.nonce, nil
 }
 
 const successHTML = `<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8"><title>Logged in</title></head>
@@ -121,21 +139,16 @@ func (c *Client) authCodeKeyboard(ctx context.Context, p *oidc.Provider) (*oauth
 	if c.cfg.Stdin == nil {
 		return nil, "", ErrInteractionRequired
 	}
-	state, err := randomString()
+	req, err := newAuthRequest()
 	if err != nil {
 		return nil, "", err
 	}
-	nonce, err := randomString()
-	if err != nil {
-		return nil, "", err
-	}
-	verifier := oauth2.GenerateVerifier()
 	conf := c.oauth2Config(p)
 	conf.RedirectURL = c.cfg.RedirectURL
 	if conf.RedirectURL == "" {
 		conf.RedirectURL = OOBRedirectURL
 	}
-	authURL := conf.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("nonce", nonce))
+	authURL := conf.AuthCodeURL(req.state, req.options()...)
 	fmt.Fprintf(c.cfg.Stderr, "Open this URL in a browser, log in, then paste the code (or the whole address you were sent to):\n\n%s\n\nCode: ", authURL)
 
 	ctx, cancel := context.WithTimeout(c.ctx(ctx), c.cfg.AuthTimeout)
@@ -151,15 +164,15 @@ func (c *Client) authCodeKeyboard(ctx context.Context, p *oidc.Provider) (*oauth
 	case <-ctx.Done():
 		return nil, "", fmt.Errorf("no code entered within %s", c.cfg.AuthTimeout)
 	}
-	code, err := codeFromInput(input, state)
+	code, err := codeFromInput(input, req.state)
 	if err != nil {
 		return nil, "", err
 	}
-	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
+	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(req.verifier))
 	if err != nil {
 		return nil, "", fmt.Errorf("exchanging the code: %w", describeTokenError(err))
 	}
-	return tok, nonce, nil
+	return tok, req.nonce, nil
 }
 
 // codeFromInput accepts a bare code or a redirect URL carrying code and state.
