@@ -28,7 +28,7 @@ unit: ## Unit and integration tests (in-process OIDC provider, the built binary)
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-test: lint unit ## Everything CI runs: lint, unit and integration tests
+test: lint unit e2e ## Everything CI runs: lint, unit, integration and end-to-end tests
 
 e2e: ## End-to-end tests on real kube-apiserver, etcd, Dex, kubectl, keyring and Chromium
 	test/e2e/run.sh

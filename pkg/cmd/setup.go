@@ -22,6 +22,8 @@ type SetupOptions struct {
 	Kubeconfig string
 	Context    string
 	Write      bool
+	// InteractiveMode is the exec entry's interactiveMode.
+	InteractiveMode string
 	genericiooptions.IOStreams
 	global *GlobalOptions
 
@@ -31,7 +33,7 @@ type SetupOptions struct {
 
 // NewCmdSetup builds setup.
 func NewCmdSetup(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &SetupOptions{Auth: NewAuthOptions(), IOStreams: streams, global: g, User: "oidc"}
+	o := &SetupOptions{Auth: NewAuthOptions(), IOStreams: streams, global: g, User: "oidc", InteractiveMode: "IfAvailable"}
 	cmd := &cobra.Command{
 		Use:   "setup",
 		Short: "Print, or --write, the kubeconfig user entry that runs get-token",
@@ -56,6 +58,7 @@ Client secrets never go into the kubeconfig: give them to kubectl through
 	cmd.Flags().StringVar(&o.User, "user", o.User, "Name of the kubeconfig user entry")
 	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "Kubeconfig file to write (default: $KUBECONFIG's first file, else ~/.kube/config)")
 	cmd.Flags().StringVar(&o.Context, "context", "", "With --write, make this existing context use the user entry")
+	cmd.Flags().StringVar(&o.InteractiveMode, "exec-interactive-mode", o.InteractiveMode, "interactiveMode of the exec entry: IfAvailable, Never (robots, CI: never prompt) or Always")
 	return cmd
 }
 
@@ -82,6 +85,11 @@ func (o *SetupOptions) Validate() error {
 	if o.User == "" {
 		return errors.New("--user must not be empty")
 	}
+	switch o.InteractiveMode {
+	case "IfAvailable", "Never", "Always":
+	default:
+		return fmt.Errorf("--exec-interactive-mode %q is not one of IfAvailable, Never, Always", o.InteractiveMode)
+	}
 	if o.Context != "" && !o.Write {
 		return errors.New("--context takes effect with --write only")
 	}
@@ -94,7 +102,7 @@ func (o *SetupOptions) ExecConfig() *kubeconfig.ExecConfig {
 		Command:            o.Executable,
 		Args:               append([]string{"get-token"}, o.Auth.Args()...),
 		APIVersion:         execcred.APIVersionV1,
-		InteractiveMode:    "IfAvailable",
+		InteractiveMode:    o.InteractiveMode,
 		ProvideClusterInfo: true,
 	}
 }

@@ -203,7 +203,14 @@ func (c *Client) deviceCode(ctx context.Context, p *oidc.Provider) (*oauth2.Toke
 	}
 	ctx = c.ctx(ctx)
 	conf := c.oauth2Config(p)
-	da, err := conf.DeviceAuth(ctx)
+	var opts []oauth2.AuthCodeOption
+	if c.cfg.ClientSecret != "" {
+		// RFC 8628 §3.1: a confidential client authenticates here too.
+		// x/oauth2 sends no client authentication to this endpoint, so the
+		// secret goes in the body (client_secret_post), where Dex reads it.
+		opts = append(opts, oauth2.SetAuthURLParam("client_secret", c.cfg.ClientSecret))
+	}
+	da, err := conf.DeviceAuth(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("starting the device login: %w", describeTokenError(err))
 	}

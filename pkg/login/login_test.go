@@ -189,6 +189,23 @@ func TestDeviceCode(t *testing.T) {
 	assert.GreaterOrEqual(t, srv.TokenCalls("urn:ietf:params:oauth:grant-type:device_code"), 1)
 }
 
+func TestDeviceCodeConfidentialClient(t *testing.T) {
+	srv := oidctest.New(t)
+	c, _ := newClient(t, srv, func(c *Config) {
+		c.GrantType = GrantDeviceCode
+		c.ClientSecret = srv.ClientSecret
+		c.OpenURL = func(u string) error {
+			parsed, err := url.Parse(u)
+			require.NoError(t, err)
+			srv.ApproveDevice(parsed.Query().Get("user_code"))
+			return nil
+		}
+	})
+	_, err := c.Grant(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, srv.ClientSecret, srv.LastDeviceClientSecret(), "RFC 8628 §3.1: the client authenticates at the device endpoint")
+}
+
 func TestClientCredentials(t *testing.T) {
 	srv := oidctest.New(t)
 	srv.OmitIDToken(true)

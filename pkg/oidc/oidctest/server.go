@@ -54,20 +54,29 @@ type Server struct {
 	// TokenLifetime is the lifetime of issued ID and access tokens.
 	TokenLifetime time.Duration
 
-	mu             sync.Mutex
-	key            *rsa.PrivateKey
-	otherKey       *rsa.PrivateKey
-	tamper         Tamper
-	codes          map[string]authRequest
-	refreshTokens  map[string]string // token -> scope
-	devices        map[string]*deviceRequest
-	tokenCalls     map[string]int
-	failNext       []failure
-	lastScopeByRT  string
-	omitIDToken    bool
-	rotateRefresh  bool
-	authRequests   int
-	lastAuthParams url.Values
+	mu               sync.Mutex
+	key              *rsa.PrivateKey
+	otherKey         *rsa.PrivateKey
+	tamper           Tamper
+	codes            map[string]authRequest
+	refreshTokens    map[string]string // token -> scope
+	devices          map[string]*deviceRequest
+	tokenCalls       map[string]int
+	failNext         []failure
+	lastScopeByRT    string
+	omitIDToken      bool
+	rotateRefresh    bool
+	authRequests     int
+	lastAuthParams   url.Values
+	lastDeviceSecret string
+}
+
+// LastDeviceClientSecret is the client_secret of the last device
+// authorization request ("" when the client sent none).
+func (s *Server) LastDeviceClientSecret() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastDeviceSecret
 }
 
 type authRequest struct {
@@ -369,6 +378,13 @@ func (s *Server) deviceAuthorize(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, 400, "invalid_client", "unknown client")
 		return
 	}
+	if secret := r.PostForm.Get("client_secret"); secret != "" && secret != s.ClientSecret {
+		oauthError(w, 401, "invalid_client", "client authentication failed")
+		return
+	}
+	s.mu.Lock()
+	s.lastDeviceSecret = r.PostForm.Get("client_secret")
+	s.mu.Unlock()
 	userCode := strings.ToUpper(random()[:8])
 	s.mu.Lock()
 	s.devices["dc-"+userCode] = &deviceRequest{scope: r.PostForm.Get("scope")}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Runs the end-to-end tests on real peers: kube-apiserver + etcd, Dex,
+# kubectl, gnome-keyring's Secret Service (in a private D-Bus session) and
+# headless Chromium. Installs the Debian packages it needs when missing
+# (as root), builds the pinned peers once per version (test/e2e/tools), and
+# keeps every log under a folder printed at the end.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+fail() { echo "e2e: $*" >&2; exit 1; }
+
+# Debian packages: binary -> package.
+declare -A pkgs=([etcd]=etcd-server [gnome-keyring-daemon]=gnome-keyring [dbus-run-session]=dbus
+  [chromium]=chromium [secret-tool]=libsecret-tools [curl]=curl)
+missing=()
+for b in "${!pkgs[@]}"; do command -v "$b" >/dev/null 2>&1 || missing+=("${pkgs[$b]}"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    fail "missing ${missing[*]}: install these Debian packages (apt-get install ${missing[*]})"
+  fi
+  echo "e2e: installing ${missing[*]} (Debian packages; chromium takes ~20 s)" >&2
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+    || fail "could not install ${missing[*]}"
+fi
+for b in "${!pkgs[@]}"; do command -v "$b" >/dev/null 2>&1 || fail "$b is still missing after installing ${pkgs[$b]}"; done
+
+tools="$(test/e2e/tools/build.sh)" || fail "building the pinned kube-apiserver, kubectl and Dex failed"
+logs="$(mktemp -d "${TMPDIR:-/tmp}/kubectl-impersonate-e2e-logs.XXXXXX")"
+session="$(mktemp -d "${TMPDIR:-/tmp}/kubectl-impersonate-e2e-session.XXXXXX")"
+mkdir -p "$session/home" "$session/run" && chmod 700 "$session/run"
+
+cleanup() {
+  # Whatever a failed run left behind: processes whose environment names this session.
+  for pid in $(pgrep -f -u "$(id -u)" . 2>/dev/null); do
+    if grep -qs "KI_E2E_SESSION=$session" "/proc/$pid/environ" 2>/dev/null; then kill -9 "$pid" 2>/dev/null || true; fi
+  done
+  rm -rf "$session"
+  echo "e2e: logs are in $logs" >&2
+}
+trap cleanup EXIT
+
+echo "e2e: kube-apiserver, kubectl and Dex from $tools" >&2
+# The tests run in a private D-Bus session with an unlocked gnome-keyring,
+# under a throwaway HOME: nothing of the machine's user is touched.
+env -i PATH="$PATH" HOME="$session/home" XDG_RUNTIME_DIR="$session/run" TMPDIR="${TMPDIR:-/tmp}" \
+  GOPATH="$(go env GOPATH)" GOCACHE="$(go env GOCACHE)" GOMODCACHE="$(go env GOMODCACHE)" GOFLAGS="${GOFLAGS:-}" \
+  GOPROXY="$(go env GOPROXY)" KI_E2E_TOOLS="$tools" KI_E2E_LOGS="$logs" KI_E2E_SESSION="$session" \
+  E2E_CHROMIUM="$(command -v chromium)" KI_E2E_RUN="${KI_E2E_RUN:-.}" \
+  dbus-run-session -- bash -c '
+    set -euo pipefail
+    eval "$(printf e2e-keyring | gnome-keyring-daemon --unlock --components=secrets)"
+    export GNOME_KEYRING_CONTROL
+    cd test/e2e
+    go test -tags e2e -count=1 -timeout 20m -v -run "${KI_E2E_RUN:-.}" . 2>&1 | tee "$KI_E2E_LOGS/go-test.log"
+    exit "${PIPESTATUS[0]}"
+  '

@@ -1,0 +1,332 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// person is a user at a terminal with a kubeconfig written by setup.
+type person struct {
+	t          *testing.T
+	name       string
+	api        *apiserver
+	home       string
+	kubeconfig string
+	browserLog string
+	env        []string
+}
+
+func baseEnv(home string) []string {
+	return []string{
+		"HOME=" + home, "PATH=" + os.Getenv("PATH"),
+		"DBUS_SESSION_BUS_ADDRESS=" + os.Getenv("DBUS_SESSION_BUS_ADDRESS"),
+		"XDG_RUNTIME_DIR=" + os.Getenv("XDG_RUNTIME_DIR"),
+		"E2E_CHROMIUM=" + os.Getenv("E2E_CHROMIUM"),
+	}
+}
+
+// newPerson writes a kubeconfig with the cluster of api and a user entry made
+// by "kubectl-impersonate setup --write" with setupArgs, and forgets every
+// cached token (the keyring is shared by the tests).
+func newPerson(t *testing.T, name string, api *apiserver, setupArgs ...string) *person {
+	t.Helper()
+	home := t.TempDir()
+	u := users[name]
+	p := &person{t: t, name: name, api: api, home: home,
+		kubeconfig: filepath.Join(home, ".kube", "config"),
+		browserLog: filepath.Join(st.logs, strings.ReplaceAll(t.Name(), "/", "_")+"-"+name+"-browser.log")}
+	_ = os.Remove(p.browserLog)
+	p.env = append(baseEnv(home), "E2E_USER="+u.email, "E2E_PASSWORD="+u.password, "E2E_BROWSER_LOG="+p.browserLog)
+	require.NoError(t, os.MkdirAll(filepath.Dir(p.kubeconfig), 0o700))
+	require.NoError(t, os.WriteFile(p.kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: e2e
+  cluster: {server: %q, certificate-authority: %q}
+contexts:
+- name: e2e
+  context: {cluster: e2e, user: nobody}
+current-context: e2e
+`, api.url, st.caFile)), 0o600))
+	args := append([]string{"setup", "--write", "--kubeconfig=" + p.kubeconfig, "--user=" + name, "--context=e2e",
+		"--oidc-issuer-url=" + st.issuer, "--certificate-authority=" + st.caFile,
+		"--oidc-extra-scope=email", "--oidc-extra-scope=groups", "--oidc-extra-scope=offline_access",
+		"--browser-command=" + st.browser, "--authentication-timeout=60s"}, setupArgs...)
+	if !containsPrefix(setupArgs, "--oidc-client-id=") {
+		args = append(args, "--oidc-client-id="+publicClient)
+	}
+	r := p.plugin(nil, args...)
+	require.Equal(t, 0, r.code, "setup: %s", r.stderr)
+	require.Equal(t, 0, p.plugin(nil, "logout", "--all").code)
+	return p
+}
+
+func containsPrefix(args []string, prefix string) bool {
+	for _, a := range args {
+		if strings.HasPrefix(a, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+	elapsed        time.Duration
+}
+
+// run starts argv with env; with tty, its stdin is a terminal, as when a
+// person types the command.
+func run(t *testing.T, env []string, tty bool, argv ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if tty {
+		ptmx, tt, err := pty.Open()
+		require.NoError(t, err)
+		defer ptmx.Close()
+		defer tt.Close()
+		cmd.Stdin = tt
+		go func() { _, _ = io_copy_discard(ptmx) }()
+	}
+	start := time.Now()
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String(), elapsed: time.Since(start)}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running %v: %v", argv, err)
+	}
+	return r
+}
+
+func io_copy_discard(f *os.File) (int64, error) {
+	buf := make([]byte, 4096)
+	var n int64
+	for {
+		m, err := f.Read(buf)
+		n += int64(m)
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+func (p *person) kubectl(args ...string) result {
+	p.t.Helper()
+	return run(p.t, p.env, true, append([]string{st.kubectl, "--kubeconfig=" + p.kubeconfig}, args...)...)
+}
+
+func (p *person) plugin(extraEnv []string, args ...string) result {
+	p.t.Helper()
+	return run(p.t, append(append([]string{}, p.env...), extraEnv...), false, append([]string{st.ki}, args...)...)
+}
+
+func (p *person) browserStarts() int {
+	b, err := os.ReadFile(p.browserLog)
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), " start ")
+}
+
+type whoami struct {
+	Status struct {
+		UserInfo struct {
+			Username string   `json:"username"`
+			Groups   []string `json:"groups"`
+		} `json:"userInfo"`
+	} `json:"status"`
+}
+
+// secretServiceEntries counts our cache entries in the Secret Service, as
+// secret-tool lists them: one item per entry, plus one per chunk for an
+// entry too large for one item (named "<entry>/<generation>/<n>").
+func (p *person) secretServiceEntries() (entries, chunks int) {
+	r := run(p.t, p.env, false, "secret-tool", "search", "--all", "service", "kubectl-impersonate")
+	for _, line := range strings.Split(r.stdout+r.stderr, "\n") {
+		name, ok := strings.CutPrefix(line, "attribute.username = ")
+		if !ok {
+			continue
+		}
+		if strings.Contains(name, "/") {
+			chunks++
+		} else {
+			entries++
+		}
+	}
+	return entries, chunks
+}
+
+func (p *person) diskEntries() []string {
+	files, _ := filepath.Glob(filepath.Join(p.home, ".kube", "cache", "kubectl-impersonate", "*.json"))
+	return files
+}
+
+// Scenarios 1, 2, 3 and 9: browser login through kubectl, the cached second
+// call, RBAC, in both API server authentication modes.
+func TestBrowserLoginAndRBAC(t *testing.T) {
+	for _, mode := range []string{"legacy", "structured"} {
+		t.Run(mode, func(t *testing.T) {
+			api := st.api[mode]
+			alice := newPerson(t, "alice", api)
+			auth0 := st.proxy.Count("auth")
+
+			r := alice.kubectl("get", "pods", "-n", "team-a")
+			require.Equal(t, 0, r.code, "kubectl get pods: %s", r.stderr)
+			assert.Contains(t, r.stderr, "No resources found in team-a namespace")
+			assert.Equal(t, 1, alice.browserStarts(), "Chromium logged in once")
+			assert.Equal(t, auth0+1, st.proxy.Count("auth"))
+
+			// 2: the next command uses the keyring, not Dex.
+			tokens := st.proxy.Count("token:authorization_code") + st.proxy.Count("token:refresh_token")
+			r = alice.kubectl("auth", "whoami", "-o", "json")
+			require.Equal(t, 0, r.code, "kubectl auth whoami: %s", r.stderr)
+			var w whoami
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &w))
+			assert.Equal(t, api.usernamePrefix+"alice@example.com", w.Status.UserInfo.Username)
+			assert.Contains(t, w.Status.UserInfo.Groups, api.groupPrefix+"developers")
+			assert.Equal(t, tokens, st.proxy.Count("token:authorization_code")+st.proxy.Count("token:refresh_token"), "no token request to Dex")
+			assert.Equal(t, auth0+1, st.proxy.Count("auth"), "no new login")
+			entries, chunks := alice.secretServiceEntries()
+			assert.Equal(t, 1, entries, "the token is in the Secret Service")
+			t.Logf("the cache entry takes %d Secret Service items", 1+chunks)
+			assert.Empty(t, alice.diskEntries(), "nothing cached on disk")
+
+			// 3: RBAC applies to the mapped identity.
+			r = alice.kubectl("get", "pods", "-n", "team-b")
+			assert.NotEqual(t, 0, r.code)
+			assert.Contains(t, r.stderr, "Forbidden")
+			assert.Contains(t, r.stderr, `User "`+api.usernamePrefix+`alice@example.com" cannot list resource "pods"`)
+
+			bob := newPerson(t, "bob", api)
+			r = bob.kubectl("get", "pods", "-n", "team-a")
+			assert.NotEqual(t, 0, r.code)
+			assert.Contains(t, r.stderr, `User "`+api.usernamePrefix+`bob@example.com" cannot list resource "pods"`)
+			assert.Equal(t, 1, bob.browserStarts())
+		})
+	}
+}
+
+// Scenarios 4 and 8: once the ID token is about to expire, 20 kubectl
+// processes started together refresh it once, with no browser.
+func TestRefreshAfterExpiry(t *testing.T) {
+	alice := newPerson(t, "alice", st.api["structured"])
+	r := alice.kubectl("get", "pods", "-n", "team-a")
+	require.Equal(t, 0, r.code, r.stderr)
+	loggedIn := time.Now()
+	require.Equal(t, 1, alice.browserStarts())
+
+	// The plugin refreshes when less than 30 s of the token are left.
+	time.Sleep(time.Until(loggedIn.Add(idTokenLifetime - 30*time.Second + 2*time.Second)))
+	refresh0, auth0 := st.proxy.Count("token:refresh_token"), st.proxy.Count("auth")
+	const n = 20
+	results := make([]result, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = alice.kubectl("get", "pods", "-n", "team-a")
+		}()
+	}
+	wg.Wait()
+	for i, r := range results {
+		assert.Equal(t, 0, r.code, "kubectl %d: %s", i, r.stderr)
+	}
+	assert.Equal(t, refresh0+1, st.proxy.Count("token:refresh_token"), "one refresh at Dex for %d kubectl processes", n)
+	assert.Equal(t, auth0, st.proxy.Count("auth"), "no new login")
+	assert.Equal(t, 1, alice.browserStarts(), "no browser")
+}
+
+// Scenario 5: interactiveMode Never and an empty cache: kubectl fails with
+// our one line, and no browser starts.
+func TestNonInteractiveEmptyCache(t *testing.T) {
+	alice := newPerson(t, "alice", st.api["legacy"], "--exec-interactive-mode=Never")
+	auth0 := st.proxy.Count("auth")
+	r := alice.kubectl("get", "pods", "-n", "team-a")
+	assert.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, "kubectl-impersonate: no valid cached token, and the authcode login needs a person, but kubectl runs this plugin non-interactively: run 'kubectl impersonate login ")
+	// kubectl runs the plugin several times per command (discovery retries);
+	// every run says the same one line.
+	var ours []string
+	for _, line := range strings.Split(r.stderr, "\n") {
+		if strings.HasPrefix(line, "kubectl-impersonate:") {
+			ours = append(ours, line)
+		}
+	}
+	require.NotEmpty(t, ours)
+	for _, line := range ours {
+		assert.Equal(t, ours[0], line)
+	}
+	assert.Equal(t, len(ours), strings.Count(r.stderr, `failed with exit code 1"`), "one line of ours per failed plugin run")
+	assert.Zero(t, alice.browserStarts(), "no browser process")
+	assert.Equal(t, auth0, st.proxy.Count("auth"))
+}
+
+// Scenario 6: the device authorization grant against Dex, with Chromium
+// completing the device page, for the confidential client.
+func TestDeviceCode(t *testing.T) {
+	alice := newPerson(t, "alice", st.api["structured"], "--grant-type=device-code",
+		"--oidc-client-id="+confidentialClient, "--oidc-client-secret-file="+st.secretFile)
+	device0 := st.proxy.Count("device")
+	r := alice.kubectl("get", "pods", "-n", "team-a")
+	require.Equal(t, 0, r.code, "kubectl get pods: %s", r.stderr)
+	assert.Contains(t, r.stderr, "and enter the code")
+	assert.Equal(t, device0+1, st.proxy.Count("device"))
+	assert.GreaterOrEqual(t, st.proxy.Count("token:urn:ietf:params:oauth:grant-type:device_code"), 1)
+	assert.Equal(t, 1, alice.browserStarts())
+
+	kc, err := os.ReadFile(alice.kubeconfig)
+	require.NoError(t, err)
+	assert.NotContains(t, string(kc), "e2e-confidential-secret", "the secret stays out of kubeconfig")
+}
+
+// Scenario 7: no D-Bus session. auto falls back to disk with a notice;
+// keyring fails with a clear error within 3 seconds.
+func TestKeyringAbsent(t *testing.T) {
+	alice := newPerson(t, "alice", st.api["structured"])
+	noBus := t.TempDir()
+	var env []string
+	for _, kv := range alice.env {
+		if !strings.HasPrefix(kv, "DBUS_SESSION_BUS_ADDRESS=") && !strings.HasPrefix(kv, "XDG_RUNTIME_DIR=") {
+			env = append(env, kv)
+		}
+	}
+	alice.env = append(env, "XDG_RUNTIME_DIR="+noBus)
+
+	r := alice.kubectl("get", "pods", "-n", "team-a")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "the OS keyring cannot be used")
+	assert.Contains(t, r.stderr, "token cached on disk")
+	assert.Len(t, alice.diskEntries(), 1)
+
+	execInfo := `KUBERNETES_EXEC_INFO={"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":false}}`
+	r = alice.plugin([]string{execInfo}, "get-token", "--oidc-issuer-url="+st.issuer, "--oidc-client-id="+publicClient,
+		"--token-cache-storage=keyring", "--certificate-authority="+st.caFile)
+	assert.Equal(t, 1, r.code)
+	assert.Less(t, r.elapsed, 3*time.Second)
+	assert.Contains(t, r.stderr, "OS keyring unavailable")
+	assert.Contains(t, r.stderr, "--token-cache-storage=auto")
+	assert.Empty(t, r.stdout)
+}

@@ -1,0 +1,573 @@
+//go:build e2e
+
+// Package e2e runs kubectl-impersonate the way users do, against real
+// peers only: kube-apiserver and etcd (in two authentication modes: the
+// legacy --oidc-* flags and a structured AuthenticationConfiguration), Dex as
+// the OIDC provider, a pinned kubectl, gnome-keyring's Secret Service, and
+// headless Chromium driven through Dex's pages. test/e2e/run.sh builds the
+// peers and starts the D-Bus session; TestMain starts and stops the rest.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Users of the Dex password database.
+var users = map[string]struct{ email, password, group string }{
+	"alice": {"alice@example.com", "alice-password", "developers"},
+	"bob":   {"bob@example.com", "bob-password", "guests"},
+}
+
+const (
+	publicClient       = "kubectl-public"
+	confidentialClient = "kubectl-confidential"
+	// idTokenLifetime is short so that a test can outlive a token: the
+	// plugin refreshes when less than credential.MinValidity (30 s) is left.
+	idTokenLifetime = 50 * time.Second
+	adminToken      = "e2e-admin-token"
+)
+
+type stack struct {
+	work, logs string
+	tools      string // kube-apiserver, kubectl, dex
+	ki         string // the plugin under test
+	browser    string // test/e2e/browser
+	kubectl    string
+	caFile     string
+	caPEM      []byte
+	certFile   string
+	keyFile    string
+	secretFile string // the confidential client's secret
+
+	issuer string // the proxy's URL of Dex
+	proxy  *countingProxy
+	api    map[string]*apiserver
+
+	etcdData string
+
+	mu    sync.Mutex
+	procs []*exec.Cmd
+}
+
+type apiserver struct {
+	mode           string
+	url            string
+	usernamePrefix string
+	groupPrefix    string
+}
+
+var st *stack
+
+func TestMain(m *testing.M) {
+	s, err := startStack()
+	code := 1
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: starting the stack:", err)
+	} else {
+		st = s
+		code = m.Run()
+	}
+	if s != nil {
+		s.stop()
+	}
+	os.Exit(code)
+}
+
+func mustEnv(k string) (string, error) {
+	v := os.Getenv(k)
+	if v == "" {
+		return "", fmt.Errorf("%s is not set: run the end-to-end tests with test/e2e/run.sh (make e2e)", k)
+	}
+	return v, nil
+}
+
+func startStack() (*stack, error) {
+	tools, err := mustEnv("KI_E2E_TOOLS")
+	if err != nil {
+		return nil, err
+	}
+	logs, err := mustEnv("KI_E2E_LOGS")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := mustEnv("DBUS_SESSION_BUS_ADDRESS"); err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp("", "ki-e2e-")
+	if err != nil {
+		return nil, err
+	}
+	s := &stack{work: work, logs: logs, tools: tools, kubectl: filepath.Join(tools, "kubectl"), api: map[string]*apiserver{}}
+	for _, step := range []func() error{s.buildBinaries, s.makeCerts, s.startDex, s.startEtcdAndAPIServers, s.setupRBAC} {
+		if err := step(); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+func (s *stack) buildBinaries() error {
+	s.ki = filepath.Join(s.work, "bin", "kubectl-impersonate")
+	s.browser = filepath.Join(s.work, "bin", "e2e-browser")
+	for out, pkg := range map[string]string{s.ki: "../../cmd/kubectl-impersonate", s.browser: "./browser"} {
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("building %s: %w", pkg, err)
+		}
+	}
+	return nil
+}
+
+func writePEM(path, typ string, der []byte) error {
+	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
+}
+
+// makeCerts creates a CA and one serving certificate for 127.0.0.1 and
+// localhost (Dex, the proxy and the API servers), and the service account key.
+func (s *stack) makeCerts() error {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubectl-impersonate e2e CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	s.caFile = filepath.Join(s.work, "ca.crt")
+	s.certFile = filepath.Join(s.work, "serving.crt")
+	s.keyFile = filepath.Join(s.work, "serving.key")
+	if err := writePEM(s.caFile, "CERTIFICATE", caDER); err != nil {
+		return err
+	}
+	s.caPEM, _ = os.ReadFile(s.caFile)
+	if err := writePEM(s.certFile, "CERTIFICATE", der); err != nil {
+		return err
+	}
+	if err := writePEM(s.keyFile, "EC PRIVATE KEY", keyDER); err != nil {
+		return err
+	}
+	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	if err := writePEM(filepath.Join(s.work, "sa.key"), "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey)); err != nil {
+		return err
+	}
+	pub, _ := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
+	if err := writePEM(filepath.Join(s.work, "sa.pub"), "PUBLIC KEY", pub); err != nil {
+		return err
+	}
+	s.secretFile = filepath.Join(s.work, "confidential.secret")
+	return os.WriteFile(s.secretFile, []byte("e2e-confidential-secret\n"), 0o600)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// start runs a process in its own process group, output to logs/name.log.
+func (s *stack) start(name string, argv ...string) error {
+	logf, err := os.Create(filepath.Join(s.logs, name+".log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	s.mu.Lock()
+	s.procs = append(s.procs, cmd)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *stack) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.procs) - 1; i >= 0; i-- {
+		p := s.procs[i]
+		_ = syscall.Kill(-p.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = p.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	}
+	if s.proxy != nil {
+		s.proxy.srv.Close()
+	}
+	_ = os.RemoveAll(s.work)
+	if s.etcdData != "" {
+		_ = os.RemoveAll(s.etcdData)
+	}
+}
+
+// waitHTTP polls url until it answers 200, for at most d.
+func waitHTTP(url string, header http.Header, d time.Duration, client *http.Client) error {
+	deadline := time.Now().Add(d)
+	var last string
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Sprintf("%d %s", resp.StatusCode, body)
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("%s not ready after %s: %s", url, d, last)
+}
+
+func (s *stack) tlsClient() *http.Client {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(s.caPEM)
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+}
+
+func (s *stack) startDex() error {
+	dexPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	proxy, err := newCountingProxy(fmt.Sprintf("https://127.0.0.1:%d", dexPort), s.tlsClient().Transport, s.certFile, s.keyFile)
+	if err != nil {
+		return err
+	}
+	s.proxy = proxy
+	// Dex at the root of its URL: with a path, Dex sends the device flow's
+	// browser to /device/callback outside it.
+	s.issuer = proxy.url
+	var passwords []map[string]any
+	for name, u := range users {
+		hash, err := bcrypt.GenerateFromPassword([]byte(u.password), 10)
+		if err != nil {
+			return err
+		}
+		passwords = append(passwords, map[string]any{
+			"email": u.email, "hash": string(hash), "username": name, "userID": name + "-id", "groups": []string{u.group},
+		})
+	}
+	secret, _ := os.ReadFile(s.secretFile)
+	cfg := map[string]any{
+		"issuer":           s.issuer,
+		"storage":          map[string]any{"type": "memory"},
+		"web":              map[string]any{"https": fmt.Sprintf("127.0.0.1:%d", dexPort), "tlsCert": s.certFile, "tlsKey": s.keyFile},
+		"logger":           map[string]any{"level": "debug"},
+		"expiry":           map[string]any{"idTokens": idTokenLifetime.String(), "deviceRequests": "5m"},
+		"oauth2":           map[string]any{"skipApprovalScreen": true},
+		"enablePasswordDB": true,
+		"staticPasswords":  passwords,
+		"staticClients": []map[string]any{
+			// No redirect URIs: Dex then accepts any loopback redirect of a public client.
+			{"id": publicClient, "name": "kubectl (people)", "public": true},
+			{"id": confidentialClient, "name": "kubectl (confidential)", "secret": strings.TrimSpace(string(secret)),
+				"redirectURIs": []string{"/device/callback"}},
+		},
+	}
+	b, _ := json.MarshalIndent(cfg, "", "  ")
+	path := filepath.Join(s.work, "dex.yaml")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return err
+	}
+	if err := s.start("dex", filepath.Join(s.tools, "dex"), "serve", path); err != nil {
+		return err
+	}
+	return waitHTTP(s.issuer+"/.well-known/openid-configuration", nil, 30*time.Second, s.tlsClient())
+}
+
+func (s *stack) startEtcdAndAPIServers() error {
+	clientPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	peerPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	// /dev/shm keeps etcd's fsyncs cheap; Debian's etcd 3.4 has no --unsafe-no-fsync.
+	dataDir, err := os.MkdirTemp("/dev/shm", "ki-e2e-etcd-")
+	if err != nil {
+		dataDir = filepath.Join(s.work, "etcd")
+	}
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", clientPort)
+	if err := s.start("etcd", "etcd", "--name=e2e", "--data-dir="+dataDir,
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		fmt.Sprintf("--listen-peer-urls=http://127.0.0.1:%d", peerPort),
+		fmt.Sprintf("--initial-advertise-peer-urls=http://127.0.0.1:%d", peerPort),
+		fmt.Sprintf("--initial-cluster=e2e=http://127.0.0.1:%d", peerPort)); err != nil {
+		return err
+	}
+	s.etcdData = dataDir
+	if err := waitHTTP(etcdURL+"/health", nil, 30*time.Second, http.DefaultClient); err != nil {
+		return err
+	}
+	tokens := filepath.Join(s.work, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(adminToken+",e2e-admin,e2e-admin-uid,system:masters\n"), 0o600); err != nil {
+		return err
+	}
+	authConfig := filepath.Join(s.work, "authentication-config.yaml")
+	ac := map[string]any{
+		"apiVersion": "apiserver.config.k8s.io/v1beta1",
+		"kind":       "AuthenticationConfiguration",
+		"jwt": []map[string]any{{
+			"issuer": map[string]any{
+				"url": s.issuer, "audiences": []string{publicClient, confidentialClient},
+				"audienceMatchPolicy": "MatchAny", "certificateAuthority": string(s.caPEM),
+			},
+			"claimMappings": map[string]any{
+				"username": map[string]any{"claim": "email", "prefix": "oidc:"},
+				"groups":   map[string]any{"claim": "groups", "prefix": "oidc:"},
+			},
+		}},
+	}
+	b, _ := json.Marshal(ac)
+	if err := os.WriteFile(authConfig, b, 0o600); err != nil {
+		return err
+	}
+	modes := map[string][]string{
+		"legacy": {"--oidc-issuer-url=" + s.issuer, "--oidc-client-id=" + publicClient, "--oidc-ca-file=" + s.caFile,
+			"--oidc-username-claim=email", "--oidc-groups-claim=groups"},
+		"structured": {"--authentication-config=" + authConfig},
+	}
+	prefixes := map[string]string{"legacy": "", "structured": "oidc:"}
+	for mode, flags := range modes {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		certDir := filepath.Join(s.work, "apiserver-"+mode)
+		argv := append([]string{filepath.Join(s.tools, "kube-apiserver"),
+			"--etcd-servers=" + etcdURL, "--etcd-prefix=/" + mode,
+			"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
+			"--tls-cert-file=" + s.certFile, "--tls-private-key-file=" + s.keyFile, "--cert-dir=" + certDir,
+			"--service-account-issuer=https://kubernetes.default.svc",
+			"--service-account-key-file=" + filepath.Join(s.work, "sa.pub"),
+			"--service-account-signing-key-file=" + filepath.Join(s.work, "sa.key"),
+			"--service-cluster-ip-range=10.96.0.0/24",
+			"--authorization-mode=Node,RBAC", "--endpoint-reconciler-type=none",
+			"--token-auth-file=" + tokens, "--enable-priority-and-fairness=false", "--profiling=false",
+		}, flags...)
+		if err := s.start("kube-apiserver-"+mode, argv...); err != nil {
+			return err
+		}
+		s.api[mode] = &apiserver{mode: mode, url: fmt.Sprintf("https://127.0.0.1:%d", port), usernamePrefix: prefixes[mode], groupPrefix: prefixes[mode]}
+	}
+	for _, a := range s.api {
+		if err := waitHTTP(a.url+"/readyz", http.Header{"Authorization": {"Bearer " + adminToken}}, 90*time.Second, s.tlsClient()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// adminKubeconfig returns a kubeconfig for the static admin token.
+func (s *stack) adminKubeconfig(a *apiserver) (string, error) {
+	path := filepath.Join(s.work, "admin-"+a.mode+".kubeconfig")
+	return path, os.WriteFile(path, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: e2e
+  cluster:
+    server: %s
+    certificate-authority: %s
+users:
+- name: admin
+  user:
+    token: %s
+contexts:
+- name: e2e
+  context: {cluster: e2e, user: admin}
+current-context: e2e
+`, a.url, s.caFile, adminToken)), 0o600)
+}
+
+// setupRBAC creates the namespaces team-a and team-b and lets alice's group
+// read pods in team-a only. The view/edit ClusterRoles stay empty without a
+// controller manager, so the Role is explicit.
+func (s *stack) setupRBAC() error {
+	for _, a := range s.api {
+		kc, err := s.adminKubeconfig(a)
+		if err != nil {
+			return err
+		}
+		manifest := fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-b}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: pod-reader, namespace: team-a}
+rules:
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: developers-read-pods, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pod-reader}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: %sdevelopers}
+`, a.groupPrefix)
+		cmd := exec.Command(s.kubectl, "--kubeconfig="+kc, "apply", "-f", "-")
+		cmd.Stdin = strings.NewReader(manifest)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		err = runWithContext(ctx, cmd)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("applying RBAC on the %s API server: %v: %s", a.mode, err, out.String())
+		}
+	}
+	return nil
+}
+
+func runWithContext(ctx context.Context, cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// countingProxy sits between every client and Dex and counts the requests
+// that matter: token endpoint calls by grant type, and authorization and
+// device authorization requests.
+type countingProxy struct {
+	url string
+	srv *http.Server
+
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func newCountingProxy(target string, transport http.RoundTripper, certFile, keyFile string) (*countingProxy, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, err
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.Transport = transport
+	p := &countingProxy{counts: map[string]int{}}
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/token" && r.Method == http.MethodPost:
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			form, _ := url.ParseQuery(string(body))
+			p.inc("token:" + form.Get("grant_type"))
+		case r.URL.Path == "/auth":
+			p.inc("auth")
+		case r.URL.Path == "/device/code":
+			p.inc("device")
+		}
+		rp.ServeHTTP(w, r)
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p.url = "https://" + l.Addr().String()
+	p.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = p.srv.ServeTLS(l, certFile, keyFile) }()
+	return p, nil
+}
+
+func (p *countingProxy) inc(k string) {
+	p.mu.Lock()
+	p.counts[k]++
+	p.mu.Unlock()
+}
+
+// Count returns the requests of kind k so far ("auth", "device",
+// "token:refresh_token", ...).
+func (p *countingProxy) Count(k string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.counts[k]
+}
