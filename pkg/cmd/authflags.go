@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/exchange"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
@@ -40,7 +41,41 @@ const (
 	flagBrowserCommand   = "browser-command"
 	flagSkipOpenBrowser  = "skip-open-browser"
 	flagAuthTimeout      = "authentication-timeout"
+
+	flagExchange            = "exchange"
+	flagCSOAuthURL          = "cloudsigma-oauth-url"
+	flagCSRegion            = "cloudsigma-region"
+	flagCSAPIURL            = "cloudsigma-api-url"
+	flagCSLegacy            = "cloudsigma-enable-legacy-credentials"
+	flagUserEmail           = "impersonate-user-email"
+	flagExchangeAudience    = "exchange-audience"
+	flagExchangeScope       = "exchange-scope"
+	flagExchangeRequested   = "exchange-requested-token-type"
+	flagExchangeSubjectType = "exchange-subject-token-type"
+	flagImpersonateUser     = "impersonate-user"
+	flagAuditLog            = "audit-log"
+	flagAllowedServer       = "allowed-server"
 )
+
+// Exchanges accepted by --exchange.
+const (
+	ExchangeNone          = ""
+	ExchangeCloudSigma    = "cloudsigma"
+	ExchangeTokenExchange = "token-exchange"
+)
+
+// Environment of the CloudSigma controller, honoured with --exchange=cloudsigma.
+const (
+	envCSClientID     = "CLOUDSIGMA_CLIENT_ID"
+	envCSClientSecret = "CLOUDSIGMA_CLIENT_SECRET"
+	envCSLegacy       = "CLOUDSIGMA_ENABLE_LEGACY_CREDENTIALS"
+	envCSUsername     = "CLOUDSIGMA_USERNAME"
+	envCSPassword     = "CLOUDSIGMA_PASSWORD"
+)
+
+// profileAliases maps profile keys in the style of other tools' configs to
+// flag names.
+var profileAliases = map[string]string{"allowedServers": flagAllowedServer, "allowed-servers": flagAllowedServer}
 
 // secretFlags never appear in a generated kubeconfig.
 var secretFlags = []string{flagClientSecret}
@@ -66,6 +101,23 @@ type AuthOptions struct {
 	SkipOpenBrowser       bool
 	AuthTimeout           time.Duration
 
+	Exchange           string
+	CSOAuthURL         string
+	CSRegion           string
+	CSAPIURL           string
+	CSLegacy           bool
+	UserEmail          string
+	ExchangeAudiences  []string
+	ExchangeScopes     []string
+	ExchangeRequested  string
+	ExchangeSubject    string
+	ImpersonateUser    string
+	AuditLog           string
+	AllowedServers     []string
+	csLegacyUsername   string
+	csLegacyPassword   string `datapolicy:"password"`
+	legacyWithoutOptIn bool
+
 	flags *pflag.FlagSet
 	// names are the flags AddFlags registered: the command may have more.
 	names map[string]bool
@@ -79,6 +131,9 @@ func NewAuthOptions() *AuthOptions {
 		GrantType:         login.GrantAuto,
 		TokenCacheStorage: tokencache.StorageAuto,
 		AuthTimeout:       login.DefaultAuthTimeout,
+		CSOAuthURL:        exchange.DefaultCloudSigmaOAuthURL,
+		CSAPIURL:          exchange.DefaultCloudSigmaAPIURL,
+		ExchangeSubject:   "access_token",
 	}
 }
 
@@ -102,6 +157,20 @@ func (o *AuthOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BrowserCommand, flagBrowserCommand, o.BrowserCommand, "Command that opens the login URL (default: the system's)")
 	fs.BoolVar(&o.SkipOpenBrowser, flagSkipOpenBrowser, o.SkipOpenBrowser, "Print the login URL without opening a browser")
 	fs.DurationVar(&o.AuthTimeout, flagAuthTimeout, o.AuthTimeout, "How long to wait for a login in the browser or on the device page")
+
+	fs.StringVar(&o.Exchange, flagExchange, o.Exchange, "Exchange the token for one that acts as another user: cloudsigma|token-exchange (default none)")
+	fs.StringVar(&o.CSOAuthURL, flagCSOAuthURL, o.CSOAuthURL, "CloudSigma's Keycloak (realm cloudsigma)")
+	fs.StringVar(&o.CSRegion, flagCSRegion, o.CSRegion, "CloudSigma region (location) of the user, e.g. zrh")
+	fs.StringVar(&o.CSAPIURL, flagCSAPIURL, o.CSAPIURL, "CloudSigma API URL template; {region} is replaced")
+	fs.BoolVar(&o.CSLegacy, flagCSLegacy, o.CSLegacy, "Allow legacy $"+envCSUsername+"/$"+envCSPassword+" for the service identity (or $"+envCSLegacy+"=true)")
+	fs.StringVar(&o.UserEmail, flagUserEmail, o.UserEmail, "With --exchange=cloudsigma: the email of the user to act as")
+	fs.StringSliceVar(&o.ExchangeAudiences, flagExchangeAudience, o.ExchangeAudiences, "With --exchange=token-exchange: audience to request (repeatable)")
+	fs.StringSliceVar(&o.ExchangeScopes, flagExchangeScope, o.ExchangeScopes, "With --exchange=token-exchange: scope to request (repeatable)")
+	fs.StringVar(&o.ExchangeRequested, flagExchangeRequested, o.ExchangeRequested, "With --exchange=token-exchange: requested_token_type (access_token, id_token, refresh_token or a URN)")
+	fs.StringVar(&o.ExchangeSubject, flagExchangeSubjectType, o.ExchangeSubject, "With --exchange=token-exchange: which token of the login to exchange (access_token or id_token)")
+	fs.StringVar(&o.ImpersonateUser, flagImpersonateUser, o.ImpersonateUser, "With --exchange=token-exchange: the user to act as (Keycloak V1 requested_subject)")
+	fs.StringVar(&o.AuditLog, flagAuditLog, o.AuditLog, "Append one JSON line per exchange step to this file (never a token)")
+	fs.StringSliceVar(&o.AllowedServers, flagAllowedServer, o.AllowedServers, "Hand tokens only to these API servers (needs provideClusterInfo: true); repeatable")
 	o.names = map[string]bool{}
 	fs.VisitAll(func(f *pflag.Flag) { o.names[f.Name] = true })
 }
@@ -137,6 +206,26 @@ func (o *AuthOptions) Complete(getenv func(string) string, warn func(string)) er
 	if o.ClientSecret == "" {
 		o.ClientSecret = getenv(EnvClientSecret)
 	}
+	if o.Exchange == ExchangeCloudSigma {
+		if o.ClientID == "" {
+			o.ClientID = getenv(envCSClientID)
+		}
+		if o.ClientSecret == "" {
+			o.ClientSecret = getenv(envCSClientSecret)
+		}
+		if getenv(envCSLegacy) == "true" {
+			o.CSLegacy = true
+		}
+		user, pass := getenv(envCSUsername), getenv(envCSPassword)
+		if user != "" && o.ClientSecret == "" {
+			if o.CSLegacy {
+				o.csLegacyUsername, o.csLegacyPassword = user, pass
+			} else {
+				o.legacyWithoutOptIn = true
+			}
+		}
+	}
+	o.AuditLog = expandHome(o.AuditLog)
 	if o.TokenCacheDir == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
@@ -179,7 +268,11 @@ func (o *AuthOptions) applyProfile(getenv func(string) string, warn func(string)
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	for _, key := range keys {
+	for _, raw := range keys {
+		key := raw
+		if alias, ok := profileAliases[raw]; ok {
+			key = alias
+		}
 		f := o.flags.Lookup(key)
 		if f == nil || !o.names[key] || key == flagProfile {
 			return fmt.Errorf("profile %q in %s: unknown key %q (keys are the long flag names of get-token)", o.Profile, path, key)
@@ -190,7 +283,7 @@ func (o *AuthOptions) applyProfile(getenv func(string) string, warn func(string)
 		if f.Changed {
 			continue
 		}
-		values, err := config.Values(settings[key])
+		values, err := config.Values(settings[raw])
 		if err != nil {
 			return fmt.Errorf("profile %q in %s: key %q: %w", o.Profile, path, key, err)
 		}
@@ -207,6 +300,26 @@ func (o *AuthOptions) applyProfile(getenv func(string) string, warn func(string)
 
 // Validate checks the settings without side effects.
 func (o *AuthOptions) Validate() error {
+	switch o.Exchange {
+	case ExchangeNone, ExchangeTokenExchange:
+	case ExchangeCloudSigma:
+		if o.legacyWithoutOptIn {
+			return fmt.Errorf("$%s/$%s are legacy credentials, which are off: use a client ($%s/$%s), or opt in with $%s=true", envCSUsername, envCSPassword, envCSClientID, envCSClientSecret, envCSLegacy)
+		}
+		if err := o.CloudSigma().Validate(); err != nil {
+			return err
+		}
+		return o.validateCommon()
+	default:
+		return fmt.Errorf("--%s %q is not one of %s, %s", flagExchange, o.Exchange, ExchangeCloudSigma, ExchangeTokenExchange)
+	}
+	if o.Exchange != ExchangeTokenExchange {
+		for _, f := range []string{flagExchangeAudience, flagExchangeScope, flagExchangeRequested, flagImpersonateUser} {
+			if o.flags != nil && o.flags.Changed(f) {
+				return fmt.Errorf("--%s takes effect with --%s=%s only", f, flagExchange, ExchangeTokenExchange)
+			}
+		}
+	}
 	if o.IssuerURL == "" {
 		return fmt.Errorf("--%s is required (or a --%s that sets it)", flagIssuerURL, flagProfile)
 	}
@@ -223,10 +336,15 @@ func (o *AuthOptions) Validate() error {
 	if !slices.Contains(login.GrantTypes, o.GrantType) {
 		return fmt.Errorf("--%s %q is not one of %s", flagGrantType, o.GrantType, strings.Join(login.GrantTypes, ", "))
 	}
+	return o.validateCommon()
+}
+
+// validateCommon checks the settings every mode shares.
+func (o *AuthOptions) validateCommon() error {
 	if !slices.Contains(tokencache.Storages, o.TokenCacheStorage) {
 		return fmt.Errorf("--%s %q is not one of %s", flagStorage, o.TokenCacheStorage, strings.Join(tokencache.Storages, ", "))
 	}
-	if o.GrantType == login.GrantClientCredentials && o.ClientSecret == "" {
+	if o.Exchange != ExchangeCloudSigma && o.GrantType == login.GrantClientCredentials && o.ClientSecret == "" {
 		return fmt.Errorf("--%s=%s needs a client secret: --%s or $%s", flagGrantType, login.GrantClientCredentials, flagClientSecretFile, EnvClientSecret)
 	}
 	for _, a := range o.ListenAddresses {
@@ -237,7 +355,22 @@ func (o *AuthOptions) Validate() error {
 	if o.AuthTimeout <= 0 {
 		return fmt.Errorf("--%s must be positive", flagAuthTimeout)
 	}
+	for _, s := range o.AllowedServers {
+		if u, err := url.Parse(s); err != nil || u.Host == "" {
+			return fmt.Errorf("--%s %q is not a URL such as https://api.example.com:6443", flagAllowedServer, s)
+		}
+	}
 	return nil
+}
+
+// CloudSigma is the CloudSigma exchange of these settings (without its
+// runtime seams, which obtain fills).
+func (o *AuthOptions) CloudSigma() *exchange.CloudSigma {
+	return &exchange.CloudSigma{
+		OAuthURL: o.CSOAuthURL, APIURLTemplate: o.CSAPIURL, Region: o.CSRegion, UserEmail: o.UserEmail,
+		ClientID: o.ClientID, ClientSecret: o.ClientSecret,
+		LegacyUsername: o.csLegacyUsername, LegacyPassword: o.csLegacyPassword,
+	}
 }
 
 func isLoopbackHost(h string) bool {
@@ -279,8 +412,32 @@ func (o *AuthOptions) LoginConfig() login.Config {
 	}
 }
 
-// Key is the cache key of the identity these settings select.
+// Key is the cache key of the token these settings select, exchange included.
 func (o *AuthOptions) Key() tokencache.Key {
+	switch o.Exchange {
+	case ExchangeCloudSigma:
+		return o.CloudSigma().Key()
+	case ExchangeTokenExchange:
+		k := o.BaseKey()
+		k.UseAccessToken = true
+		k.Extra = o.TokenExchange().KeyExtra()
+		return k
+	}
+	return o.BaseKey()
+}
+
+// TokenExchange is the RFC 8693 exchange of these settings (without its
+// runtime seams, which obtain fills).
+func (o *AuthOptions) TokenExchange() *exchange.TokenExchange {
+	return &exchange.TokenExchange{
+		ClientID: o.ClientID, ClientSecret: o.ClientSecret,
+		SubjectTokenType: o.ExchangeSubject, RequestedTokenType: o.ExchangeRequested,
+		Audiences: o.ExchangeAudiences, Scopes: o.ExchangeScopes, RequestedSubject: o.ImpersonateUser,
+	}
+}
+
+// BaseKey is the cache key of the login, before any exchange.
+func (o *AuthOptions) BaseKey() tokencache.Key {
 	cfg := o.LoginConfig()
 	return tokencache.Key{
 		Issuer:         o.IssuerURL,

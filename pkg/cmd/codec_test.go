@@ -1,6 +1,9 @@
 package cmd_test
 
 import (
+	"encoding/base64"
+	"encoding/json"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
@@ -10,4 +13,12 @@ import (
 func withCodec(c *rest.Config) *rest.Config {
 	c.NegotiatedSerializer = serializer.NewCodecFactory(runtime.NewScheme()).WithoutConversion()
 	return c
+}
+
+func jsonDecodeSegment(seg string, v any) error {
+	b, err := base64.RawURLEncoding.DecodeString(seg)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
 }

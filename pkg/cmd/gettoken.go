@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/exchange"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
 // GetTokenOptions is the credential plugin command.
@@ -64,6 +67,9 @@ func (o *GetTokenOptions) Validate() error { return o.Auth.Validate() }
 
 // Run prints the ExecCredential.
 func (o *GetTokenOptions) Run(ctx context.Context) error {
+	if err := o.checkAllowedServer(); err != nil {
+		return err
+	}
 	r, err := obtain(ctx, o.Auth, o.global, o.IOStreams, o.interactive, credential.Options{})
 	if err != nil {
 		return err
@@ -71,7 +77,9 @@ func (o *GetTokenOptions) Run(ctx context.Context) error {
 	return execcred.WriteReply(o.Out, o.request, r.Token, r.Expiry)
 }
 
-// obtain runs the credential use case with the settings of a command.
+// obtain runs the credential use case with the settings of a command: the
+// login, then the exchange when one is configured. Nothing here touches the
+// network or the provider's settings until the cache misses.
 func obtain(ctx context.Context, a *AuthOptions, g *GlobalOptions, streams genericiooptions.IOStreams, interactive bool, opts credential.Options) (*credential.Result, error) {
 	log := g.Logger(streams.ErrOut)
 	notify := notifier(streams.ErrOut)
@@ -79,27 +87,64 @@ func obtain(ctx context.Context, a *AuthOptions, g *GlobalOptions, streams gener
 	if err != nil {
 		return nil, err
 	}
-	src := &credential.Source{
-		Key:            a.Key(),
-		Store:          store,
-		LockDir:        a.TokenCacheDir,
-		UseAccessToken: a.UseAccessToken,
-		Notify:         notify,
-		Log:            log,
-		NewAuthenticator: func() (credential.Authenticator, error) {
-			httpClient, err := login.NewHTTPClient(a.CertificateAuthority, a.InsecureSkipTLSVerify, 0)
+	newHTTPClient := func() (*http.Client, error) {
+		return login.NewHTTPClient(a.CertificateAuthority, a.InsecureSkipTLSVerify, 0)
+	}
+	var loginClient *login.Client
+	newLogin := func() (*login.Client, error) {
+		if loginClient != nil {
+			return loginClient, nil
+		}
+		httpClient, err := newHTTPClient()
+		if err != nil {
+			return nil, err
+		}
+		cfg := a.LoginConfig()
+		cfg.HTTPClient = httpClient
+		cfg.Interactive = interactive
+		cfg.Stdin = streams.In
+		cfg.Stderr = streams.ErrOut
+		cfg.StderrIsTerminal = g.IsTerminal(streams.ErrOut)
+		cfg.Log = log
+		loginClient = login.New(cfg)
+		return loginClient, nil
+	}
+	source := func(key tokencache.Key, useAccessToken bool, auth func() (credential.Authenticator, error)) *credential.Source {
+		return &credential.Source{Key: key, Store: store, LockDir: a.TokenCacheDir, UseAccessToken: useAccessToken,
+			NewAuthenticator: auth, Notify: notify, Log: log}
+	}
+	audit := &exchange.Auditor{File: a.AuditLog}
+	if g.Verbosity >= 1 {
+		audit.W = streams.ErrOut
+	}
+	base := source(a.BaseKey(), a.UseAccessToken, func() (credential.Authenticator, error) { return newLogin() })
+
+	var src *credential.Source
+	switch a.Exchange {
+	case ExchangeCloudSigma:
+		cs := a.CloudSigma()
+		if cs.HTTPClient, err = newHTTPClient(); err != nil {
+			return nil, err
+		}
+		cs.Audit, cs.Store, cs.LockDir, cs.Notify, cs.Log = audit, store, a.TokenCacheDir, notify, log
+		src = cs.Source()
+	case ExchangeTokenExchange:
+		tx := a.TokenExchange()
+		base.UseAccessToken = exchange.TokenType(a.ExchangeSubject) != exchange.TokenType("id_token")
+		tx.Base, tx.Audit, tx.Log = base, audit, log
+		tx.TokenURL = func(ctx context.Context) (string, error) {
+			lc, err := newLogin()
 			if err != nil {
-				return nil, err
+				return "", err
 			}
-			cfg := a.LoginConfig()
-			cfg.HTTPClient = httpClient
-			cfg.Interactive = interactive
-			cfg.Stdin = streams.In
-			cfg.Stderr = streams.ErrOut
-			cfg.StderrIsTerminal = g.IsTerminal(streams.ErrOut)
-			cfg.Log = log
-			return login.New(cfg), nil
-		},
+			return lc.TokenURL(ctx)
+		}
+		if tx.HTTPClient, err = newHTTPClient(); err != nil {
+			return nil, err
+		}
+		src = source(a.Key(), true, func() (credential.Authenticator, error) { return tx, nil })
+	default:
+		src = base
 	}
 	r, err := src.Get(ctx, opts)
 	if errors.Is(err, login.ErrInteractionRequired) {
@@ -111,4 +156,23 @@ func obtain(ctx context.Context, a *AuthOptions, g *GlobalOptions, streams gener
 
 func loginCommand(a *AuthOptions) string {
 	return strings.Join(append([]string{"kubectl", "impersonate", "login"}, quoteArgs(a.Args())...), " ")
+}
+
+// checkAllowedServer refuses to hand a token to a cluster the profile does
+// not list, so that a token meant for one tenant's clusters cannot be sent
+// to another's by a mistaken or hostile kubeconfig.
+func (o *GetTokenOptions) checkAllowedServer() error {
+	if len(o.Auth.AllowedServers) == 0 {
+		return nil
+	}
+	if o.request.Cluster == nil || o.request.Cluster.Server == "" {
+		return fmt.Errorf("--%s is set, but kubectl did not say which server the token is for: set provideClusterInfo: true in the kubeconfig exec entry (setup writes it)", flagAllowedServer)
+	}
+	server := strings.TrimSuffix(o.request.Cluster.Server, "/")
+	for _, allowed := range o.Auth.AllowedServers {
+		if strings.EqualFold(strings.TrimSuffix(allowed, "/"), server) {
+			return nil
+		}
+	}
+	return fmt.Errorf("refusing to hand a token to %s: it is not among the allowed servers (%s); add it with --%s if it is yours", server, strings.Join(o.Auth.AllowedServers, ", "), flagAllowedServer)
 }

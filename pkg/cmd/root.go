@@ -74,6 +74,7 @@ Start with "kubectl impersonate setup --help".`,
 		NewCmdLogin(g, streams),
 		NewCmdSetup(g, streams),
 		NewCmdLogout(g, streams),
+		NewCmdCloudSigma(g, streams),
 		NewCmdVersion(streams),
 	)
 	return root

@@ -40,6 +40,9 @@ type Source struct {
 	Notify func(string)
 	Log    *logging.Logger
 	Now    func() time.Time
+	// MinValidity overrides the package's MinValidity (CloudSigma's tokens
+	// are renewed 5 minutes before they expire).
+	MinValidity time.Duration
 }
 
 // How a token was obtained.
@@ -86,15 +89,22 @@ func Select(e *tokencache.Entry, useAccessToken bool) (string, time.Time) {
 	return e.IDToken, e.IDTokenExpiry
 }
 
+func (s *Source) minValidity() time.Duration {
+	if s.MinValidity > 0 {
+		return s.MinValidity
+	}
+	return MinValidity
+}
+
 func (s *Source) usable(e *tokencache.Entry) (*Result, bool) {
 	if e == nil {
 		return nil, false
 	}
 	tok, exp := Select(e, s.UseAccessToken)
-	if tok == "" || !s.now().Add(MinValidity).Before(exp) {
+	if tok == "" || !s.now().Add(s.minValidity()).Before(exp) {
 		return nil, false
 	}
-	return &Result{Token: tok, Expiry: exp.Add(-MinValidity), Entry: e}, true
+	return &Result{Token: tok, Expiry: exp.Add(-s.minValidity()), Entry: e}, true
 }
 
 // read returns the cached entry, nil on a miss. A corrupted entry is a miss
@@ -193,7 +203,7 @@ func (s *Source) getLocked(ctx context.Context, id string, opts Options) (*Resul
 		if tok == "" {
 			return nil, errors.New("the identity provider issued no usable token")
 		}
-		return nil, fmt.Errorf("the identity provider issued a token that expires at %s, less than %s from now: check the clocks of this machine and the provider", exp.Format(time.RFC3339), MinValidity)
+		return nil, fmt.Errorf("the identity provider issued a token that expires at %s, less than %s from now: check the clocks of this machine and the provider", exp.Format(time.RFC3339), s.minValidity())
 	}
 	r.From = from
 	b, err := fresh.Encode()

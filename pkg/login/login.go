@@ -165,6 +165,15 @@ func (c *Client) endpoint(p *oidc.Provider) oauth2.Endpoint {
 	return e
 }
 
+// TokenURL is the provider's token endpoint, from discovery.
+func (c *Client) TokenURL(ctx context.Context) (string, error) {
+	p, err := c.discover(ctx)
+	if err != nil {
+		return "", err
+	}
+	return p.Endpoint.TokenURL, nil
+}
+
 // Scopes are the scopes requested (see Config.Scopes).
 func (c *Client) Scopes() []string { return c.cfg.Scopes() }
 

@@ -1,0 +1,107 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
+)
+
+// NewCmdCloudSigma groups the CloudSigma commands.
+func NewCmdCloudSigma(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cloudsigma",
+		Short: "CloudSigma impersonation: check which account a token acts as",
+	}
+	cmd.AddCommand(newCmdCloudSigmaWhoAmI(g, streams))
+	return cmd
+}
+
+// CloudSigmaWhoAmIOptions is "cloudsigma whoami".
+type CloudSigmaWhoAmIOptions struct {
+	Auth   *AuthOptions
+	Output string
+	genericiooptions.IOStreams
+	global *GlobalOptions
+}
+
+func newCmdCloudSigmaWhoAmI(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &CloudSigmaWhoAmIOptions{Auth: NewAuthOptions(), IOStreams: streams, global: g}
+	o.Auth.Exchange = ExchangeCloudSigma
+	cmd := &cobra.Command{
+		Use:   "whoami",
+		Short: "Obtain (or reuse) the impersonated token and show the account it acts on (GET /api/2.0/profile/)",
+		Example: `  CLOUDSIGMA_CLIENT_ID=robot CLOUDSIGMA_CLIENT_SECRET=... \
+    kubectl impersonate cloudsigma whoami --cloudsigma-region=zrh --impersonate-user-email=alice@example.com`,
+		Args: cobra.NoArgs,
+		RunE: runE(o),
+	}
+	o.Auth.AddFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml")
+	return cmd
+}
+
+// Complete fills the settings.
+func (o *CloudSigmaWhoAmIOptions) Complete() error {
+	return o.Auth.Complete(o.global.Getenv, notifier(o.ErrOut))
+}
+
+// Validate checks the settings.
+func (o *CloudSigmaWhoAmIOptions) Validate() error {
+	if o.Auth.Exchange != ExchangeCloudSigma {
+		return fmt.Errorf("cloudsigma whoami works with --%s=%s only", flagExchange, ExchangeCloudSigma)
+	}
+	switch o.Output {
+	case "", "json", "yaml":
+	default:
+		return fmt.Errorf("--output %q is not one of json, yaml", o.Output)
+	}
+	return o.Auth.Validate()
+}
+
+type cloudSigmaIdentity struct {
+	Region    string `json:"region"`
+	UserEmail string `json:"userEmail"`
+	Account   string `json:"accountEmail"`
+	UUID      string `json:"accountUUID,omitempty"`
+	Token     string `json:"tokenSource"`
+}
+
+// Run obtains the token and reads the profile it acts on.
+func (o *CloudSigmaWhoAmIOptions) Run(ctx context.Context) error {
+	r, err := obtain(ctx, o.Auth, o.global, o.IOStreams, false, credential.Options{})
+	if err != nil {
+		return err
+	}
+	cs := o.Auth.CloudSigma()
+	if cs.HTTPClient, err = login.NewHTTPClient(o.Auth.CertificateAuthority, o.Auth.InsecureSkipTLSVerify, 0); err != nil {
+		return err
+	}
+	p, err := cs.GetProfile(ctx, r.Token)
+	if err != nil {
+		return err
+	}
+	id := cloudSigmaIdentity{Region: cs.Region, UserEmail: cs.UserEmail, Account: p.Email, UUID: p.UUID, Token: r.From}
+	switch o.Output {
+	case "json":
+		b, _ := json.MarshalIndent(id, "", "  ")
+		fmt.Fprintln(o.Out, string(b))
+	case "yaml":
+		b, _ := yaml.Marshal(id)
+		fmt.Fprint(o.Out, string(b))
+	default:
+		fmt.Fprintf(o.Out, "The token acts as %s in %s (account %s; token from %s).\n", p.Email, cs.Region, p.UUID, r.From)
+	}
+	if !strings.EqualFold(p.Email, cs.UserEmail) {
+		return errors.New("the impersonated token acts on another account than --impersonate-user-email: do not use it; report this to CloudSigma")
+	}
+	return nil
+}

@@ -1,0 +1,317 @@
+package exchange
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+)
+
+// CloudSigma defaults.
+const (
+	DefaultCloudSigmaOAuthURL = "https://oauth.cloudsigma.com"
+	DefaultCloudSigmaAPIURL   = "https://direct.{region}.cloudsigma.com"
+	cloudSigmaRealm           = "cloudsigma"
+	serviceProviderAudience   = "service_provider_api"
+	umaGrant                  = "urn:ietf:params:oauth:grant-type:uma-ticket"
+	// CloudSigmaRenewBefore: every token of the flow is renewed this long
+	// before it expires.
+	CloudSigmaRenewBefore = 5 * time.Minute
+	// defaultImpersonatedLifetime applies when the answer's expires_in is 0
+	// or absent.
+	defaultImpersonatedLifetime = 15 * time.Minute
+)
+
+// ErrNoUserEmail is returned before any network call.
+var ErrNoUserEmail = errors.New("--impersonate-user-email is required with --exchange=cloudsigma: the email of the user to act as")
+
+// CloudSigma obtains a token that acts as UserEmail in Region:
+//  1. client_credentials at {OAuthURL}/realms/cloudsigma → service token;
+//  2. UMA ticket grant (audience service_provider_api, Bearer service token) → RPT;
+//  3. POST {API}/service_provider/api/v1/user/impersonate, Bearer RPT,
+//     {"user_email", "subject_token": service token} → impersonated token.
+//
+// The service token and the RPT are cached and shared by every user and
+// region; impersonated tokens per user email and region. Each is renewed
+// CloudSigmaRenewBefore before it expires.
+type CloudSigma struct {
+	OAuthURL       string
+	APIURLTemplate string
+	Region         string
+	UserEmail      string
+	ClientID       string
+	ClientSecret   string `datapolicy:"secret"`
+	// LegacyUsername and LegacyPassword replace step 1 by the password
+	// grant; only when legacy credentials were enabled explicitly.
+	LegacyUsername string
+	LegacyPassword string `datapolicy:"password"`
+
+	HTTPClient *http.Client
+	Retry      RetryPolicy
+	Audit      *Auditor
+	Store      tokencache.Store
+	LockDir    string
+	Notify     func(string)
+	Log        *logging.Logger
+	Now        func() time.Time
+}
+
+// Validate checks the settings without any network call.
+func (c *CloudSigma) Validate() error {
+	if strings.TrimSpace(c.UserEmail) == "" {
+		return ErrNoUserEmail
+	}
+	if !strings.Contains(c.UserEmail, "@") {
+		return fmt.Errorf("--impersonate-user-email %q is not an email address", c.UserEmail)
+	}
+	if c.Region == "" {
+		return errors.New("--cloudsigma-region is required with --exchange=cloudsigma (e.g. zrh, sjc, mnl)")
+	}
+	if c.ClientID == "" {
+		return errors.New("a CloudSigma client ID is required: --oidc-client-id or $CLOUDSIGMA_CLIENT_ID")
+	}
+	if c.ClientSecret == "" && c.LegacyUsername == "" {
+		return errors.New("a CloudSigma client secret is required: --oidc-client-secret-file, $KUBECTL_IMPERSONATE_CLIENT_SECRET or $CLOUDSIGMA_CLIENT_SECRET")
+	}
+	for name, raw := range map[string]string{"--cloudsigma-oauth-url": c.OAuthURL, "--cloudsigma-api-url": c.APIURL()} {
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Hostname()))) {
+			return fmt.Errorf("%s %q must be an https URL", name, raw)
+		}
+	}
+	return nil
+}
+
+func isLoopback(h string) bool {
+	return h == "localhost" || h == "127.0.0.1" || h == "::1"
+}
+
+// Issuer is the Keycloak realm.
+func (c *CloudSigma) Issuer() string {
+	return strings.TrimSuffix(c.OAuthURL, "/") + "/realms/" + cloudSigmaRealm
+}
+
+func (c *CloudSigma) tokenURL() string { return c.Issuer() + "/protocol/openid-connect/token" }
+
+// APIURL is the API base of the region.
+func (c *CloudSigma) APIURL() string {
+	t := c.APIURLTemplate
+	if t == "" {
+		t = DefaultCloudSigmaAPIURL
+	}
+	return strings.TrimSuffix(strings.ReplaceAll(t, "{region}", c.Region), "/")
+}
+
+// Keys of the three cache entries.
+func (c *CloudSigma) serviceKey() tokencache.Key {
+	k := tokencache.Key{Issuer: c.Issuer(), ClientID: c.ClientID, GrantType: "client-credentials", UseAccessToken: true}
+	if c.LegacyUsername != "" {
+		k.GrantType, k.Extra = "password", map[string]string{"username": c.LegacyUsername}
+	}
+	return k
+}
+
+func (c *CloudSigma) rptKey() tokencache.Key {
+	k := c.serviceKey()
+	k.GrantType = "uma-ticket"
+	k.Extra = map[string]string{"audience": serviceProviderAudience, "service_grant": c.serviceKey().GrantType, "username": c.LegacyUsername}
+	return k
+}
+
+// Key is the cache key of the impersonated token.
+func (c *CloudSigma) Key() tokencache.Key {
+	k := c.serviceKey()
+	k.GrantType = "cloudsigma-impersonate"
+	k.Extra = map[string]string{"region": c.Region, "user_email": strings.ToLower(c.UserEmail), "api_url": c.APIURL(), "username": c.LegacyUsername}
+	return k
+}
+
+type grantFunc func(ctx context.Context) (*tokencache.Entry, error)
+
+func (g grantFunc) Grant(ctx context.Context) (*tokencache.Entry, error) { return g(ctx) }
+
+// Refresh is never called: these entries hold no refresh token, and a new
+// grant is as cheap as a refresh.
+func (g grantFunc) Refresh(context.Context, string) (*tokencache.Entry, error) {
+	return nil, errors.New("no refresh for exchanged tokens")
+}
+
+func (c *CloudSigma) source(key tokencache.Key, g grantFunc) *credential.Source {
+	return &credential.Source{
+		Key: key, Store: c.Store, LockDir: c.LockDir, UseAccessToken: true,
+		NewAuthenticator: func() (credential.Authenticator, error) { return g, nil },
+		Notify:           c.Notify, Log: c.Log, Now: c.Now, MinValidity: CloudSigmaRenewBefore,
+	}
+}
+
+func (c *CloudSigma) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+func (c *CloudSigma) hc() *http.Client {
+	if c.HTTPClient != nil {
+		return c.HTTPClient
+	}
+	return http.DefaultClient
+}
+
+// Source is the credential source of the impersonated token.
+func (c *CloudSigma) Source() *credential.Source {
+	service := c.source(c.serviceKey(), c.serviceToken)
+	rpt := c.source(c.rptKey(), func(ctx context.Context) (*tokencache.Entry, error) {
+		svc, err := service.Get(ctx, credential.Options{})
+		if err != nil {
+			return nil, err
+		}
+		return c.requestingPartyToken(ctx, svc.Token)
+	})
+	return c.source(c.Key(), func(ctx context.Context) (*tokencache.Entry, error) {
+		svc, err := service.Get(ctx, credential.Options{})
+		if err != nil {
+			return nil, err
+		}
+		r, err := rpt.Get(ctx, credential.Options{})
+		if err != nil {
+			return nil, err
+		}
+		return c.impersonate(ctx, r.Token, svc.Token)
+	})
+}
+
+// stepError names the step that failed, with the provider's error.
+func (c *CloudSigma) stepError(step string, err error) error {
+	return fmt.Errorf("cloudsigma impersonation of %s in %s failed at step %s: %w", c.UserEmail, c.Region, step, err)
+}
+
+func (c *CloudSigma) record(step string, err error) {
+	o, msg := outcome(err)
+	c.Audit.Record(AuditRecord{Exchange: "cloudsigma", UserEmail: c.UserEmail, Region: c.Region, Step: step, Outcome: o, Error: msg})
+}
+
+const (
+	stepService     = "1/3 client_credentials"
+	stepRPT         = "2/3 uma-ticket"
+	stepImpersonate = "3/3 impersonate"
+)
+
+func (c *CloudSigma) entry(t *tokenResponse, lifetime time.Duration) *tokencache.Entry {
+	now := c.now()
+	return &tokencache.Entry{
+		AccessToken: t.AccessToken, TokenType: t.TokenType, AccessTokenExpiry: now.Add(lifetime).UTC(),
+		Issuer: c.Issuer(), ClientID: c.ClientID, ObtainedAt: now.UTC(),
+	}
+}
+
+func (c *CloudSigma) serviceToken(ctx context.Context) (*tokencache.Entry, error) {
+	form := url.Values{"grant_type": {"client_credentials"}}
+	step := stepService
+	if c.LegacyUsername != "" {
+		form = url.Values{"grant_type": {"password"}, "username": {c.LegacyUsername}, "password": {c.LegacyPassword}}
+		step = "1/3 password (legacy credentials)"
+	}
+	c.Log.Printf(1, "cloudsigma: %s at %s", step, c.tokenURL())
+	auth := clientAuth(form, c.ClientID, c.ClientSecret)
+	t, err := postToken(ctx, c.hc(), c.Retry, c.tokenURL(), form, auth)
+	c.record(step, err)
+	if err != nil {
+		return nil, c.stepError(step, err)
+	}
+	e := c.entry(t, t.lifetime(5*time.Minute+CloudSigmaRenewBefore))
+	e.GrantType = "client-credentials"
+	return e, nil
+}
+
+func (c *CloudSigma) requestingPartyToken(ctx context.Context, serviceToken string) (*tokencache.Entry, error) {
+	c.Log.Printf(1, "cloudsigma: %s at %s", stepRPT, c.tokenURL())
+	form := url.Values{"grant_type": {umaGrant}, "audience": {serviceProviderAudience}}
+	t, err := postToken(ctx, c.hc(), c.Retry, c.tokenURL(), form, bearerAuth(serviceToken))
+	var he *HTTPError
+	if errors.As(err, &he) && he.Status == http.StatusForbidden {
+		err = fmt.Errorf("%w: grant the client's service account the permission on %s in Keycloak's Authorization settings", err, serviceProviderAudience)
+	}
+	c.record(stepRPT, err)
+	if err != nil {
+		return nil, c.stepError(stepRPT, err)
+	}
+	e := c.entry(t, t.lifetime(5*time.Minute+CloudSigmaRenewBefore))
+	e.GrantType = "uma-ticket"
+	return e, nil
+}
+
+func (c *CloudSigma) impersonate(ctx context.Context, rpt, serviceToken string) (*tokencache.Entry, error) {
+	u := c.APIURL() + "/service_provider/api/v1/user/impersonate"
+	c.Log.Printf(1, "cloudsigma: %s of %s at %s", stepImpersonate, c.UserEmail, u)
+	var answer struct {
+		AccessToken       string `json:"access_token" datapolicy:"token"`
+		ImpersonatedToken string `json:"impersonated_token" datapolicy:"token"`
+		ExpiresIn         any    `json:"expires_in"`
+	}
+	err := postJSON(ctx, c.hc(), c.Retry, u, map[string]string{"user_email": c.UserEmail, "subject_token": serviceToken}, bearerAuth(rpt), &answer)
+	tok := answer.AccessToken
+	if tok == "" {
+		tok = answer.ImpersonatedToken
+	}
+	if err == nil && tok == "" {
+		err = errors.New("the answer holds neither access_token nor impersonated_token")
+	}
+	c.record(stepImpersonate, err)
+	if err != nil {
+		return nil, c.stepError(stepImpersonate, err)
+	}
+	lifetime := defaultImpersonatedLifetime
+	switch v := answer.ExpiresIn.(type) {
+	case float64:
+		if v > 0 {
+			lifetime = time.Duration(v) * time.Second
+		}
+	case string:
+		if d, perr := time.ParseDuration(v + "s"); perr == nil && d > 0 {
+			lifetime = d
+		}
+	}
+	e := c.entry(&tokenResponse{AccessToken: tok, TokenType: "Bearer"}, lifetime)
+	e.GrantType = "cloudsigma-impersonate"
+	return e, nil
+}
+
+// Profile is the account the impersonated token acts on.
+type Profile struct {
+	Email string `json:"email"`
+	UUID  string `json:"uuid,omitempty"`
+}
+
+// GetProfile calls GET /api/2.0/profile/ with token: the natural proof
+// that the token acts as the user.
+func (c *CloudSigma) GetProfile(ctx context.Context, token string) (*Profile, error) {
+	u := c.APIURL() + "/api/2.0/profile/"
+	r, err := do(ctx, c.hc(), c.Retry, func() (*http.Request, error) {
+		req, err := http.NewRequest(http.MethodGet, u, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Accept", "application/json")
+		bearerAuth(token)(req)
+		return req, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the CloudSigma profile: %w", err)
+	}
+	if r.status != http.StatusOK {
+		return nil, fmt.Errorf("reading the CloudSigma profile: %w", &HTTPError{Status: r.status, Detail: describeBody(r)})
+	}
+	var p Profile
+	if err := jsonUnmarshal(r.body, &p); err != nil || p.Email == "" {
+		return nil, fmt.Errorf("reading the CloudSigma profile: the answer holds no email")
+	}
+	return &p, nil
+}

@@ -1,0 +1,359 @@
+package exchange
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+	"github.com/kubectl-impersonate/kubectl-impersonate/test/idp"
+)
+
+// fakeClock is shared by the simulator and the client.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// recordedSleeps replaces the backoff's sleep.
+type recordedSleeps struct {
+	mu     sync.Mutex
+	sleeps []time.Duration
+}
+
+func (r *recordedSleeps) Sleep(_ context.Context, d time.Duration) error {
+	r.mu.Lock()
+	r.sleeps = append(r.sleeps, d)
+	r.mu.Unlock()
+	return nil
+}
+
+type fixture struct {
+	sim    *idp.Sim
+	clock  *fakeClock
+	store  tokencache.Store
+	dir    string
+	audit  *bytes.Buffer
+	sleeps *recordedSleeps
+}
+
+func newFixture(t *testing.T) *fixture {
+	sim := idp.New(t)
+	clock := &fakeClock{t: time.Now()}
+	sim.SetNow(clock.Now)
+	dir := t.TempDir()
+	return &fixture{sim: sim, clock: clock, store: tokencache.NewDisk(dir), dir: dir, audit: &bytes.Buffer{}, sleeps: &recordedSleeps{}}
+}
+
+func (f *fixture) cloudsigma(region, email string) *CloudSigma {
+	return &CloudSigma{
+		OAuthURL: f.sim.URL, APIURLTemplate: f.sim.APIURLTemplate(), Region: region, UserEmail: email,
+		ClientID: "robot", ClientSecret: "robot-secret", HTTPClient: http.DefaultClient,
+		Retry: RetryPolicy{Sleep: f.sleeps.Sleep, Jitter: func(max time.Duration) time.Duration { return max }},
+		Audit: &Auditor{W: f.audit, File: filepath.Join(f.dir, "audit.log"), Now: f.clock.Now},
+		Store: f.store, LockDir: f.dir, Now: f.clock.Now,
+	}
+}
+
+func claims(t *testing.T, token string) jwt.MapClaims {
+	c := jwt.MapClaims{}
+	_, _, err := jwt.NewParser().ParseUnverified(token, c)
+	require.NoError(t, err)
+	return c
+}
+
+func TestCloudSigmaHappyPathPerRegion(t *testing.T) {
+	for _, region := range []string{"zrh", "sjc"} {
+		t.Run(region, func(t *testing.T) {
+			f := newFixture(t)
+			cs := f.cloudsigma(region, "alice@example.com")
+			require.NoError(t, cs.Validate())
+			r, err := cs.Source().Get(context.Background(), credential.Options{})
+			require.NoError(t, err)
+			assert.Equal(t, "alice@example.com", claims(t, r.Token)["email"])
+			assert.Equal(t, []any{"cloudsigma-" + region}, claims(t, r.Token)["aud"])
+			assert.Equal(t, 1, f.sim.Calls("client_credentials"))
+			assert.Equal(t, 1, f.sim.Calls("uma"))
+			assert.Equal(t, 1, f.sim.Calls("impersonate:"+region))
+			assert.WithinDuration(t, f.clock.Now().Add(time.Hour-CloudSigmaRenewBefore), r.Expiry, time.Second, "reported 5 minutes early")
+
+			p, err := cs.GetProfile(context.Background(), r.Token)
+			require.NoError(t, err)
+			assert.Equal(t, "alice@example.com", p.Email, "the token acts as the user")
+		})
+	}
+}
+
+func TestCloudSigmaAnswerShapes(t *testing.T) {
+	tests := []struct {
+		name       string
+		field      string
+		expiresIn  int
+		wantExpiry time.Duration
+	}{
+		{name: "access_token, expires_in", field: "access_token", expiresIn: 1800, wantExpiry: 30 * time.Minute},
+		{name: "impersonated_token", field: "impersonated_token", expiresIn: 1800, wantExpiry: 30 * time.Minute},
+		{name: "expires_in 0 means 15 minutes", field: "access_token", expiresIn: 0, wantExpiry: 15 * time.Minute},
+		{name: "no expires_in means 15 minutes", field: "access_token", expiresIn: -1, wantExpiry: 15 * time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.sim.ImpersonatedField, f.sim.ImpersonatedExpiresIn = tt.field, tt.expiresIn
+			r, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), credential.Options{})
+			require.NoError(t, err)
+			assert.WithinDuration(t, f.clock.Now().Add(tt.wantExpiry), r.Entry.AccessTokenExpiry, time.Second)
+		})
+	}
+}
+
+func TestCloudSigmaCacheSharingAndRenewal(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	alice := f.cloudsigma("sjc", "alice@example.com")
+	r1, err := alice.Source().Get(ctx, credential.Options{})
+	require.NoError(t, err)
+
+	// Reuse: no call at all.
+	r2, err := alice.Source().Get(ctx, credential.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, r1.Token, r2.Token)
+	assert.Equal(t, credential.FromCache, r2.From)
+	assert.Equal(t, 1, f.sim.Calls("impersonate:sjc"))
+
+	// Another user, another region: service token and RPT are shared.
+	bob := f.cloudsigma("sjc", "bob@example.com")
+	rb, err := bob.Source().Get(ctx, credential.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, "bob@example.com", claims(t, rb.Token)["email"])
+	zrh := f.cloudsigma("zrh", "alice@example.com")
+	rz, err := zrh.Source().Get(ctx, credential.Options{})
+	require.NoError(t, err)
+	assert.NotEqual(t, r1.Token, rz.Token, "tokens of two regions never mix")
+	assert.Equal(t, 1, f.sim.Calls("client_credentials"))
+	assert.Equal(t, 1, f.sim.Calls("uma"))
+	assert.Equal(t, 2, f.sim.Calls("impersonate:sjc"))
+	assert.Equal(t, 1, f.sim.Calls("impersonate:zrh"))
+	_, err = zrh.GetProfile(ctx, r1.Token)
+	require.ErrorContains(t, err, "401", "an sjc token is refused in zrh")
+
+	// 54 minutes later (6 left): still served from the cache.
+	f.clock.Add(54 * time.Minute)
+	r3, err := alice.Source().Get(ctx, credential.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, r1.Token, r3.Token)
+	// 56 minutes (4 left, under 5): everything is renewed, once.
+	f.clock.Add(2 * time.Minute)
+	r4, err := alice.Source().Get(ctx, credential.Options{})
+	require.NoError(t, err)
+	assert.NotEqual(t, r1.Token, r4.Token)
+	assert.Equal(t, 2, f.sim.Calls("client_credentials"))
+	assert.Equal(t, 2, f.sim.Calls("uma"))
+	assert.Equal(t, 3, f.sim.Calls("impersonate:sjc"))
+}
+
+func TestCloudSigmaValidate(t *testing.T) {
+	f := newFixture(t)
+	tests := []struct {
+		name          string
+		mutate        func(*CloudSigma)
+		wantErrSubstr string
+	}{
+		{name: "missing email", mutate: func(c *CloudSigma) { c.UserEmail = "" }, wantErrSubstr: "--impersonate-user-email is required"},
+		{name: "not an email", mutate: func(c *CloudSigma) { c.UserEmail = "alice" }, wantErrSubstr: "is not an email address"},
+		{name: "missing region", mutate: func(c *CloudSigma) { c.Region = "" }, wantErrSubstr: "--cloudsigma-region is required"},
+		{name: "missing client", mutate: func(c *CloudSigma) { c.ClientID = "" }, wantErrSubstr: "client ID is required"},
+		{name: "missing secret", mutate: func(c *CloudSigma) { c.ClientSecret = "" }, wantErrSubstr: "client secret is required"},
+		{name: "plain http API", mutate: func(c *CloudSigma) { c.APIURLTemplate = "http://direct.{region}.cloudsigma.com" }, wantErrSubstr: "must be an https URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := f.cloudsigma("zrh", "alice@example.com")
+			tt.mutate(c)
+			require.ErrorContains(t, c.Validate(), tt.wantErrSubstr)
+		})
+	}
+	assert.Zero(t, f.sim.Calls("client_credentials"), "validation makes no network call")
+}
+
+func TestCloudSigmaStepFailuresDoNotFallBack(t *testing.T) {
+	tests := []struct {
+		name          string
+		kind          string
+		fault         idp.Fault
+		email         string
+		wantErrSubstr []string
+	}{
+		{name: "bad client credentials", kind: "client_credentials",
+			fault:         idp.Fault{Status: 401, ContentType: "application/json", Body: `{"error":"unauthorized_client","error_description":"Invalid client or Invalid client credentials"}`},
+			wantErrSubstr: []string{"step 1/3 client_credentials", "HTTP 401: unauthorized_client: Invalid client or Invalid client credentials"}},
+		{name: "UMA denied", kind: "uma",
+			fault:         idp.Fault{Status: 403, ContentType: "application/json", Body: `{"error":"access_denied","error_description":"request_denied"}`},
+			wantErrSubstr: []string{"step 2/3 uma-ticket", "access_denied: request_denied", "service_provider_api"}},
+		{name: "impersonation forbidden", kind: "impersonate:zrh",
+			fault:         idp.Fault{Status: 403, ContentType: "application/json", Body: `[{"error_type":"permission","error_message":"Not allowed to impersonate","error_point":"user_email"}]`},
+			wantErrSubstr: []string{"step 3/3 impersonate", "HTTP 403: permission: Not allowed to impersonate (at user_email)"}},
+		{name: "unknown user", email: "carol@example.com",
+			wantErrSubstr: []string{"step 3/3 impersonate", "HTTP 404: notexist: User carol@example.com does not exist"}},
+		{name: "HTML error page", kind: "impersonate:zrh",
+			fault:         idp.Fault{Status: 400, ContentType: "text/html", Body: "<html>Bad Request</html>"},
+			wantErrSubstr: []string{"step 3/3", "HTTP 400: an answer with text/html, not an error document"}},
+		{name: "malformed JSON", kind: "impersonate:zrh",
+			fault:         idp.Fault{Status: 200, ContentType: "application/json", Body: `{"access_token":`},
+			wantErrSubstr: []string{"step 3/3", "not the expected JSON"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			if tt.kind != "" {
+				f.sim.FailNext(tt.kind, tt.fault)
+			}
+			email := tt.email
+			if email == "" {
+				email = "alice@example.com"
+			}
+			r, err := f.cloudsigma("zrh", email).Source().Get(context.Background(), credential.Options{})
+			require.Error(t, err)
+			assert.Nil(t, r, "no token, from no other identity")
+			for _, s := range tt.wantErrSubstr {
+				assert.Contains(t, err.Error(), s)
+			}
+			assert.NotContains(t, err.Error(), "\n")
+			entries, _ := filepath.Glob(filepath.Join(f.dir, "*.json"))
+			for _, e := range entries {
+				b, _ := os.ReadFile(e)
+				entry, derr := tokencache.DecodeEntry(b)
+				require.NoError(t, derr)
+				assert.NotEqual(t, "cloudsigma-impersonate", entry.GrantType, "no impersonated token cached after a failure")
+			}
+		})
+	}
+}
+
+func TestCloudSigmaBackoff(t *testing.T) {
+	t.Run("429 with Retry-After, then success", func(t *testing.T) {
+		f := newFixture(t)
+		f.sim.FailNext("impersonate:zrh", idp.Fault{Status: 429, RetryAfter: "2", Body: "slow down"})
+		_, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), credential.Options{})
+		require.NoError(t, err)
+		assert.Equal(t, []time.Duration{2 * time.Second}, f.sleeps.sleeps, "Retry-After honoured")
+		assert.Equal(t, 2, f.sim.Calls("impersonate:zrh"))
+	})
+	t.Run("500s: exponential, bounded attempts", func(t *testing.T) {
+		f := newFixture(t)
+		for range 4 {
+			f.sim.FailNext("client_credentials", idp.Fault{Status: 503, ContentType: "text/plain", Body: "unavailable"})
+		}
+		_, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), credential.Options{})
+		require.ErrorContains(t, err, "HTTP 503")
+		assert.ErrorContains(t, err, "after 4 attempts")
+		assert.Equal(t, []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second}, f.sleeps.sleeps)
+		assert.Equal(t, 4, f.sim.Calls("client_credentials"))
+	})
+	t.Run("Retry-After beyond the budget: give up at once", func(t *testing.T) {
+		f := newFixture(t)
+		f.sim.FailNext("uma", idp.Fault{Status: 429, RetryAfter: "120"})
+		_, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), credential.Options{})
+		require.ErrorContains(t, err, "would pass the 20s retry budget")
+		assert.Empty(t, f.sleeps.sleeps)
+		assert.Equal(t, 1, f.sim.Calls("uma"))
+	})
+	t.Run("jitter stays within the exponential bound", func(t *testing.T) {
+		p := RetryPolicy{}.withDefaults()
+		for n := range 6 {
+			for range 100 {
+				d := p.delay(n, 0)
+				assert.GreaterOrEqual(t, d, time.Duration(0))
+				assert.LessOrEqual(t, d, min(p.Base<<n, p.Max))
+			}
+		}
+	})
+}
+
+func TestCloudSigmaAuditHasNoTokens(t *testing.T) {
+	f := newFixture(t)
+	cs := f.cloudsigma("zrh", "alice@example.com")
+	r, err := cs.Source().Get(context.Background(), credential.Options{})
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(f.audit.String()), "\n")
+	require.Len(t, lines, 3, "one line per step")
+	for i, step := range []string{"1/3 client_credentials", "2/3 uma-ticket", "3/3 impersonate"} {
+		assert.Contains(t, lines[i], "step="+step)
+		assert.Contains(t, lines[i], "outcome=ok user_email=alice@example.com region=zrh")
+	}
+	file, err := os.ReadFile(filepath.Join(f.dir, "audit.log"))
+	require.NoError(t, err)
+	assert.Equal(t, 3, strings.Count(string(file), `"exchange":"cloudsigma"`))
+	fi, err := os.Stat(filepath.Join(f.dir, "audit.log"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	// No token of any step, nor the secret, in either.
+	for _, secret := range []string{r.Token, "robot-secret", "eyJ"} {
+		assert.NotContains(t, f.audit.String(), secret)
+		assert.NotContains(t, string(file), secret)
+	}
+}
+
+func TestCloudSigmaConcurrentProcessesExchangeOnce(t *testing.T) {
+	f := newFixture(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), credential.Options{})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 1, f.sim.Calls("client_credentials"))
+	assert.Equal(t, 1, f.sim.Calls("uma"))
+	assert.Equal(t, 1, f.sim.Calls("impersonate:zrh"))
+}
+
+// TestCloudSigmaEightHourSession replays a working day: one kubectl call
+// every 10 seconds for 8 hours, on the simulator's clock, with the
+// impersonated token living 1 hour (and the service token and RPT too).
+// Every call is a fresh Source, as every kubectl call is a fresh process.
+func TestCloudSigmaEightHourSession(t *testing.T) {
+	f := newFixture(t)
+	const calls = 8 * 360
+	fromCache := 0
+	for range calls {
+		r, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), credential.Options{})
+		require.NoError(t, err)
+		if r.From == credential.FromCache {
+			fromCache++
+		}
+		f.clock.Add(10 * time.Second)
+	}
+	ratio := float64(fromCache) / calls
+	t.Logf("8 h session, %d calls: %d from the cache (%.2f%%), %d impersonations, %d RPTs, %d service tokens",
+		calls, fromCache, 100*ratio, f.sim.Calls("impersonate:zrh"), f.sim.Calls("uma"), f.sim.Calls("client_credentials"))
+	assert.GreaterOrEqual(t, ratio, 0.99)
+	// A cold exchange is the three round trips; each renewal (every 55
+	// minutes: 5 minutes early) the same three, and nothing more.
+	assert.Equal(t, f.sim.Calls("impersonate:zrh"), f.sim.Calls("uma"))
+	assert.Equal(t, f.sim.Calls("impersonate:zrh"), f.sim.Calls("client_credentials"))
+	assert.Equal(t, calls-fromCache, f.sim.Calls("impersonate:zrh"))
+	assert.Equal(t, 3*f.sim.Calls("impersonate:zrh"), f.sim.Requests(), "no other request")
+}

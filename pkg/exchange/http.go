@@ -1,0 +1,305 @@
+// Package exchange turns one identity's token into a token that acts as
+// another user: CloudSigma's three-step impersonation (client credentials →
+// Keycloak UMA ticket → the service-provider impersonate endpoint) and RFC
+// 8693 token exchange as Keycloak implements it (standard V2, and legacy V1
+// with requested_subject).
+package exchange
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RetryPolicy bounds the retries of a request that the server answered 429
+// or 5xx, or that failed on the network: exponential backoff with full
+// jitter, Retry-After honoured, all within Budget.
+type RetryPolicy struct {
+	Attempts int
+	Base     time.Duration
+	Max      time.Duration
+	Budget   time.Duration
+	// Sleep and Jitter are stubbable for tests.
+	Sleep  func(context.Context, time.Duration) error
+	Jitter func(max time.Duration) time.Duration
+}
+
+// DefaultRetryPolicy: 4 attempts, 250 ms doubling to 4 s, 20 s in all.
+var DefaultRetryPolicy = RetryPolicy{Attempts: 4, Base: 250 * time.Millisecond, Max: 4 * time.Second, Budget: 20 * time.Second}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	d := DefaultRetryPolicy
+	if p.Attempts > 0 {
+		d.Attempts = p.Attempts
+	}
+	if p.Base > 0 {
+		d.Base = p.Base
+	}
+	if p.Max > 0 {
+		d.Max = p.Max
+	}
+	if p.Budget > 0 {
+		d.Budget = p.Budget
+	}
+	d.Sleep, d.Jitter = p.Sleep, p.Jitter
+	if d.Sleep == nil {
+		d.Sleep = sleepCtx
+	}
+	if d.Jitter == nil {
+		d.Jitter = func(max time.Duration) time.Duration {
+			if max <= 0 {
+				return 0
+			}
+			return time.Duration(rand.Int64N(int64(max) + 1))
+		}
+	}
+	return d
+}
+
+// delay is how long to wait before attempt n+1 (n from 0).
+func (p RetryPolicy) delay(n int, retryAfter time.Duration) time.Duration {
+	if retryAfter > 0 {
+		return retryAfter
+	}
+	backoff := p.Base << n
+	if backoff > p.Max || backoff <= 0 {
+		backoff = p.Max
+	}
+	return p.Jitter(backoff)
+}
+
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && secs >= 0 {
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// response is a completed HTTP exchange.
+type response struct {
+	status      int
+	contentType string
+	body        []byte
+}
+
+// do sends the request built by newReq, retrying per the policy.
+func do(ctx context.Context, hc *http.Client, p RetryPolicy, newReq func() (*http.Request, error)) (*response, error) {
+	p = p.withDefaults()
+	start := time.Now()
+	var lastErr error
+	for attempt := 0; attempt < p.Attempts; attempt++ {
+		req, err := newReq()
+		if err != nil {
+			return nil, err
+		}
+		resp, err := hc.Do(req.WithContext(ctx))
+		var retryAfter time.Duration
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			lastErr = fmt.Errorf("no answer from %s: %w", req.URL.Host, err)
+		} else {
+			body, rerr := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			_ = resp.Body.Close()
+			ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+			r := &response{status: resp.StatusCode, contentType: ct, body: body}
+			if rerr != nil {
+				lastErr = fmt.Errorf("reading the answer of %s: %w", req.URL.Host, rerr)
+			} else if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode < 500 {
+				return r, nil
+			} else {
+				lastErr = &HTTPError{Status: resp.StatusCode, Detail: describeBody(r)}
+				retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+			}
+		}
+		if attempt == p.Attempts-1 {
+			break
+		}
+		wait := p.delay(attempt, retryAfter)
+		if time.Since(start)+wait > p.Budget {
+			return nil, fmt.Errorf("%w (gave up: the next retry, in %s, would pass the %s retry budget)", lastErr, wait.Round(time.Millisecond), p.Budget)
+		}
+		if err := p.Sleep(ctx, wait); err != nil {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("%w (after %d attempts)", lastErr, p.Attempts)
+}
+
+// HTTPError is an answer that is not a success.
+type HTTPError struct {
+	Status int
+	Detail string
+}
+
+func (e *HTTPError) Error() string {
+	if e.Detail == "" {
+		return fmt.Sprintf("HTTP %d", e.Status)
+	}
+	return fmt.Sprintf("HTTP %d: %s", e.Status, e.Detail)
+}
+
+// describeBody names a provider's error from its body: OAuth's
+// error/error_description, CloudSigma's error_type/error_message (an
+// object or a list of them), or the content type when it is neither.
+func describeBody(r *response) string {
+	var oauth struct {
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+	}
+	if json.Unmarshal(r.body, &oauth) == nil && oauth.Error != "" {
+		if oauth.Description != "" {
+			return oauth.Error + ": " + oneLine(oauth.Description)
+		}
+		return oauth.Error
+	}
+	type csError struct {
+		Type    string `json:"error_type"`
+		Message string `json:"error_message"`
+		Point   any    `json:"error_point"`
+	}
+	var list []csError
+	var one csError
+	if json.Unmarshal(r.body, &list) == nil && len(list) > 0 && list[0].Type != "" {
+		one = list[0]
+	} else {
+		_ = json.Unmarshal(r.body, &one)
+	}
+	if one.Type != "" || one.Message != "" {
+		s := one.Type + ": " + oneLine(one.Message)
+		if one.Point != nil {
+			s += fmt.Sprintf(" (at %v)", one.Point)
+		}
+		return s
+	}
+	ct := r.contentType
+	if ct == "" {
+		ct = "no content type"
+	}
+	return "an answer with " + ct + ", not an error document"
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// tokenResponse is an OAuth 2.0 token response (RFC 6749 §5.1, RFC 8693 §2.2.1).
+type tokenResponse struct {
+	AccessToken     string      `json:"access_token" datapolicy:"token"`
+	TokenType       string      `json:"token_type"`
+	ExpiresIn       json.Number `json:"expires_in"`
+	RefreshToken    string      `json:"refresh_token" datapolicy:"token"`
+	IssuedTokenType string      `json:"issued_token_type"`
+}
+
+func (t *tokenResponse) lifetime(def time.Duration) time.Duration {
+	if n, err := t.ExpiresIn.Int64(); err == nil && n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	return def
+}
+
+// postToken posts form to a token endpoint, authenticating with auth.
+func postToken(ctx context.Context, hc *http.Client, p RetryPolicy, tokenURL string, form url.Values, auth func(*http.Request)) (*tokenResponse, error) {
+	r, err := do(ctx, hc, p, func() (*http.Request, error) {
+		req, err := http.NewRequest(http.MethodPost, tokenURL, strings.NewReader(form.Encode()))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Accept", "application/json")
+		auth(req)
+		return req, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if r.status != http.StatusOK {
+		return nil, &HTTPError{Status: r.status, Detail: describeBody(r)}
+	}
+	var t tokenResponse
+	if err := json.Unmarshal(r.body, &t); err != nil {
+		return nil, fmt.Errorf("the token endpoint answered 200 with %s that is not a token response: %v", r.contentType, err)
+	}
+	if t.AccessToken == "" {
+		return nil, errors.New("the token endpoint answered without an access_token")
+	}
+	return &t, nil
+}
+
+// clientAuth authenticates a client with client_secret_basic (RFC 6749
+// §2.3.1: form-encoded id and secret), or with client_id alone in the form
+// for a public client.
+func clientAuth(form url.Values, id, secret string) func(*http.Request) {
+	if secret == "" {
+		form.Set("client_id", id)
+		return func(*http.Request) {}
+	}
+	return func(r *http.Request) { r.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret)) }
+}
+
+func bearerAuth(token string) func(*http.Request) {
+	return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+token) }
+}
+
+// postJSON posts v as JSON with auth and decodes a 200 answer into out.
+func postJSON(ctx context.Context, hc *http.Client, p RetryPolicy, u string, v any, auth func(*http.Request), out any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	r, err := do(ctx, hc, p, func() (*http.Request, error) {
+		req, err := http.NewRequest(http.MethodPost, u, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json")
+		auth(req)
+		return req, nil
+	})
+	if err != nil {
+		return err
+	}
+	if r.status != http.StatusOK && r.status != http.StatusCreated {
+		return &HTTPError{Status: r.status, Detail: describeBody(r)}
+	}
+	if err := json.Unmarshal(r.body, out); err != nil {
+		return fmt.Errorf("answered %d with %s that is not the expected JSON: %v", r.status, r.contentType, err)
+	}
+	return nil
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -1,0 +1,161 @@
+package exchange
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+)
+
+// RFC 8693 names.
+const (
+	GrantTokenExchange = "urn:ietf:params:oauth:grant-type:token-exchange"
+	TokenTypePrefix    = "urn:ietf:params:oauth:token-type:"
+)
+
+// TokenType expands a short token type name (access_token, id_token,
+// refresh_token, jwt) to its RFC 8693 URN; a URN is kept.
+func TokenType(name string) string {
+	if name == "" || strings.HasPrefix(name, "urn:") {
+		return name
+	}
+	return TokenTypePrefix + name
+}
+
+// TokenExchange exchanges the token of Base's login at the provider's token
+// endpoint (RFC 8693 §2.1), as Keycloak implements it: standard token
+// exchange V2 (audience, scope) and the legacy V1 impersonation
+// (requested_subject).
+type TokenExchange struct {
+	Base *credential.Source
+	// TokenURL returns the token endpoint (from discovery).
+	TokenURL           func(ctx context.Context) (string, error)
+	ClientID           string
+	ClientSecret       string `datapolicy:"secret"`
+	SubjectTokenType   string
+	RequestedTokenType string
+	Audiences          []string
+	Scopes             []string
+	RequestedSubject   string
+
+	HTTPClient *http.Client
+	Retry      RetryPolicy
+	Audit      *Auditor
+	Log        *logging.Logger
+	Now        func() time.Time
+}
+
+// KeyExtra are the exchange settings that the cache key must include.
+func (x *TokenExchange) KeyExtra() map[string]string {
+	aud := slices.Clone(x.Audiences)
+	slices.Sort(aud)
+	scopes := slices.Clone(x.Scopes)
+	slices.Sort(scopes)
+	return map[string]string{
+		"exchange":             "token-exchange",
+		"audience":             strings.Join(aud, " "),
+		"scope":                strings.Join(scopes, " "),
+		"subject_token_type":   TokenType(x.SubjectTokenType),
+		"requested_token_type": TokenType(x.RequestedTokenType),
+		"requested_subject":    x.RequestedSubject,
+	}
+}
+
+// Refresh is never called: exchanged entries hold no refresh token; the
+// base login refreshes itself and a new exchange follows.
+func (x *TokenExchange) Refresh(context.Context, string) (*tokencache.Entry, error) {
+	return nil, errors.New("no refresh for exchanged tokens")
+}
+
+// Grant obtains the subject token from the base login, then exchanges it.
+func (x *TokenExchange) Grant(ctx context.Context) (*tokencache.Entry, error) {
+	subject, err := x.Base.Get(ctx, credential.Options{})
+	if err != nil {
+		return nil, err
+	}
+	tokenURL, err := x.TokenURL(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stt := TokenType(x.SubjectTokenType)
+	if stt == "" {
+		stt = TokenType("access_token")
+	}
+	form := url.Values{"grant_type": {GrantTokenExchange}, "subject_token": {subject.Token}, "subject_token_type": {stt}}
+	if x.RequestedTokenType != "" {
+		form.Set("requested_token_type", TokenType(x.RequestedTokenType))
+	}
+	for _, a := range x.Audiences {
+		form.Add("audience", a)
+	}
+	if len(x.Scopes) > 0 {
+		form.Set("scope", strings.Join(x.Scopes, " "))
+	}
+	if x.RequestedSubject != "" {
+		form.Set("requested_subject", x.RequestedSubject)
+	}
+	x.Log.Printf(1, "token exchange at %s (audience %v, requested subject %q)", tokenURL, x.Audiences, x.RequestedSubject)
+	hc := x.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	t, err := postToken(ctx, hc, x.Retry, tokenURL, form, clientAuth(form, x.ClientID, x.ClientSecret))
+	err = keycloakHint(x.ClientID, err)
+	o, msg := outcome(err)
+	x.Audit.Record(AuditRecord{Exchange: "token-exchange", Subject: x.RequestedSubject, Step: "token-exchange", Outcome: o, Error: msg})
+	if err != nil {
+		return nil, fmt.Errorf("token exchange: %w", err)
+	}
+	now := time.Now()
+	if x.Now != nil {
+		now = x.Now()
+	}
+	return &tokencache.Entry{
+		AccessToken: t.AccessToken, TokenType: t.TokenType, AccessTokenExpiry: expiryOf(t, now),
+		ClientID: x.ClientID, GrantType: "token-exchange", ObtainedAt: now.UTC(),
+	}, nil
+}
+
+// expiryOf is expires_in, else the exp of a JWT, else 5 minutes: RFC 8693
+// makes expires_in optional.
+func expiryOf(t *tokenResponse, now time.Time) time.Time {
+	if n, err := t.ExpiresIn.Int64(); err == nil && n > 0 {
+		return now.Add(time.Duration(n) * time.Second).UTC()
+	}
+	claims := jwt.RegisteredClaims{}
+	if _, _, err := jwt.NewParser().ParseUnverified(t.AccessToken, &claims); err == nil && claims.ExpiresAt != nil {
+		return claims.ExpiresAt.UTC()
+	}
+	return now.Add(5 * time.Minute).UTC()
+}
+
+// keycloakHint adds which Keycloak setting to check to Keycloak's token
+// exchange errors.
+func keycloakHint(clientID string, err error) error {
+	var he *HTTPError
+	if !errors.As(err, &he) {
+		return err
+	}
+	d := he.Detail
+	switch {
+	case strings.Contains(d, "requested_subject") && strings.Contains(d, "not supported"):
+		return fmt.Errorf("%w: this Keycloak runs standard token exchange (V2), which cannot impersonate; enable the legacy token-exchange and admin-fine-grained-authz features (V1) and the impersonation permission, or drop --impersonate-user", err)
+	case strings.Contains(d, "Client not allowed to exchange"):
+		return fmt.Errorf("%w: in Keycloak, let client %q exchange tokens: enable 'Standard Token Exchange' in its Capability config (V2), or grant it the token-exchange permission on the target client, plus 'impersonation' on users for --impersonate-user (V1)", err, clientID)
+	case strings.HasPrefix(d, "invalid_client") && strings.Contains(strings.ToLower(d), "audience"):
+		return fmt.Errorf("%w: every --exchange-audience must be a client of this realm (and, for V2, within the subject token's audience)", err)
+	case he.Status == http.StatusUnauthorized:
+		return fmt.Errorf("%w: check the client ID and secret", err)
+	}
+	return err
+}
