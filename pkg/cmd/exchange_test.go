@@ -79,7 +79,7 @@ func TestCloudSigmaBadInput(t *testing.T) {
 func TestTokenExchangeGetToken(t *testing.T) {
 	e := newEnv(t)
 	sim := idp.New(t)
-	sim.V1 = true
+	sim.Configure(func(s *idp.Sim) { s.V1 = true })
 	args := []string{"get-token", "--oidc-issuer-url=" + sim.Issuer(), "--oidc-client-id=robot", "--grant-type=client-credentials",
 		"--exchange=token-exchange", "--impersonate-user=alice", "--exchange-audience=robot",
 		"--token-cache-storage=disk", "--token-cache-dir=" + e.cacheDir}

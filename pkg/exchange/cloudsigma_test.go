@@ -113,7 +113,7 @@ func TestCloudSigmaAnswerShapes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
-			f.sim.ImpersonatedField, f.sim.ImpersonatedExpiresIn = tt.field, tt.expiresIn
+			f.sim.Configure(func(s *idp.Sim) { s.ImpersonatedField, s.ImpersonatedExpiresIn = tt.field, tt.expiresIn })
 			r, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), credential.Options{})
 			require.NoError(t, err)
 			assert.WithinDuration(t, f.clock.Now().Add(tt.wantExpiry), r.Entry.AccessTokenExpiry, time.Second)

@@ -66,10 +66,12 @@ func TestTokenExchange(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sim := idp.New(t)
-			sim.V1 = tt.v1
-			if tt.clientMutate != nil {
-				tt.clientMutate(sim.Clients["robot"])
-			}
+			sim.Configure(func(s *idp.Sim) {
+				s.V1 = tt.v1
+				if tt.clientMutate != nil {
+					tt.clientMutate(s.Clients["robot"])
+				}
+			})
 			src, _ := newTokenExchange(t, sim, tt.mutate)
 			r, err := src.Get(context.Background(), credential.Options{})
 			if len(tt.wantErrSubstr) > 0 {

@@ -163,6 +163,38 @@ func NewSim() (*Sim, error) {
 	return s, nil
 }
 
+// Configure changes the simulator's settings while it serves.
+func (s *Sim) Configure(f func(*Sim)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(s)
+}
+
+// settings is a copy of the configuration, taken under the lock by every
+// handler, so tests may Configure while requests are served.
+type settings struct {
+	v1                    bool
+	clients               map[string]Client
+	regionUsers           map[string][]string
+	users                 map[string]string
+	accessTokenLifetime   time.Duration
+	rptLifetime           time.Duration
+	impersonatedExpiresIn int
+	impersonatedField     string
+}
+
+func (s *Sim) settings() settings {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := settings{v1: s.V1, clients: map[string]Client{}, regionUsers: s.RegionUsers, users: s.Users,
+		accessTokenLifetime: s.AccessTokenLifetime, rptLifetime: s.RPTLifetime,
+		impersonatedExpiresIn: s.ImpersonatedExpiresIn, impersonatedField: s.ImpersonatedField}
+	for id, cl := range s.Clients {
+		c.clients[id] = *cl
+	}
+	return c
+}
+
 // Listen replaces the listener (e.g. a fixed port); call before Start.
 func (s *Sim) Listen(l net.Listener) { s.Listener = l }
 
@@ -260,7 +292,7 @@ func (s *Sim) realm(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Sim) clientAuth(r *http.Request) (string, *Client, bool) {
+func (s *Sim) clientAuth(cfg settings, r *http.Request) (string, *Client, bool) {
 	id, secret, ok := r.BasicAuth()
 	if ok {
 		id, _ = url.QueryUnescape(id)
@@ -268,11 +300,11 @@ func (s *Sim) clientAuth(r *http.Request) (string, *Client, bool) {
 	} else {
 		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
 	}
-	c, found := s.Clients[id]
+	c, found := cfg.clients[id]
 	if !found || c.Secret != secret || secret == "" {
 		return id, nil, false
 	}
-	return id, c, true
+	return id, &c, true
 }
 
 // sign issues a JWT and remembers what it stands for.
@@ -339,18 +371,19 @@ func (s *Sim) token(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, 400, "invalid_request", "bad form")
 		return
 	}
+	cfg := s.settings()
 	switch grant := r.PostForm.Get("grant_type"); grant {
 	case "client_credentials":
 		if f := s.count("client_credentials"); f != nil {
 			f.write(w)
 			return
 		}
-		id, c, ok := s.clientAuth(r)
+		id, c, ok := s.clientAuth(cfg, r)
 		if !ok {
 			oauthError(w, 401, "unauthorized_client", "Invalid client or Invalid client credentials")
 			return
 		}
-		s.issue(w, tokenInfo{kind: "service", client: id, subject: "service-account-" + id, expiry: s.clock().Add(s.AccessTokenLifetime)}, nil, false, c)
+		s.issue(w, tokenInfo{kind: "service", client: id, subject: "service-account-" + id, expiry: s.clock().Add(cfg.accessTokenLifetime)}, nil, false, c)
 	case GrantUMA:
 		if f := s.count("uma"); f != nil {
 			f.write(w)
@@ -365,18 +398,18 @@ func (s *Sim) token(w http.ResponseWriter, r *http.Request) {
 			oauthError(w, 400, "invalid_request", "You must provide the audience")
 			return
 		}
-		if c := s.Clients[info.client]; c == nil || !c.UMA {
+		if c, ok := cfg.clients[info.client]; !ok || !c.UMA {
 			oauthError(w, 403, "access_denied", "request_denied")
 			return
 		}
-		rpt := tokenInfo{kind: "rpt", client: info.client, subject: info.subject, expiry: s.clock().Add(s.RPTLifetime)}
+		rpt := tokenInfo{kind: "rpt", client: info.client, subject: info.subject, expiry: s.clock().Add(cfg.rptLifetime)}
 		s.issue(w, rpt, []string{ServiceProviderAudience}, true, nil)
 	case GrantExchange:
 		if f := s.count("token-exchange"); f != nil {
 			f.write(w)
 			return
 		}
-		s.exchange(w, r)
+		s.exchange(cfg, w, r)
 	default:
 		oauthError(w, 400, "unsupported_grant_type", "Unsupported grant_type")
 	}
@@ -404,8 +437,8 @@ func (s *Sim) issue(w http.ResponseWriter, info tokenInfo, aud []string, withRef
 	writeJSON(w, 200, resp)
 }
 
-func (s *Sim) exchange(w http.ResponseWriter, r *http.Request) {
-	id, c, ok := s.clientAuth(r)
+func (s *Sim) exchange(cfg settings, w http.ResponseWriter, r *http.Request) {
+	id, c, ok := s.clientAuth(cfg, r)
 	if !ok {
 		oauthError(w, 401, "unauthorized_client", "Invalid client or Invalid client credentials")
 		return
@@ -424,7 +457,7 @@ func (s *Sim) exchange(w http.ResponseWriter, r *http.Request) {
 	if stt == "" {
 		stt = TokenTypeAccess
 	}
-	if !s.V1 && stt != TokenTypeAccess {
+	if !cfg.v1 && stt != TokenTypeAccess {
 		oauthError(w, 400, "invalid_request", "Parameter 'subject_token_type' should be access_token for standard token exchange")
 		return
 	}
@@ -442,7 +475,7 @@ func (s *Sim) exchange(w http.ResponseWriter, r *http.Request) {
 	}
 	target := subject.subject
 	if rs := f.Get("requested_subject"); rs != "" {
-		if !s.V1 {
+		if !cfg.v1 {
 			oauthError(w, 400, "invalid_request", "Parameter 'requested_subject' is not supported for standard token exchange")
 			return
 		}
@@ -450,7 +483,7 @@ func (s *Sim) exchange(w http.ResponseWriter, r *http.Request) {
 			oauthError(w, 403, "access_denied", "Client not allowed to exchange")
 			return
 		}
-		email, known := s.Users[rs]
+		email, known := cfg.users[rs]
 		if !known {
 			oauthError(w, 400, "invalid_request", "Requested subject not found")
 			return
@@ -459,7 +492,7 @@ func (s *Sim) exchange(w http.ResponseWriter, r *http.Request) {
 	}
 	audiences := f["audience"]
 	for _, a := range audiences {
-		if _, known := s.Clients[a]; !known {
+		if _, known := cfg.clients[a]; !known {
 			oauthError(w, 400, "invalid_client", "Audience not found")
 			return
 		}
@@ -467,7 +500,7 @@ func (s *Sim) exchange(w http.ResponseWriter, r *http.Request) {
 	if len(audiences) == 0 {
 		audiences = []string{id}
 	}
-	info := tokenInfo{kind: "exchanged", client: id, subject: target, expiry: s.clock().Add(s.AccessTokenLifetime)}
+	info := tokenInfo{kind: "exchanged", client: id, subject: target, expiry: s.clock().Add(cfg.accessTokenLifetime)}
 	tok, err := s.sign(info, audiences, map[string]any{"email": target, "email_verified": true, "preferred_username": target, "scope": f.Get("scope")})
 	if err != nil {
 		oauthError(w, 500, "server_error", err.Error())
@@ -479,7 +512,7 @@ func (s *Sim) exchange(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, 200, map[string]any{
 		"access_token": tok, "issued_token_type": rtt, "token_type": tokenType,
-		"expires_in": int(s.AccessTokenLifetime.Seconds()),
+		"expires_in": int(cfg.accessTokenLifetime.Seconds()),
 	})
 }
 
@@ -496,7 +529,8 @@ func (s *Sim) cloudsigma(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	region, rest := parts[0], "/"+parts[1]
-	users, known := s.RegionUsers[region]
+	cfg := s.settings()
+	users, known := cfg.regionUsers[region]
 	if !known {
 		http.NotFound(w, r)
 		return
@@ -541,8 +575,8 @@ func (s *Sim) cloudsigma(w http.ResponseWriter, r *http.Request) {
 			cloudsigmaError(w, 404, "notexist", fmt.Sprintf("User %s does not exist in this location", body.UserEmail))
 			return
 		}
-		lifetime := time.Duration(s.ImpersonatedExpiresIn) * time.Second
-		if s.ImpersonatedExpiresIn <= 0 {
+		lifetime := time.Duration(cfg.impersonatedExpiresIn) * time.Second
+		if cfg.impersonatedExpiresIn <= 0 {
 			lifetime = 15 * time.Minute
 		}
 		info := tokenInfo{kind: "impersonated", client: rpt.client, subject: body.UserEmail, region: region, expiry: s.clock().Add(lifetime)}
@@ -551,9 +585,9 @@ func (s *Sim) cloudsigma(w http.ResponseWriter, r *http.Request) {
 			cloudsigmaError(w, 500, "backend", err.Error())
 			return
 		}
-		resp := map[string]any{s.ImpersonatedField: tok}
-		if s.ImpersonatedExpiresIn >= 0 {
-			resp["expires_in"] = s.ImpersonatedExpiresIn
+		resp := map[string]any{cfg.impersonatedField: tok}
+		if cfg.impersonatedExpiresIn >= 0 {
+			resp["expires_in"] = cfg.impersonatedExpiresIn
 		}
 		writeJSON(w, 200, resp)
 	case "/api/2.0/profile/":
