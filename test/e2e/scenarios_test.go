@@ -64,9 +64,11 @@ contexts:
 current-context: e2e
 `, api.url, st.caFile)), 0o600))
 	args := append([]string{"setup", "--write", "--kubeconfig=" + p.kubeconfig, "--user=" + name, "--context=e2e",
-		"--oidc-issuer-url=" + st.issuer, "--certificate-authority=" + st.caFile,
-		"--oidc-extra-scope=email", "--oidc-extra-scope=groups", "--oidc-extra-scope=offline_access",
-		"--browser-command=" + st.browser, "--authentication-timeout=60s"}, setupArgs...)
+		"--certificate-authority=" + st.caFile, "--browser-command=" + st.browser, "--authentication-timeout=60s"}, setupArgs...)
+	if !containsPrefix(setupArgs, "--oidc-issuer-url=") {
+		args = append(args, "--oidc-issuer-url="+st.issuer,
+			"--oidc-extra-scope=email", "--oidc-extra-scope=groups", "--oidc-extra-scope=offline_access")
+	}
 	if !containsPrefix(setupArgs, "--oidc-client-id=") {
 		args = append(args, "--oidc-client-id="+publicClient)
 	}
@@ -329,4 +331,33 @@ func TestKeyringAbsent(t *testing.T) {
 	assert.Contains(t, r.stderr, "OS keyring unavailable")
 	assert.Contains(t, r.stderr, "--token-cache-storage=auto")
 	assert.Empty(t, r.stdout)
+}
+
+// The RFC 8693 path: a robot logs in with client credentials to Keycloak
+// (simulated: no real Keycloak runs here), exchanges its token for one that
+// acts as alice (V1 requested_subject), and the API server, trusting that
+// issuer as its second JWT authenticator, sees alice.
+func TestTokenExchangeImpersonation(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "robot.secret")
+	require.NoError(t, os.WriteFile(secret, []byte("robot-secret\n"), 0o600))
+	robot := newPerson(t, "alice", st.api["structured"], "--oidc-issuer-url="+st.keycloak.Issuer(), "--oidc-client-id=robot",
+		"--grant-type=client-credentials", "--oidc-client-secret-file="+secret, "--exec-interactive-mode=Never",
+		"--exchange=token-exchange", "--impersonate-user=alice", "--exchange-audience=robot")
+	exchanges := st.keycloak.Calls("token-exchange")
+
+	r := robot.kubectl("auth", "whoami", "-o", "json")
+	require.Equal(t, 0, r.code, "kubectl auth whoami: %s", r.stderr)
+	var w whoami
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &w))
+	assert.Equal(t, "keycloak:alice@example.com", w.Status.UserInfo.Username, "the API server sees the impersonated user")
+	assert.Equal(t, exchanges+1, st.keycloak.Calls("token-exchange"))
+
+	r = robot.kubectl("auth", "whoami", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, exchanges+1, st.keycloak.Calls("token-exchange"), "the exchanged token comes from the cache")
+	assert.Zero(t, robot.browserStarts())
+
+	kc, err := os.ReadFile(robot.kubeconfig)
+	require.NoError(t, err)
+	assert.NotContains(t, string(kc), "robot-secret")
 }

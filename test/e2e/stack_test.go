@@ -37,6 +37,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/test/idp"
 )
 
 // Users of the Dex password database.
@@ -68,6 +70,10 @@ type stack struct {
 
 	issuer string // the proxy's URL of Dex
 	proxy  *countingProxy
+	// keycloak simulates Keycloak's token exchange (V1), which no real
+	// peer here offers; the structured API server trusts it as a second
+	// JWT issuer.
+	keycloak *idp.Sim
 	api    map[string]*apiserver
 
 	etcdData string
@@ -125,7 +131,7 @@ func startStack() (*stack, error) {
 		return nil, err
 	}
 	s := &stack{work: work, logs: logs, tools: tools, kubectl: filepath.Join(tools, "kubectl"), api: map[string]*apiserver{}}
-	for _, step := range []func() error{s.buildBinaries, s.makeCerts, s.startDex, s.startEtcdAndAPIServers, s.setupRBAC} {
+	for _, step := range []func() error{s.buildBinaries, s.makeCerts, s.startDex, s.startKeycloakSim, s.startEtcdAndAPIServers, s.setupRBAC} {
 		if err := step(); err != nil {
 			return s, err
 		}
@@ -259,6 +265,9 @@ func (s *stack) stop() {
 	if s.proxy != nil {
 		s.proxy.srv.Close()
 	}
+	if s.keycloak != nil {
+		s.keycloak.Close()
+	}
 	_ = os.RemoveAll(s.work)
 	if s.etcdData != "" {
 		_ = os.RemoveAll(s.etcdData)
@@ -347,6 +356,22 @@ func (s *stack) startDex() error {
 	return waitHTTP(s.issuer+"/.well-known/openid-configuration", nil, 30*time.Second, s.tlsClient())
 }
 
+func (s *stack) startKeycloakSim() error {
+	sim, err := idp.NewSim()
+	if err != nil {
+		return err
+	}
+	cert, err := tls.LoadX509KeyPair(s.certFile, s.keyFile)
+	if err != nil {
+		return err
+	}
+	sim.V1 = true
+	sim.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	sim.StartTLS()
+	s.keycloak = sim
+	return nil
+}
+
 func (s *stack) startEtcdAndAPIServers() error {
 	clientPort, err := freePort()
 	if err != nil {
@@ -389,6 +414,13 @@ func (s *stack) startEtcdAndAPIServers() error {
 			"claimMappings": map[string]any{
 				"username": map[string]any{"claim": "email", "prefix": "oidc:"},
 				"groups":   map[string]any{"claim": "groups", "prefix": "oidc:"},
+			},
+		}, {
+			"issuer": map[string]any{
+				"url": s.keycloak.Issuer(), "audiences": []string{"robot"}, "certificateAuthority": string(s.caPEM),
+			},
+			"claimMappings": map[string]any{
+				"username": map[string]any{"claim": "email", "prefix": "keycloak:"},
 			},
 		}},
 	}
