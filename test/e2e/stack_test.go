@@ -74,7 +74,7 @@ type stack struct {
 	// peer here offers; the structured API server trusts it as a second
 	// JWT issuer.
 	keycloak *idp.Sim
-	api    map[string]*apiserver
+	api      map[string]*apiserver
 
 	etcdData string
 
