@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
 // NewCmdCloudSigma groups the CloudSigma commands.
@@ -57,7 +58,7 @@ func (o *CloudSigmaWhoAmIOptions) Complete() error {
 // Validate checks the settings.
 func (o *CloudSigmaWhoAmIOptions) Validate() error {
 	if o.Auth.Exchange != ExchangeCloudSigma {
-		return fmt.Errorf("cloudsigma whoami works with --%s=%s only", flagExchange, ExchangeCloudSigma)
+		return fmt.Errorf("cloudsigma whoami works with --%s=%s only", settings.FlagExchange, ExchangeCloudSigma)
 	}
 	switch o.Output {
 	case "", "json", "yaml":
@@ -81,7 +82,7 @@ func (o *CloudSigmaWhoAmIOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cs := o.Auth.CloudSigma()
+	cs := cloudSigma(o.Auth)
 	if cs.HTTPClient, err = login.NewHTTPClient(o.Auth.CertificateAuthority, o.Auth.InsecureSkipTLSVerify, 0); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/exchange"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
@@ -99,7 +100,7 @@ func obtain(ctx context.Context, a *AuthOptions, g *GlobalOptions, streams gener
 		if err != nil {
 			return nil, err
 		}
-		cfg := a.LoginConfig()
+		cfg := loginConfig(a)
 		cfg.HTTPClient = httpClient
 		cfg.Interactive = interactive
 		cfg.Stdin = streams.In
@@ -122,14 +123,14 @@ func obtain(ctx context.Context, a *AuthOptions, g *GlobalOptions, streams gener
 	var src *credential.Source
 	switch a.Exchange {
 	case ExchangeCloudSigma:
-		cs := a.CloudSigma()
+		cs := cloudSigma(a)
 		if cs.HTTPClient, err = newHTTPClient(); err != nil {
 			return nil, err
 		}
 		cs.Audit, cs.Store, cs.LockDir, cs.Notify, cs.Log = audit, store, a.TokenCacheDir, notify, log
 		src = cs.Source()
 	case ExchangeTokenExchange:
-		tx := a.TokenExchange()
+		tx := tokenExchange(a)
 		base.UseAccessToken = exchange.TokenType(a.ExchangeSubject) != exchange.TokenType("id_token")
 		tx.Base, tx.Audit, tx.Log = base, audit, log
 		tx.TokenURL = func(ctx context.Context) (string, error) {
@@ -149,7 +150,7 @@ func obtain(ctx context.Context, a *AuthOptions, g *GlobalOptions, streams gener
 	r, err := src.Get(ctx, opts)
 	if errors.Is(err, login.ErrInteractionRequired) {
 		return nil, fmt.Errorf("no valid cached token, and the %s login needs a person, but kubectl runs this plugin non-interactively: run '%s' in a terminal first",
-			a.LoginConfig().EffectiveGrant(), loginCommand(a))
+			loginConfig(a).EffectiveGrant(), loginCommand(a))
 	}
 	return r, err
 }
@@ -166,7 +167,7 @@ func (o *GetTokenOptions) checkAllowedServer() error {
 		return nil
 	}
 	if o.request.Cluster == nil || o.request.Cluster.Server == "" {
-		return fmt.Errorf("--%s is set, but kubectl did not say which server the token is for: set provideClusterInfo: true in the kubeconfig exec entry (setup writes it)", flagAllowedServer)
+		return fmt.Errorf("--%s is set, but kubectl did not say which server the token is for: set provideClusterInfo: true in the kubeconfig exec entry (setup writes it)", settings.FlagAllowedServer)
 	}
 	server := strings.TrimSuffix(o.request.Cluster.Server, "/")
 	for _, allowed := range o.Auth.AllowedServers {
@@ -174,5 +175,5 @@ func (o *GetTokenOptions) checkAllowedServer() error {
 			return nil
 		}
 	}
-	return fmt.Errorf("refusing to hand a token to %s: it is not among the allowed servers (%s); add it with --%s if it is yours", server, strings.Join(o.Auth.AllowedServers, ", "), flagAllowedServer)
+	return fmt.Errorf("refusing to hand a token to %s: it is not among the allowed servers (%s); add it with --%s if it is yours", server, strings.Join(o.Auth.AllowedServers, ", "), settings.FlagAllowedServer)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeconfig"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
 // SetupOptions is the setup command.
@@ -110,7 +111,7 @@ func (o *SetupOptions) ExecConfig() *kubeconfig.ExecConfig {
 // Run prints or writes the entry.
 func (o *SetupOptions) Run(context.Context) error {
 	if o.Auth.SecretOnCommandLine() || (o.Auth.ClientSecret != "" && o.Auth.ClientSecretFile == "") {
-		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: the client secret is not written into the kubeconfig: kubectl must find it in $%s, or use --%s or a profile\n", EnvClientSecret, flagClientSecretFile)
+		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: the client secret is not written into the kubeconfig: kubectl must find it in $%s, or use --%s or a profile\n", EnvClientSecret, settings.FlagClientSecretFile)
 	}
 	exec := o.ExecConfig()
 	if !o.Write {

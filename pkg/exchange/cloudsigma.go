@@ -6,20 +6,19 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
 // CloudSigma defaults.
 const (
-	DefaultCloudSigmaOAuthURL = "https://oauth.cloudsigma.com"
-	DefaultCloudSigmaAPIURL   = "https://direct.{region}.cloudsigma.com"
-	cloudSigmaRealm           = "cloudsigma"
-	serviceProviderAudience   = "service_provider_api"
+	DefaultCloudSigmaOAuthURL = settings.DefaultCloudSigmaOAuthURL
+	DefaultCloudSigmaAPIURL   = settings.DefaultCloudSigmaAPIURL
+	serviceProviderAudience   = settings.ServiceProviderAudience
 	umaGrant                  = "urn:ietf:params:oauth:grant-type:uma-ticket"
 	// CloudSigmaRenewBefore: every token of the flow is renewed this long
 	// before it expires.
@@ -30,7 +29,7 @@ const (
 )
 
 // ErrNoUserEmail is returned before any network call.
-var ErrNoUserEmail = errors.New("--impersonate-user-email is required with --exchange=cloudsigma: the email of the user to act as")
+var ErrNoUserEmail = settings.ErrNoUserEmail
 
 // CloudSigma obtains a token that acts as UserEmail in Region:
 //  1. client_credentials at {OAuthURL}/realms/cloudsigma → service token;
@@ -42,15 +41,11 @@ var ErrNoUserEmail = errors.New("--impersonate-user-email is required with --exc
 // region; impersonated tokens per user email and region. Each is renewed
 // CloudSigmaRenewBefore before it expires.
 type CloudSigma struct {
-	OAuthURL       string
-	APIURLTemplate string
-	Region         string
-	UserEmail      string
-	ClientID       string
+	// CloudSigma says who acts as whom where, and gives the cache keys.
+	// Its LegacyUsername, with LegacyPassword, replaces step 1 by the
+	// password grant; only when legacy credentials were enabled explicitly.
+	settings.CloudSigma
 	ClientSecret   string `datapolicy:"secret"`
-	// LegacyUsername and LegacyPassword replace step 1 by the password
-	// grant; only when legacy credentials were enabled explicitly.
-	LegacyUsername string
 	LegacyPassword string `datapolicy:"password"`
 
 	HTTPClient *http.Client
@@ -64,74 +59,9 @@ type CloudSigma struct {
 }
 
 // Validate checks the settings without any network call.
-func (c *CloudSigma) Validate() error {
-	if strings.TrimSpace(c.UserEmail) == "" {
-		return ErrNoUserEmail
-	}
-	if !strings.Contains(c.UserEmail, "@") {
-		return fmt.Errorf("--impersonate-user-email %q is not an email address", c.UserEmail)
-	}
-	if c.Region == "" {
-		return errors.New("--cloudsigma-region is required with --exchange=cloudsigma (e.g. zrh, sjc, mnl)")
-	}
-	if c.ClientID == "" {
-		return errors.New("a CloudSigma client ID is required: --oidc-client-id or $CLOUDSIGMA_CLIENT_ID")
-	}
-	if c.ClientSecret == "" && c.LegacyUsername == "" {
-		return errors.New("a CloudSigma client secret is required: --oidc-client-secret-file, $KUBECTL_IMPERSONATE_CLIENT_SECRET or $CLOUDSIGMA_CLIENT_SECRET")
-	}
-	for name, raw := range map[string]string{"--cloudsigma-oauth-url": c.OAuthURL, "--cloudsigma-api-url": c.APIURL()} {
-		u, err := url.Parse(raw)
-		if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Hostname()))) {
-			return fmt.Errorf("%s %q must be an https URL", name, raw)
-		}
-	}
-	return nil
-}
-
-func isLoopback(h string) bool {
-	return h == "localhost" || h == "127.0.0.1" || h == "::1"
-}
-
-// Issuer is the Keycloak realm.
-func (c *CloudSigma) Issuer() string {
-	return strings.TrimSuffix(c.OAuthURL, "/") + "/realms/" + cloudSigmaRealm
-}
+func (c *CloudSigma) Validate() error { return c.CloudSigma.Validate(c.ClientSecret) }
 
 func (c *CloudSigma) tokenURL() string { return c.Issuer() + "/protocol/openid-connect/token" }
-
-// APIURL is the API base of the region.
-func (c *CloudSigma) APIURL() string {
-	t := c.APIURLTemplate
-	if t == "" {
-		t = DefaultCloudSigmaAPIURL
-	}
-	return strings.TrimSuffix(strings.ReplaceAll(t, "{region}", c.Region), "/")
-}
-
-// Keys of the three cache entries.
-func (c *CloudSigma) serviceKey() tokencache.Key {
-	k := tokencache.Key{Issuer: c.Issuer(), ClientID: c.ClientID, GrantType: "client-credentials", UseAccessToken: true}
-	if c.LegacyUsername != "" {
-		k.GrantType, k.Extra = "password", map[string]string{"username": c.LegacyUsername}
-	}
-	return k
-}
-
-func (c *CloudSigma) rptKey() tokencache.Key {
-	k := c.serviceKey()
-	k.GrantType = "uma-ticket"
-	k.Extra = map[string]string{"audience": serviceProviderAudience, "service_grant": c.serviceKey().GrantType, "username": c.LegacyUsername}
-	return k
-}
-
-// Key is the cache key of the impersonated token.
-func (c *CloudSigma) Key() tokencache.Key {
-	k := c.serviceKey()
-	k.GrantType = "cloudsigma-impersonate"
-	k.Extra = map[string]string{"region": c.Region, "user_email": strings.ToLower(c.UserEmail), "api_url": c.APIURL(), "username": c.LegacyUsername}
-	return k
-}
 
 type grantFunc func(ctx context.Context) (*tokencache.Entry, error)
 
@@ -167,8 +97,8 @@ func (c *CloudSigma) hc() *http.Client {
 
 // Source is the credential source of the impersonated token.
 func (c *CloudSigma) Source() *credential.Source {
-	service := c.source(c.serviceKey(), c.serviceToken)
-	rpt := c.source(c.rptKey(), func(ctx context.Context) (*tokencache.Entry, error) {
+	service := c.source(c.ServiceKey(), c.serviceToken)
+	rpt := c.source(c.RPTKey(), func(ctx context.Context) (*tokencache.Entry, error) {
 		svc, err := service.Get(ctx, credential.Options{})
 		if err != nil {
 			return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 	"github.com/kubectl-impersonate/kubectl-impersonate/test/idp"
 )
@@ -61,8 +62,9 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) cloudsigma(region, email string) *CloudSigma {
 	return &CloudSigma{
-		OAuthURL: f.sim.URL, APIURLTemplate: f.sim.APIURLTemplate(), Region: region, UserEmail: email,
-		ClientID: "robot", ClientSecret: "robot-secret", HTTPClient: http.DefaultClient,
+		CloudSigma: settings.CloudSigma{OAuthURL: f.sim.URL, APIURLTemplate: f.sim.APIURLTemplate(), Region: region, UserEmail: email,
+			ClientID: "robot"},
+		ClientSecret: "robot-secret", HTTPClient: http.DefaultClient,
 		Retry: RetryPolicy{Sleep: f.sleeps.Sleep, Jitter: func(max time.Duration) time.Duration { return max }},
 		Audit: &Auditor{W: f.audit, File: filepath.Join(f.dir, "audit.log"), Now: f.clock.Now},
 		Store: f.store, LockDir: f.dir, Now: f.clock.Now,

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -14,61 +13,37 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
 // RFC 8693 names.
 const (
 	GrantTokenExchange = "urn:ietf:params:oauth:grant-type:token-exchange"
-	TokenTypePrefix    = "urn:ietf:params:oauth:token-type:"
 )
 
 // TokenType expands a short token type name (access_token, id_token,
 // refresh_token, jwt) to its RFC 8693 URN; a URN is kept.
-func TokenType(name string) string {
-	if name == "" || strings.HasPrefix(name, "urn:") {
-		return name
-	}
-	return TokenTypePrefix + name
-}
+func TokenType(name string) string { return settings.TokenType(name) }
 
 // TokenExchange exchanges the token of Base's login at the provider's token
 // endpoint (RFC 8693 §2.1), as Keycloak implements it: standard token
 // exchange V2 (audience, scope) and the legacy V1 impersonation
 // (requested_subject).
 type TokenExchange struct {
+	// TokenExchange holds the exchange's parameters and cache key.
+	settings.TokenExchange
 	Base *credential.Source
 	// TokenURL returns the token endpoint (from discovery).
-	TokenURL           func(ctx context.Context) (string, error)
-	ClientID           string
-	ClientSecret       string `datapolicy:"secret"`
-	SubjectTokenType   string
-	RequestedTokenType string
-	Audiences          []string
-	Scopes             []string
-	RequestedSubject   string
+	TokenURL     func(ctx context.Context) (string, error)
+	ClientID     string
+	ClientSecret string `datapolicy:"secret"`
 
 	HTTPClient *http.Client
 	Retry      RetryPolicy
 	Audit      *Auditor
 	Log        *logging.Logger
 	Now        func() time.Time
-}
-
-// KeyExtra are the exchange settings that the cache key must include.
-func (x *TokenExchange) KeyExtra() map[string]string {
-	aud := slices.Clone(x.Audiences)
-	slices.Sort(aud)
-	scopes := slices.Clone(x.Scopes)
-	slices.Sort(scopes)
-	return map[string]string{
-		"exchange":             "token-exchange",
-		"audience":             strings.Join(aud, " "),
-		"scope":                strings.Join(scopes, " "),
-		"subject_token_type":   TokenType(x.SubjectTokenType),
-		"requested_token_type": TokenType(x.RequestedTokenType),
-		"requested_subject":    x.RequestedSubject,
-	}
 }
 
 // Refresh is never called: exchanged entries hold no refresh token; the

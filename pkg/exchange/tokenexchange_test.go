@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 	"github.com/kubectl-impersonate/kubectl-impersonate/test/idp"
 )
@@ -95,19 +96,19 @@ func TestTokenExchange(t *testing.T) {
 }
 
 func TestTokenExchangeKeyIncludesEverySetting(t *testing.T) {
-	base := TokenExchange{Audiences: []string{"a", "b"}, Scopes: []string{"s"}, RequestedSubject: "alice"}
-	k := func(x TokenExchange) string {
+	base := settings.TokenExchange{Audiences: []string{"a", "b"}, Scopes: []string{"s"}, RequestedSubject: "alice"}
+	k := func(x settings.TokenExchange) string {
 		return tokencache.Key{Issuer: "i", ClientID: "c", Extra: x.KeyExtra()}.ID()
 	}
 	same := base
 	same.Audiences = []string{"b", "a"}
 	assert.Equal(t, k(base), k(same), "audience order does not matter")
-	for _, mutate := range []func(*TokenExchange){
-		func(x *TokenExchange) { x.Audiences = []string{"a"} },
-		func(x *TokenExchange) { x.Scopes = nil },
-		func(x *TokenExchange) { x.RequestedSubject = "bob" },
-		func(x *TokenExchange) { x.RequestedTokenType = "id_token" },
-		func(x *TokenExchange) { x.SubjectTokenType = "id_token" },
+	for _, mutate := range []func(*settings.TokenExchange){
+		func(x *settings.TokenExchange) { x.Audiences = []string{"a"} },
+		func(x *settings.TokenExchange) { x.Scopes = nil },
+		func(x *settings.TokenExchange) { x.RequestedSubject = "bob" },
+		func(x *settings.TokenExchange) { x.RequestedTokenType = "id_token" },
+		func(x *settings.TokenExchange) { x.SubjectTokenType = "id_token" },
 	} {
 		other := base
 		mutate(&other)

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -19,20 +18,21 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
-// Grant types accepted by --grant-type.
+// Grant types accepted by --grant-type (pkg/settings).
 const (
-	GrantAuto              = "auto"
-	GrantAuthCode          = "authcode"
-	GrantAuthCodeKeyboard  = "authcode-keyboard"
-	GrantDeviceCode        = "device-code"
-	GrantClientCredentials = "client-credentials"
+	GrantAuto              = settings.GrantAuto
+	GrantAuthCode          = settings.GrantAuthCode
+	GrantAuthCodeKeyboard  = settings.GrantAuthCodeKeyboard
+	GrantDeviceCode        = settings.GrantDeviceCode
+	GrantClientCredentials = settings.GrantClientCredentials
 )
 
 // GrantTypes lists the accepted grant types.
-var GrantTypes = []string{GrantAuto, GrantAuthCode, GrantAuthCodeKeyboard, GrantDeviceCode, GrantClientCredentials}
+var GrantTypes = settings.GrantTypes
 
 // ErrInteractionRequired means the grant needs a person but none can be
 // asked: kubectl runs the plugin non-interactively, or there is no terminal.
@@ -40,19 +40,17 @@ var ErrInteractionRequired = errors.New("logging in needs a person at a browser 
 
 // Defaults.
 const (
-	DefaultAuthTimeout = 3 * time.Minute
+	DefaultAuthTimeout = settings.DefaultAuthTimeout
 	// OOBRedirectURL is the out-of-band redirect of authcode-keyboard: the
 	// provider shows the code to the user instead of redirecting.
-	OOBRedirectURL = "urn:ietf:wg:oauth:2.0:oob"
+	OOBRedirectURL = settings.OOBRedirectURL
 	// defaultAccessTokenLifetime is assumed for an access token whose
 	// response says nothing of its lifetime and that is not a JWT.
 	defaultAccessTokenLifetime = 5 * time.Minute
 )
 
-// DefaultListenAddresses are tried in order for the loopback server. Most
-// providers need the redirect URIs registered; these are kubelogin's, so
-// existing client registrations work.
-var DefaultListenAddresses = []string{"127.0.0.1:8000", "127.0.0.1:18000"}
+// DefaultListenAddresses are tried in order for the loopback server.
+var DefaultListenAddresses = settings.DefaultListenAddresses
 
 // Config says whom to ask for a token and how.
 type Config struct {
@@ -85,19 +83,10 @@ type Config struct {
 }
 
 // Scopes are "openid" plus the extra scopes, in a stable order.
-func (c Config) Scopes() []string {
-	scopes := append([]string{"openid"}, c.ExtraScopes...)
-	slices.Sort(scopes)
-	return slices.Compact(scopes)
-}
+func (c Config) Scopes() []string { return settings.Scopes(c.ExtraScopes) }
 
 // EffectiveGrant resolves "auto".
-func (c Config) EffectiveGrant() string {
-	if c.GrantType == "" || c.GrantType == GrantAuto {
-		return GrantAuthCode
-	}
-	return c.GrantType
-}
+func (c Config) EffectiveGrant() string { return settings.EffectiveGrant(c.GrantType) }
 
 // NeedsPerson tells whether the grant involves a user at a browser or terminal.
 func NeedsPerson(grant string) bool {

@@ -1,4 +1,4 @@
-package cmd
+package settings
 
 import (
 	"fmt"
@@ -14,8 +14,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/exchange"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
@@ -55,6 +53,13 @@ const (
 	flagImpersonateUser     = "impersonate-user"
 	flagAuditLog            = "audit-log"
 	flagAllowedServer       = "allowed-server"
+)
+
+// Flag names that other packages refer to in messages.
+const (
+	FlagExchange         = flagExchange
+	FlagAllowedServer    = flagAllowedServer
+	FlagClientSecretFile = flagClientSecretFile
 )
 
 // Exchanges accepted by --exchange.
@@ -114,8 +119,8 @@ type AuthOptions struct {
 	ImpersonateUser    string
 	AuditLog           string
 	AllowedServers     []string
-	csLegacyUsername   string
-	csLegacyPassword   string `datapolicy:"password"`
+	CSLegacyUsername   string
+	CSLegacyPassword   string `datapolicy:"password"`
 	legacyWithoutOptIn bool
 
 	flags *pflag.FlagSet
@@ -128,11 +133,11 @@ type AuthOptions struct {
 // NewAuthOptions returns the defaults.
 func NewAuthOptions() *AuthOptions {
 	return &AuthOptions{
-		GrantType:         login.GrantAuto,
+		GrantType:         GrantAuto,
 		TokenCacheStorage: tokencache.StorageAuto,
-		AuthTimeout:       login.DefaultAuthTimeout,
-		CSOAuthURL:        exchange.DefaultCloudSigmaOAuthURL,
-		CSAPIURL:          exchange.DefaultCloudSigmaAPIURL,
+		AuthTimeout:       DefaultAuthTimeout,
+		CSOAuthURL:        DefaultCloudSigmaOAuthURL,
+		CSAPIURL:          DefaultCloudSigmaAPIURL,
 		ExchangeSubject:   "access_token",
 	}
 }
@@ -146,14 +151,14 @@ func (o *AuthOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClientSecret, flagClientSecret, o.ClientSecret, "OAuth client secret. Visible in the process list: prefer --"+flagClientSecretFile+" or $"+EnvClientSecret)
 	fs.StringVar(&o.ClientSecretFile, flagClientSecretFile, o.ClientSecretFile, "File holding the OAuth client secret")
 	fs.StringSliceVar(&o.ExtraScopes, flagExtraScope, o.ExtraScopes, "Scope to request besides openid (repeatable, or comma-separated)")
-	fs.StringVar(&o.GrantType, flagGrantType, o.GrantType, "Grant: "+strings.Join(login.GrantTypes, "|")+" (auto: authcode, for people)")
+	fs.StringVar(&o.GrantType, flagGrantType, o.GrantType, "Grant: "+strings.Join(GrantTypes, "|")+" (auto: authcode, for people)")
 	fs.BoolVar(&o.UseAccessToken, flagUseAccessToken, o.UseAccessToken, "Give kubectl the access token instead of the ID token")
-	fs.StringVar(&o.RedirectURL, flagRedirectURL, o.RedirectURL, "Redirect URL of --grant-type=authcode-keyboard (default "+login.OOBRedirectURL+")")
+	fs.StringVar(&o.RedirectURL, flagRedirectURL, o.RedirectURL, "Redirect URL of --grant-type=authcode-keyboard (default "+OOBRedirectURL+")")
 	fs.StringVar(&o.TokenCacheStorage, flagStorage, o.TokenCacheStorage, "Where tokens are cached: "+strings.Join(tokencache.Storages, "|")+" (auto: the OS keyring, else disk)")
 	fs.StringVar(&o.TokenCacheDir, flagCacheDir, o.TokenCacheDir, "Directory of the disk cache and the lock files (default ~/.kube/cache/kubectl-impersonate)")
 	fs.StringVar(&o.CertificateAuthority, flagCA, o.CertificateAuthority, "PEM file of a CA for the identity provider, added to the system roots")
 	fs.BoolVar(&o.InsecureSkipTLSVerify, flagInsecure, o.InsecureSkipTLSVerify, "Do not verify the identity provider's TLS certificate (insecure)")
-	fs.StringSliceVar(&o.ListenAddresses, flagListen, o.ListenAddresses, "Loopback address of the local server for the browser login, tried in order (default "+strings.Join(login.DefaultListenAddresses, ",")+")")
+	fs.StringSliceVar(&o.ListenAddresses, flagListen, o.ListenAddresses, "Loopback address of the local server for the browser login, tried in order (default "+strings.Join(DefaultListenAddresses, ",")+")")
 	fs.StringVar(&o.BrowserCommand, flagBrowserCommand, o.BrowserCommand, "Command that opens the login URL (default: the system's)")
 	fs.BoolVar(&o.SkipOpenBrowser, flagSkipOpenBrowser, o.SkipOpenBrowser, "Print the login URL without opening a browser")
 	fs.DurationVar(&o.AuthTimeout, flagAuthTimeout, o.AuthTimeout, "How long to wait for a login in the browser or on the device page")
@@ -219,7 +224,7 @@ func (o *AuthOptions) Complete(getenv func(string) string, warn func(string)) er
 		user, pass := getenv(envCSUsername), getenv(envCSPassword)
 		if user != "" && o.ClientSecret == "" {
 			if o.CSLegacy {
-				o.csLegacyUsername, o.csLegacyPassword = user, pass
+				o.CSLegacyUsername, o.CSLegacyPassword = user, pass
 			} else {
 				o.legacyWithoutOptIn = true
 			}
@@ -306,7 +311,7 @@ func (o *AuthOptions) Validate() error {
 		if o.legacyWithoutOptIn {
 			return fmt.Errorf("$%s/$%s are legacy credentials, which are off: use a client ($%s/$%s), or opt in with $%s=true", envCSUsername, envCSPassword, envCSClientID, envCSClientSecret, envCSLegacy)
 		}
-		if err := o.CloudSigma().Validate(); err != nil {
+		if err := o.CloudSigma().Validate(o.ClientSecret); err != nil {
 			return err
 		}
 		return o.validateCommon()
@@ -327,14 +332,14 @@ func (o *AuthOptions) Validate() error {
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		return fmt.Errorf("--%s %q is not an http(s) URL", flagIssuerURL, o.IssuerURL)
 	}
-	if u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+	if u.Scheme == "http" && !IsLoopbackHost(u.Hostname()) {
 		return fmt.Errorf("--%s %q must use https (plain http is allowed for loopback test providers only)", flagIssuerURL, o.IssuerURL)
 	}
 	if o.ClientID == "" {
 		return fmt.Errorf("--%s is required (or a --%s that sets it)", flagClientID, flagProfile)
 	}
-	if !slices.Contains(login.GrantTypes, o.GrantType) {
-		return fmt.Errorf("--%s %q is not one of %s", flagGrantType, o.GrantType, strings.Join(login.GrantTypes, ", "))
+	if !slices.Contains(GrantTypes, o.GrantType) {
+		return fmt.Errorf("--%s %q is not one of %s", flagGrantType, o.GrantType, strings.Join(GrantTypes, ", "))
 	}
 	return o.validateCommon()
 }
@@ -344,8 +349,8 @@ func (o *AuthOptions) validateCommon() error {
 	if !slices.Contains(tokencache.Storages, o.TokenCacheStorage) {
 		return fmt.Errorf("--%s %q is not one of %s", flagStorage, o.TokenCacheStorage, strings.Join(tokencache.Storages, ", "))
 	}
-	if o.Exchange != ExchangeCloudSigma && o.GrantType == login.GrantClientCredentials && o.ClientSecret == "" {
-		return fmt.Errorf("--%s=%s needs a client secret: --%s or $%s", flagGrantType, login.GrantClientCredentials, flagClientSecretFile, EnvClientSecret)
+	if o.Exchange != ExchangeCloudSigma && o.GrantType == GrantClientCredentials && o.ClientSecret == "" {
+		return fmt.Errorf("--%s=%s needs a client secret: --%s or $%s", flagGrantType, GrantClientCredentials, flagClientSecretFile, EnvClientSecret)
 	}
 	for _, a := range o.ListenAddresses {
 		if err := validateListenAddress(a); err != nil {
@@ -363,22 +368,12 @@ func (o *AuthOptions) validateCommon() error {
 	return nil
 }
 
-// CloudSigma is the CloudSigma exchange of these settings (without its
-// runtime seams, which obtain fills).
-func (o *AuthOptions) CloudSigma() *exchange.CloudSigma {
-	return &exchange.CloudSigma{
+// CloudSigma is the CloudSigma impersonation these settings select.
+func (o *AuthOptions) CloudSigma() CloudSigma {
+	return CloudSigma{
 		OAuthURL: o.CSOAuthURL, APIURLTemplate: o.CSAPIURL, Region: o.CSRegion, UserEmail: o.UserEmail,
-		ClientID: o.ClientID, ClientSecret: o.ClientSecret,
-		LegacyUsername: o.csLegacyUsername, LegacyPassword: o.csLegacyPassword,
+		ClientID: o.ClientID, LegacyUsername: o.CSLegacyUsername,
 	}
-}
-
-func isLoopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 func validateListenAddress(a string) error {
@@ -386,30 +381,13 @@ func validateListenAddress(a string) error {
 	if err != nil {
 		return fmt.Errorf("--%s %q is not host:port: %v", flagListen, a, err)
 	}
-	if !isLoopbackHost(host) {
+	if !IsLoopbackHost(host) {
 		return fmt.Errorf("--%s %q must be a loopback address (127.0.0.1, [::1] or localhost), so that no other machine can reach the login callback", flagListen, a)
 	}
 	if port == "" {
 		return fmt.Errorf("--%s %q has no port (use :0 for any free port)", flagListen, a)
 	}
 	return nil
-}
-
-// LoginConfig is the configuration of the login package.
-func (o *AuthOptions) LoginConfig() login.Config {
-	return login.Config{
-		IssuerURL:       o.IssuerURL,
-		ClientID:        o.ClientID,
-		ClientSecret:    o.ClientSecret,
-		ExtraScopes:     o.ExtraScopes,
-		GrantType:       o.GrantType,
-		UseAccessToken:  o.UseAccessToken,
-		ListenAddresses: o.ListenAddresses,
-		RedirectURL:     o.RedirectURL,
-		BrowserCommand:  o.BrowserCommand,
-		SkipOpenBrowser: o.SkipOpenBrowser,
-		AuthTimeout:     o.AuthTimeout,
-	}
 }
 
 // Key is the cache key of the token these settings select, exchange included.
@@ -426,11 +404,9 @@ func (o *AuthOptions) Key() tokencache.Key {
 	return o.BaseKey()
 }
 
-// TokenExchange is the RFC 8693 exchange of these settings (without its
-// runtime seams, which obtain fills).
-func (o *AuthOptions) TokenExchange() *exchange.TokenExchange {
-	return &exchange.TokenExchange{
-		ClientID: o.ClientID, ClientSecret: o.ClientSecret,
+// TokenExchange is the RFC 8693 exchange these settings select.
+func (o *AuthOptions) TokenExchange() TokenExchange {
+	return TokenExchange{
 		SubjectTokenType: o.ExchangeSubject, RequestedTokenType: o.ExchangeRequested,
 		Audiences: o.ExchangeAudiences, Scopes: o.ExchangeScopes, RequestedSubject: o.ImpersonateUser,
 	}
@@ -438,12 +414,11 @@ func (o *AuthOptions) TokenExchange() *exchange.TokenExchange {
 
 // BaseKey is the cache key of the login, before any exchange.
 func (o *AuthOptions) BaseKey() tokencache.Key {
-	cfg := o.LoginConfig()
 	return tokencache.Key{
 		Issuer:         o.IssuerURL,
 		ClientID:       o.ClientID,
-		Scopes:         cfg.Scopes(),
-		GrantType:      cfg.EffectiveGrant(),
+		Scopes:         Scopes(o.ExtraScopes),
+		GrantType:      EffectiveGrant(o.GrantType),
 		UseAccessToken: o.UseAccessToken,
 	}
 }

@@ -1,0 +1,185 @@
+// Package settings holds what selects a token: the flags and profile of
+// get-token, their validation, and the cache keys they lead to. It imports
+// nothing that talks to the network, so that the fast get-token binary
+// (cmd/kubectl-impersonate-get_token) computes the same keys as the full one
+// without linking net/http, TLS or OIDC.
+package settings
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+)
+
+// Grant types accepted by --grant-type.
+const (
+	GrantAuto              = "auto"
+	GrantAuthCode          = "authcode"
+	GrantAuthCodeKeyboard  = "authcode-keyboard"
+	GrantDeviceCode        = "device-code"
+	GrantClientCredentials = "client-credentials"
+)
+
+// GrantTypes lists the accepted grant types.
+var GrantTypes = []string{GrantAuto, GrantAuthCode, GrantAuthCodeKeyboard, GrantDeviceCode, GrantClientCredentials}
+
+// Defaults.
+const (
+	DefaultAuthTimeout = 3 * time.Minute
+	// OOBRedirectURL is the out-of-band redirect of authcode-keyboard.
+	OOBRedirectURL            = "urn:ietf:wg:oauth:2.0:oob"
+	DefaultCloudSigmaOAuthURL = "https://oauth.cloudsigma.com"
+	DefaultCloudSigmaAPIURL   = "https://direct.{region}.cloudsigma.com"
+	cloudSigmaRealm           = "cloudsigma"
+	// ServiceProviderAudience is the resource server of CloudSigma's UMA step.
+	ServiceProviderAudience = "service_provider_api"
+)
+
+// DefaultListenAddresses are tried in order for the loopback server. Most
+// providers need the redirect URIs registered; these are kubelogin's, so
+// existing client registrations work.
+var DefaultListenAddresses = []string{"127.0.0.1:8000", "127.0.0.1:18000"}
+
+// Scopes are "openid" plus the extra scopes, sorted, without repeats.
+func Scopes(extra []string) []string {
+	scopes := append([]string{"openid"}, extra...)
+	slices.Sort(scopes)
+	return slices.Compact(scopes)
+}
+
+// EffectiveGrant resolves "auto".
+func EffectiveGrant(grant string) string {
+	if grant == "" || grant == GrantAuto {
+		return GrantAuthCode
+	}
+	return grant
+}
+
+// CloudSigma identifies one impersonation: who acts as whom, where.
+type CloudSigma struct {
+	OAuthURL       string
+	APIURLTemplate string
+	Region         string
+	UserEmail      string
+	ClientID       string
+	LegacyUsername string
+}
+
+// Issuer is the Keycloak realm.
+func (c CloudSigma) Issuer() string {
+	return strings.TrimSuffix(c.OAuthURL, "/") + "/realms/" + cloudSigmaRealm
+}
+
+// APIURL is the API base of the region.
+func (c CloudSigma) APIURL() string {
+	t := c.APIURLTemplate
+	if t == "" {
+		t = DefaultCloudSigmaAPIURL
+	}
+	return strings.TrimSuffix(strings.ReplaceAll(t, "{region}", c.Region), "/")
+}
+
+// ServiceKey is the cache key of the service token, shared by every user
+// and region.
+func (c CloudSigma) ServiceKey() tokencache.Key {
+	k := tokencache.Key{Issuer: c.Issuer(), ClientID: c.ClientID, GrantType: "client-credentials", UseAccessToken: true}
+	if c.LegacyUsername != "" {
+		k.GrantType, k.Extra = "password", map[string]string{"username": c.LegacyUsername}
+	}
+	return k
+}
+
+// RPTKey is the cache key of the RPT, shared like the service token.
+func (c CloudSigma) RPTKey() tokencache.Key {
+	k := c.ServiceKey()
+	k.GrantType = "uma-ticket"
+	k.Extra = map[string]string{"audience": ServiceProviderAudience, "service_grant": c.ServiceKey().GrantType, "username": c.LegacyUsername}
+	return k
+}
+
+// Key is the cache key of the impersonated token: per user and region.
+func (c CloudSigma) Key() tokencache.Key {
+	k := c.ServiceKey()
+	k.GrantType = "cloudsigma-impersonate"
+	k.Extra = map[string]string{"region": c.Region, "user_email": strings.ToLower(c.UserEmail), "api_url": c.APIURL(), "username": c.LegacyUsername}
+	return k
+}
+
+// Validate checks the settings without any network call; clientSecret is
+// only checked for presence.
+func (c CloudSigma) Validate(clientSecret string) error {
+	if strings.TrimSpace(c.UserEmail) == "" {
+		return ErrNoUserEmail
+	}
+	if !strings.Contains(c.UserEmail, "@") {
+		return fmt.Errorf("--impersonate-user-email %q is not an email address", c.UserEmail)
+	}
+	if c.Region == "" {
+		return fmt.Errorf("--cloudsigma-region is required with --exchange=cloudsigma (e.g. zrh, sjc, mnl)")
+	}
+	if c.ClientID == "" {
+		return fmt.Errorf("a CloudSigma client ID is required: --oidc-client-id or $CLOUDSIGMA_CLIENT_ID")
+	}
+	if clientSecret == "" && c.LegacyUsername == "" {
+		return fmt.Errorf("a CloudSigma client secret is required: --oidc-client-secret-file, $KUBECTL_IMPERSONATE_CLIENT_SECRET or $CLOUDSIGMA_CLIENT_SECRET")
+	}
+	for name, raw := range map[string]string{"--cloudsigma-oauth-url": c.OAuthURL, "--cloudsigma-api-url": c.APIURL()} {
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && IsLoopbackHost(u.Hostname()))) {
+			return fmt.Errorf("%s %q must be an https URL", name, raw)
+		}
+	}
+	return nil
+}
+
+// ErrNoUserEmail is returned before any network call.
+var ErrNoUserEmail = fmt.Errorf("--impersonate-user-email is required with --exchange=cloudsigma: the email of the user to act as")
+
+// TokenTypePrefix is RFC 8693's token type URN prefix.
+const TokenTypePrefix = "urn:ietf:params:oauth:token-type:"
+
+// TokenType expands a short token type name (access_token, id_token,
+// refresh_token, jwt) to its RFC 8693 URN; a URN is kept.
+func TokenType(name string) string {
+	if name == "" || strings.HasPrefix(name, "urn:") {
+		return name
+	}
+	return TokenTypePrefix + name
+}
+
+// TokenExchange are the RFC 8693 settings that change the exchanged token.
+type TokenExchange struct {
+	SubjectTokenType   string
+	RequestedTokenType string
+	Audiences          []string
+	Scopes             []string
+	RequestedSubject   string
+}
+
+// KeyExtra are the settings the cache key must include.
+func (x TokenExchange) KeyExtra() map[string]string {
+	aud := slices.Clone(x.Audiences)
+	slices.Sort(aud)
+	scopes := slices.Clone(x.Scopes)
+	slices.Sort(scopes)
+	return map[string]string{
+		"exchange":             "token-exchange",
+		"audience":             strings.Join(aud, " "),
+		"scope":                strings.Join(scopes, " "),
+		"subject_token_type":   TokenType(x.SubjectTokenType),
+		"requested_token_type": TokenType(x.RequestedTokenType),
+		"requested_subject":    x.RequestedSubject,
+	}
+}
+
+// IsLoopbackHost reports 127.0.0.0/8, ::1 and localhost.
+func IsLoopbackHost(h string) bool {
+	if h == "localhost" || h == "::1" {
+		return true
+	}
+	return strings.HasPrefix(h, "127.") && strings.Count(h, ".") == 3
+}
