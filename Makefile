@@ -1,7 +1,6 @@
 # kubectl-impersonate — run "make help" for the targets.
 SHELL := /bin/bash
 GO ?= go
-BIN := bin/kubectl-impersonate
 PKG := github.com/kubectl-impersonate/kubectl-impersonate
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -s -w -X $(PKG)/pkg/cmd.version=$(VERSION) -X $(PKG)/pkg/cmd.commit=$(shell git rev-parse --short HEAD 2>/dev/null)
@@ -15,11 +14,11 @@ endif
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-build: ## Build bin/kubectl-impersonate
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kubectl-impersonate
+build: ## Build bin/kubectl-impersonate and its fast get-token companion
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
-install: ## Install kubectl-impersonate into GOBIN and run it
-	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/kubectl-impersonate
+install: ## Install kubectl-impersonate (and kubectl-impersonate-get_token) into GOBIN and run it
+	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/...
 	@"$(GOBIN_DIR)/kubectl-impersonate" version
 	@case ":$$PATH:" in *":$(GOBIN_DIR):"*) echo "Installed in $(GOBIN_DIR): run \"kubectl impersonate setup --help\".";; \
 	  *) echo "Installed in $(GOBIN_DIR), which is not on PATH: add it (export PATH=\"$(GOBIN_DIR):\$$PATH\") so that kubectl finds the plugin.";; esac

@@ -31,7 +31,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
-var binary string
+var binary, fastBinary string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "ki-bin-")
@@ -39,11 +39,14 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "kubectl-impersonate")
-	build := exec.Command("go", "build", "-o", binary, "../../cmd/kubectl-impersonate")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the binary:", err)
-		os.Exit(1)
+	fastBinary = filepath.Join(dir, "kubectl-impersonate-get_token")
+	for out, pkg := range map[string]string{binary: "../../cmd/kubectl-impersonate", fastBinary: "../../cmd/kubectl-impersonate-get_token"} {
+		build := exec.Command("go", "build", "-o", out, pkg)
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building the binaries:", err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	_ = os.RemoveAll(dir)
@@ -86,9 +89,14 @@ type result struct {
 
 func (e *env) run(extraEnv []string, args ...string) result {
 	e.t.Helper()
+	return e.runBinary(binary, extraEnv, args...)
+}
+
+func (e *env) runBinary(bin string, extraEnv []string, args ...string) result {
+	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(append([]string{}, e.vars...), extraEnv...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -273,11 +281,11 @@ func TestSetupWriteAndClientGoExec(t *testing.T) {
 	assert.Equal(t, "alice", cfg.Contexts["test"].AuthInfo)
 	ex := cfg.AuthInfos["alice"].Exec
 	require.NotNil(t, ex)
-	assert.Equal(t, binary, ex.Command, "absolute path, not kubectl")
+	assert.Equal(t, fastBinary, ex.Command, "the fast get-token binary by absolute path, not kubectl")
 	assert.Equal(t, "client.authentication.k8s.io/v1", ex.APIVersion)
 	assert.Equal(t, clientcmdapi.IfAvailableExecInteractiveMode, ex.InteractiveMode)
 	assert.True(t, ex.ProvideClusterInfo)
-	assert.Equal(t, append([]string{"get-token"}, sortedArgs(e.authArgs())...), ex.Args)
+	assert.Equal(t, sortedArgs(e.authArgs()), ex.Args)
 	fi, err := os.Stat(kubeconfig)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())

@@ -14,7 +14,6 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/exchange"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
@@ -159,21 +158,11 @@ func loginCommand(a *AuthOptions) string {
 	return strings.Join(append([]string{"kubectl", "impersonate", "login"}, quoteArgs(a.Args())...), " ")
 }
 
-// checkAllowedServer refuses to hand a token to a cluster the profile does
-// not list, so that a token meant for one tenant's clusters cannot be sent
-// to another's by a mistaken or hostile kubeconfig.
+// checkAllowedServer applies --allowed-server to the cluster kubectl named.
 func (o *GetTokenOptions) checkAllowedServer() error {
-	if len(o.Auth.AllowedServers) == 0 {
-		return nil
+	server := ""
+	if o.request.Cluster != nil {
+		server = o.request.Cluster.Server
 	}
-	if o.request.Cluster == nil || o.request.Cluster.Server == "" {
-		return fmt.Errorf("--%s is set, but kubectl did not say which server the token is for: set provideClusterInfo: true in the kubeconfig exec entry (setup writes it)", settings.FlagAllowedServer)
-	}
-	server := strings.TrimSuffix(o.request.Cluster.Server, "/")
-	for _, allowed := range o.Auth.AllowedServers {
-		if strings.EqualFold(strings.TrimSuffix(allowed, "/"), server) {
-			return nil
-		}
-	}
-	return fmt.Errorf("refusing to hand a token to %s: it is not among the allowed servers (%s); add it with --%s if it is yours", server, strings.Join(o.Auth.AllowedServers, ", "), settings.FlagAllowedServer)
+	return o.Auth.CheckAllowedServer(server)
 }

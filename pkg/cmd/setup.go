@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/fastpath"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeconfig"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
@@ -28,8 +29,10 @@ type SetupOptions struct {
 	genericiooptions.IOStreams
 	global *GlobalOptions
 
-	// Executable is the absolute path kubectl runs (stubbable for tests).
+	// Executable is the absolute path of this binary (stubbable for tests).
 	Executable string
+	// fast is the fast get-token binary next to Executable, when installed.
+	fast string
 }
 
 // NewCmdSetup builds setup.
@@ -78,6 +81,9 @@ func (o *SetupOptions) Complete() error {
 		}
 		o.Executable = exe
 	}
+	if fast, ok := fastpath.Sibling(o.Executable); ok {
+		o.fast = fast
+	}
 	return nil
 }
 
@@ -97,8 +103,19 @@ func (o *SetupOptions) Validate() error {
 	return o.Auth.Validate()
 }
 
-// ExecConfig is the exec entry for the settings.
+// ExecConfig is the exec entry for the settings: the fast get-token binary
+// when it is installed next to this one (it takes get-token's flags), else
+// this binary's get-token.
 func (o *SetupOptions) ExecConfig() *kubeconfig.ExecConfig {
+	if o.fast != "" {
+		return &kubeconfig.ExecConfig{
+			Command:            o.fast,
+			Args:               o.Auth.Args(),
+			APIVersion:         execcred.APIVersionV1,
+			InteractiveMode:    o.InteractiveMode,
+			ProvideClusterInfo: true,
+		}
+	}
 	return &kubeconfig.ExecConfig{
 		Command:            o.Executable,
 		Args:               append([]string{"get-token"}, o.Auth.Args()...),

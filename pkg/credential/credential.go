@@ -133,6 +133,21 @@ func (s *Source) read(ctx context.Context, id string) (*tokencache.Entry, error)
 	return e, nil
 }
 
+// Cached returns the cached token when it is valid, without a lock and
+// without contacting anyone: the fast path of every kubectl call. ok is
+// false on a miss; err only for a store that cannot be used.
+func (s *Source) Cached(ctx context.Context) (r *Result, ok bool, err error) {
+	e, err := s.read(ctx, s.Key.ID())
+	if err != nil {
+		return nil, false, err
+	}
+	r, ok = s.usable(e)
+	if ok {
+		r.From = FromCache
+	}
+	return r, ok, nil
+}
+
 // Get returns a valid token, from the cache when it can.
 func (s *Source) Get(ctx context.Context, opts Options) (*Result, error) {
 	id := s.Key.ID()

@@ -22,7 +22,7 @@ const (
 	umaGrant                  = "urn:ietf:params:oauth:grant-type:uma-ticket"
 	// CloudSigmaRenewBefore: every token of the flow is renewed this long
 	// before it expires.
-	CloudSigmaRenewBefore = 5 * time.Minute
+	CloudSigmaRenewBefore = settings.CloudSigmaRenewBefore
 	// defaultImpersonatedLifetime applies when the answer's expires_in is 0
 	// or absent.
 	defaultImpersonatedLifetime = 15 * time.Minute

@@ -35,6 +35,9 @@ const (
 	DefaultCloudSigmaOAuthURL = "https://oauth.cloudsigma.com"
 	DefaultCloudSigmaAPIURL   = "https://direct.{region}.cloudsigma.com"
 	cloudSigmaRealm           = "cloudsigma"
+	// CloudSigmaRenewBefore: every token of the CloudSigma flow is renewed
+	// this long before it expires.
+	CloudSigmaRenewBefore = 5 * time.Minute
 	// ServiceProviderAudience is the resource server of CloudSigma's UMA step.
 	ServiceProviderAudience = "service_provider_api"
 )

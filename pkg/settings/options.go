@@ -456,3 +456,39 @@ func (o *AuthOptions) Args() []string {
 
 // SecretOnCommandLine reports a secret given with --oidc-client-secret.
 func (o *AuthOptions) SecretOnCommandLine() bool { return o.secretFromFlag }
+
+// CheckAllowedServer refuses to hand a token to a cluster the settings do
+// not list, so that a token meant for one tenant's clusters cannot be sent
+// to another's by a mistaken or hostile kubeconfig. server is
+// spec.cluster.server of the ExecCredential request ("" when kubectl gave
+// no cluster information).
+func (o *AuthOptions) CheckAllowedServer(server string) error {
+	if len(o.AllowedServers) == 0 {
+		return nil
+	}
+	if server == "" {
+		return fmt.Errorf("--%s is set, but kubectl did not say which server the token is for: set provideClusterInfo: true in the kubeconfig exec entry (setup writes it)", flagAllowedServer)
+	}
+	server = strings.TrimSuffix(server, "/")
+	for _, allowed := range o.AllowedServers {
+		if strings.EqualFold(strings.TrimSuffix(allowed, "/"), server) {
+			return nil
+		}
+	}
+	return fmt.Errorf("refusing to hand a token to %s: it is not among the allowed servers (%s); add it with --%s if it is yours", server, strings.Join(o.AllowedServers, ", "), flagAllowedServer)
+}
+
+// MinValidity is how long before its expiry the selected token is renewed
+// (0: the default of pkg/credential).
+func (o *AuthOptions) MinValidity() time.Duration {
+	if o.Exchange == ExchangeCloudSigma {
+		return CloudSigmaRenewBefore
+	}
+	return 0
+}
+
+// UsesAccessToken tells whether the token handed out is the access token
+// of the cached entry (exchanges always hand out access tokens).
+func (o *AuthOptions) UsesAccessToken() bool {
+	return o.UseAccessToken || o.Exchange != ExchangeNone
+}

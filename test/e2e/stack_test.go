@@ -142,7 +142,10 @@ func startStack() (*stack, error) {
 func (s *stack) buildBinaries() error {
 	s.ki = filepath.Join(s.work, "bin", "kubectl-impersonate")
 	s.browser = filepath.Join(s.work, "bin", "e2e-browser")
-	for out, pkg := range map[string]string{s.ki: "../../cmd/kubectl-impersonate", s.browser: "./browser"} {
+	// The fast get-token binary sits next to the full one, as installed:
+	// setup then points the kubeconfig at it.
+	fast := filepath.Join(s.work, "bin", "kubectl-impersonate-get_token")
+	for out, pkg := range map[string]string{s.ki: "../../cmd/kubectl-impersonate", fast: "../../cmd/kubectl-impersonate-get_token", s.browser: "./browser"} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Run(); err != nil {

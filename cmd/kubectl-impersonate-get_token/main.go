@@ -1,0 +1,27 @@
+// Command kubectl-impersonate-get_token is the cached path of
+// "kubectl-impersonate get-token", the command kubectl runs on every call:
+// it prints the ExecCredential when a valid token is cached and hands every
+// other case, with the same arguments, to kubectl-impersonate next to it.
+// See pkg/fastpath.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/fastpath"
+)
+
+func main() {
+	args := os.Args[1:]
+	if fastpath.Serve(context.Background(), args, os.Getenv, os.Stdout) {
+		return
+	}
+	full, err := fastpath.FullBinary()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kubectl-impersonate:", err)
+		os.Exit(1)
+	}
+	os.Exit(run(full, append([]string{"get-token"}, args...)))
+}

@@ -1,0 +1,113 @@
+// Package fastpath answers kubectl's get-token from the cache in a binary
+// that links no network code (cmd/kubectl-impersonate-get_token). Anything
+// it cannot answer on its own, a miss, bad flags, a notice to show, goes to
+// the full kubectl-impersonate binary, which runs with the same arguments
+// and the same environment; this package then has written nothing.
+//
+// Why a second binary: Go runs the initialisers of every package a binary
+// links, and a binary that can log in links net/http, crypto/tls, OIDC and
+// JOSE. Measured on the project's machines, that alone costs about as much
+// as the rest of a cached get-token (docs/performance.md).
+package fastpath
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
+)
+
+// FullBinaryName is the binary that handles everything else.
+const FullBinaryName = "kubectl-impersonate"
+
+// BinaryName is the fast binary. kubectl maps "kubectl impersonate
+// get-token" to this name (dashes in subcommands become underscores), so
+// it is also what kubectl runs for that command.
+const BinaryName = "kubectl-impersonate-get_token"
+
+// Serve writes the ExecCredential for args (get-token's flags) to stdout
+// and returns true when a valid token is cached and nothing needs saying.
+// On false it has written nothing.
+func Serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) bool {
+	fs := pflag.NewFlagSet("get-token", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o := settings.NewAuthOptions()
+	o.AddFlags(fs)
+	verbosity := fs.IntP("v", "v", 0, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || *verbosity > 0 {
+		return false
+	}
+	said := false
+	say := func(string) { said = true }
+	if err := o.Complete(getenv, say); err != nil || said {
+		return false
+	}
+	if err := o.Validate(); err != nil {
+		return false
+	}
+	req, err := execcred.ParseRequest(getenv(execcred.EnvExecInfo))
+	if err != nil {
+		return false
+	}
+	server := ""
+	if req.Cluster != nil {
+		server = req.Cluster.Server
+	}
+	if o.CheckAllowedServer(server) != nil {
+		return false
+	}
+	store, err := o.NewStore(say)
+	if err != nil {
+		return false
+	}
+	src := &credential.Source{Key: o.Key(), Store: store, UseAccessToken: o.UsesAccessToken(), MinValidity: o.MinValidity(), Notify: say}
+	r, ok, err := src.Cached(ctx)
+	if err != nil || !ok || said {
+		return false
+	}
+	var buf bytes.Buffer
+	if err := execcred.WriteReply(&buf, req, r.Token, r.Expiry); err != nil {
+		return false
+	}
+	_, err = stdout.Write(buf.Bytes())
+	return err == nil
+}
+
+func exe(name string) string {
+	if runtime.GOOS == "windows" {
+		return name + ".exe"
+	}
+	return name
+}
+
+// FullBinary is kubectl-impersonate next to the running fast binary.
+func FullBinary() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	if resolved, err := filepath.EvalSymlinks(self); err == nil {
+		self = resolved
+	}
+	full := filepath.Join(filepath.Dir(self), exe(FullBinaryName))
+	if _, err := os.Stat(full); err != nil {
+		return "", errors.New(exe(FullBinaryName) + " is not next to " + self + ": install both binaries into the same directory")
+	}
+	return full, nil
+}
+
+// Sibling is the fast binary next to the full binary at full, if installed.
+func Sibling(full string) (string, bool) {
+	p := filepath.Join(filepath.Dir(full), exe(BinaryName))
+	fi, err := os.Stat(p)
+	return p, err == nil && !fi.IsDir()
+}
