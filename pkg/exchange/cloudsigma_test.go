@@ -359,3 +359,35 @@ func TestCloudSigmaEightHourSession(t *testing.T) {
 	assert.Equal(t, calls-fromCache, f.sim.Calls("impersonate:zrh"))
 	assert.Equal(t, 3*f.sim.Calls("impersonate:zrh"), f.sim.Requests(), "no other request")
 }
+
+func TestCloudSigmaSlowAnswerIsRetried(t *testing.T) {
+	f := newFixture(t)
+	f.sim.FailNext("impersonate:zrh", idp.Fault{Delay: 500 * time.Millisecond, Status: 200, ContentType: "application/json", Body: `{}`})
+	cs := f.cloudsigma("zrh", "alice@example.com")
+	cs.HTTPClient = &http.Client{Timeout: 100 * time.Millisecond}
+	r, err := cs.Source().Get(context.Background(), credential.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, "alice@example.com", claims(t, r.Token)["email"])
+	assert.Equal(t, 2, f.sim.Calls("impersonate:zrh"), "the timed-out request was retried once")
+	assert.Len(t, f.sleeps.sleeps, 1)
+}
+
+func TestCloudSigmaLegacyCredentials(t *testing.T) {
+	f := newFixture(t)
+	cs := f.cloudsigma("zrh", "alice@example.com")
+	cs.ClientSecret = "robot-secret"
+	cs.LegacyUsername, cs.LegacyPassword = "bob", "bob-password"
+	r, err := cs.Source().Get(context.Background(), credential.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, "alice@example.com", claims(t, r.Token)["email"])
+	assert.Equal(t, 1, f.sim.Calls("password"))
+	assert.Zero(t, f.sim.Calls("client_credentials"))
+	assert.NotEqual(t, f.cloudsigma("zrh", "alice@example.com").Key().ID(), cs.Key().ID(), "legacy and client tokens never share a cache entry")
+
+	cs.LegacyPassword = "wrong"
+	cs.Store = tokencache.NewDisk(t.TempDir())
+	cs.LockDir = t.TempDir()
+	_, err = cs.Source().Get(context.Background(), credential.Options{})
+	require.ErrorContains(t, err, "step 1/3 password (legacy credentials): HTTP 401: invalid_grant: Invalid user credentials")
+	assert.Zero(t, f.sim.Calls("client_credentials"), "no fallback to the client's own identity")
+}

@@ -384,6 +384,24 @@ func (s *Sim) token(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.issue(w, tokenInfo{kind: "service", client: id, subject: "service-account-" + id, expiry: s.clock().Add(cfg.accessTokenLifetime)}, nil, false, c)
+	case "password":
+		// Direct access grant (legacy credentials): users' passwords are
+		// "<username>-password".
+		if f := s.count("password"); f != nil {
+			f.write(w)
+			return
+		}
+		id, c, ok := s.clientAuth(cfg, r)
+		if !ok {
+			oauthError(w, 401, "unauthorized_client", "Invalid client or Invalid client credentials")
+			return
+		}
+		user := r.PostForm.Get("username")
+		if _, known := cfg.users[user]; !known || r.PostForm.Get("password") != user+"-password" {
+			oauthError(w, 401, "invalid_grant", "Invalid user credentials")
+			return
+		}
+		s.issue(w, tokenInfo{kind: "service", client: id, subject: user, expiry: s.clock().Add(cfg.accessTokenLifetime)}, nil, false, c)
 	case GrantUMA:
 		if f := s.count("uma"); f != nil {
 			f.write(w)
