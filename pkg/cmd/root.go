@@ -75,6 +75,9 @@ Start with "kubectl impersonate setup --help".`,
 		NewCmdSetup(g, streams),
 		NewCmdLogout(g, streams),
 		NewCmdCloudSigma(g, streams),
+		NewCmdWhoAmI(g, streams),
+		NewCmdClaims(g, streams),
+		NewCmdGroups(g, streams),
 		NewCmdVersion(streams),
 	)
 	return root

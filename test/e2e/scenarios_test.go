@@ -221,6 +221,44 @@ func TestBrowserLoginAndRBAC(t *testing.T) {
 			assert.Contains(t, r.stderr, "Forbidden")
 			assert.Contains(t, r.stderr, `User "`+api.usernamePrefix+`alice@example.com" cannot list resource "pods"`)
 
+			// Inspection: the API server's view, and the prediction from the
+			// token's claims with this API server's rules.
+			r = alice.plugin(nil, "whoami", "--kubeconfig="+alice.kubeconfig, "-o", "json")
+			require.Equal(t, 0, r.code, "whoami: %s", r.stderr)
+			var me struct {
+				Username    string   `json:"username"`
+				Groups      []string `json:"groups"`
+				TokenSource struct {
+					Issuer string `json:"issuer"`
+					Cached bool   `json:"cached"`
+				} `json:"tokenSource"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &me))
+			assert.Equal(t, api.usernamePrefix+"alice@example.com", me.Username)
+			assert.Contains(t, me.Groups, api.groupPrefix+"developers")
+			assert.Equal(t, st.issuer, me.TokenSource.Issuer)
+			assert.True(t, me.TokenSource.Cached)
+			assert.NotContains(t, r.stdout+r.stderr, "ey", "no token printed")
+
+			rules := []string{"--username-claim=email", "--groups-claim=groups", "--client-id=" + publicClient}
+			wrong := []string{"--username-claim=email", "--username-prefix=oidc:", "--groups-claim=groups"}
+			if mode == "structured" {
+				rules = []string{"--authentication-config=" + st.authConfig}
+				wrong = []string{"--username-claim=email", "--groups-claim=groups"}
+			}
+			r = alice.plugin(nil, append([]string{"claims", "--compare", "--kubeconfig=" + alice.kubeconfig, "--issuer-certificate-authority=" + st.caFile}, rules...)...)
+			require.Equal(t, 0, r.code, "claims --compare: %s %s", r.stdout, r.stderr)
+			assert.Contains(t, r.stdout, "verified against the issuer's JWKS")
+			assert.Regexp(t, `differences\s+none`, r.stdout)
+			r = alice.plugin(nil, append([]string{"claims", "--compare", "--kubeconfig=" + alice.kubeconfig, "--skip-signature-check"}, wrong...)...)
+			assert.Equal(t, 1, r.code, "a wrong prefix is flagged: %s", r.stdout)
+			assert.Contains(t, r.stdout, "DIFFERENCE")
+			assert.Contains(t, r.stderr, "the prediction differs from the API server")
+
+			r = alice.plugin(nil, "groups", "--kubeconfig="+alice.kubeconfig)
+			require.Equal(t, 0, r.code, r.stderr)
+			assert.Regexp(t, `developers\s+yes\s+`, r.stdout)
+
 			bob := newPerson(t, "bob", api)
 			r = bob.kubectl("get", "pods", "-n", "team-a")
 			assert.NotEqual(t, 0, r.code)

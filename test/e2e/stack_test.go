@@ -77,6 +77,8 @@ type stack struct {
 	api      map[string]*apiserver
 
 	etcdData string
+	// authConfig is the structured API server's AuthenticationConfiguration.
+	authConfig string
 
 	mu    sync.Mutex
 	procs []*exec.Cmd
@@ -406,6 +408,7 @@ func (s *stack) startEtcdAndAPIServers() error {
 		return err
 	}
 	authConfig := filepath.Join(s.work, "authentication-config.yaml")
+	s.authConfig = authConfig
 	ac := map[string]any{
 		"apiVersion": "apiserver.config.k8s.io/v1beta1",
 		"kind":       "AuthenticationConfiguration",

@@ -1,0 +1,103 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
+)
+
+// GroupsOptions is the groups command.
+type GroupsOptions struct {
+	Kube        *KubeFlags
+	GroupsClaim string
+	Output      string
+	genericiooptions.IOStreams
+	global *GlobalOptions
+}
+
+// GroupRow is one group in either list.
+type GroupRow struct {
+	Group      string `json:"group"`
+	InToken    bool   `json:"inToken"`
+	FromServer bool   `json:"fromServer"`
+}
+
+// NewCmdGroups builds groups.
+func NewCmdGroups(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &GroupsOptions{IOStreams: streams, global: g}
+	cmd := &cobra.Command{
+		Use:     "groups",
+		Short:   "The groups in your token beside the groups the API server reports for you",
+		Example: `  kubectl impersonate groups --groups-claim=groups`,
+		Args:    cobra.NoArgs,
+		RunE:    runE(o),
+	}
+	o.Kube = NewKubeFlags(cmd.Flags())
+	cmd.Flags().StringVar(&o.GroupsClaim, "groups-claim", "groups", "The token claim holding the groups")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml (default a table)")
+	return cmd
+}
+
+// Complete does nothing.
+func (o *GroupsOptions) Complete() error { return nil }
+
+// Validate checks -o.
+func (o *GroupsOptions) Validate() error { return validateOutput(o.Output) }
+
+// Run reads both lists.
+func (o *GroupsOptions) Run(ctx context.Context) error {
+	raw, _, err := o.Kube.CachedToken(ctx, o.global.Getenv)
+	if err != nil {
+		return err
+	}
+	tok, err := inspect.DecodeJWT(raw)
+	if err != nil {
+		return err
+	}
+	client, _, err := o.Kube.Client()
+	if err != nil {
+		return err
+	}
+	ui, _, err := client.WhoAmI(ctx)
+	if err != nil {
+		return err
+	}
+	rows := map[string]*GroupRow{}
+	row := func(g string) *GroupRow {
+		if rows[g] == nil {
+			rows[g] = &GroupRow{Group: g}
+		}
+		return rows[g]
+	}
+	for _, g := range inspect.PredictLegacy(tok, inspect.LegacyRules{GroupsClaim: o.GroupsClaim}).Groups {
+		row(g).InToken = true
+	}
+	for _, g := range ui.Groups {
+		row(g).FromServer = true
+	}
+	var out []GroupRow
+	for _, r := range rows {
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
+	return printResult(o.Out, o.Output, out, func(w io.Writer) {
+		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "GROUP\tIN TOKEN\tFROM API SERVER")
+		yes := func(b bool) string { return map[bool]string{true: "yes", false: "-"}[b] }
+		for _, r := range out {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Group, yes(r.InToken), yes(r.FromServer))
+		}
+		_ = tw.Flush()
+		if !slices.ContainsFunc(out, func(r GroupRow) bool { return r.InToken }) {
+			fmt.Fprintf(w, "\nThe token has no %q claim: request the scope that adds it (often \"groups\").\n", o.GroupsClaim)
+		}
+	})
+}

@@ -1,0 +1,143 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/fastpath"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
+)
+
+// KubeFlags are kubectl's own connection flags (--kubeconfig, --context,
+// --cluster, --user, -n, --as, --as-group, --as-uid, --request-timeout, ...),
+// bound through client-go's clientcmd as kubectl binds them.
+type KubeFlags struct {
+	rules     *clientcmd.ClientConfigLoadingRules
+	overrides clientcmd.ConfigOverrides
+}
+
+// NewKubeFlags binds the flags to fs.
+func NewKubeFlags(fs *pflag.FlagSet) *KubeFlags {
+	k := &KubeFlags{rules: clientcmd.NewDefaultClientConfigLoadingRules()}
+	fs.StringVar(&k.rules.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file")
+	clientcmd.BindOverrideFlags(&k.overrides, fs, clientcmd.RecommendedConfigOverrideFlags(""))
+	return k
+}
+
+func (k *KubeFlags) clientConfig() clientcmd.ClientConfig {
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(k.rules, &k.overrides)
+}
+
+// Client builds the API client.
+func (k *KubeFlags) Client() (*inspect.Client, *rest.Config, error) {
+	cfg, err := k.clientConfig().ClientConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	if k.overrides.Timeout == "" {
+		cfg.Timeout = 30 * time.Second
+	}
+	c, err := inspect.NewClient(cfg)
+	return c, cfg, err
+}
+
+// TokenSource describes where the current kubeconfig user's token comes
+// from, when that user runs this plugin. It never holds the token.
+type TokenSource struct {
+	Issuer    string    `json:"issuer,omitempty"`
+	ClientID  string    `json:"clientID,omitempty"`
+	GrantType string    `json:"grantType,omitempty"`
+	Exchange  string    `json:"exchange,omitempty"`
+	Storage   string    `json:"cacheStorage"`
+	Expiry    time.Time `json:"expiry,omitzero"`
+	Cached    bool      `json:"cached"`
+}
+
+var errNotOurs = errors.New("the current kubeconfig user does not run kubectl-impersonate (its exec entry runs something else, or it has none)")
+
+// CachedToken reads the current kubeconfig user's token from our cache,
+// without logging in: the user's exec entry must run this plugin.
+func (k *KubeFlags) CachedToken(ctx context.Context, getenv func(string) string) (string, *TokenSource, error) {
+	raw, err := k.clientConfig().RawConfig()
+	if err != nil {
+		return "", nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	ctxName := raw.CurrentContext
+	if k.overrides.CurrentContext != "" {
+		ctxName = k.overrides.CurrentContext
+	}
+	user := k.overrides.Context.AuthInfo
+	if user == "" {
+		if c, ok := raw.Contexts[ctxName]; ok {
+			user = c.AuthInfo
+		}
+	}
+	ai, ok := raw.AuthInfos[user]
+	if !ok || ai.Exec == nil {
+		return "", nil, errNotOurs
+	}
+	return cachedTokenOf(ctx, ai.Exec, getenv)
+}
+
+func cachedTokenOf(ctx context.Context, exec *clientcmdapi.ExecConfig, getenv func(string) string) (string, *TokenSource, error) {
+	args := exec.Args
+	switch filepath.Base(strings.TrimSuffix(exec.Command, ".exe")) {
+	case fastpath.BinaryName:
+	case fastpath.FullBinaryName:
+		if len(args) == 0 || args[0] != "get-token" {
+			return "", nil, errNotOurs
+		}
+		args = args[1:]
+	default:
+		return "", nil, errNotOurs
+	}
+	env := map[string]string{}
+	for _, e := range exec.Env {
+		env[e.Name] = e.Value
+	}
+	lookup := func(name string) string {
+		if v, ok := env[name]; ok {
+			return v
+		}
+		return getenv(name)
+	}
+	fs := pflag.NewFlagSet("get-token", pflag.ContinueOnError)
+	o := settings.NewAuthOptions()
+	o.AddFlags(fs)
+	fs.IntP("v", "v", 0, "")
+	if err := fs.Parse(args); err != nil {
+		return "", nil, fmt.Errorf("reading the exec entry's flags: %w", err)
+	}
+	if err := o.Complete(lookup, func(string) {}); err != nil {
+		return "", nil, err
+	}
+	store, err := o.NewStore(func(string) {})
+	if err != nil {
+		return "", nil, err
+	}
+	src := &credential.Source{Key: o.Key(), Store: store, UseAccessToken: o.UsesAccessToken(), MinValidity: o.MinValidity()}
+	ts := &TokenSource{Issuer: o.IssuerURL, ClientID: o.ClientID, GrantType: settings.EffectiveGrant(o.GrantType), Exchange: o.Exchange, Storage: store.Name()}
+	if o.Exchange == settings.ExchangeCloudSigma {
+		ts.Issuer, ts.GrantType = o.CloudSigma().Issuer(), "client-credentials + cloudsigma impersonation"
+	}
+	r, ok, err := src.Cached(ctx)
+	if err != nil {
+		return "", ts, err
+	}
+	if !ok {
+		return "", ts, errors.New("no valid cached token for the current kubeconfig user: run any kubectl command first, or kubectl impersonate login with the same flags")
+	}
+	ts.Cached, ts.Expiry = true, r.Expiry
+	return r.Token, ts, nil
+}

@@ -1,0 +1,141 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/yaml"
+)
+
+// WhoAmIOptions is the whoami command.
+type WhoAmIOptions struct {
+	Kube   *KubeFlags
+	Output string
+	genericiooptions.IOStreams
+	global *GlobalOptions
+}
+
+// WhoAmIResult is what whoami prints with -o json|yaml.
+type WhoAmIResult struct {
+	APIVersion  string              `json:"selfSubjectReviewVersion"`
+	Username    string              `json:"username"`
+	UID         string              `json:"uid,omitempty"`
+	Groups      []string            `json:"groups"`
+	Extra       map[string][]string `json:"extra,omitempty"`
+	TokenSource *TokenSource        `json:"tokenSource,omitempty"`
+}
+
+// NewCmdWhoAmI builds whoami.
+func NewCmdWhoAmI(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &WhoAmIOptions{IOStreams: streams, global: g}
+	cmd := &cobra.Command{
+		Use:   "whoami",
+		Short: "Show who the API server says you are (SelfSubjectReview), and where your token comes from",
+		Example: `  kubectl impersonate whoami
+  kubectl impersonate whoami --context=prod -o yaml
+  # As another user or group (impersonation headers; needs the impersonate permission)
+  kubectl impersonate whoami --as=bob@example.com --as-group=oidc:developers`,
+		Args: cobra.NoArgs,
+		RunE: runE(o),
+	}
+	o.Kube = NewKubeFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml (default a table)")
+	return cmd
+}
+
+// Complete does nothing: the kubeconfig is read in Run.
+func (o *WhoAmIOptions) Complete() error { return nil }
+
+// Validate checks -o.
+func (o *WhoAmIOptions) Validate() error { return validateOutput(o.Output) }
+
+func validateOutput(o string) error {
+	switch o {
+	case "", "table", "wide", "json", "yaml":
+		return nil
+	}
+	return fmt.Errorf("--output %q is not one of table, wide, json, yaml", o)
+}
+
+// Run asks the API server.
+func (o *WhoAmIOptions) Run(ctx context.Context) error {
+	client, _, err := o.Kube.Client()
+	if err != nil {
+		return err
+	}
+	ui, version, err := client.WhoAmI(ctx)
+	if err != nil {
+		return err
+	}
+	res := WhoAmIResult{APIVersion: "authentication.k8s.io/" + version, Username: ui.Username, UID: ui.UID, Groups: ui.Groups}
+	if len(ui.Extra) > 0 {
+		res.Extra = map[string][]string{}
+		for k, v := range ui.Extra {
+			res.Extra[k] = v
+		}
+	}
+	if _, ts, err := o.Kube.CachedToken(ctx, o.global.Getenv); !errors.Is(err, errNotOurs) {
+		res.TokenSource = ts
+	}
+	return printResult(o.Out, o.Output, res, func(w io.Writer) {
+		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+		fmt.Fprintf(tw, "ATTRIBUTE\tVALUE\n")
+		fmt.Fprintf(tw, "Username\t%s\n", res.Username)
+		if res.UID != "" {
+			fmt.Fprintf(tw, "UID\t%s\n", res.UID)
+		}
+		fmt.Fprintf(tw, "Groups\t%s\n", "["+strings.Join(res.Groups, " ")+"]")
+		keys := make([]string, 0, len(res.Extra))
+		for k := range res.Extra {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(tw, "Extra: %s\t%v\n", k, res.Extra[k])
+		}
+		if ts := res.TokenSource; ts != nil {
+			fmt.Fprintf(tw, "Token issuer\t%s\n", ts.Issuer)
+			fmt.Fprintf(tw, "Token client\t%s\n", ts.ClientID)
+			fmt.Fprintf(tw, "Token grant\t%s\n", ts.GrantType)
+			if ts.Exchange != "" {
+				fmt.Fprintf(tw, "Token exchange\t%s\n", ts.Exchange)
+			}
+			fmt.Fprintf(tw, "Token cache\t%s\n", ts.Storage)
+			if ts.Cached {
+				fmt.Fprintf(tw, "Token expires\t%s (%s)\n", ts.Expiry.Local().Format(time.RFC3339), time.Until(ts.Expiry).Round(time.Second))
+			}
+		}
+		_ = tw.Flush()
+	})
+}
+
+// printResult writes v as JSON or YAML, or with table.
+func printResult(w io.Writer, output string, v any, table func(io.Writer)) error {
+	switch output {
+	case "json":
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(w, string(b))
+		return err
+	case "yaml":
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	table(w)
+	return nil
+}

@@ -1,0 +1,86 @@
+// Package inspect answers "who am I to this cluster, and why": the API
+// server's view of the current identity (SelfSubjectReview), the token's
+// claims, and the identity the API server's OIDC settings predict for them.
+package inspect
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"k8s.io/client-go/rest"
+)
+
+// Client posts to the API server with the transport client-go builds for a
+// kubeconfig (TLS, exec plugins, impersonation headers). It decodes plain
+// JSON into k8s.io/api types: client-go's typed clients would link the
+// scheme of every API group.
+type Client struct {
+	hc   *http.Client
+	host string
+}
+
+// NewClient returns a Client for cfg.
+func NewClient(cfg *rest.Config) (*Client, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the API client: %w", err)
+	}
+	return &Client{hc: hc, host: strings.TrimSuffix(cfg.Host, "/")}, nil
+}
+
+// APIError is a Kubernetes Status answer.
+type APIError struct {
+	Code    int
+	Reason  string
+	Message string
+}
+
+// Error reads like kubectl's "Error from server (Reason): message".
+func (e *APIError) Error() string {
+	if e.Reason == "" {
+		return fmt.Sprintf("the server answered %d: %s", e.Code, e.Message)
+	}
+	return fmt.Sprintf("Error from server (%s): %s", e.Reason, e.Message)
+}
+
+// Post sends in as JSON to path and decodes a 2xx answer into out.
+func (c *Client) Post(ctx context.Context, path string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.host+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return fmt.Errorf("reading the answer of %s: %w", path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var st struct {
+			Reason  string `json:"reason"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(b, &st) != nil || st.Message == "" {
+			st.Message = strings.TrimSpace(string(b))
+		}
+		return &APIError{Code: resp.StatusCode, Reason: st.Reason, Message: st.Message}
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("decoding the answer of %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,38 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	authnv1 "k8s.io/api/authentication/v1"
+)
+
+// ErrNoSelfSubjectReview is returned when no version is served.
+var ErrNoSelfSubjectReview = errors.New("the API server does not serve SelfSubjectReview: it needs Kubernetes ≥ 1.28 (1.26-1.27 with the APISelfSubjectReview feature gate)")
+
+// selfSubjectReviewVersions in order of preference; the v1beta1 and
+// v1alpha1 shapes are the same as v1's.
+var selfSubjectReviewVersions = []string{"v1", "v1beta1", "v1alpha1"}
+
+// WhoAmI asks the API server who the request's identity is (with
+// impersonation headers, the impersonated identity). It returns the version
+// that answered.
+func (c *Client) WhoAmI(ctx context.Context) (*authnv1.UserInfo, string, error) {
+	for _, v := range selfSubjectReviewVersions {
+		in := authnv1.SelfSubjectReview{}
+		in.APIVersion, in.Kind = "authentication.k8s.io/"+v, "SelfSubjectReview"
+		var out authnv1.SelfSubjectReview
+		err := c.Post(ctx, "/apis/authentication.k8s.io/"+v+"/selfsubjectreviews", &in, &out)
+		var ae *APIError
+		if errors.As(err, &ae) && ae.Code == http.StatusNotFound {
+			continue
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("asking the API server who you are: %w", err)
+		}
+		return &out.Status.UserInfo, v, nil
+	}
+	return nil, "", ErrNoSelfSubjectReview
+}
