@@ -78,6 +78,7 @@ Start with "kubectl impersonate setup --help".`,
 		NewCmdWhoAmI(g, streams),
 		NewCmdClaims(g, streams),
 		NewCmdGroups(g, streams),
+		NewCmdAccess(g, streams),
 		NewCmdVersion(streams),
 	)
 	return root

@@ -70,17 +70,22 @@ func (c *Client) Post(ctx context.Context, path string, in, out any) error {
 		return fmt.Errorf("reading the answer of %s: %w", path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		var st struct {
-			Reason  string `json:"reason"`
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(b, &st) != nil || st.Message == "" {
-			st.Message = strings.TrimSpace(string(b))
-		}
-		return &APIError{Code: resp.StatusCode, Reason: st.Reason, Message: st.Message}
+		return statusError(resp.StatusCode, b)
 	}
 	if err := json.Unmarshal(b, out); err != nil {
 		return fmt.Errorf("decoding the answer of %s: %w", path, err)
 	}
 	return nil
+}
+
+// statusError reads a Kubernetes Status body.
+func statusError(code int, b []byte) error {
+	var st struct {
+		Reason  string `json:"reason"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(b, &st) != nil || st.Message == "" {
+		st.Message = strings.TrimSpace(string(b))
+	}
+	return &APIError{Code: code, Reason: st.Reason, Message: st.Message}
 }

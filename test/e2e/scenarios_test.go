@@ -399,3 +399,71 @@ func TestTokenExchangeImpersonation(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, string(kc), "robot-secret")
 }
+
+type matrix struct {
+	Requests   int  `json:"requests"`
+	Incomplete bool `json:"rulesIncomplete"`
+	Rows       []struct {
+		Resource string `json:"resource"`
+		Cells    map[string]struct {
+			Allowed bool   `json:"allowed"`
+			Source  string `json:"source"`
+		} `json:"verbs"`
+	} `json:"rows"`
+}
+
+// allowed is the set of "resource verb" the matrix allows.
+func (m matrix) allowed() map[string]bool {
+	out := map[string]bool{}
+	for _, r := range m.Rows {
+		for v, c := range r.Cells {
+			if c.Allowed {
+				out[r.Resource+" "+v] = true
+			}
+		}
+	}
+	return out
+}
+
+func accessMatrix(t *testing.T, env []string, args ...string) matrix {
+	t.Helper()
+	r := run(t, env, false, append([]string{st.ki, "access", "-o", "json"}, args...)...)
+	require.Equal(t, 0, r.code, "access %v: %s", args, r.stderr)
+	var m matrix
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &m))
+	return m
+}
+
+// The access matrix: from one rules review, equal to one access review per
+// cell, and different for another identity as bound.
+func TestAccessMatrix(t *testing.T) {
+	api := st.api["legacy"]
+	alice := newPerson(t, "alice", api)
+	r := alice.kubectl("get", "pods", "-n", "team-a")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	fast := accessMatrix(t, alice.env, "--kubeconfig="+alice.kubeconfig, "-n", "team-a")
+	truth := accessMatrix(t, alice.env, "--kubeconfig="+alice.kubeconfig, "-n", "team-a", "--method=ssar")
+	assert.False(t, fast.Incomplete)
+	assert.Equal(t, truth.allowed(), fast.allowed(), "the rules review agrees with one access review per cell")
+	assert.Equal(t, 1, fast.Requests, "one API request after discovery when the rules review is complete")
+	t.Logf("%d rows × 8 verbs: %d requests with the rules review, %d with one access review per cell", len(fast.Rows), fast.Requests, truth.Requests)
+	for _, v := range []string{"get", "list", "watch"} {
+		assert.True(t, fast.allowed()["pods "+v], v)
+	}
+	assert.False(t, fast.allowed()["pods create"])
+	assert.False(t, fast.allowed()["secrets get"])
+
+	// --as: the admin sees alice's matrix as alice, and bob's as bob.
+	admin, err := st.adminKubeconfig(api)
+	require.NoError(t, err)
+	asAlice := accessMatrix(t, baseEnv(t.TempDir()), "--kubeconfig="+admin, "-n", "team-a", "--as=alice@example.com", "--as-group=developers")
+	asBob := accessMatrix(t, baseEnv(t.TempDir()), "--kubeconfig="+admin, "-n", "team-a", "--as=bob@example.com", "--as-group=guests")
+	for _, v := range []string{"get", "list", "watch"} {
+		assert.True(t, asAlice.allowed()["pods "+v])
+		assert.False(t, asBob.allowed()["pods "+v], "bob is not bound")
+	}
+	human := run(t, alice.env, false, st.ki, "access", "--kubeconfig="+alice.kubeconfig, "-n", "team-a", "--verbs=get,create")
+	require.Equal(t, 0, human.code, human.stderr)
+	assert.Regexp(t, `(?m)^pods\s+✔\s+✗\s*$`, human.stdout)
+}

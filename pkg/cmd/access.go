@@ -1,0 +1,156 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
+)
+
+// AccessOptions is the access command (alias can-i-matrix).
+type AccessOptions struct {
+	Kube          *KubeFlags
+	AllNamespaces bool
+	ClusterScope  bool
+	Verbs         []string
+	Subresources  bool
+	Method        string
+	Output        string
+	genericiooptions.IOStreams
+	global *GlobalOptions
+}
+
+// NewCmdAccess builds access.
+func NewCmdAccess(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &AccessOptions{IOStreams: streams, global: g}
+	cmd := &cobra.Command{
+		Use:     "access",
+		Aliases: []string{"can-i-matrix"},
+		Short:   "Your effective RBAC: resources × verbs for a namespace, every namespace or cluster scope",
+		Long: `access asks one SelfSubjectRulesReview per namespace and matches its rules
+locally (wildcards, subresources, resourceNames); only cells the review cannot
+settle (it says incomplete, or grants for some names only) are asked again with a
+SelfSubjectAccessReview. Cluster-scoped resources are always asked per cell.
+In the table, ✔ is allowed, ✗ denied, ~ allowed for some resourceNames only,
+"·" means the resource has no such verb, and * marks an answer from a SelfSubjectAccessReview.`,
+		Example: `  kubectl impersonate access -n team-a
+  kubectl impersonate access -n team-a --as=bob@example.com --verbs=get,list,create
+  kubectl impersonate access --cluster-scope -o json`,
+		Args: cobra.NoArgs,
+		RunE: runE(o),
+	}
+	o.Kube = NewKubeFlags(cmd.Flags())
+	f := cmd.Flags()
+	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "One matrix per namespace")
+	f.BoolVar(&o.ClusterScope, "cluster-scope", false, "The cluster-scoped resources instead of a namespace's")
+	f.StringSliceVar(&o.Verbs, "verbs", inspect.DefaultVerbs, "The verb columns")
+	f.BoolVar(&o.Subresources, "subresources", false, "Include subresources (pods/log, deployments/scale, ...)")
+	f.StringVar(&o.Method, "method", "rules", "rules (a rules review, then access reviews where needed) or ssar (one access review per cell)")
+	f.StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml (default a table)")
+	return cmd
+}
+
+// Complete does nothing.
+func (o *AccessOptions) Complete() error { return nil }
+
+// Validate checks the flags.
+func (o *AccessOptions) Validate() error {
+	if o.AllNamespaces && o.ClusterScope {
+		return errors.New("give -A or --cluster-scope, not both")
+	}
+	if o.Method != "rules" && o.Method != "ssar" {
+		return fmt.Errorf("--method %q is not one of rules, ssar", o.Method)
+	}
+	return validateOutput(o.Output)
+}
+
+// Run builds the matrices.
+func (o *AccessOptions) Run(ctx context.Context) error {
+	client, _, err := o.Kube.Client()
+	if err != nil {
+		return err
+	}
+	all, err := client.Discover(ctx, o.Subresources)
+	if err != nil {
+		return err
+	}
+	var resources []inspect.Resource
+	for _, r := range all {
+		if r.Namespaced != o.ClusterScope {
+			resources = append(resources, r)
+		}
+	}
+	var namespaces []string
+	switch {
+	case o.ClusterScope:
+		namespaces = []string{""}
+	case o.AllNamespaces:
+		if namespaces, err = client.Namespaces(ctx); err != nil {
+			return err
+		}
+	default:
+		ns, _, err := o.Kube.clientConfig().Namespace()
+		if err != nil {
+			return err
+		}
+		namespaces = []string{ns}
+	}
+	var out []*inspect.Matrix
+	for _, ns := range namespaces {
+		m, err := client.Access(ctx, resources, inspect.AccessOptions{Namespace: ns, Verbs: o.Verbs, ForceSSAR: o.Method == "ssar" || o.ClusterScope})
+		if err != nil {
+			return err
+		}
+		out = append(out, m)
+	}
+	var v any = out
+	if len(out) == 1 {
+		v = out[0]
+	}
+	return printResult(o.Out, o.Output, v, func(w io.Writer) {
+		for i, m := range out {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			printMatrix(w, m)
+		}
+	})
+}
+
+func printMatrix(w io.Writer, m *inspect.Matrix) {
+	scope := "cluster scope"
+	if m.Namespace != "" {
+		scope = "namespace " + m.Namespace
+	}
+	fmt.Fprintf(w, "# %s (%d API requests after discovery)\n", scope, m.Requests)
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "NAME\t%s\n", strings.ToUpper(strings.Join(m.Verbs, "\t")))
+	for _, r := range m.Rows {
+		cells := make([]string, len(m.Verbs))
+		for i, v := range m.Verbs {
+			c := r.Cells[v]
+			switch {
+			case c.Source == "n/a":
+				cells[i] = "·"
+			case c.Allowed:
+				cells[i] = "✔"
+			case c.Partial:
+				cells[i] = "~"
+			default:
+				cells[i] = "✗"
+			}
+			if c.Source == "ssar" {
+				cells[i] += "*"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", r.Resource, strings.Join(cells, "\t"))
+	}
+	_ = tw.Flush()
+}

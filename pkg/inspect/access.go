@@ -1,0 +1,266 @@
+package inspect
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	authzv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DefaultVerbs are the columns of the access matrix.
+var DefaultVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+
+// Resource is one row of the matrix.
+type Resource struct {
+	Group      string   `json:"group"`
+	Version    string   `json:"version"`
+	Name       string   `json:"resource"`
+	Namespaced bool     `json:"namespaced"`
+	Verbs      []string `json:"-"`
+}
+
+// String is kubectl's resource.group notation.
+func (r Resource) String() string {
+	if r.Group == "" {
+		return r.Name
+	}
+	return r.Name + "." + r.Group
+}
+
+// Cell is one answer of the matrix.
+type Cell struct {
+	Allowed bool `json:"allowed"`
+	// Source is "rules" (SelfSubjectRulesReview), "ssar"
+	// (SelfSubjectAccessReview) or "n/a" (the resource has no such verb).
+	Source string `json:"source"`
+	// Partial: allowed for some resourceNames only.
+	Partial bool `json:"partial,omitempty"`
+}
+
+// Row is a resource and its cells by verb.
+type Row struct {
+	Resource string          `json:"resource"`
+	Cells    map[string]Cell `json:"verbs"`
+}
+
+// Matrix is the access matrix of one namespace ("" for cluster scope).
+type Matrix struct {
+	Namespace string   `json:"namespace,omitempty"`
+	Verbs     []string `json:"columns"`
+	Rows      []Row    `json:"rows"`
+	// Requests counts the API requests after discovery.
+	Requests int `json:"requests"`
+	// Incomplete is the rules review's word that it could not list everything.
+	Incomplete bool `json:"rulesIncomplete"`
+}
+
+func (c *Client) get(ctx context.Context, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.host+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return statusError(resp.StatusCode, b)
+	}
+	return json.Unmarshal(b, out)
+}
+
+// Discover lists the resources the API server serves (preferred versions),
+// without subresources unless asked for.
+func (c *Client) Discover(ctx context.Context, subresources bool) ([]Resource, error) {
+	var lists []struct{ group, version, path string }
+	lists = append(lists, struct{ group, version, path string }{"", "v1", "/api/v1"})
+	var groups metav1.APIGroupList
+	if err := c.get(ctx, "/apis", &groups); err != nil {
+		return nil, fmt.Errorf("discovering API groups: %w", err)
+	}
+	for _, g := range groups.Groups {
+		lists = append(lists, struct{ group, version, path string }{g.Name, g.PreferredVersion.Version, "/apis/" + g.PreferredVersion.GroupVersion})
+	}
+	var out []Resource
+	for _, l := range lists {
+		var rl metav1.APIResourceList
+		if err := c.get(ctx, l.path, &rl); err != nil {
+			return nil, fmt.Errorf("discovering %s: %w", l.path, err)
+		}
+		for _, r := range rl.APIResources {
+			if strings.Contains(r.Name, "/") && !subresources {
+				continue
+			}
+			out = append(out, Resource{Group: l.group, Version: l.version, Name: r.Name, Namespaced: r.Namespaced, Verbs: r.Verbs})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out, nil
+}
+
+// RuleAllows tells whether one rule grants verb on resource (with
+// subresource "pods/log" style names), and whether only for some names.
+func RuleAllows(rule authzv1.ResourceRule, group, resource, verb string) (allowed, partial bool) {
+	if !matches(rule.Verbs, verb) || !matches(rule.APIGroups, group) {
+		return false, false
+	}
+	ok := false
+	for _, r := range rule.Resources {
+		switch {
+		case r == "*" || r == resource:
+			ok = true
+		case strings.HasSuffix(r, "/*") && strings.HasPrefix(resource, strings.TrimSuffix(r, "*")):
+			ok = true // "pods/*": every subresource of pods
+		case strings.HasPrefix(r, "*/") && strings.Contains(resource, "/") && strings.HasSuffix(resource, strings.TrimPrefix(r, "*")):
+			ok = true // "*/scale": that subresource of every resource
+		}
+	}
+	if !ok {
+		return false, false
+	}
+	if len(rule.ResourceNames) > 0 {
+		return false, true
+	}
+	return true, false
+}
+
+func matches(list []string, v string) bool {
+	return slices.Contains(list, "*") || slices.Contains(list, v)
+}
+
+// AccessOptions configure Access.
+type AccessOptions struct {
+	Namespace string
+	Verbs     []string
+	// ForceSSAR asks one SelfSubjectAccessReview per cell (the truth the
+	// rules are checked against in tests).
+	ForceSSAR   bool
+	Concurrency int
+}
+
+// Access builds the matrix of resources: one SelfSubjectRulesReview, then a
+// SelfSubjectAccessReview only for the cells the review leaves open (it
+// says incomplete, or grants for some resourceNames only).
+func (c *Client) Access(ctx context.Context, resources []Resource, o AccessOptions) (*Matrix, error) {
+	verbs := o.Verbs
+	if len(verbs) == 0 {
+		verbs = DefaultVerbs
+	}
+	m := &Matrix{Namespace: o.Namespace, Verbs: verbs}
+	var requests atomic.Int32
+	var rules []authzv1.ResourceRule
+	if !o.ForceSSAR {
+		in := authzv1.SelfSubjectRulesReview{Spec: authzv1.SelfSubjectRulesReviewSpec{Namespace: o.Namespace}}
+		in.APIVersion, in.Kind = "authorization.k8s.io/v1", "SelfSubjectRulesReview"
+		var out authzv1.SelfSubjectRulesReview
+		requests.Add(1)
+		if err := c.Post(ctx, "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", &in, &out); err != nil {
+			return nil, fmt.Errorf("reviewing your rules in %q: %w", o.Namespace, err)
+		}
+		rules, m.Incomplete = out.Status.ResourceRules, out.Status.Incomplete
+	}
+	type job struct {
+		row  int
+		verb string
+		res  Resource
+	}
+	var jobs []job
+	for i, r := range resources {
+		row := Row{Resource: r.String(), Cells: map[string]Cell{}}
+		for _, v := range verbs {
+			if !slices.Contains(r.Verbs, v) {
+				row.Cells[v] = Cell{Source: "n/a"}
+				continue
+			}
+			cell := Cell{Source: "rules"}
+			for _, rule := range rules {
+				a, p := RuleAllows(rule, r.Group, r.Name, v)
+				cell.Allowed = cell.Allowed || a
+				cell.Partial = cell.Partial || p
+			}
+			if !cell.Allowed && (o.ForceSSAR || m.Incomplete || cell.Partial) {
+				jobs = append(jobs, job{row: i, verb: v, res: r})
+			}
+			row.Cells[v] = cell
+		}
+		m.Rows = append(m.Rows, row)
+	}
+	conc := o.Concurrency
+	if conc <= 0 {
+		conc = 8
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	sem := make(chan struct{}, conc)
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			name, sub, _ := strings.Cut(j.res.Name, "/")
+			ns := o.Namespace
+			if !j.res.Namespaced {
+				ns = ""
+			}
+			in := authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authzv1.ResourceAttributes{
+				Namespace: ns, Verb: j.verb, Group: j.res.Group, Resource: name, Subresource: sub}}}
+			in.APIVersion, in.Kind = "authorization.k8s.io/v1", "SelfSubjectAccessReview"
+			var out authzv1.SelfSubjectAccessReview
+			requests.Add(1)
+			err := c.Post(ctx, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", &in, &out)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			cell := m.Rows[j.row].Cells[j.verb]
+			cell.Allowed, cell.Source = out.Status.Allowed, "ssar"
+			m.Rows[j.row].Cells[j.verb] = cell
+		}()
+	}
+	wg.Wait()
+	m.Requests = int(requests.Load())
+	if firstErr != nil {
+		return nil, fmt.Errorf("checking access: %w", firstErr)
+	}
+	return m, nil
+}
+
+// Namespaces lists the namespaces the caller may list.
+func (c *Client) Namespaces(ctx context.Context) ([]string, error) {
+	var list struct {
+		Items []struct {
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := c.get(ctx, "/api/v1/namespaces", &list); err != nil {
+		return nil, fmt.Errorf("listing namespaces for -A: %w", err)
+	}
+	var out []string
+	for _, i := range list.Items {
+		out = append(out, i.Metadata.Name)
+	}
+	return out, nil
+}
