@@ -79,6 +79,8 @@ Start with "kubectl impersonate setup --help".`,
 		NewCmdClaims(g, streams),
 		NewCmdGroups(g, streams),
 		NewCmdAccess(g, streams),
+		NewCmdWhy(g, streams),
+		NewCmdWhoCan(g, streams),
 		NewCmdVersion(streams),
 	)
 	return root

@@ -467,3 +467,33 @@ func TestAccessMatrix(t *testing.T) {
 	require.Equal(t, 0, human.code, human.stderr)
 	assert.Regexp(t, `(?m)^pods\s+✔\s+✗\s*$`, human.stdout)
 }
+
+// why names the binding; who-can finds alice's group.
+func TestWhyAndWhoCan(t *testing.T) {
+	api := st.api["structured"]
+	alice := newPerson(t, "alice", api)
+	r := alice.kubectl("get", "pods", "-n", "team-a")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	r = run(t, alice.env, false, st.ki, "why", "list", "pods", "-n", "team-a", "--kubeconfig="+alice.kubeconfig)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "oidc:alice@example.com: may list pods in namespace team-a? yes")
+	assert.Contains(t, r.stdout, `RoleBinding "developers-read-pods/team-a"`, "the authorizer's reason names the binding")
+	assert.Contains(t, r.stdout, "you may not read RBAC objects here")
+	r = run(t, alice.env, false, st.ki, "why", "delete", "pods", "-n", "team-a", "--kubeconfig="+alice.kubeconfig)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "? no")
+
+	admin, err := st.adminKubeconfig(api)
+	require.NoError(t, err)
+	env := baseEnv(t.TempDir())
+	r = run(t, env, false, st.ki, "who-can", "list", "pods", "-n", "team-a", "--kubeconfig="+admin)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `RoleBinding/developers-read-pods\s+team-a\s+Role/pod-reader\s+Group:oidc:developers`, r.stdout)
+	assert.Regexp(t, `ClusterRoleBinding/cluster-admin\s+\(cluster\)\s+ClusterRole/cluster-admin\s+Group:system:masters`, r.stdout)
+
+	// As alice, through impersonation, why also lists the bindings.
+	r = run(t, env, false, st.ki, "why", "get", "pods", "-n", "team-a", "--kubeconfig="+admin, "--as=oidc:alice@example.com", "--as-group=oidc:developers")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "? yes")
+}

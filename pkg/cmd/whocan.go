@@ -1,0 +1,83 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
+)
+
+// WhoCanOptions is the who-can command.
+type WhoCanOptions struct {
+	Kube          *KubeFlags
+	AllNamespaces bool
+	Output        string
+	target        inspect.Target
+	args          []string
+	genericiooptions.IOStreams
+	global *GlobalOptions
+}
+
+// NewCmdWhoCan builds who-can.
+func NewCmdWhoCan(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &WhoCanOptions{IOStreams: streams, global: g}
+	cmd := &cobra.Command{
+		Use:   "who-can VERB RESOURCE[.GROUP][/SUBRESOURCE] [NAME]",
+		Short: "The subjects whose RoleBindings and ClusterRoleBindings grant something, with the binding names",
+		Example: `  kubectl impersonate who-can list pods -n team-a
+  kubectl impersonate who-can get configmaps app-settings -A -o yaml`,
+		Args: cobra.RangeArgs(2, 3),
+		RunE: func(c *cobra.Command, args []string) error { o.args = args; return runE(o)(c, args) },
+	}
+	o.Kube = NewKubeFlags(cmd.Flags())
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "RoleBindings of every namespace")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml (default a table)")
+	return cmd
+}
+
+// Complete reads the arguments and the namespace.
+func (o *WhoCanOptions) Complete() error {
+	ns, _, err := o.Kube.clientConfig().Namespace()
+	if err != nil {
+		return err
+	}
+	if o.AllNamespaces {
+		ns = ""
+	}
+	name := ""
+	if len(o.args) == 3 {
+		name = o.args[2]
+	}
+	o.target = inspect.ParseTarget(o.args[0], o.args[1], name, ns)
+	return nil
+}
+
+// Validate checks -o.
+func (o *WhoCanOptions) Validate() error { return validateOutput(o.Output) }
+
+// Run reads RBAC and matches it.
+func (o *WhoCanOptions) Run(ctx context.Context) error {
+	client, _, err := o.Kube.Client()
+	if err != nil {
+		return err
+	}
+	rbac, err := client.ReadRBAC(ctx, o.target.Namespace)
+	if err != nil {
+		return fmt.Errorf("%w (who-can needs to list roles and bindings)", err)
+	}
+	grants := rbac.WhoCan(o.target)
+	if grants == nil {
+		grants = []inspect.Grant{}
+	}
+	return printResult(o.Out, o.Output, grants, func(w io.Writer) {
+		if len(grants) == 0 {
+			fmt.Fprintf(w, "No binding grants %s %s %s.\n", o.target.Verb, o.target.ResourceDisplay(), o.target.Where())
+			return
+		}
+		printGrants(w, grants)
+	})
+}

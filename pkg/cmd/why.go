@@ -1,0 +1,134 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
+)
+
+// WhyOptions is the why command.
+type WhyOptions struct {
+	Kube   *KubeFlags
+	Output string
+	target inspect.Target
+	args   []string
+	genericiooptions.IOStreams
+	global *GlobalOptions
+}
+
+// WhyResult is what why prints with -o json|yaml.
+type WhyResult struct {
+	Allowed  bool            `json:"allowed"`
+	Denied   bool            `json:"denied,omitempty"`
+	Reason   string          `json:"reason,omitempty"`
+	Username string          `json:"username"`
+	Groups   []string        `json:"groups"`
+	Grants   []inspect.Grant `json:"grants,omitempty"`
+	RBACNote string          `json:"rbacNote,omitempty"`
+}
+
+// NewCmdWhy builds why.
+func NewCmdWhy(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &WhyOptions{IOStreams: streams, global: g}
+	cmd := &cobra.Command{
+		Use:   "why VERB RESOURCE[.GROUP][/SUBRESOURCE] [NAME]",
+		Short: "Whether you may do something, the authorizer's reason, and the bindings that grant it to you",
+		Example: `  kubectl impersonate why list pods -n team-a
+  kubectl impersonate why update deployments.apps/scale web -n team-a --as=bob@example.com`,
+		Args: cobra.RangeArgs(2, 3),
+		RunE: func(c *cobra.Command, args []string) error { o.args = args; return runE(o)(c, args) },
+	}
+	o.Kube = NewKubeFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml (default text)")
+	return cmd
+}
+
+// Complete reads the arguments and the namespace.
+func (o *WhyOptions) Complete() error {
+	ns, _, err := o.Kube.clientConfig().Namespace()
+	if err != nil {
+		return err
+	}
+	name := ""
+	if len(o.args) == 3 {
+		name = o.args[2]
+	}
+	o.target = inspect.ParseTarget(o.args[0], o.args[1], name, ns)
+	return nil
+}
+
+// Validate checks -o.
+func (o *WhyOptions) Validate() error { return validateOutput(o.Output) }
+
+// Run asks the authorizer, then reads RBAC when allowed to.
+func (o *WhyOptions) Run(ctx context.Context) error {
+	client, _, err := o.Kube.Client()
+	if err != nil {
+		return err
+	}
+	st, err := client.Why(ctx, o.target)
+	if err != nil {
+		return err
+	}
+	ui, _, err := client.WhoAmI(ctx)
+	if err != nil {
+		return err
+	}
+	res := WhyResult{Allowed: st.Allowed, Denied: st.Denied, Reason: st.Reason, Username: ui.Username, Groups: ui.Groups}
+	rbac, err := client.ReadRBAC(ctx, o.target.Namespace)
+	var ae *inspect.APIError
+	switch {
+	case errors.As(err, &ae) && ae.Code == 403:
+		res.RBACNote = "you may not read RBAC objects here, so only the authorizer's reason is shown"
+	case err != nil:
+		return err
+	default:
+		res.Grants = inspect.ForIdentity(rbac.WhoCan(o.target), ui.Username, ui.Groups)
+	}
+	return printResult(o.Out, o.Output, res, func(w io.Writer) {
+		verdict := "no"
+		if res.Allowed {
+			verdict = "yes"
+		}
+		fmt.Fprintf(w, "%s: may %s %s %s? %s\n", res.Username, o.target.Verb, o.target.ResourceDisplay(), o.target.Where(), verdict)
+		if res.Reason != "" {
+			fmt.Fprintf(w, "Reason: %s\n", res.Reason)
+		}
+		if res.RBACNote != "" {
+			fmt.Fprintln(w, res.RBACNote)
+		}
+		printGrants(w, res.Grants)
+	})
+}
+
+func printGrants(w io.Writer, grants []inspect.Grant) {
+	if len(grants) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "BINDING\tNAMESPACE\tROLE\tSUBJECTS")
+	for _, g := range grants {
+		var subs []string
+		for _, s := range g.Subjects {
+			n := s.Kind + ":" + s.Name
+			if s.Kind == "ServiceAccount" {
+				n = s.Kind + ":" + s.Namespace + "/" + s.Name
+			}
+			subs = append(subs, n)
+		}
+		ns := g.Namespace
+		if ns == "" {
+			ns = "(cluster)"
+		}
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s/%s\t%s\n", g.BindingKind, g.Binding, ns, g.RoleKind, g.Role, strings.Join(subs, ", "))
+	}
+	_ = tw.Flush()
+}

@@ -1,0 +1,196 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	authzv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+// Target is what a question is about: a verb on a resource (resource.group,
+// optionally resource/subresource), maybe one name, in a namespace.
+type Target struct {
+	Verb        string
+	Group       string
+	Resource    string
+	Subresource string
+	Name        string
+	Namespace   string
+}
+
+// ParseTarget reads "VERB RESOURCE[.GROUP][/SUBRESOURCE] [NAME]".
+func ParseTarget(verb, resource, name, namespace string) Target {
+	t := Target{Verb: verb, Name: name, Namespace: namespace}
+	res, sub, _ := strings.Cut(resource, "/")
+	t.Resource, t.Group, _ = strings.Cut(res, ".")
+	t.Subresource = sub
+	return t
+}
+
+func (t Target) resourceWithSub() string {
+	if t.Subresource != "" {
+		return t.Resource + "/" + t.Subresource
+	}
+	return t.Resource
+}
+
+// PolicyRuleAllows tells whether rule grants t.
+func PolicyRuleAllows(rule rbacv1.PolicyRule, t Target) bool {
+	if !matches(rule.Verbs, t.Verb) || !matches(rule.APIGroups, t.Group) {
+		return false
+	}
+	a, _ := RuleAllows(authzv1.ResourceRule{Verbs: rule.Verbs, APIGroups: rule.APIGroups, Resources: rule.Resources}, t.Group, t.resourceWithSub(), t.Verb)
+	if !a {
+		return false
+	}
+	return len(rule.ResourceNames) == 0 || (t.Name != "" && slices.Contains(rule.ResourceNames, t.Name))
+}
+
+// Grant is a binding that grants the target.
+type Grant struct {
+	Binding     string           `json:"binding"`
+	BindingKind string           `json:"bindingKind"`
+	Namespace   string           `json:"namespace,omitempty"`
+	Role        string           `json:"role"`
+	RoleKind    string           `json:"roleKind"`
+	Subjects    []rbacv1.Subject `json:"subjects"`
+}
+
+// RBAC is a snapshot of the RBAC objects the caller can read.
+type RBAC struct {
+	Roles               map[string][]rbacv1.PolicyRule // namespace/name
+	ClusterRoles        map[string][]rbacv1.PolicyRule
+	RoleBindings        []rbacv1.RoleBinding
+	ClusterRoleBindings []rbacv1.ClusterRoleBinding
+}
+
+// ReadRBAC lists roles and bindings of namespace ("" for every namespace)
+// and the cluster's.
+func (c *Client) ReadRBAC(ctx context.Context, namespace string) (*RBAC, error) {
+	r := &RBAC{Roles: map[string][]rbacv1.PolicyRule{}, ClusterRoles: map[string][]rbacv1.PolicyRule{}}
+	nsPath := "/apis/rbac.authorization.k8s.io/v1/"
+	if namespace != "" {
+		nsPath += "namespaces/" + namespace + "/"
+	}
+	var roles rbacv1.RoleList
+	var rbs rbacv1.RoleBindingList
+	var croles rbacv1.ClusterRoleList
+	var crbs rbacv1.ClusterRoleBindingList
+	for path, out := range map[string]any{nsPath + "roles": &roles, nsPath + "rolebindings": &rbs,
+		"/apis/rbac.authorization.k8s.io/v1/clusterroles": &croles, "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings": &crbs} {
+		if err := c.get(ctx, path, out); err != nil {
+			return nil, fmt.Errorf("reading RBAC (%s): %w", path, err)
+		}
+	}
+	for _, x := range roles.Items {
+		r.Roles[x.Namespace+"/"+x.Name] = x.Rules
+	}
+	for _, x := range croles.Items {
+		r.ClusterRoles[x.Name] = x.Rules
+	}
+	r.RoleBindings, r.ClusterRoleBindings = rbs.Items, crbs.Items
+	return r, nil
+}
+
+func (r *RBAC) rulesOf(ref rbacv1.RoleRef, namespace string) []rbacv1.PolicyRule {
+	if ref.Kind == "ClusterRole" {
+		return r.ClusterRoles[ref.Name]
+	}
+	return r.Roles[namespace+"/"+ref.Name]
+}
+
+func anyAllows(rules []rbacv1.PolicyRule, t Target) bool {
+	return slices.ContainsFunc(rules, func(p rbacv1.PolicyRule) bool { return PolicyRuleAllows(p, t) })
+}
+
+// WhoCan lists the bindings that grant t: RoleBindings in t.Namespace (all
+// namespaces when it is empty) and ClusterRoleBindings.
+func (r *RBAC) WhoCan(t Target) []Grant {
+	var out []Grant
+	for _, b := range r.RoleBindings {
+		if t.Namespace != "" && b.Namespace != t.Namespace {
+			continue
+		}
+		if anyAllows(r.rulesOf(b.RoleRef, b.Namespace), t) {
+			out = append(out, Grant{Binding: b.Name, BindingKind: "RoleBinding", Namespace: b.Namespace, Role: b.RoleRef.Name, RoleKind: b.RoleRef.Kind, Subjects: b.Subjects})
+		}
+	}
+	for _, b := range r.ClusterRoleBindings {
+		if anyAllows(r.ClusterRoles[b.RoleRef.Name], t) {
+			out = append(out, Grant{Binding: b.Name, BindingKind: "ClusterRoleBinding", Role: b.RoleRef.Name, RoleKind: "ClusterRole", Subjects: b.Subjects})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Namespace+out[i].Binding < out[j].Namespace+out[j].Binding })
+	return out
+}
+
+// ForIdentity keeps the grants one of whose subjects is the user, one of
+// its groups (system:authenticated included), or, for service accounts,
+// the account.
+func ForIdentity(grants []Grant, username string, groups []string) []Grant {
+	var out []Grant
+	for _, g := range grants {
+		var mine []rbacv1.Subject
+		for _, s := range g.Subjects {
+			switch s.Kind {
+			case rbacv1.UserKind:
+				if s.Name == username {
+					mine = append(mine, s)
+				}
+			case rbacv1.GroupKind:
+				if slices.Contains(groups, s.Name) {
+					mine = append(mine, s)
+				}
+			case rbacv1.ServiceAccountKind:
+				if username == "system:serviceaccount:"+s.Namespace+":"+s.Name {
+					mine = append(mine, s)
+				}
+			}
+		}
+		if len(mine) > 0 {
+			g.Subjects = mine
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// Why asks the authorizer about t with a SelfSubjectAccessReview and returns
+// its decision and reason (RBAC names the binding).
+func (c *Client) Why(ctx context.Context, t Target) (*authzv1.SubjectAccessReviewStatus, error) {
+	in := authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authzv1.ResourceAttributes{
+		Namespace: t.Namespace, Verb: t.Verb, Group: t.Group, Resource: t.Resource, Subresource: t.Subresource, Name: t.Name}}}
+	in.APIVersion, in.Kind = "authorization.k8s.io/v1", "SelfSubjectAccessReview"
+	var out authzv1.SelfSubjectAccessReview
+	if err := c.Post(ctx, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", &in, &out); err != nil {
+		return nil, fmt.Errorf("asking the authorizer: %w", err)
+	}
+	return &out.Status, nil
+}
+
+// ResourceDisplay is resource[.group][/subresource] [name].
+func (t Target) ResourceDisplay() string {
+	s := t.Resource
+	if t.Group != "" {
+		s += "." + t.Group
+	}
+	if t.Subresource != "" {
+		s += "/" + t.Subresource
+	}
+	if t.Name != "" {
+		s += " " + t.Name
+	}
+	return s
+}
+
+// Where is "in namespace X", "in every namespace" or "".
+func (t Target) Where() string {
+	if t.Namespace == "" {
+		return "in any namespace"
+	}
+	return "in namespace " + t.Namespace
+}

@@ -1,0 +1,68 @@
+package inspect
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestWhoCanAndForIdentity(t *testing.T) {
+	r := &RBAC{
+		Roles: map[string][]rbacv1.PolicyRule{
+			"team-a/pod-reader": {{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}},
+			"team-a/cm-named":   {{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}, ResourceNames: []string{"a", "b"}}},
+		},
+		ClusterRoles: map[string][]rbacv1.PolicyRule{
+			"admin":     {{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}},
+			"log-reads": {{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}}},
+		},
+		RoleBindings: []rbacv1.RoleBinding{
+			{ObjectMeta: metav1.ObjectMeta{Name: "devs", Namespace: "team-a"}, RoleRef: rbacv1.RoleRef{Kind: "Role", Name: "pod-reader"},
+				Subjects: []rbacv1.Subject{{Kind: "Group", Name: "developers"}, {Kind: "User", Name: "carol"}}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "named", Namespace: "team-a"}, RoleRef: rbacv1.RoleRef{Kind: "Role", Name: "cm-named"},
+				Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "team-a", Name: "app"}}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "team-b"}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "admin"},
+				Subjects: []rbacv1.Subject{{Kind: "User", Name: "dave"}}},
+		},
+		ClusterRoleBindings: []rbacv1.ClusterRoleBinding{
+			{ObjectMeta: metav1.ObjectMeta{Name: "logs"}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "log-reads"},
+				Subjects: []rbacv1.Subject{{Kind: "Group", Name: "system:authenticated"}}},
+		},
+	}
+	names := func(gs []Grant) []string {
+		var out []string
+		for _, g := range gs {
+			out = append(out, g.Namespace+"/"+g.Binding)
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		target Target
+		want   []string
+	}{
+		{"list pods in team-a", ParseTarget("list", "pods", "", "team-a"), []string{"team-a/devs"}},
+		{"everywhere", ParseTarget("delete", "pods", "", ""), []string{"team-b/other"}},
+		{"resourceNames: the named object", ParseTarget("get", "configmaps", "a", "team-a"), []string{"team-a/named"}},
+		{"resourceNames: not another", ParseTarget("get", "configmaps", "c", "team-a"), nil},
+		{"subresource via a cluster binding", ParseTarget("get", "pods/log", "", "team-a"), []string{"/logs"}},
+		{"group of the resource", ParseTarget("get", "deployments.apps", "", "team-a"), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, names(r.WhoCan(tt.target)))
+		})
+	}
+	mine := ForIdentity(r.WhoCan(ParseTarget("get", "pods", "", "team-a")), "alice", []string{"developers", "system:authenticated"})
+	assert.Equal(t, []string{"team-a/devs"}, names(mine))
+	assert.Equal(t, []rbacv1.Subject{{Kind: "Group", Name: "developers"}}, mine[0].Subjects, "only the subjects that are the identity")
+	sa := ForIdentity(r.WhoCan(ParseTarget("get", "configmaps", "b", "team-a")), "system:serviceaccount:team-a:app", nil)
+	assert.Equal(t, []string{"team-a/named"}, names(sa))
+}
+
+func TestParseTarget(t *testing.T) {
+	assert.Equal(t, Target{Verb: "update", Group: "apps", Resource: "deployments", Subresource: "scale", Name: "web", Namespace: "ns"},
+		ParseTarget("update", "deployments.apps/scale", "web", "ns"))
+}
