@@ -23,6 +23,9 @@ type AccessOptions struct {
 	Subresources  bool
 	Method        string
 	Output        string
+	TokenIdentity bool
+	DiffAs        string
+	DiffAsGroups  []string
 	genericiooptions.IOStreams
 	global *GlobalOptions
 }
@@ -47,6 +50,7 @@ In the table, ✔ is allowed, ✗ denied, ~ allowed for some resourceNames only,
 		RunE: runE(o),
 	}
 	o.Kube = NewKubeFlags(cmd.Flags())
+	o.Kube.RegisterCompletions(cmd)
 	f := cmd.Flags()
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "One matrix per namespace")
 	f.BoolVar(&o.ClusterScope, "cluster-scope", false, "The cluster-scoped resources instead of a namespace's")
@@ -54,6 +58,9 @@ In the table, ✔ is allowed, ✗ denied, ~ allowed for some resourceNames only,
 	f.BoolVar(&o.Subresources, "subresources", false, "Include subresources (pods/log, deployments/scale, ...)")
 	f.StringVar(&o.Method, "method", "rules", "rules (a rules review, then access reviews where needed) or ssar (one access review per cell)")
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml (default a table)")
+	f.BoolVar(&o.TokenIdentity, "token-identity", false, "Impersonate exactly the username, groups, UID and extra the API server reports for the current credentials (what --as alone loses; needs the impersonate permission)")
+	f.StringVar(&o.DiffAs, "diff-as", "", "Also build the matrix as this user (impersonation) and show only the cells where the two differ")
+	f.StringSliceVar(&o.DiffAsGroups, "diff-as-group", nil, "Groups for --diff-as (repeatable)")
 	return cmd
 }
 
@@ -65,6 +72,9 @@ func (o *AccessOptions) Validate() error {
 	if o.AllNamespaces && o.ClusterScope {
 		return errors.New("give -A or --cluster-scope, not both")
 	}
+	if len(o.DiffAsGroups) > 0 && o.DiffAs == "" {
+		return errors.New("--diff-as-group takes effect with --diff-as only")
+	}
 	if o.Method != "rules" && o.Method != "ssar" {
 		return fmt.Errorf("--method %q is not one of rules, ssar", o.Method)
 	}
@@ -73,9 +83,28 @@ func (o *AccessOptions) Validate() error {
 
 // Run builds the matrices.
 func (o *AccessOptions) Run(ctx context.Context) error {
-	client, _, err := o.Kube.Client()
+	client, cfg, err := o.Kube.Client()
 	if err != nil {
 		return err
+	}
+	if o.TokenIdentity {
+		ui, _, err := client.WhoAmI(ctx)
+		if err != nil {
+			return err
+		}
+		extra := map[string][]string{}
+		for k, v := range ui.Extra {
+			extra[k] = v
+		}
+		if client, err = ImpersonatingClient(cfg, ui.Username, ui.Groups, ui.UID, extra); err != nil {
+			return err
+		}
+	}
+	var other *inspect.Client
+	if o.DiffAs != "" {
+		if other, err = ImpersonatingClient(cfg, o.DiffAs, o.DiffAsGroups, "", nil); err != nil {
+			return err
+		}
 	}
 	all, err := client.Discover(ctx, o.Subresources)
 	if err != nil {
@@ -104,9 +133,17 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 	}
 	var out []*inspect.Matrix
 	for _, ns := range namespaces {
-		m, err := client.Access(ctx, resources, inspect.AccessOptions{Namespace: ns, Verbs: o.Verbs, ForceSSAR: o.Method == "ssar" || o.ClusterScope})
+		opts := inspect.AccessOptions{Namespace: ns, Verbs: o.Verbs, ForceSSAR: o.Method == "ssar" || o.ClusterScope}
+		m, err := client.Access(ctx, resources, opts)
 		if err != nil {
 			return err
+		}
+		if other != nil {
+			m2, err := other.Access(ctx, resources, opts)
+			if err != nil {
+				return fmt.Errorf("as %s: %w", o.DiffAs, err)
+			}
+			m = inspect.Diff(m, m2)
 		}
 		out = append(out, m)
 	}

@@ -73,6 +73,7 @@ With --compare it asks the API server (SelfSubjectReview) and lists every differ
 		RunE: runE(o),
 	}
 	o.Kube = NewKubeFlags(cmd.Flags())
+	o.Kube.RegisterCompletions(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.TokenFile, "token-file", "", "Read the token from this file (- for stdin) instead of the cache")
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml (default a table)")

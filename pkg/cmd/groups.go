@@ -41,6 +41,7 @@ func NewCmdGroups(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.C
 		RunE:    runE(o),
 	}
 	o.Kube = NewKubeFlags(cmd.Flags())
+	o.Kube.RegisterCompletions(cmd)
 	cmd.Flags().StringVar(&o.GroupsClaim, "groups-claim", "groups", "The token claim holding the groups")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml (default a table)")
 	return cmd

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -50,6 +52,52 @@ func (k *KubeFlags) Client() (*inspect.Client, *rest.Config, error) {
 	}
 	c, err := inspect.NewClient(cfg)
 	return c, cfg, err
+}
+
+// ImpersonatingClient is a client whose requests carry impersonation
+// headers for user and groups, on top of the kubeconfig's identity.
+func ImpersonatingClient(cfg *rest.Config, user string, groups []string, uid string, extra map[string][]string) (*inspect.Client, error) {
+	c := rest.CopyConfig(cfg)
+	c.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups, UID: uid, Extra: extra}
+	return inspect.NewClient(c)
+}
+
+// RegisterCompletions completes --context, --cluster, --user and
+// --namespace from the kubeconfig and the API server.
+func (k *KubeFlags) RegisterCompletions(cmd *cobra.Command) {
+	fromConfig := func(pick func(*clientcmdapi.Config) []string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			raw, err := k.clientConfig().RawConfig()
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			names := pick(&raw)
+			sort.Strings(names)
+			return names, cobra.ShellCompDirectiveNoFileComp
+		}
+	}
+	_ = cmd.RegisterFlagCompletionFunc("context", fromConfig(func(c *clientcmdapi.Config) []string { return keys(c.Contexts) }))
+	_ = cmd.RegisterFlagCompletionFunc("cluster", fromConfig(func(c *clientcmdapi.Config) []string { return keys(c.Clusters) }))
+	_ = cmd.RegisterFlagCompletionFunc("user", fromConfig(func(c *clientcmdapi.Config) []string { return keys(c.AuthInfos) }))
+	_ = cmd.RegisterFlagCompletionFunc("namespace", func(c *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		client, _, err := k.Client()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ns, err := client.Namespaces(c.Context())
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return ns, cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
 
 // TokenSource describes where the current kubeconfig user's token comes

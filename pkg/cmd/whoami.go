@@ -48,6 +48,7 @@ func NewCmdWhoAmI(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.C
 		RunE: runE(o),
 	}
 	o.Kube = NewKubeFlags(cmd.Flags())
+	o.Kube.RegisterCompletions(cmd)
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml (default a table)")
 	return cmd
 }

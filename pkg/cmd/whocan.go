@@ -34,6 +34,7 @@ func NewCmdWhoCan(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.C
 		RunE: func(c *cobra.Command, args []string) error { o.args = args; return runE(o)(c, args) },
 	}
 	o.Kube = NewKubeFlags(cmd.Flags())
+	o.Kube.RegisterCompletions(cmd)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "RoleBindings of every namespace")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml (default a table)")
 	return cmd

@@ -47,6 +47,7 @@ func NewCmdWhy(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Comm
 		RunE: func(c *cobra.Command, args []string) error { o.args = args; return runE(o)(c, args) },
 	}
 	o.Kube = NewKubeFlags(cmd.Flags())
+	o.Kube.RegisterCompletions(cmd)
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml (default text)")
 	return cmd
 }

@@ -264,3 +264,26 @@ func (c *Client) Namespaces(ctx context.Context) ([]string, error) {
 	}
 	return out, nil
 }
+
+// Diff keeps the rows and cells where a and b answer differently; the cell
+// is b's answer (so ✔ means: the other identity may, this one may not).
+func Diff(a, b *Matrix) *Matrix {
+	d := &Matrix{Namespace: a.Namespace, Verbs: a.Verbs, Requests: a.Requests + b.Requests, Incomplete: a.Incomplete || b.Incomplete}
+	for i, ra := range a.Rows {
+		rb := b.Rows[i]
+		row := Row{Resource: ra.Resource, Cells: map[string]Cell{}}
+		differs := false
+		for _, v := range a.Verbs {
+			if ra.Cells[v].Allowed != rb.Cells[v].Allowed || ra.Cells[v].Partial != rb.Cells[v].Partial {
+				row.Cells[v] = rb.Cells[v]
+				differs = true
+			} else {
+				row.Cells[v] = Cell{Source: "n/a"}
+			}
+		}
+		if differs {
+			d.Rows = append(d.Rows, row)
+		}
+	}
+	return d
+}

@@ -463,6 +463,18 @@ func TestAccessMatrix(t *testing.T) {
 		assert.True(t, asAlice.allowed()["pods "+v])
 		assert.False(t, asBob.allowed()["pods "+v], "bob is not bound")
 	}
+	diff := accessMatrix(t, baseEnv(t.TempDir()), "--kubeconfig="+admin, "-n", "team-a", "--as=alice@example.com", "--as-group=developers",
+		"--diff-as=bob@example.com", "--diff-as-group=guests")
+	require.Len(t, diff.Rows, 1, "alice and bob differ on pods only")
+	assert.Equal(t, "pods", diff.Rows[0].Resource)
+	assert.False(t, diff.Rows[0].Cells["list"].Allowed, "bob's answer")
+
+	// --token-identity impersonates exactly what the server reports for the
+	// credentials: for the admin, the same matrix as without it.
+	plain := accessMatrix(t, baseEnv(t.TempDir()), "--kubeconfig="+admin, "-n", "team-a")
+	same := accessMatrix(t, baseEnv(t.TempDir()), "--kubeconfig="+admin, "-n", "team-a", "--token-identity")
+	assert.Equal(t, plain.allowed(), same.allowed())
+
 	human := run(t, alice.env, false, st.ki, "access", "--kubeconfig="+alice.kubeconfig, "-n", "team-a", "--verbs=get,create")
 	require.Equal(t, 0, human.code, human.stderr)
 	assert.Regexp(t, `(?m)^pods\s+✔\s+✗\s*$`, human.stdout)
