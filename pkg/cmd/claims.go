@@ -151,7 +151,7 @@ func (o *ClaimsOptions) Run(ctx context.Context) error {
 			return err
 		}
 		res.Rules = "AuthenticationConfiguration " + o.AuthConfig
-		res.Predicted = inspect.PredictStructured(tok, cfg)
+		res.Predicted = inspect.PredictStructured(ctx, tok, cfg)
 	} else {
 		rules := inspect.LegacyRules{IssuerURL: tok.String("iss"), ClientID: o.ClientID, UsernameClaim: o.UsernameClaim, GroupsClaim: o.GroupsClaim, GroupsPrefix: o.GroupsPrefix}
 		if o.prefixSet {

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -162,6 +163,7 @@ type AuthenticationConfiguration struct {
 		} `json:"claimMappings"`
 		UserValidationRules []struct {
 			Expression string `json:"expression"`
+			Message    string `json:"message"`
 		} `json:"userValidationRules"`
 	} `json:"jwt"`
 }
@@ -184,13 +186,11 @@ func ParseAuthenticationConfiguration(b []byte) (*AuthenticationConfiguration, e
 	return &c, nil
 }
 
-// celNotEvaluated marks what this version does not evaluate.
-const celNotEvaluated = "a CEL expression (%s) is not evaluated by this version of kubectl-impersonate: the prediction may differ"
-
 // PredictStructured applies the jwt authenticator of cfg whose issuer is
-// the token's: audiences, claim validation rules with claim/requiredValue,
-// and claim/prefix mappings. CEL expressions are reported, not evaluated.
-func PredictStructured(t *Token, cfg *AuthenticationConfiguration) Identity {
+// the token's: audiences, claim validation rules, claim mappings (claim and
+// prefix, or CEL expressions evaluated with the API server's own CEL
+// environment) and user validation rules.
+func PredictStructured(ctx context.Context, t *Token, cfg *AuthenticationConfiguration) Identity {
 	var id Identity
 	for _, j := range cfg.JWT {
 		if j.Issuer.URL != t.String("iss") {
@@ -206,14 +206,24 @@ func PredictStructured(t *Token, cfg *AuthenticationConfiguration) Identity {
 		for _, r := range j.ClaimValidationRules {
 			switch {
 			case r.Expression != "":
-				id.Problems = append(id.Problems, fmt.Sprintf(celNotEvaluated, "claimValidationRules"))
+				ok, err := celClaimRule(ctx, r.Expression, t.Claims)
+				switch {
+				case err != nil:
+					id.Problems = append(id.Problems, "claim validation rule: "+err.Error())
+				case !ok:
+					id.Problems = append(id.Problems, fmt.Sprintf("claim validation rule fails: %s%s", r.Expression, messageOf(r.Message)))
+				}
 			case fmt.Sprint(t.Claims[r.Claim]) != r.RequiredValue:
 				id.Problems = append(id.Problems, fmt.Sprintf("claim validation rule fails: %s must be %q", r.Claim, r.RequiredValue))
 			}
 		}
 		m := j.ClaimMappings
 		if m.Username.Expression != "" {
-			id.Problems = append(id.Problems, fmt.Sprintf(celNotEvaluated, "claimMappings.username"))
+			u, err := celString(ctx, m.Username.Expression, t.Claims)
+			if err != nil {
+				id.Problems = append(id.Problems, "username mapping: "+err.Error())
+			}
+			id.Username = u
 		} else {
 			prefix := ""
 			if m.Username.Prefix != nil {
@@ -223,7 +233,11 @@ func PredictStructured(t *Token, cfg *AuthenticationConfiguration) Identity {
 		}
 		switch {
 		case m.Groups.Expression != "":
-			id.Problems = append(id.Problems, fmt.Sprintf(celNotEvaluated, "claimMappings.groups"))
+			groups, err := celStrings(ctx, m.Groups.Expression, t.Claims)
+			if err != nil {
+				id.Problems = append(id.Problems, "groups mapping: "+err.Error())
+			}
+			id.Groups = groups
 		case m.Groups.Claim != "":
 			prefix := ""
 			if m.Groups.Prefix != nil {
@@ -236,8 +250,14 @@ func PredictStructured(t *Token, cfg *AuthenticationConfiguration) Identity {
 				id.Problems = append(id.Problems, fmt.Sprintf("the token has no %q claim: request the scope that adds it (often \"groups\")", m.Groups.Claim))
 			}
 		}
-		if len(j.UserValidationRules) > 0 {
-			id.Problems = append(id.Problems, fmt.Sprintf(celNotEvaluated, "userValidationRules"))
+		for _, r := range j.UserValidationRules {
+			ok, err := celUserRule(ctx, r.Expression, id)
+			switch {
+			case err != nil:
+				id.Problems = append(id.Problems, "user validation rule: "+err.Error())
+			case !ok:
+				id.Problems = append(id.Problems, fmt.Sprintf("user validation rule fails: %s%s", r.Expression, messageOf(r.Message)))
+			}
 		}
 		return id
 	}
@@ -264,4 +284,11 @@ func Compare(predicted Identity, username string, groups []string) []string {
 		}
 	}
 	return diffs
+}
+
+func messageOf(m string) string {
+	if m == "" {
+		return ""
+	}
+	return " (" + m + ")"
 }

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"testing"
@@ -77,26 +78,38 @@ jwt:
     username: {claim: email, prefix: "oidc:"}
     groups: {claim: groups, prefix: "oidc:"}
 - issuer: {url: "https://keycloak.example.com", audiences: [robot]}
+  claimValidationRules:
+  - {expression: "claims.email_verified == true", message: "email must be verified"}
   claimMappings:
-    username: {expression: 'claims.email + ":x"'}
+    username: {expression: '"kc:" + claims.email'}
+    groups: {expression: 'claims.roles'}
   userValidationRules:
-  - expression: "!user.username.startsWith('system:')"
+  - {expression: "!user.username.startsWith('kc:system')", message: "no system users"}
 `))
 	require.NoError(t, err)
-	id := PredictStructured(jwtOf(t, map[string]any{"iss": iss, "aud": []any{"robot"}, "email": "alice@example.com", "groups": []any{"dev"}, "hd": "example.com"}), cfg)
+	ctx := context.Background()
+	id := PredictStructured(ctx, jwtOf(t, map[string]any{"iss": iss, "aud": []any{"robot"}, "email": "alice@example.com", "groups": []any{"dev"}, "hd": "example.com"}), cfg)
 	assert.Equal(t, Identity{Username: "oidc:alice@example.com", Groups: []string{"oidc:dev"}}, id)
 
-	id = PredictStructured(jwtOf(t, map[string]any{"iss": iss, "aud": "kube", "email": "alice@example.com", "hd": "evil.com"}), cfg)
+	id = PredictStructured(ctx, jwtOf(t, map[string]any{"iss": iss, "aud": "kube", "email": "alice@example.com", "hd": "evil.com"}), cfg)
 	assert.Contains(t, id.Problems[0], `claim validation rule fails: hd must be "example.com"`)
 	assert.Contains(t, id.Problems[1], `no "groups" claim`)
 
-	id = PredictStructured(jwtOf(t, map[string]any{"iss": "https://keycloak.example.com", "aud": "robot"}), cfg)
-	assert.Empty(t, id.Username)
-	require.Len(t, id.Problems, 2)
-	assert.Contains(t, id.Problems[0], "CEL expression (claimMappings.username) is not evaluated")
-	assert.Contains(t, id.Problems[1], "userValidationRules")
+	// CEL, evaluated as the API server does.
+	kc := "https://keycloak.example.com"
+	id = PredictStructured(ctx, jwtOf(t, map[string]any{"iss": kc, "aud": "robot", "email": "bob@example.com", "email_verified": true, "roles": []any{"admin", "dev"}}), cfg)
+	assert.Equal(t, Identity{Username: "kc:bob@example.com", Groups: []string{"admin", "dev"}}, id)
+	id = PredictStructured(ctx, jwtOf(t, map[string]any{"iss": kc, "aud": "robot", "email": "bob@example.com", "email_verified": false}), cfg)
+	require.Len(t, id.Problems, 2, "%v", id.Problems)
+	assert.Contains(t, id.Problems[1], "groups mapping: evaluating \"claims.roles\"", "no roles claim")
+	assert.Contains(t, id.Problems[0], "claim validation rule fails: claims.email_verified == true (email must be verified)")
+	id = PredictStructured(ctx, jwtOf(t, map[string]any{"iss": kc, "aud": "robot", "email": "system@x", "email_verified": true, "roles": []any{}}), cfg)
+	require.Len(t, id.Problems, 1, "%v", id.Problems)
+	assert.Contains(t, id.Problems[0], "user validation rule fails: !user.username.startsWith('kc:system') (no system users)")
+	id = PredictStructured(ctx, jwtOf(t, map[string]any{"iss": kc, "aud": "robot", "email_verified": true, "roles": []any{}}), cfg)
+	assert.Contains(t, id.Problems[0], "username mapping: evaluating")
 
-	id = PredictStructured(jwtOf(t, map[string]any{"iss": "https://unknown"}), cfg)
+	id = PredictStructured(ctx, jwtOf(t, map[string]any{"iss": "https://unknown"}), cfg)
 	assert.Contains(t, id.Problems[0], `no jwt authenticator of the configuration has the issuer "https://unknown"`)
 
 	_, err = ParseAuthenticationConfiguration([]byte("kind: Pod\napiVersion: v1\n"))
@@ -117,4 +130,11 @@ func TestDecodeJWTErrors(t *testing.T) {
 		_, err := DecodeJWT(in)
 		assert.ErrorContains(t, err, want, in)
 	}
+}
+
+func TestCELCompileErrorsAreOneLine(t *testing.T) {
+	_, err := celStrings(context.Background(), `claims.roles.map(r, "x" + r)`, map[string]any{"roles": []any{"a"}})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "\n")
+	assert.Contains(t, err.Error(), "cannot be range of a comprehension", "the API server rejects it too: claims are map(string, any)")
 }
