@@ -82,3 +82,26 @@ func TestFastBinaryAlone(t *testing.T) {
 	assert.Equal(t, 1, len(strings.Split(strings.TrimSpace(r.stderr), "\n")))
 	assert.Contains(t, r.stderr, "kubectl-impersonate is not next to")
 }
+
+func TestOutputFormats(t *testing.T) {
+	tests := []struct {
+		output        string
+		wantErrSubstr string
+	}{
+		{output: "json"}, {output: "yaml"}, {output: "wide"}, {output: "jsonpath={.username}"},
+		{output: "xml", wantErrSubstr: `--output "xml" is not one of`},
+		{output: "jsonpath={.username", wantErrSubstr: "unclosed action"},
+	}
+	e := newEnv(t)
+	for _, tt := range tests {
+		t.Run(tt.output, func(t *testing.T) {
+			r := e.run(nil, "whoami", "-o", tt.output, "--kubeconfig=/nonexistent")
+			assert.Equal(t, 1, r.code)
+			if tt.wantErrSubstr != "" {
+				assert.Contains(t, r.stderr, tt.wantErrSubstr)
+			} else {
+				assert.NotContains(t, r.stderr, "--output", "accepted; fails later on the missing kubeconfig")
+			}
+		})
+	}
+}

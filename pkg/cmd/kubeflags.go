@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/fastpath"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
 // KubeFlags are kubectl's own connection flags (--kubeconfig, --context,
@@ -187,5 +188,8 @@ func cachedTokenOf(ctx context.Context, exec *clientcmdapi.ExecConfig, getenv fu
 		return "", ts, errors.New("no valid cached token for the current kubeconfig user: run any kubectl command first, or kubectl impersonate login with the same flags")
 	}
 	ts.Cached, ts.Expiry = true, r.Expiry
+	if a, ok := store.(*tokencache.Auto); ok && a.Where() != "" {
+		ts.Storage = a.Where()
+	}
 	return r.Token, ts, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/util/jsonpath"
 	"sigs.k8s.io/yaml"
 )
 
@@ -49,7 +50,7 @@ func NewCmdWhoAmI(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.C
 	}
 	o.Kube = NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml (default a table)")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml|jsonpath=TEMPLATE (default a table)")
 	return cmd
 }
 
@@ -60,11 +61,17 @@ func (o *WhoAmIOptions) Complete() error { return nil }
 func (o *WhoAmIOptions) Validate() error { return validateOutput(o.Output) }
 
 func validateOutput(o string) error {
-	switch o {
-	case "", "table", "wide", "json", "yaml":
+	switch {
+	case o == "", o == "table", o == "wide", o == "json", o == "yaml":
+		return nil
+	case strings.HasPrefix(o, "jsonpath="):
+		jp := jsonpath.New("output")
+		if err := jp.Parse(strings.TrimPrefix(o, "jsonpath=")); err != nil {
+			return fmt.Errorf("--output %q: %w", o, err)
+		}
 		return nil
 	}
-	return fmt.Errorf("--output %q is not one of table, wide, json, yaml", o)
+	return fmt.Errorf("--output %q is not one of table, wide, json, yaml, jsonpath=TEMPLATE", o)
 }
 
 // Run asks the API server.
@@ -135,6 +142,26 @@ func printResult(w io.Writer, output string, v any, table func(io.Writer)) error
 			return err
 		}
 		_, err = w.Write(b)
+		return err
+	}
+	if tmpl, ok := strings.CutPrefix(output, "jsonpath="); ok {
+		// Through JSON, so that the template sees the -o json field names.
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		var data any
+		if err := json.Unmarshal(b, &data); err != nil {
+			return err
+		}
+		jp := jsonpath.New("output")
+		if err := jp.Parse(tmpl); err != nil {
+			return err
+		}
+		if err := jp.Execute(w, data); err != nil {
+			return fmt.Errorf("applying the jsonpath template: %w", err)
+		}
+		_, err = fmt.Fprintln(w)
 		return err
 	}
 	table(w)

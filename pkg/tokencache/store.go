@@ -77,7 +77,13 @@ type Auto struct {
 	Keyring *Keyring
 	Disk    *Disk
 	Notify  func(string)
+
+	// found is where the last Get found its entry.
+	found string
 }
+
+// Where names the storage the last Get found its entry in ("" if none).
+func (a *Auto) Where() string { return a.found }
 
 func (a *Auto) Name() string { return StorageAuto }
 
@@ -86,9 +92,14 @@ func (a *Auto) Name() string { return StorageAuto }
 func (a *Auto) Get(ctx context.Context, id string) ([]byte, error) {
 	b, err := a.Keyring.Get(ctx, id)
 	if err == nil || errors.Is(err, ErrCorrupt) {
+		a.found = StorageKeyring
 		return b, err
 	}
-	return a.Disk.Get(ctx, id)
+	b, err = a.Disk.Get(ctx, id)
+	if err == nil {
+		a.found = StorageDisk
+	}
+	return b, err
 }
 
 // Put writes to the keyring, or to disk with a notice when the keyring

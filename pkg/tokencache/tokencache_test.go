@@ -324,6 +324,7 @@ func TestAutoFallsBackToDisk(t *testing.T) {
 	got, err := a.Get(ctx, testID)
 	require.NoError(t, err)
 	assert.Equal(t, "tok", string(got))
+	assert.Equal(t, StorageDisk, a.Where())
 
 	// Once the keyring works again, a write moves the entry there.
 	api.err = nil
@@ -333,6 +334,7 @@ func TestAutoFallsBackToDisk(t *testing.T) {
 	got, err = a.Get(ctx, testID)
 	require.NoError(t, err)
 	assert.Equal(t, "tok2", string(got))
+	assert.Equal(t, StorageKeyring, a.Where())
 	assert.Len(t, notices, 1)
 
 	require.NoError(t, a.Delete(ctx, testID))

@@ -487,6 +487,10 @@ func TestWhyAndWhoCan(t *testing.T) {
 	r := alice.kubectl("get", "pods", "-n", "team-a")
 	require.Equal(t, 0, r.code, r.stderr)
 
+	r = run(t, alice.env, false, st.ki, "whoami", "-o", "jsonpath={.username} {.tokenSource.cacheStorage}", "--kubeconfig="+alice.kubeconfig)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "oidc:alice@example.com keyring\n", r.stdout)
+
 	r = run(t, alice.env, false, st.ki, "why", "list", "pods", "-n", "team-a", "--kubeconfig="+alice.kubeconfig)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "oidc:alice@example.com: may list pods in namespace team-a? yes")
