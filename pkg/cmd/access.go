@@ -134,6 +134,17 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 	var out []*inspect.Matrix
 	for _, ns := range namespaces {
 		opts := inspect.AccessOptions{Namespace: ns, Verbs: o.Verbs, ForceSSAR: o.Method == "ssar" || o.ClusterScope}
+		if o.global.IsTerminal(o.ErrOut) {
+			opts.Progress = func(done, total int) {
+				if total < 20 {
+					return
+				}
+				fmt.Fprintf(o.ErrOut, "\r\033[Kchecking %s: %d/%d access reviews", nsLabel(ns), done, total)
+				if done == total {
+					fmt.Fprint(o.ErrOut, "\r\033[K")
+				}
+			}
+		}
 		m, err := client.Access(ctx, resources, opts)
 		if err != nil {
 			return err
@@ -190,4 +201,11 @@ func printMatrix(w io.Writer, m *inspect.Matrix) {
 		fmt.Fprintf(tw, "%s\t%s\n", r.Resource, strings.Join(cells, "\t"))
 	}
 	_ = tw.Flush()
+}
+
+func nsLabel(ns string) string {
+	if ns == "" {
+		return "cluster scope"
+	}
+	return "namespace " + ns
 }

@@ -151,6 +151,9 @@ type AccessOptions struct {
 	// rules are checked against in tests).
 	ForceSSAR   bool
 	Concurrency int
+	// Progress, when set, is told how many access reviews are done of how
+	// many (for a progress line on a terminal).
+	Progress func(done, total int)
 }
 
 // Access builds the matrix of resources: one SelfSubjectRulesReview, then a
@@ -207,6 +210,7 @@ func (c *Client) Access(ctx context.Context, resources []Resource, o AccessOptio
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
+	done := 0
 	sem := make(chan struct{}, conc)
 	for _, j := range jobs {
 		wg.Add(1)
@@ -227,6 +231,10 @@ func (c *Client) Access(ctx context.Context, resources []Resource, o AccessOptio
 			err := c.Post(ctx, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", &in, &out)
 			mu.Lock()
 			defer mu.Unlock()
+			done++
+			if o.Progress != nil {
+				o.Progress(done, len(jobs))
+			}
 			if err != nil {
 				if firstErr == nil {
 					firstErr = err
