@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/exchange"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
@@ -117,7 +118,12 @@ func obtain(ctx context.Context, a *AuthOptions, g *GlobalOptions, streams gener
 	if g.Verbosity >= 1 {
 		audit.W = streams.ErrOut
 	}
-	base := source(a.BaseKey(), a.UseAccessToken, func() (credential.Authenticator, error) { return newLogin() })
+	base := source(a.BaseKey(), a.UseAccessToken, func() (credential.Authenticator, error) {
+		if settings.EffectiveGrant(a.GrantType) != settings.GrantIdentityPlatform {
+			return newLogin()
+		}
+		return newIdentityPlatform(a, g, streams, interactive)
+	})
 
 	var src *credential.Source
 	switch a.Exchange {
@@ -165,4 +171,24 @@ func (o *GetTokenOptions) checkAllowedServer() error {
 		server = o.request.Cluster.Server
 	}
 	return o.Auth.CheckAllowedServer(server)
+}
+
+// newIdentityPlatform signs in with Google (the browser flow of the same
+// flags, with the Google issuer), then with Identity Platform.
+func newIdentityPlatform(a *AuthOptions, g *GlobalOptions, streams genericiooptions.IOStreams, interactive bool) (credential.Authenticator, error) {
+	httpClient, err := login.NewHTTPClient(a.CertificateAuthority, a.InsecureSkipTLSVerify, 0)
+	if err != nil {
+		return nil, err
+	}
+	cfg := loginConfig(a)
+	cfg.IssuerURL = a.GoogleIssuer
+	cfg.GrantType = settings.GrantAuthCode
+	cfg.ExtraScopes = append(cfg.ExtraScopes, "email")
+	cfg.HTTPClient, cfg.Interactive, cfg.Stdin, cfg.Stderr = httpClient, interactive, streams.In, streams.ErrOut
+	cfg.StderrIsTerminal = g.IsTerminal(streams.ErrOut)
+	cfg.Log = g.Logger(streams.ErrOut)
+	return &login.IdentityPlatform{
+		Google: login.New(cfg), Issuer: a.IssuerURL, APIKey: a.IPAPIKey, Tenant: a.IPTenant,
+		ToolkitURL: a.IPEndpoint, SecureTokenURL: a.SecureTokenURL, HTTPClient: httpClient, Log: cfg.Log,
+	}, nil
 }

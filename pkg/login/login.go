@@ -29,6 +29,7 @@ const (
 	GrantAuthCodeKeyboard  = settings.GrantAuthCodeKeyboard
 	GrantDeviceCode        = settings.GrantDeviceCode
 	GrantClientCredentials = settings.GrantClientCredentials
+	GrantIdentityPlatform  = settings.GrantIdentityPlatform
 )
 
 // GrantTypes lists the accepted grant types.

@@ -22,10 +22,13 @@ const (
 	GrantAuthCodeKeyboard  = "authcode-keyboard"
 	GrantDeviceCode        = "device-code"
 	GrantClientCredentials = "client-credentials"
+	// GrantIdentityPlatform: Google sign-in, then Google Cloud Identity
+	// Platform's signInWithIdp (issuer securetoken.google.com/PROJECT).
+	GrantIdentityPlatform = "identity-platform"
 )
 
 // GrantTypes lists the accepted grant types.
-var GrantTypes = []string{GrantAuto, GrantAuthCode, GrantAuthCodeKeyboard, GrantDeviceCode, GrantClientCredentials}
+var GrantTypes = []string{GrantAuto, GrantAuthCode, GrantAuthCodeKeyboard, GrantDeviceCode, GrantClientCredentials, GrantIdentityPlatform}
 
 // Defaults.
 const (

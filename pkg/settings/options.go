@@ -53,6 +53,18 @@ const (
 	flagImpersonateUser     = "impersonate-user"
 	flagAuditLog            = "audit-log"
 	flagAllowedServer       = "allowed-server"
+	flagIPAPIKey            = "identity-platform-api-key"
+	flagIPTenant            = "identity-platform-tenant"
+	flagIPEndpoint          = "identity-platform-endpoint"
+	flagSecureTokenEndpoint = "securetoken-endpoint"
+	flagGoogleIssuer        = "google-issuer-url"
+)
+
+// Identity Platform endpoints.
+const (
+	DefaultIdentityToolkitURL = "https://identitytoolkit.googleapis.com"
+	DefaultSecureTokenURL     = "https://securetoken.googleapis.com"
+	DefaultGoogleIssuer       = "https://accounts.google.com"
 )
 
 // Flag names that other packages refer to in messages.
@@ -119,6 +131,11 @@ type AuthOptions struct {
 	ImpersonateUser    string
 	AuditLog           string
 	AllowedServers     []string
+	IPAPIKey           string
+	IPTenant           string
+	IPEndpoint         string
+	SecureTokenURL     string
+	GoogleIssuer       string
 	CSLegacyUsername   string
 	CSLegacyPassword   string `datapolicy:"password"`
 	legacyWithoutOptIn bool
@@ -139,6 +156,9 @@ func NewAuthOptions() *AuthOptions {
 		CSOAuthURL:        DefaultCloudSigmaOAuthURL,
 		CSAPIURL:          DefaultCloudSigmaAPIURL,
 		ExchangeSubject:   "access_token",
+		IPEndpoint:        DefaultIdentityToolkitURL,
+		SecureTokenURL:    DefaultSecureTokenURL,
+		GoogleIssuer:      DefaultGoogleIssuer,
 	}
 }
 
@@ -175,6 +195,11 @@ func (o *AuthOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ExchangeSubject, flagExchangeSubjectType, o.ExchangeSubject, "With --exchange=token-exchange: which token of the login to exchange (access_token or id_token)")
 	fs.StringVar(&o.ImpersonateUser, flagImpersonateUser, o.ImpersonateUser, "With --exchange=token-exchange: the user to act as (Keycloak V1 requested_subject)")
 	fs.StringVar(&o.AuditLog, flagAuditLog, o.AuditLog, "Append one JSON line per exchange step to this file (never a token)")
+	fs.StringVar(&o.IPAPIKey, flagIPAPIKey, o.IPAPIKey, "With --grant-type=identity-platform: the project's Web API key")
+	fs.StringVar(&o.IPTenant, flagIPTenant, o.IPTenant, "With --grant-type=identity-platform: the Identity Platform tenant, if any")
+	fs.StringVar(&o.IPEndpoint, flagIPEndpoint, o.IPEndpoint, "Identity Toolkit API endpoint (tests, emulators)")
+	fs.StringVar(&o.SecureTokenURL, flagSecureTokenEndpoint, o.SecureTokenURL, "Secure Token API endpoint (tests, emulators)")
+	fs.StringVar(&o.GoogleIssuer, flagGoogleIssuer, o.GoogleIssuer, "With --grant-type=identity-platform: the issuer of the Google sign-in")
 	fs.StringSliceVar(&o.AllowedServers, flagAllowedServer, o.AllowedServers, "Hand tokens only to these API servers (needs provideClusterInfo: true); repeatable")
 	o.names = map[string]bool{}
 	fs.VisitAll(func(f *pflag.Flag) { o.names[f.Name] = true })
@@ -349,6 +374,14 @@ func (o *AuthOptions) validateCommon() error {
 	if !slices.Contains(tokencache.Storages, o.TokenCacheStorage) {
 		return fmt.Errorf("--%s %q is not one of %s", flagStorage, o.TokenCacheStorage, strings.Join(tokencache.Storages, ", "))
 	}
+	if o.GrantType == GrantIdentityPlatform {
+		if o.IPAPIKey == "" {
+			return fmt.Errorf("--%s=%s needs --%s (the project's Web API key)", flagGrantType, GrantIdentityPlatform, flagIPAPIKey)
+		}
+		if o.ClientSecret == "" {
+			return fmt.Errorf("--%s=%s needs the Google OAuth client's secret (Google requires it even for desktop clients): --%s or $%s", flagGrantType, GrantIdentityPlatform, flagClientSecretFile, EnvClientSecret)
+		}
+	}
 	if o.Exchange != ExchangeCloudSigma && o.GrantType == GrantClientCredentials && o.ClientSecret == "" {
 		return fmt.Errorf("--%s=%s needs a client secret: --%s or $%s", flagGrantType, GrantClientCredentials, flagClientSecretFile, EnvClientSecret)
 	}
@@ -414,13 +447,17 @@ func (o *AuthOptions) TokenExchange() TokenExchange {
 
 // BaseKey is the cache key of the login, before any exchange.
 func (o *AuthOptions) BaseKey() tokencache.Key {
-	return tokencache.Key{
+	k := tokencache.Key{
 		Issuer:         o.IssuerURL,
 		ClientID:       o.ClientID,
 		Scopes:         Scopes(o.ExtraScopes),
 		GrantType:      EffectiveGrant(o.GrantType),
 		UseAccessToken: o.UseAccessToken,
 	}
+	if k.GrantType == GrantIdentityPlatform {
+		k.Extra = map[string]string{"tenant": o.IPTenant, "toolkit": o.IPEndpoint, "securetoken": o.SecureTokenURL, "google": o.GoogleIssuer}
+	}
+	return k
 }
 
 // NewStore opens the configured cache.

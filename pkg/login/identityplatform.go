@@ -1,0 +1,208 @@
+package login
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+)
+
+// Identity Platform defaults.
+const (
+	DefaultIdentityToolkitURL = settings.DefaultIdentityToolkitURL
+	DefaultSecureTokenURL     = settings.DefaultSecureTokenURL
+	DefaultGoogleIssuer       = settings.DefaultGoogleIssuer
+)
+
+// IdentityPlatform obtains Google Cloud Identity Platform ID tokens, whose
+// issuer is https://securetoken.google.com/PROJECT and which no plain OIDC
+// code flow issues:
+//  1. Google sign-in: authorization code + PKCE with Google (Google);
+//  2. accounts:signInWithIdp with Google's ID token → the Identity Platform
+//     ID token and refresh token;
+//  3. refresh at securetoken's v1/token.
+//
+// The ID token is verified against the securetoken issuer's keys, with the
+// project ID as audience.
+type IdentityPlatform struct {
+	// Google logs in to Google (step 1).
+	Google *Client
+	// Issuer is https://securetoken.google.com/PROJECT (or a test issuer).
+	Issuer         string
+	APIKey         string
+	Tenant         string
+	ToolkitURL     string
+	SecureTokenURL string
+	HTTPClient     *http.Client
+	Log            *logging.Logger
+	Now            func() time.Time
+
+	provider *oidc.Provider
+}
+
+// Project is the last path segment of the issuer: the tokens' audience.
+func (p *IdentityPlatform) Project() string {
+	u, err := url.Parse(p.Issuer)
+	if err != nil {
+		return ""
+	}
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	return parts[len(parts)-1]
+}
+
+func (p *IdentityPlatform) verifier(ctx context.Context) (*oidc.Provider, error) {
+	if p.provider != nil {
+		return p.provider, nil
+	}
+	prov, err := oidc.Discover(ctx, p.Issuer, p.Project(), p.HTTPClient)
+	if err != nil {
+		return nil, err
+	}
+	p.provider = prov
+	return prov, nil
+}
+
+// Grant signs in with Google, then exchanges Google's ID token.
+func (p *IdentityPlatform) Grant(ctx context.Context) (*tokencache.Entry, error) {
+	g, err := p.Google.Grant(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("Google sign-in: %w", err)
+	}
+	body := map[string]any{
+		"postBody":            url.Values{"id_token": {g.IDToken}, "providerId": {"google.com"}}.Encode(),
+		"requestUri":          "http://localhost",
+		"returnSecureToken":   true,
+		"returnIdpCredential": true,
+	}
+	if p.Tenant != "" {
+		body["tenantId"] = p.Tenant
+	}
+	b, _ := json.Marshal(body)
+	u := strings.TrimSuffix(p.ToolkitURL, "/") + "/v1/accounts:signInWithIdp?key=" + url.QueryEscape(p.APIKey)
+	p.Log.Printf(1, "identity platform: signInWithIdp at %s", strings.TrimSuffix(p.ToolkitURL, "/"))
+	var out struct {
+		IDToken      string `json:"idToken" datapolicy:"token"`
+		RefreshToken string `json:"refreshToken" datapolicy:"token"`
+	}
+	if err := p.post(ctx, u, "application/json", b, &out); err != nil {
+		return nil, fmt.Errorf("Identity Platform sign-in (signInWithIdp): %w", err)
+	}
+	return p.entry(ctx, out.IDToken, out.RefreshToken, "")
+}
+
+// Refresh redeems the Identity Platform refresh token at securetoken.
+func (p *IdentityPlatform) Refresh(ctx context.Context, refreshToken string) (*tokencache.Entry, error) {
+	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refreshToken}}
+	u := strings.TrimSuffix(p.SecureTokenURL, "/") + "/v1/token?key=" + url.QueryEscape(p.APIKey)
+	p.Log.Printf(1, "identity platform: refresh at %s", strings.TrimSuffix(p.SecureTokenURL, "/"))
+	var out struct {
+		IDToken      string `json:"id_token" datapolicy:"token"`
+		RefreshToken string `json:"refresh_token" datapolicy:"token"`
+	}
+	if err := p.post(ctx, u, "application/x-www-form-urlencoded", []byte(form.Encode()), &out); err != nil {
+		return nil, fmt.Errorf("Identity Platform refresh: %w", err)
+	}
+	return p.entry(ctx, out.IDToken, out.RefreshToken, refreshToken)
+}
+
+func (p *IdentityPlatform) entry(ctx context.Context, idToken, refreshToken, oldRefresh string) (*tokencache.Entry, error) {
+	if idToken == "" {
+		return nil, errors.New("Identity Platform answered without an ID token")
+	}
+	prov, err := p.verifier(ctx)
+	if err != nil {
+		return nil, err
+	}
+	idt, err := prov.VerifyIDToken(ctx, idToken, "")
+	if err != nil {
+		return nil, err
+	}
+	if refreshToken == "" {
+		refreshToken = oldRefresh
+	}
+	now := time.Now()
+	if p.Now != nil {
+		now = p.Now()
+	}
+	return &tokencache.Entry{IDToken: idToken, RefreshToken: refreshToken, IDTokenExpiry: idt.Expiry.UTC(),
+		Issuer: p.Issuer, ClientID: p.Google.cfg.ClientID, GrantType: GrantIdentityPlatform, ObtainedAt: now.UTC()}, nil
+}
+
+// post sends body and decodes a 200 answer; Google's errors become one line.
+func (p *IdentityPlatform) post(ctx context.Context, u, contentType string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", contentType)
+	hc := p.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		// The URL holds the API key: say only the host.
+		return fmt.Errorf("no answer from %s: %v", req.URL.Host, errors.Unwrap(err))
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return googleError(resp.StatusCode, b)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("the answer is not the expected JSON: %v", err)
+	}
+	return nil
+}
+
+// googleError reads {"error": {"code", "message", "errors": [{"reason"}]}}.
+func googleError(status int, b []byte) error {
+	var e struct {
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+			Errors  []struct {
+				Reason string `json:"reason"`
+			} `json:"errors"`
+			Details []struct {
+				Reason string `json:"reason"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &e) != nil || e.Error.Message == "" {
+		return fmt.Errorf("HTTP %d: not a Google error document", status)
+	}
+	msg := oneLine(e.Error.Message, 200)
+	reason, _, _ := strings.Cut(msg, " ")
+	for _, r := range append(e.Error.Errors, e.Error.Details...) {
+		if r.Reason == "API_KEY_INVALID" {
+			reason = "API_KEY_INVALID"
+		}
+	}
+	hint := ""
+	switch reason {
+	case "API_KEY_INVALID":
+		hint = ": check --identity-platform-api-key (the project's Web API key)"
+	case "INVALID_IDP_RESPONSE":
+		hint = ": Google's ID token was refused; the OAuth client (--oidc-client-id) must be the one configured for the google.com provider of this project"
+	case "USER_DISABLED":
+		hint = ": the user is disabled in Identity Platform"
+	case "INVALID_REFRESH_TOKEN", "TOKEN_EXPIRED", "USER_NOT_FOUND":
+		hint = ": log in again"
+	}
+	return fmt.Errorf("HTTP %d %s%s", status, msg, hint)
+}
