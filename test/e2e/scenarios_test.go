@@ -518,3 +518,30 @@ func TestWhyAndWhoCan(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "? yes")
 }
+
+// Google Cloud Identity Platform: Chromium signs in "with Google" (Dex),
+// signInWithIdp and securetoken at the simulator, and the API server, trusting
+// that issuer with username email and groups gcp.iam.roles, grants the
+// cluster-viewer group read access and no writes.
+func TestIdentityPlatform(t *testing.T) {
+	g := st.google
+	alice := newPerson(t, "alice", st.api["structured"], "--grant-type=identity-platform",
+		"--oidc-issuer-url="+g.Issuer(), "--oidc-client-id="+confidentialClient, "--oidc-client-secret-file="+st.secretFile,
+		"--identity-platform-api-key="+g.APIKey, "--identity-platform-endpoint="+g.URL, "--securetoken-endpoint="+g.URL,
+		"--google-issuer-url="+st.issuer)
+	r := alice.kubectl("get", "pods", "-n", "team-a")
+	require.Equal(t, 0, r.code, "kubectl get pods: %s", r.stderr)
+	assert.Equal(t, 1, alice.browserStarts(), "one Google sign-in")
+	assert.GreaterOrEqual(t, g.Calls("signInWithIdp"), 1)
+
+	r = alice.kubectl("auth", "whoami", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var w whoami
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &w))
+	assert.Equal(t, "alice@example.com", w.Status.UserInfo.Username)
+	assert.Contains(t, w.Status.UserInfo.Groups, "cluster-viewer")
+
+	r = alice.kubectl("create", "configmap", "x", "-n", "team-a")
+	assert.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, `User "alice@example.com" cannot create resource "configmaps"`)
+}

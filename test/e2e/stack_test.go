@@ -74,7 +74,10 @@ type stack struct {
 	// peer here offers; the structured API server trusts it as a second
 	// JWT issuer.
 	keycloak *idp.Sim
-	api      map[string]*apiserver
+	// google simulates Google Cloud Identity Platform's Identity Toolkit
+	// and securetoken issuer; its "Google sign-in" is Dex.
+	google *idp.GoogleSim
+	api    map[string]*apiserver
 
 	etcdData string
 	// authConfig is the structured API server's AuthenticationConfiguration.
@@ -273,6 +276,9 @@ func (s *stack) stop() {
 	if s.keycloak != nil {
 		s.keycloak.Close()
 	}
+	if s.google != nil {
+		s.google.Close()
+	}
 	_ = os.RemoveAll(s.work)
 	if s.etcdData != "" {
 		_ = os.RemoveAll(s.etcdData)
@@ -347,7 +353,7 @@ func (s *stack) startDex() error {
 			// No redirect URIs: Dex then accepts any loopback redirect of a public client.
 			{"id": publicClient, "name": "kubectl (people)", "public": true},
 			{"id": confidentialClient, "name": "kubectl (confidential)", "secret": strings.TrimSpace(string(secret)),
-				"redirectURIs": []string{"/device/callback"}},
+				"redirectURIs": []string{"/device/callback", "http://localhost:8000", "http://localhost:18000"}},
 		},
 	}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
@@ -374,6 +380,12 @@ func (s *stack) startKeycloakSim() error {
 	sim.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	sim.StartTLS()
 	s.keycloak = sim
+
+	g := idp.NewGoogleSim(s.issuer, confidentialClient)
+	g.Roles["alice@example.com"] = []string{"cluster-viewer"}
+	g.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	g.StartTLS()
+	s.google = g
 	return nil
 }
 
@@ -427,6 +439,14 @@ func (s *stack) startEtcdAndAPIServers() error {
 			},
 			"claimMappings": map[string]any{
 				"username": map[string]any{"claim": "email", "prefix": "keycloak:"},
+			},
+		}, {
+			"issuer": map[string]any{
+				"url": s.google.Issuer(), "audiences": []string{s.google.Project}, "certificateAuthority": string(s.caPEM),
+			},
+			"claimMappings": map[string]any{
+				"username": map[string]any{"claim": "email", "prefix": ""},
+				"groups":   map[string]any{"claim": "gcp.iam.roles", "prefix": ""},
 			},
 		}},
 	}
@@ -522,6 +542,21 @@ metadata: {name: developers-read-pods, namespace: team-a}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pod-reader}
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: Group, name: %sdevelopers}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: e2e-view}
+rules:
+- apiGroups: [""]
+  resources: [pods, configmaps]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: gcp-cluster-viewers}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: e2e-view}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: cluster-viewer}
 `, a.groupPrefix)
 		cmd := exec.Command(s.kubectl, "--kubeconfig="+kc, "apply", "-f", "-")
 		cmd.Stdin = strings.NewReader(manifest)

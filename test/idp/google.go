@@ -56,9 +56,17 @@ type GoogleSim struct {
 }
 
 // NewGoogle starts a simulator for project "demo-project" that trusts Google
-// ID tokens of googleIssuer for googleClient.
+// ID tokens of googleIssuer for googleClient; it stops with the test.
 func NewGoogle(t testing.TB, googleIssuer, googleClient string) *GoogleSim {
 	t.Helper()
+	s := NewGoogleSim(googleIssuer, googleClient)
+	s.Start()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// NewGoogleSim returns an unstarted simulator (Start or StartTLS it).
+func NewGoogleSim(googleIssuer, googleClient string) *GoogleSim {
 	key, _ := rsa.GenerateKey(rand.Reader, 2048)
 	other, _ := rsa.GenerateKey(rand.Reader, 2048)
 	s := &GoogleSim{Project: "demo-project", APIKey: "AIza-test-key", GoogleIssuer: googleIssuer, GoogleClient: googleClient,
@@ -68,8 +76,7 @@ func NewGoogle(t testing.TB, googleIssuer, googleClient string) *GoogleSim {
 	mux.HandleFunc("/v1/accounts:signInWithIdp", s.signInWithIdp)
 	mux.HandleFunc("/v1/token", s.token)
 	mux.HandleFunc("/", s.issuer)
-	s.Server = httptest.NewServer(mux)
-	t.Cleanup(s.Close)
+	s.Server = httptest.NewUnstartedServer(mux)
 	return s
 }
 
