@@ -189,6 +189,6 @@ func newIdentityPlatform(a *AuthOptions, g *GlobalOptions, streams genericioopti
 	cfg.Log = g.Logger(streams.ErrOut)
 	return &login.IdentityPlatform{
 		Google: login.New(cfg), Issuer: a.IssuerURL, APIKey: a.IPAPIKey, Tenant: a.IPTenant,
-		ToolkitURL: a.IPEndpoint, SecureTokenURL: a.SecureTokenURL, HTTPClient: httpClient, Log: cfg.Log,
+		ToolkitURL: a.IPEndpoint, SecureTokenURL: a.SecureTokenURL, HTTPClient: httpClient, Log: cfg.Log, Emulator: a.IPEmulator,
 	}, nil
 }

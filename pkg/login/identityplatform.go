@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
@@ -47,6 +49,9 @@ type IdentityPlatform struct {
 	HTTPClient     *http.Client
 	Log            *logging.Logger
 	Now            func() time.Time
+	// Emulator accepts the Firebase Auth emulator's unsigned tokens (iss,
+	// aud and exp still checked). Never against Google.
+	Emulator bool
 
 	provider *oidc.Provider
 }
@@ -120,13 +125,23 @@ func (p *IdentityPlatform) entry(ctx context.Context, idToken, refreshToken, old
 	if idToken == "" {
 		return nil, errors.New("Identity Platform answered without an ID token")
 	}
-	prov, err := p.verifier(ctx)
-	if err != nil {
-		return nil, err
-	}
-	idt, err := prov.VerifyIDToken(ctx, idToken, "")
-	if err != nil {
-		return nil, err
+	var expiry time.Time
+	if p.Emulator {
+		exp, err := p.checkUnsigned(idToken)
+		if err != nil {
+			return nil, err
+		}
+		expiry = exp
+	} else {
+		prov, err := p.verifier(ctx)
+		if err != nil {
+			return nil, err
+		}
+		idt, err := prov.VerifyIDToken(ctx, idToken, "")
+		if err != nil {
+			return nil, err
+		}
+		expiry = idt.Expiry
 	}
 	if refreshToken == "" {
 		refreshToken = oldRefresh
@@ -135,7 +150,7 @@ func (p *IdentityPlatform) entry(ctx context.Context, idToken, refreshToken, old
 	if p.Now != nil {
 		now = p.Now()
 	}
-	return &tokencache.Entry{IDToken: idToken, RefreshToken: refreshToken, IDTokenExpiry: idt.Expiry.UTC(),
+	return &tokencache.Entry{IDToken: idToken, RefreshToken: refreshToken, IDTokenExpiry: expiry.UTC(),
 		Issuer: p.Issuer, ClientID: p.Google.cfg.ClientID, GrantType: GrantIdentityPlatform, ObtainedAt: now.UTC()}, nil
 }
 
@@ -205,4 +220,24 @@ func googleError(status int, b []byte) error {
 		hint = ": log in again"
 	}
 	return fmt.Errorf("HTTP %d %s%s", status, msg, hint)
+}
+
+// checkUnsigned checks an emulator token's iss, aud and exp; the emulator
+// signs nothing, so there is no signature to check.
+func (p *IdentityPlatform) checkUnsigned(raw string) (time.Time, error) {
+	claims := jwt.MapClaims{}
+	if _, _, err := jwt.NewParser().ParseUnverified(raw, claims); err != nil {
+		return time.Time{}, fmt.Errorf("the emulator's ID token is not a JWT: %v", err)
+	}
+	if iss, _ := claims["iss"].(string); iss != p.Issuer {
+		return time.Time{}, fmt.Errorf("the emulator's ID token has iss %q, want %q", iss, p.Issuer)
+	}
+	if aud, _ := claims.GetAudience(); len(aud) == 0 || aud[0] != p.Project() {
+		return time.Time{}, fmt.Errorf("the emulator's ID token has aud %v, want %q", aud, p.Project())
+	}
+	exp, err := claims.GetExpirationTime()
+	if err != nil || exp == nil || !exp.After(time.Now()) {
+		return time.Time{}, errors.New("the emulator's ID token is expired or has no exp")
+	}
+	return exp.Time, nil
 }

@@ -136,6 +136,7 @@ type AuthOptions struct {
 	IPEndpoint         string
 	SecureTokenURL     string
 	GoogleIssuer       string
+	IPEmulator         bool
 	CSLegacyUsername   string
 	CSLegacyPassword   string `datapolicy:"password"`
 	legacyWithoutOptIn bool
@@ -199,6 +200,7 @@ func (o *AuthOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.IPTenant, flagIPTenant, o.IPTenant, "With --grant-type=identity-platform: the Identity Platform tenant, if any")
 	fs.StringVar(&o.IPEndpoint, flagIPEndpoint, o.IPEndpoint, "Identity Toolkit API endpoint (tests, emulators)")
 	fs.StringVar(&o.SecureTokenURL, flagSecureTokenEndpoint, o.SecureTokenURL, "Secure Token API endpoint (tests, emulators)")
+	fs.BoolVar(&o.IPEmulator, "identity-platform-emulator", o.IPEmulator, "Accept the Firebase Auth emulator's unsigned tokens (its endpoints must be on loopback)")
 	fs.StringVar(&o.GoogleIssuer, flagGoogleIssuer, o.GoogleIssuer, "With --grant-type=identity-platform: the issuer of the Google sign-in")
 	fs.StringSliceVar(&o.AllowedServers, flagAllowedServer, o.AllowedServers, "Hand tokens only to these API servers (needs provideClusterInfo: true); repeatable")
 	o.names = map[string]bool{}
@@ -378,6 +380,13 @@ func (o *AuthOptions) validateCommon() error {
 		if o.IPAPIKey == "" {
 			return fmt.Errorf("--%s=%s needs --%s (the project's Web API key)", flagGrantType, GrantIdentityPlatform, flagIPAPIKey)
 		}
+		if o.IPEmulator {
+			for _, e := range []string{o.IPEndpoint, o.SecureTokenURL} {
+				if u, err := url.Parse(e); err != nil || !IsLoopbackHost(u.Hostname()) {
+					return fmt.Errorf("--identity-platform-emulator accepts unsigned tokens, so its endpoints must be on loopback: %q is not", e)
+				}
+			}
+		}
 		if o.ClientSecret == "" {
 			return fmt.Errorf("--%s=%s needs the Google OAuth client's secret (Google requires it even for desktop clients): --%s or $%s", flagGrantType, GrantIdentityPlatform, flagClientSecretFile, EnvClientSecret)
 		}
@@ -456,6 +465,9 @@ func (o *AuthOptions) BaseKey() tokencache.Key {
 	}
 	if k.GrantType == GrantIdentityPlatform {
 		k.Extra = map[string]string{"tenant": o.IPTenant, "toolkit": o.IPEndpoint, "securetoken": o.SecureTokenURL, "google": o.GoogleIssuer}
+		if o.IPEmulator {
+			k.Extra["emulator"] = "true"
+		}
 	}
 	return k
 }
