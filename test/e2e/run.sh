@@ -26,6 +26,18 @@ fi
 for b in "${!pkgs[@]}"; do command -v "$b" >/dev/null 2>&1 || fail "$b is still missing after installing ${pkgs[$b]}"; done
 
 tools="$(test/e2e/tools/build.sh)" || fail "building the pinned kube-apiserver, kubectl and Dex failed"
+
+# The Firebase Auth emulator: the real peer for Identity Platform's
+# signInWithIdp and securetoken refresh (npm package firebase-tools).
+firebase_version=15.34.2
+firebase_dir="${KI_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-impersonate-e2e}/firebase-tools-$firebase_version"
+if [ ! -x "$firebase_dir/node_modules/.bin/firebase" ]; then
+  command -v npm >/dev/null || fail "npm is missing: install Node.js and npm (Debian: apt-get install nodejs npm)"
+  echo "e2e: installing firebase-tools $firebase_version from npm (once; about 3 minutes)" >&2
+  mkdir -p "$firebase_dir"
+  npm install --prefix "$firebase_dir" --no-audit --no-fund --loglevel=error "firebase-tools@$firebase_version" >&2 \
+    || fail "could not install firebase-tools from npm"
+fi
 logs="$(mktemp -d "${TMPDIR:-/tmp}/kubectl-impersonate-e2e-logs.XXXXXX")"
 session="$(mktemp -d "${TMPDIR:-/tmp}/kubectl-impersonate-e2e-session.XXXXXX")"
 mkdir -p "$session/home" "$session/run" && chmod 700 "$session/run"
@@ -47,6 +59,7 @@ env -i PATH="$PATH" HOME="$session/home" XDG_RUNTIME_DIR="$session/run" TMPDIR="
   GOPATH="$(go env GOPATH)" GOCACHE="$(go env GOCACHE)" GOMODCACHE="$(go env GOMODCACHE)" GOFLAGS="${GOFLAGS:-}" \
   GOPROXY="$(go env GOPROXY)" KI_E2E_TOOLS="$tools" KI_E2E_LOGS="$logs" KI_E2E_SESSION="$session" \
   E2E_CHROMIUM="$(command -v chromium)" KI_E2E_RUN="${KI_E2E_RUN:-.}" \
+  KI_E2E_FIREBASE="$firebase_dir/node_modules/.bin/firebase" \
   dbus-run-session -- bash -c '
     set -euo pipefail
     eval "$(printf e2e-keyring | gnome-keyring-daemon --unlock --components=secrets)"

@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -544,4 +545,67 @@ func TestIdentityPlatform(t *testing.T) {
 	r = alice.kubectl("create", "configmap", "x", "-n", "team-a")
 	assert.NotEqual(t, 0, r.code)
 	assert.Contains(t, r.stderr, `User "alice@example.com" cannot create resource "configmaps"`)
+}
+
+// Identity Platform steps 2-3 against a real peer, the Firebase Auth
+// emulator: signInWithIdp with the Google (Dex) ID token, then a silent
+// refresh at its securetoken endpoint. Its tokens are unsigned, which the
+// plugin accepts only with --identity-platform-emulator.
+func TestIdentityPlatformFirebaseEmulator(t *testing.T) {
+	issuer := "https://securetoken.google.com/demo-project"
+	args := []string{"--grant-type=identity-platform", "--oidc-issuer-url=" + issuer,
+		"--oidc-client-id=" + confidentialClient, "--oidc-client-secret-file=" + st.secretFile,
+		"--identity-platform-api-key=fake-api-key", "--identity-platform-emulator",
+		"--identity-platform-endpoint=" + st.firebase + "/identitytoolkit.googleapis.com",
+		"--securetoken-endpoint=" + st.firebase + "/securetoken.googleapis.com",
+		"--google-issuer-url=" + st.issuer, "--certificate-authority=" + st.caFile,
+		"--browser-command=" + st.browser, "--token-cache-storage=disk"}
+	alice := newPerson(t, "alice", st.api["structured"])
+	r := alice.plugin(nil, append([]string{"login"}, args...)...)
+	require.Equal(t, 0, r.code, "login: %s", r.stderr)
+	assert.Contains(t, r.stdout, "Logged in as alice@example.com")
+
+	execInfo := `KUBERNETES_EXEC_INFO={"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":false}}`
+	r = alice.plugin([]string{execInfo}, append([]string{"get-token"}, args...)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	var cred struct {
+		Status struct {
+			Token string `json:"token"`
+		} `json:"status"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &cred))
+	tok := cred.Status.Token
+	parts := strings.Split(tok, ".")
+	require.Len(t, parts, 3)
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	require.NoError(t, err)
+	assert.Contains(t, string(payload), `"iss":"`+issuer+`"`)
+	assert.Contains(t, string(payload), `"sign_in_provider":"google.com"`)
+
+	// Expire the cached entry: the next call refreshes at the emulator.
+	files := alice.diskEntries()
+	require.Len(t, files, 1)
+	b, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	var entry map[string]any
+	require.NoError(t, json.Unmarshal(b, &entry))
+	entry["id_token_expiry"] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	b, _ = json.Marshal(entry)
+	require.NoError(t, os.WriteFile(files[0], b, 0o600))
+	r = alice.plugin([]string{execInfo}, append([]string{"get-token", "-v", "1"}, args...)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "identity platform: refresh at "+st.firebase+"/securetoken.googleapis.com")
+	assert.NotContains(t, r.stderr, "fake-api-key", "the API key stays out of logs")
+	assert.Equal(t, 1, alice.browserStarts(), "the refresh needs no browser")
+
+	// Without the emulator flag, an unsigned token is refused.
+	var strict []string
+	for _, a := range args {
+		if a != "--identity-platform-emulator" {
+			strict = append(strict, a)
+		}
+	}
+	r = alice.plugin(nil, append([]string{"login", "--force", "--token-cache-storage=none"}, strict[:len(strict)-1]...)...)
+	assert.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, "discovering OIDC provider https://securetoken.google.com/demo-project")
 }

@@ -77,7 +77,9 @@ type stack struct {
 	// google simulates Google Cloud Identity Platform's Identity Toolkit
 	// and securetoken issuer; its "Google sign-in" is Dex.
 	google *idp.GoogleSim
-	api    map[string]*apiserver
+	// firebase is the Firebase Auth emulator's base URL.
+	firebase string
+	api      map[string]*apiserver
 
 	etcdData string
 	// authConfig is the structured API server's AuthenticationConfiguration.
@@ -136,7 +138,7 @@ func startStack() (*stack, error) {
 		return nil, err
 	}
 	s := &stack{work: work, logs: logs, tools: tools, kubectl: filepath.Join(tools, "kubectl"), api: map[string]*apiserver{}}
-	for _, step := range []func() error{s.buildBinaries, s.makeCerts, s.startDex, s.startKeycloakSim, s.startEtcdAndAPIServers, s.setupRBAC} {
+	for _, step := range []func() error{s.buildBinaries, s.makeCerts, s.startDex, s.startKeycloakSim, s.startFirebase, s.startEtcdAndAPIServers, s.setupRBAC} {
 		if err := step(); err != nil {
 			return s, err
 		}
@@ -387,6 +389,35 @@ func (s *stack) startKeycloakSim() error {
 	g.StartTLS()
 	s.google = g
 	return nil
+}
+
+// startFirebase runs the Firebase Auth emulator (firebase-tools) for the
+// project demo-project, on free ports.
+func (s *stack) startFirebase() error {
+	bin, err := mustEnv("KI_E2E_FIREBASE")
+	if err != nil {
+		return err
+	}
+	var ports [3]int
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return err
+		}
+	}
+	dir := filepath.Join(s.work, "firebase")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	cfg := fmt.Sprintf(`{"emulators": {"auth": {"host": "127.0.0.1", "port": %d}, "hub": {"host": "127.0.0.1", "port": %d},
+  "logging": {"host": "127.0.0.1", "port": %d}, "ui": {"enabled": false}}}`, ports[0], ports[1], ports[2])
+	if err := os.WriteFile(filepath.Join(dir, "firebase.json"), []byte(cfg), 0o600); err != nil {
+		return err
+	}
+	if err := s.start("firebase", "sh", "-c", "cd "+dir+" && exec "+bin+" emulators:start --only auth --project demo-project"); err != nil {
+		return err
+	}
+	s.firebase = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	return waitHTTP(s.firebase+"/", nil, 90*time.Second, http.DefaultClient)
 }
 
 func (s *stack) startEtcdAndAPIServers() error {
