@@ -81,6 +81,7 @@ Start with "kubectl impersonate setup --help".`,
 		NewCmdAccess(g, streams),
 		NewCmdWhy(g, streams),
 		NewCmdWhoCan(g, streams),
+		NewCmdProxy(g, streams),
 		NewCmdVersion(streams),
 	)
 	return root
