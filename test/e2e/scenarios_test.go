@@ -8,6 +8,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -608,4 +610,73 @@ func TestIdentityPlatformFirebaseEmulator(t *testing.T) {
 	r = alice.plugin(nil, append([]string{"login", "--force", "--token-cache-storage=none"}, strict[:len(strict)-1]...)...)
 	assert.NotEqual(t, 0, r.code)
 	assert.Contains(t, r.stderr, "discovering OIDC provider https://securetoken.google.com/demo-project")
+}
+
+// The impersonating proxy in front of an API server, with a credential that
+// may only impersonate: kubectl through the proxy with the plugin's token is
+// alice, RBAC applies to her, and forged or missing credentials are refused.
+func TestImpersonatingProxy(t *testing.T) {
+	api := st.api["legacy"]
+	upstream := filepath.Join(t.TempDir(), "upstream.kubeconfig")
+	require.NoError(t, os.WriteFile(upstream, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: up, cluster: {server: %q, certificate-authority: %q}}]
+users: [{name: proxy, user: {token: %s}}]
+contexts: [{name: up, context: {cluster: up, user: proxy}}]
+current-context: up
+`, api.url, st.caFile, proxyToken)), 0o600))
+	port, err := freePort()
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, st.ki, "proxy", fmt.Sprintf("--listen=127.0.0.1:%d", port),
+		"--tls-cert-file="+st.certFile, "--tls-private-key-file="+st.keyFile, "--upstream-kubeconfig="+upstream,
+		"--oidc-issuer-url="+st.issuer, "--oidc-ca-file="+st.caFile, "--oidc-audience="+publicClient,
+		"--username-claim=email", "--username-prefix=proxy:", "--groups-claim=groups",
+		"--audit-log="+filepath.Join(st.logs, "proxy-audit.log"))
+	logf, err := os.Create(filepath.Join(st.logs, "proxy.log"))
+	require.NoError(t, err)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cancel(); _ = cmd.Wait(); _ = logf.Close() })
+	proxyURL := fmt.Sprintf("https://127.0.0.1:%d", port)
+	require.NoError(t, waitHTTP(proxyURL+"/readyz", nil, 30*time.Second, st.tlsClient()))
+
+	alice := newPerson(t, "alice", &apiserver{mode: "proxy", url: proxyURL})
+	r := alice.kubectl("auth", "whoami", "-o", "json")
+	require.Equal(t, 0, r.code, "whoami through the proxy: %s", r.stderr)
+	var w whoami
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &w))
+	assert.Equal(t, "proxy:alice@example.com", w.Status.UserInfo.Username)
+	assert.Contains(t, w.Status.UserInfo.Groups, "developers")
+
+	r = alice.kubectl("get", "pods", "-n", "team-a")
+	assert.Equal(t, 0, r.code, r.stderr)
+	r = alice.kubectl("get", "pods", "-n", "team-b")
+	assert.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, `User "proxy:alice@example.com" cannot list resource "pods"`)
+
+	for name, hdr := range map[string]map[string]string{
+		"no token":           {},
+		"foreign token":      {"Authorization": "Bearer " + adminToken},
+		"forged impersonate": {"Authorization": "Bearer " + adminToken, "Impersonate-User": "e2e-admin"},
+	} {
+		req, _ := http.NewRequest("GET", proxyURL+"/api/v1/namespaces/team-a/pods", nil)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := st.tlsClient().Do(req)
+		require.NoError(t, err, name)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := 401
+		if name == "forged impersonate" {
+			want = 403
+		}
+		assert.Equal(t, want, resp.StatusCode, name)
+		assert.Contains(t, string(body), `"kind":"Status"`, name)
+	}
+	audit, err := os.ReadFile(filepath.Join(st.logs, "proxy-audit.log"))
+	require.NoError(t, err)
+	assert.Contains(t, string(audit), `"user":"proxy:alice@example.com"`)
+	assert.NotRegexp(t, `eyJ[A-Za-z0-9_-]+\.eyJ`, string(audit), "no token in the audit log")
 }

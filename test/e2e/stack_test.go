@@ -54,6 +54,8 @@ const (
 	// plugin refreshes when less than credential.MinValidity (30 s) is left.
 	idTokenLifetime = 50 * time.Second
 	adminToken      = "e2e-admin-token"
+	// proxyToken is the impersonating proxy's own credential: it may only impersonate.
+	proxyToken = "e2e-proxy-token"
 )
 
 type stack struct {
@@ -447,7 +449,7 @@ func (s *stack) startEtcdAndAPIServers() error {
 		return err
 	}
 	tokens := filepath.Join(s.work, "tokens.csv")
-	if err := os.WriteFile(tokens, []byte(adminToken+",e2e-admin,e2e-admin-uid,system:masters\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte(adminToken+",e2e-admin,e2e-admin-uid,system:masters\n"+proxyToken+",e2e-proxy,e2e-proxy-uid\n"), 0o600); err != nil {
 		return err
 	}
 	authConfig := filepath.Join(s.work, "authentication-config.yaml")
@@ -573,6 +575,24 @@ metadata: {name: developers-read-pods, namespace: team-a}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pod-reader}
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: Group, name: %sdevelopers}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: impersonator}
+rules:
+- apiGroups: [""]
+  resources: [users, groups]
+  verbs: [impersonate]
+- apiGroups: [authentication.k8s.io]
+  resources: [uids, userextras/scopes]
+  verbs: [impersonate]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: e2e-proxy-impersonates}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: impersonator}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-proxy}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
