@@ -4,11 +4,14 @@ package e2e
 
 import (
 	"bytes"
+	"slices"
+
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
+	"k8s.io/client-go/tools/clientcmd"
 	"net/http"
 	"os"
 	"os/exec"
@@ -675,8 +678,85 @@ current-context: up
 		assert.Equal(t, want, resp.StatusCode, name)
 		assert.Contains(t, string(body), `"kind":"Status"`, name)
 	}
+	// Load: 200 concurrent clients for 30 s, direct and through the proxy,
+	// with alice's own token (the legacy API server trusts Dex directly too).
+	// Dex's ID tokens live 50 s here: each 30 s run gets a fresh one.
+	kc, err := clientcmd.LoadFromFile(alice.kubeconfig)
+	require.NoError(t, err)
+	ex := kc.AuthInfos["alice"].Exec
+	freshToken := func() string {
+		r := alice.plugin(nil, append([]string{"login", "--force"}, ex.Args...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		tr := run(t, append(alice.env, `KUBERNETES_EXEC_INFO={"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":false}}`), false, append([]string{ex.Command}, ex.Args...)...)
+		require.Equal(t, 0, tr.code, tr.stderr)
+		var cred struct {
+			Status struct {
+				Token string `json:"token"`
+			} `json:"status"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(tr.stdout), &cred))
+		return cred.Status.Token
+	}
+	direct := loadTest(t, api.url, freshToken())
+	proxied := loadTest(t, proxyURL, freshToken())
+	t.Logf("200 clients × 30 s, GET pods in team-a: direct %.0f req/s, p50 %s, p99 %s; through the proxy %.0f req/s, p50 %s, p99 %s (p99 overhead %s)",
+		direct.rate, direct.p50, direct.p99, proxied.rate, proxied.p50, proxied.p99, proxied.p99-direct.p99)
+	assert.Zero(t, direct.errors, "no failed request direct")
+	assert.Zero(t, proxied.errors, "no failed request through the proxy")
+
 	audit, err := os.ReadFile(filepath.Join(st.logs, "proxy-audit.log"))
 	require.NoError(t, err)
 	assert.Contains(t, string(audit), `"user":"proxy:alice@example.com"`)
 	assert.NotRegexp(t, `eyJ[A-Za-z0-9_-]+\.eyJ`, string(audit), "no token in the audit log")
+}
+
+type loadResult struct {
+	rate      float64
+	p50, p99  time.Duration
+	errors    int
+	completed int
+}
+
+// loadTest sends GETs from 200 goroutines for 30 s to base (bounded in time).
+func loadTest(t *testing.T, base, token string) loadResult {
+	t.Helper()
+	client := st.tlsClient()
+	client.Transport.(*http.Transport).MaxIdleConnsPerHost = 200
+	deadline := time.Now().Add(30 * time.Second)
+	var mu sync.Mutex
+	var lat []time.Duration
+	errs := 0
+	var wg sync.WaitGroup
+	for range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				req, _ := http.NewRequest("GET", base+"/api/v1/namespaces/team-a/pods", nil)
+				req.Header.Set("Authorization", "Bearer "+token)
+				start := time.Now()
+				resp, err := client.Do(req)
+				d := time.Since(start)
+				ok := err == nil && resp.StatusCode == 200
+				if err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				mu.Lock()
+				if ok {
+					lat = append(lat, d)
+				} else {
+					errs++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	slices.Sort(lat)
+	r := loadResult{errors: errs, completed: len(lat), rate: float64(len(lat)) / 30}
+	if len(lat) > 0 {
+		r.p50, r.p99 = lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*99/100].Round(time.Millisecond)
+	}
+	return r
 }
