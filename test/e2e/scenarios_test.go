@@ -760,3 +760,27 @@ func loadTest(t *testing.T, base, token string) loadResult {
 	}
 	return r
 }
+
+// The deploy manifests of the proxy apply to a real API server, and the
+// proxy's service account may impersonate and do nothing else.
+func TestProxyManifests(t *testing.T) {
+	admin, err := st.adminKubeconfig(st.api["structured"])
+	require.NoError(t, err)
+	env := baseEnv(t.TempDir())
+	r := run(t, env, false, st.kubectl, "--kubeconfig="+admin, "apply", "-f", "../../deploy/proxy/proxy.yaml")
+	require.Equal(t, 0, r.code, r.stderr)
+	sa := "--as=system:serviceaccount:kubectl-impersonate:proxy"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"impersonate", "users"}, "yes"},
+		{[]string{"impersonate", "groups"}, "yes"},
+		{[]string{"list", "pods", "-A"}, "no"},
+		{[]string{"get", "secrets", "-n", "kubectl-impersonate"}, "no"},
+		{[]string{"create", "pods", "-n", "team-a"}, "no"},
+	} {
+		r := run(t, env, false, append([]string{st.kubectl, "--kubeconfig=" + admin, "auth", "can-i", sa}, c.args...)...)
+		assert.Equal(t, c.want, strings.TrimSpace(r.stdout), "%v: %s", c.args, r.stderr)
+	}
+}
