@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"slices"
 
@@ -680,6 +681,41 @@ current-context: up
 	}
 	// Load: 200 concurrent clients for 30 s, direct and through the proxy,
 	// with alice's own token (the legacy API server trusts Dex directly too).
+	// Streaming: a watch through the proxy sees a pod the admin creates.
+	admin, err := st.adminKubeconfig(api)
+	require.NoError(t, err)
+	adminEnv := baseEnv(t.TempDir())
+	r = run(t, adminEnv, false, st.kubectl, "--kubeconfig="+admin, "create", "serviceaccount", "default", "-n", "team-a")
+	require.True(t, r.code == 0 || strings.Contains(r.stderr, "AlreadyExists"), r.stderr)
+	wctx, wcancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer wcancel()
+	watch := exec.CommandContext(wctx, st.kubectl, "--kubeconfig="+alice.kubeconfig, "get", "pods", "-n", "team-a", "-w", "-o", "name")
+	watch.Env = alice.env
+	out, err := watch.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, watch.Start())
+	seen := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "streamed") {
+				seen <- sc.Text()
+				return
+			}
+		}
+	}()
+	time.Sleep(2 * time.Second) // the watch is established
+	r = run(t, adminEnv, false, st.kubectl, "--kubeconfig="+admin, "run", "streamed", "-n", "team-a", "--image=registry.k8s.io/pause:3.10", "--restart=Never")
+	require.Equal(t, 0, r.code, r.stderr)
+	select {
+	case line := <-seen:
+		assert.Equal(t, "pod/streamed", line, "the watch event streamed through the proxy")
+	case <-time.After(20 * time.Second):
+		t.Error("no watch event through the proxy within 20 s")
+	}
+	wcancel()
+	_ = watch.Wait()
+
 	// Dex's ID tokens live 50 s here: each 30 s run gets a fresh one.
 	kc, err := clientcmd.LoadFromFile(alice.kubeconfig)
 	require.NoError(t, err)
@@ -705,6 +741,7 @@ current-context: up
 	assert.Zero(t, proxied.errors, "no failed request through the proxy")
 
 	audit, err := os.ReadFile(filepath.Join(st.logs, "proxy-audit.log"))
+	_ = admin
 	require.NoError(t, err)
 	assert.Contains(t, string(audit), `"user":"proxy:alice@example.com"`)
 	assert.NotRegexp(t, `eyJ[A-Za-z0-9_-]+\.eyJ`, string(audit), "no token in the audit log")
