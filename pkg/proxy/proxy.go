@@ -42,6 +42,7 @@ type Handler struct {
 	proxy   *httputil.ReverseProxy
 	once    sync.Once
 	metrics metrics
+	auditMu sync.Mutex
 }
 
 type metrics struct {
@@ -113,7 +114,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.Audit != nil {
 		b, _ := json.Marshal(map[string]any{"time": time.Now().UTC().Format(time.RFC3339Nano), "user": id.Username, "groups": id.Groups,
 			"verb": r.Method, "path": r.URL.Path, "code": rec.code, "latencyMs": elapsed.Milliseconds()})
+		h.auditMu.Lock()
 		_, _ = h.Audit.Write(append(b, '\n'))
+		h.auditMu.Unlock()
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,11 +31,24 @@ func (f fakeVerifier) Verify(_ context.Context, raw string) (map[string]any, err
 	return c, nil
 }
 
-func newProxy(t *testing.T, upstream http.Handler) (*httptest.Server, *bytes.Buffer) {
+// syncBuffer is an audit log the test may read while the proxy writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func newProxy(t *testing.T, upstream http.Handler) (*httptest.Server, *syncBuffer) {
 	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
 	u, _ := url.Parse(up.URL)
-	audit := &bytes.Buffer{}
+	audit := &syncBuffer{}
 	h := &Handler{Upstream: u, Transport: http.DefaultTransport, Audit: audit,
 		Verifier: fakeVerifier{"good-token": {"sub": "uid-1", "email": "alice@example.com", "groups": []any{"dev"}}},
 		Map: func(_ context.Context, tok *inspect.Token) inspect.Identity {
@@ -47,8 +61,11 @@ func newProxy(t *testing.T, upstream http.Handler) (*httptest.Server, *bytes.Buf
 }
 
 func TestProxyAuthentication(t *testing.T) {
+	var seenMu sync.Mutex
 	var seen http.Header
 	p, audit := newProxy(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seenMu.Lock()
+		defer seenMu.Unlock()
 		seen = r.Header.Clone()
 		_, _ = io.WriteString(w, `{"kind":"PodList"}`)
 	}))
@@ -65,7 +82,9 @@ func TestProxyAuthentication(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			seenMu.Lock()
 			seen = nil
+			seenMu.Unlock()
 			req, _ := http.NewRequest("GET", p.URL+"/api/v1/namespaces/a/pods", nil)
 			req.Header = tt.header
 			if req.Header == nil {
@@ -77,6 +96,8 @@ func TestProxyAuthentication(t *testing.T) {
 			resp.Body.Close()
 			assert.Equal(t, tt.wantCode, resp.StatusCode)
 			assert.Contains(t, string(body), tt.wantBody)
+			seenMu.Lock()
+			defer seenMu.Unlock()
 			if tt.wantCode != 200 {
 				assert.Nil(t, seen, "nothing reaches the API server")
 				return
@@ -86,6 +107,10 @@ func TestProxyAuthentication(t *testing.T) {
 			assert.Equal(t, "uid-1", seen.Get("Impersonate-Uid"))
 			assert.Empty(t, seen.Get("Authorization"), "the caller's token does not go upstream")
 		})
+	}
+	// The audit line follows the response: wait for all four (bounded).
+	for i := 0; i < 100 && strings.Count(audit.String(), "\n") < 4; i++ {
+		time.Sleep(10 * time.Millisecond)
 	}
 	assert.NotContains(t, audit.String(), "good-token")
 	assert.Contains(t, audit.String(), `"user":"alice@example.com"`)
