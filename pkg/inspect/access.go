@@ -2,10 +2,7 @@ package inspect
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -61,27 +58,6 @@ type Matrix struct {
 	Requests int `json:"requests"`
 	// Incomplete is the rules review's word that it could not list everything.
 	Incomplete bool `json:"rulesIncomplete"`
-}
-
-func (c *Client) get(ctx context.Context, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.host+path, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return statusError(resp.StatusCode, b)
-	}
-	return json.Unmarshal(b, out)
 }
 
 // Discover lists the resources the API server serves (preferred versions),

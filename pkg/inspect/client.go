@@ -54,18 +54,32 @@ func (c *Client) Post(ctx context.Context, path string, in, out any) error {
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.host+path, bytes.NewReader(body))
+	return c.do(ctx, http.MethodPost, path, bytes.NewReader(body), 4<<20, out)
+}
+
+// get decodes the answer to a GET of path into out. Discovery documents
+// and lists of RBAC objects can be large: up to 16 MiB.
+func (c *Client) get(ctx context.Context, path string, out any) error {
+	return c.do(ctx, http.MethodGet, path, nil, 16<<20, out)
+}
+
+// do sends one request and decodes a 2xx answer of at most limit bytes
+// into out; other answers become an APIError from their Status.
+func (c *Client) do(ctx context.Context, method, path string, body io.Reader, limit int64, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.host+path, body)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err != nil {
 		return fmt.Errorf("reading the answer of %s: %w", path, err)
 	}
