@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/fastpath"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
@@ -161,26 +160,19 @@ func cachedTokenOf(ctx context.Context, exec *clientcmdapi.ExecConfig, getenv fu
 		}
 		return getenv(name)
 	}
-	fs := pflag.NewFlagSet("get-token", pflag.ContinueOnError)
-	o := settings.NewAuthOptions()
-	o.AddFlags(fs)
-	fs.IntP("v", "v", 0, "")
-	if err := fs.Parse(args); err != nil {
+	o, _, err := fastpath.ParseArgs(args, lookup, func(string) {})
+	if err != nil {
 		return "", nil, fmt.Errorf("reading the exec entry's flags: %w", err)
-	}
-	if err := o.Complete(lookup, func(string) {}); err != nil {
-		return "", nil, err
 	}
 	store, err := o.NewStore(func(string) {})
 	if err != nil {
 		return "", nil, err
 	}
-	src := &credential.Source{Key: o.Key(), Store: store, UseAccessToken: o.UsesAccessToken(), MinValidity: o.MinValidity()}
 	ts := &TokenSource{Issuer: o.IssuerURL, ClientID: o.ClientID, GrantType: settings.EffectiveGrant(o.GrantType), Exchange: o.Exchange, Storage: store.Name()}
 	if o.Exchange == settings.ExchangeCloudSigma {
 		ts.Issuer, ts.GrantType = o.CloudSigma().Issuer(), "client-credentials + cloudsigma impersonation"
 	}
-	r, ok, err := src.Cached(ctx)
+	r, ok, err := fastpath.CachedSource(o, store, nil).Cached(ctx)
 	if err != nil {
 		return "", ts, err
 	}

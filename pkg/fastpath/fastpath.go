@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -24,6 +25,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
 // FullBinaryName is the binary that handles everything else.
@@ -38,17 +40,10 @@ const BinaryName = "kubectl-impersonate-get_token"
 // and returns true when a valid token is cached and nothing needs saying.
 // On false it has written nothing.
 func Serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) bool {
-	fs := pflag.NewFlagSet("get-token", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	o := settings.NewAuthOptions()
-	o.AddFlags(fs)
-	verbosity := fs.IntP("v", "v", 0, "")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || *verbosity > 0 {
-		return false
-	}
 	said := false
 	say := func(string) { said = true }
-	if err := o.Complete(getenv, say); err != nil || said {
+	o, verbosity, err := ParseArgs(args, getenv, say)
+	if err != nil || verbosity > 0 || said {
 		return false
 	}
 	if err := o.Validate(); err != nil {
@@ -69,8 +64,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return false
 	}
-	src := &credential.Source{Key: o.Key(), Store: store, UseAccessToken: o.UsesAccessToken(), MinValidity: o.MinValidity(), Notify: say}
-	r, ok, err := src.Cached(ctx)
+	r, ok, err := CachedSource(o, store, say).Cached(ctx)
 	if err != nil || !ok || said {
 		return false
 	}
@@ -80,6 +74,33 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	_, err = stdout.Write(buf.Bytes())
 	return err == nil
+}
+
+// ParseArgs reads get-token's flags (the arguments of a kubeconfig exec
+// entry) into completed settings, and returns the -v level with them.
+// warn receives what Complete would tell the user.
+func ParseArgs(args []string, getenv func(string) string, warn func(string)) (*settings.AuthOptions, int, error) {
+	fs := pflag.NewFlagSet("get-token", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o := settings.NewAuthOptions()
+	o.AddFlags(fs)
+	verbosity := fs.IntP("v", "v", 0, "")
+	if err := fs.Parse(args); err != nil {
+		return nil, 0, err
+	}
+	if fs.NArg() > 0 {
+		return nil, 0, fmt.Errorf("get-token takes no arguments, got %q", fs.Args())
+	}
+	if err := o.Complete(getenv, warn); err != nil {
+		return nil, 0, err
+	}
+	return o, *verbosity, nil
+}
+
+// CachedSource reads o's token from store: its Cached method is the
+// lock-free, network-free read of every kubectl call.
+func CachedSource(o *settings.AuthOptions, store tokencache.Store, notify func(string)) *credential.Source {
+	return &credential.Source{Key: o.Key(), Store: store, UseAccessToken: o.UsesAccessToken(), MinValidity: o.MinValidity(), Notify: notify}
 }
 
 func exe(name string) string {
