@@ -117,14 +117,22 @@ func PredictLegacy(t *Token, r LegacyRules) Identity {
 	}
 	id.Username, id.Problems = usernameFrom(t, claim, prefix, id.Problems)
 	if r.GroupsClaim != "" {
-		for _, g := range stringsOf(t.Claims[r.GroupsClaim]) {
-			id.Groups = append(id.Groups, r.GroupsPrefix+g)
-		}
-		if _, ok := t.Claims[r.GroupsClaim]; !ok {
-			id.Problems = append(id.Problems, fmt.Sprintf("the token has no %q claim: request the scope that adds it (often \"groups\")", r.GroupsClaim))
-		}
+		id.Groups, id.Problems = groupsFrom(t, r.GroupsClaim, r.GroupsPrefix, id.Problems)
 	}
 	return id
+}
+
+// groupsFrom maps a groups claim (a string or a list) with a prefix; a
+// missing claim is a problem, usually a scope not requested.
+func groupsFrom(t *Token, claim, prefix string, problems []string) ([]string, []string) {
+	var groups []string
+	for _, g := range stringsOf(t.Claims[claim]) {
+		groups = append(groups, prefix+g)
+	}
+	if _, ok := t.Claims[claim]; !ok {
+		problems = append(problems, fmt.Sprintf("the token has no %q claim: request the scope that adds it (often \"groups\")", claim))
+	}
+	return groups, problems
 }
 
 func usernameFrom(t *Token, claim, prefix string, problems []string) (string, []string) {
@@ -243,12 +251,7 @@ func PredictStructured(ctx context.Context, t *Token, cfg *AuthenticationConfigu
 			if m.Groups.Prefix != nil {
 				prefix = *m.Groups.Prefix
 			}
-			for _, g := range stringsOf(t.Claims[m.Groups.Claim]) {
-				id.Groups = append(id.Groups, prefix+g)
-			}
-			if _, ok := t.Claims[m.Groups.Claim]; !ok {
-				id.Problems = append(id.Problems, fmt.Sprintf("the token has no %q claim: request the scope that adds it (often \"groups\")", m.Groups.Claim))
-			}
+			id.Groups, id.Problems = groupsFrom(t, m.Groups.Claim, prefix, id.Problems)
 		}
 		for _, r := range j.UserValidationRules {
 			ok, err := celUserRule(ctx, r.Expression, id)
