@@ -9,10 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
-
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
@@ -104,14 +103,11 @@ func (x *TokenExchange) Grant(ctx context.Context) (*tokencache.Entry, error) {
 // expiryOf is expires_in, else the exp of a JWT, else 5 minutes: RFC 8693
 // makes expires_in optional.
 func expiryOf(t *tokenResponse, now time.Time) time.Time {
+	var expiresAt time.Time
 	if n, err := t.ExpiresIn.Int64(); err == nil && n > 0 {
-		return now.Add(time.Duration(n) * time.Second).UTC()
+		expiresAt = now.Add(time.Duration(n) * time.Second)
 	}
-	claims := jwt.RegisteredClaims{}
-	if _, _, err := jwt.NewParser().ParseUnverified(t.AccessToken, &claims); err == nil && claims.ExpiresAt != nil {
-		return claims.ExpiresAt.UTC()
-	}
-	return now.Add(5 * time.Minute).UTC()
+	return login.TokenExpiry(t.AccessToken, expiresAt, now)
 }
 
 // keycloakHint adds which Keycloak setting to check to Keycloak's token

@@ -248,15 +248,20 @@ func (c *Client) toEntry(ctx context.Context, p *oidc.Provider, grant string, to
 	return e, nil
 }
 
-// accessTokenExpiry is expires_in when given, else the exp of a JWT access
-// token (not verified: it only decides when to refresh), else a short
-// default.
+// accessTokenExpiry is the expiry of a token response's access token.
 func accessTokenExpiry(tok *oauth2.Token, now time.Time) time.Time {
-	if !tok.Expiry.IsZero() {
-		return tok.Expiry.UTC()
+	return TokenExpiry(tok.AccessToken, tok.Expiry, now)
+}
+
+// TokenExpiry is expiresAt (from expires_in) when known, else the exp of a
+// JWT token (not verified: it only decides when to renew), else a short
+// default: expires_in is optional in RFC 6749 and RFC 8693 alike.
+func TokenExpiry(token string, expiresAt, now time.Time) time.Time {
+	if !expiresAt.IsZero() {
+		return expiresAt.UTC()
 	}
 	claims := jwt.RegisteredClaims{}
-	if _, _, err := jwt.NewParser().ParseUnverified(tok.AccessToken, &claims); err == nil && claims.ExpiresAt != nil {
+	if _, _, err := jwt.NewParser().ParseUnverified(token, &claims); err == nil && claims.ExpiresAt != nil {
 		return claims.ExpiresAt.UTC()
 	}
 	return now.Add(defaultAccessTokenLifetime).UTC()
