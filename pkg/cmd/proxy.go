@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,7 @@ type ProxyOptions struct {
 	GroupsClaim, GroupsPrefix     string
 	AuthConfig                    string
 	AuditLog                      string
+	TokenCacheSize                int
 	genericiooptions.IOStreams
 	global    *GlobalOptions
 	prefixSet bool
@@ -40,7 +42,7 @@ type ProxyOptions struct {
 
 // NewCmdProxy builds proxy.
 func NewCmdProxy(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ProxyOptions{IOStreams: streams, global: g, Listen: ":8443", UsernameClaim: "sub"}
+	o := &ProxyOptions{IOStreams: streams, global: g, Listen: ":8443", UsernameClaim: "sub", TokenCacheSize: proxy.DefaultCacheSize}
 	cmd := &cobra.Command{
 		Use:   "proxy",
 		Short: "Serve an impersonating proxy in front of an API server that cannot trust the OIDC provider",
@@ -71,6 +73,7 @@ Requests that carry Impersonate-* headers themselves are refused.`,
 	f.StringVar(&o.GroupsPrefix, "groups-prefix", "", "Legacy rules: --oidc-groups-prefix")
 	f.StringVar(&o.AuthConfig, "authentication-config", "", "AuthenticationConfiguration file for the mapping (instead of the legacy rules)")
 	f.StringVar(&o.AuditLog, "audit-log", "-", "Audit log file, one JSON line per request (- for stderr, empty for none)")
+	f.IntVar(&o.TokenCacheSize, "token-cache-size", o.TokenCacheSize, "Verified tokens whose identity is kept until their exp (0 verifies every request)")
 	cmd.PreRun = func(c *cobra.Command, _ []string) { o.prefixSet = c.Flags().Changed("username-prefix") }
 	return cmd
 }
@@ -83,6 +86,8 @@ func (o *ProxyOptions) Validate() error {
 	switch {
 	case o.CertFile == "" || o.KeyFile == "":
 		return errors.New("--tls-cert-file and --tls-private-key-file are required: the proxy receives bearer tokens")
+	case o.TokenCacheSize < 0:
+		return errors.New("--token-cache-size must not be negative (0 verifies every request)")
 	case o.Issuer == "":
 		return errors.New("--oidc-issuer-url is required")
 	case len(o.Audiences) == 0:
@@ -117,6 +122,13 @@ func (o *ProxyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("building the upstream transport: %w", err)
 	}
+	// Upgrades (exec, attach, port-forward) need HTTP/1.1 to the API server.
+	upCfg := rest.CopyConfig(cfg)
+	upCfg.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	upgradeTransport, err := rest.TransportFor(upCfg)
+	if err != nil {
+		return fmt.Errorf("building the upstream transport for upgrades: %w", err)
+	}
 	hc, err := login.NewHTTPClient(o.IssuerCA, false, 10*time.Second)
 	if err != nil {
 		return err
@@ -142,7 +154,7 @@ func (o *ProxyOptions) Run(ctx context.Context) error {
 		defer f.Close()
 		audit = f
 	}
-	h := &proxy.Handler{Upstream: u, Transport: transport, Verifier: verifier, Map: mapper, Audit: audit}
+	h := &proxy.Handler{Upstream: u, Transport: transport, UpgradeTransport: upgradeTransport, Verifier: verifier, Map: mapper, Audit: audit, CacheSize: cmp.Or(o.TokenCacheSize, -1)}
 	l, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", o.Listen, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +25,11 @@ type SetupOptions struct {
 	Kubeconfig string
 	Context    string
 	Write      bool
+	// Server, ClusterCA and Cluster write a cluster entry for the context,
+	// e.g. an impersonating proxy's URL.
+	Server    string
+	ClusterCA string
+	Cluster   string
 	// InteractiveMode is the exec entry's interactiveMode.
 	InteractiveMode string
 	genericiooptions.IOStreams
@@ -53,7 +59,11 @@ Client secrets never go into the kubeconfig: give them to kubectl through
   kubectl impersonate setup --oidc-issuer-url=https://dex.example.com --oidc-client-id=kubernetes --oidc-extra-scope=groups
 
   # Write the user "alice" into ~/.kube/config and use it in the context "prod"
-  kubectl impersonate setup --profile=tenant-a --write --user=alice --context=prod`,
+  kubectl impersonate setup --profile=tenant-a --write --user=alice --context=prod
+
+  # A context "prod-proxy" that reaches the cluster through kubectl-impersonate proxy
+  kubectl impersonate setup --profile=tenant-a --write --user=alice --context=prod-proxy \
+    --server=https://k8s-proxy.example.com:8443 --cluster-certificate-authority=proxy-ca.crt`,
 		Args: cobra.NoArgs,
 		RunE: runE(o),
 	}
@@ -62,6 +72,9 @@ Client secrets never go into the kubeconfig: give them to kubectl through
 	cmd.Flags().StringVar(&o.User, "user", o.User, "Name of the kubeconfig user entry")
 	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "Kubeconfig file to write (default: $KUBECONFIG's first file, else ~/.kube/config)")
 	cmd.Flags().StringVar(&o.Context, "context", "", "With --write, make this existing context use the user entry")
+	cmd.Flags().StringVar(&o.Server, "server", "", "With --write and --context, also point the context at this API server URL (e.g. an impersonating proxy), creating the context if needed")
+	cmd.Flags().StringVar(&o.ClusterCA, "cluster-certificate-authority", "", "With --server, the CA file that signed its serving certificate")
+	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "With --server, the name of the cluster entry (default: the context's name)")
 	cmd.Flags().StringVar(&o.InteractiveMode, "exec-interactive-mode", o.InteractiveMode, "interactiveMode of the exec entry: IfAvailable, Never (robots, CI: never prompt) or Always")
 	return cmd
 }
@@ -99,6 +112,30 @@ func (o *SetupOptions) Validate() error {
 	}
 	if o.Context != "" && !o.Write {
 		return errors.New("--context takes effect with --write only")
+	}
+	if o.Server == "" && (o.ClusterCA != "" || o.Cluster != "") {
+		return errors.New("--cluster and --cluster-certificate-authority take effect with --server only")
+	}
+	if o.Server != "" {
+		if o.Context == "" {
+			return errors.New("--server needs --write and --context: the context to point at it")
+		}
+		if u, err := url.Parse(o.Server); err != nil || u.Scheme != "https" || u.Host == "" {
+			return fmt.Errorf("--server %q is not an https:// URL: bearer tokens go to it", o.Server)
+		}
+		if o.ClusterCA != "" {
+			abs, err := filepath.Abs(o.ClusterCA)
+			if err != nil {
+				return fmt.Errorf("--cluster-certificate-authority: %w", err)
+			}
+			if _, err := os.Stat(abs); err != nil {
+				return fmt.Errorf("--cluster-certificate-authority: %w", err)
+			}
+			o.ClusterCA = abs
+		}
+		if o.Cluster == "" {
+			o.Cluster = o.Context
+		}
 	}
 	return o.Auth.Validate()
 }
@@ -155,8 +192,15 @@ func (o *SetupOptions) write(exec *kubeconfig.ExecConfig) error {
 		return err
 	}
 	fmt.Fprintf(o.Out, "Wrote the user %q to %s.\n", o.User, path)
+	if o.Server != "" {
+		path, err := kubeconfig.SetCluster(files, o.Cluster, o.Server, o.ClusterCA)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "Wrote the cluster %q (%s) to %s.\n", o.Cluster, o.Server, path)
+	}
 	if o.Context != "" {
-		if _, err := kubeconfig.SetContextUser(files, o.Context, o.User); err != nil {
+		if _, err := kubeconfig.SetContext(files, o.Context, o.Cluster, o.User); err != nil {
 			return err
 		}
 		fmt.Fprintf(o.Out, "The context %q now uses it: try \"kubectl --context=%s auth whoami\".\n", o.Context, o.Context)

@@ -192,26 +192,69 @@ func SetUser(files []string, name string, exec *ExecConfig) (string, error) {
 	return path, save(path, doc)
 }
 
-// SetContextUser points the existing context name at user.
-func SetContextUser(files []string, name, user string) (string, error) {
-	path, err := fileDefining(files, "contexts", name)
+// SetCluster writes the cluster entry name with server and, when caFile
+// is set, its certificate authority file, in the file that defines it or
+// the default file; other fields of an existing entry are kept.
+func SetCluster(files []string, name, server, caFile string) (string, error) {
+	return editEntry(files, "clusters", "cluster", name, "", func(cluster map[string]any) {
+		cluster["server"] = server
+		if caFile != "" {
+			delete(cluster, "certificate-authority-data")
+			delete(cluster, "insecure-skip-tls-verify")
+			cluster["certificate-authority"] = caFile
+		}
+	})
+}
+
+// SetContext points the context name at cluster (unless empty) and user,
+// creating it in the default file when no file defines it and a cluster is
+// given.
+func SetContext(files []string, name, cluster, user string) (string, error) {
+	missing := ""
+	if cluster == "" {
+		missing = fmt.Sprintf("context %q is not in %s: create it first (kubectl config set-context %s --cluster=NAME), or give --server", name, strings.Join(files, ", "), name)
+	}
+	return editEntry(files, "contexts", "context", name, missing, func(ctx map[string]any) {
+		if cluster != "" {
+			ctx["cluster"] = cluster
+		}
+		ctx["user"] = user
+	})
+}
+
+// editEntry applies edit to the field map (e.g. "cluster") of the entry
+// name in list, in the file that defines it, or creates the entry in the
+// default file unless missing (then the error) is set.
+func editEntry(files []string, list, field, name, missing string, edit func(map[string]any)) (string, error) {
+	path, err := fileDefining(files, list, name)
 	if err != nil {
 		return "", err
 	}
 	if path == "" {
-		return "", fmt.Errorf("context %q is not in %s: create it first (kubectl config set-context %s --cluster=NAME)", name, strings.Join(files, ", "), name)
+		if missing != "" {
+			return "", errors.New(missing)
+		}
+		path = defaultFile(files)
 	}
 	doc, err := load(path)
 	if err != nil {
 		return "", err
 	}
-	items, _ := namedList(doc, "contexts")
-	m, _ := findNamed(items, name)
-	ctx, _ := m["context"].(map[string]any)
-	if ctx == nil {
-		ctx = map[string]any{}
-		m["context"] = ctx
+	items, err := namedList(doc, list)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
 	}
-	ctx["user"] = user
+	m, i := findNamed(items, name)
+	if i < 0 {
+		m = map[string]any{"name": name}
+		items = append(items, m)
+	}
+	sub, _ := m[field].(map[string]any)
+	if sub == nil {
+		sub = map[string]any{}
+		m[field] = sub
+	}
+	edit(sub)
+	doc[list] = items
 	return path, save(path, doc)
 }

@@ -34,39 +34,70 @@ type Mapper func(ctx context.Context, t *inspect.Token) inspect.Identity
 type Handler struct {
 	Upstream  *url.URL
 	Transport http.RoundTripper
-	Verifier  Verifier
-	Map       Mapper
-	Audit     io.Writer
-	Now       func() time.Time
+	// UpgradeTransport carries connection upgrades (SPDY, WebSocket); it
+	// must speak HTTP/1.1, since HTTP/2 has no Upgrade. Nil: Transport.
+	UpgradeTransport http.RoundTripper
+	Verifier         Verifier
+	Map              Mapper
+	Audit            io.Writer
+	Now              func() time.Time
+	// CacheSize bounds the cache of verified tokens' identities (kept
+	// until each token's exp): 0 means DefaultCacheSize, negative disables.
+	CacheSize int
 
 	proxy   *httputil.ReverseProxy
 	once    sync.Once
 	metrics metrics
 	auditMu sync.Mutex
+	cache   *identityCache
 }
 
 type metrics struct {
 	mu             sync.Mutex
 	requests       map[int]int
 	verifyFailures int
+	cacheHits      int
 	latencySum     time.Duration
 	latencyCount   int
 }
 
 func (h *Handler) init() {
 	h.metrics.requests = map[int]int{}
+	if h.Now == nil {
+		h.Now = time.Now
+	}
+	switch {
+	case h.CacheSize == 0:
+		h.cache = newIdentityCache(DefaultCacheSize)
+	case h.CacheSize > 0:
+		h.cache = newIdentityCache(h.CacheSize)
+	}
 	h.proxy = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(h.Upstream)
 			r.Out.Host = h.Upstream.Host
 		},
-		Transport: h.Transport,
+		Transport: upgradeSplit{plain: h.Transport, upgrade: h.UpgradeTransport},
 		// Watches and logs stream: flush every write.
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			status(w, http.StatusBadGateway, "ServiceUnavailable", "the impersonating proxy could not reach the API server: "+err.Error())
 		},
 	}
+}
+
+// upgradeSplit sends upgrade requests through their own transport.
+type upgradeSplit struct{ plain, upgrade http.RoundTripper }
+
+func (u upgradeSplit) RoundTrip(r *http.Request) (*http.Response, error) {
+	rt := u.plain
+	if u.upgrade != nil && r.Header.Get("Upgrade") != "" {
+		rt = u.upgrade
+	}
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	return rt.RoundTrip(r)
 }
 
 // status writes a Kubernetes Status, as the API server would.
@@ -139,26 +170,39 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) inspect.Identity
 		status(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized")
 		return inspect.Identity{}
 	}
-	claims, err := h.Verifier.Verify(r.Context(), raw)
-	if err != nil {
-		h.fail()
-		status(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized")
-		return inspect.Identity{}
+	e, ok := h.cache.get(raw, h.Now())
+	if ok {
+		h.metrics.mu.Lock()
+		h.metrics.cacheHits++
+		h.metrics.mu.Unlock()
+	} else {
+		claims, err := h.Verifier.Verify(r.Context(), raw)
+		if err != nil {
+			h.fail()
+			status(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized")
+			return inspect.Identity{}
+		}
+		e.id = h.Map(r.Context(), &inspect.Token{Claims: claims})
+		if len(e.id.Problems) > 0 || e.id.Username == "" {
+			h.fail()
+			status(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized")
+			return inspect.Identity{}
+		}
+		e.uid, _ = claims["sub"].(string)
+		if exp, ok := expiryOf(claims); ok {
+			e.expiry = exp
+			h.cache.put(raw, e, h.Now())
+		}
 	}
-	id := h.Map(r.Context(), &inspect.Token{Claims: claims})
-	if len(id.Problems) > 0 || id.Username == "" {
-		h.fail()
-		status(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized")
-		return inspect.Identity{}
-	}
+	id := e.id
 	out := r.Clone(r.Context())
 	out.Header.Del("Authorization")
 	out.Header.Set("Impersonate-User", id.Username)
 	for _, g := range id.Groups {
 		out.Header.Add("Impersonate-Group", g)
 	}
-	if sub, _ := claims["sub"].(string); sub != "" {
-		out.Header.Set("Impersonate-Uid", sub)
+	if e.uid != "" {
+		out.Header.Set("Impersonate-Uid", e.uid)
 	}
 	h.proxy.ServeHTTP(w, out)
 	return id
@@ -181,6 +225,9 @@ func (h *Handler) writeMetrics(w http.ResponseWriter) {
 	fmt.Fprintln(w, "# HELP kubectl_impersonate_proxy_verification_failures_total Requests refused for their token.")
 	fmt.Fprintln(w, "# TYPE kubectl_impersonate_proxy_verification_failures_total counter")
 	fmt.Fprintf(w, "kubectl_impersonate_proxy_verification_failures_total %d\n", h.metrics.verifyFailures)
+	fmt.Fprintln(w, "# HELP kubectl_impersonate_proxy_token_cache_hits_total Requests whose token was verified before (identity from the cache).")
+	fmt.Fprintln(w, "# TYPE kubectl_impersonate_proxy_token_cache_hits_total counter")
+	fmt.Fprintf(w, "kubectl_impersonate_proxy_token_cache_hits_total %d\n", h.metrics.cacheHits)
 	fmt.Fprintln(w, "# HELP kubectl_impersonate_proxy_request_duration_seconds Time to serve a request, upstream included.")
 	fmt.Fprintln(w, "# TYPE kubectl_impersonate_proxy_request_duration_seconds summary")
 	fmt.Fprintf(w, "kubectl_impersonate_proxy_request_duration_seconds_sum %f\n", h.metrics.latencySum.Seconds())

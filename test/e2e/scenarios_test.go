@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"k8s.io/client-go/tools/clientcmd"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -616,10 +617,11 @@ func TestIdentityPlatformFirebaseEmulator(t *testing.T) {
 	assert.Contains(t, r.stderr, "discovering OIDC provider https://securetoken.google.com/demo-project")
 }
 
-// The impersonating proxy in front of an API server, with a credential that
-// may only impersonate: kubectl through the proxy with the plugin's token is
-// alice, RBAC applies to her, and forged or missing credentials are refused.
-func TestImpersonatingProxy(t *testing.T) {
+// startProxy runs `kubectl-impersonate proxy` in front of the legacy API
+// server with the impersonate-only static token, trusting Dex, and returns
+// its URL once ready; it is stopped when the test ends.
+func startProxy(t *testing.T) (proxyURL string) {
+	t.Helper()
 	api := st.api["legacy"]
 	upstream := filepath.Join(t.TempDir(), "upstream.kubeconfig")
 	require.NoError(t, os.WriteFile(upstream, []byte(fmt.Sprintf(`apiVersion: v1
@@ -636,15 +638,23 @@ current-context: up
 		"--tls-cert-file="+st.certFile, "--tls-private-key-file="+st.keyFile, "--upstream-kubeconfig="+upstream,
 		"--oidc-issuer-url="+st.issuer, "--oidc-ca-file="+st.caFile, "--oidc-audience="+publicClient,
 		"--username-claim=email", "--username-prefix=proxy:", "--groups-claim=groups",
-		"--audit-log="+filepath.Join(st.logs, "proxy-audit.log"))
-	logf, err := os.Create(filepath.Join(st.logs, "proxy.log"))
+		"--audit-log="+filepath.Join(st.logs, t.Name()+"-proxy-audit.log"))
+	logf, err := os.Create(filepath.Join(st.logs, t.Name()+"-proxy.log"))
 	require.NoError(t, err)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { cancel(); _ = cmd.Wait(); _ = logf.Close() })
-	proxyURL := fmt.Sprintf("https://127.0.0.1:%d", port)
+	proxyURL = fmt.Sprintf("https://127.0.0.1:%d", port)
 	require.NoError(t, waitHTTP(proxyURL+"/readyz", nil, 30*time.Second, st.tlsClient()))
+	return proxyURL
+}
 
+// The impersonating proxy in front of an API server, with a credential that
+// may only impersonate: kubectl through the proxy with the plugin's token is
+// alice, RBAC applies to her, and forged or missing credentials are refused.
+func TestImpersonatingProxy(t *testing.T) {
+	api := st.api["legacy"]
+	proxyURL := startProxy(t)
 	alice := newPerson(t, "alice", &apiserver{mode: "proxy", url: proxyURL})
 	r := alice.kubectl("auth", "whoami", "-o", "json")
 	require.Equal(t, 0, r.code, "whoami through the proxy: %s", r.stderr)
@@ -740,7 +750,7 @@ current-context: up
 	assert.Zero(t, direct.errors, "no failed request direct")
 	assert.Zero(t, proxied.errors, "no failed request through the proxy")
 
-	audit, err := os.ReadFile(filepath.Join(st.logs, "proxy-audit.log"))
+	audit, err := os.ReadFile(filepath.Join(st.logs, t.Name()+"-proxy-audit.log"))
 	_ = admin
 	require.NoError(t, err)
 	assert.Contains(t, string(audit), `"user":"proxy:alice@example.com"`)
@@ -820,4 +830,172 @@ func TestProxyManifests(t *testing.T) {
 		r := run(t, env, false, append([]string{st.kubectl, "--kubeconfig=" + admin, "auth", "can-i", sa}, c.args...)...)
 		assert.Equal(t, c.want, strings.TrimSpace(r.stdout), "%v: %s", c.args, r.stderr)
 	}
+}
+
+// Connection upgrades and streams through the impersonating proxy, with
+// kube-apiserver calling a stand-in kubelet (kubelet_test.go) for the node
+// side: kubectl exec over WebSocket and over SPDY, exec with stdin, an exit
+// status, logs -f arriving line by line, and port-forward. RBAC applies to
+// the impersonated user on the subresources.
+func TestProxyUpgrades(t *testing.T) {
+	api := st.api["legacy"]
+	kubelet, err := startFakeKubelet(st.certFile, st.keyFile)
+	require.NoError(t, err)
+	t.Cleanup(kubelet.close)
+	admin, err := st.adminKubeconfig(api)
+	require.NoError(t, err)
+	adminEnv := baseEnv(t.TempDir())
+	adminApply := func(manifest string) {
+		t.Helper()
+		cmd := exec.Command(st.kubectl, "--kubeconfig="+admin, "apply", "-f", "-")
+		cmd.Env, cmd.Stdin = adminEnv, strings.NewReader(manifest)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	adminApply(`apiVersion: v1
+kind: Node
+metadata: {name: fake-node}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: default, namespace: team-a}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: shell, namespace: team-a}
+spec:
+  nodeName: fake-node
+  containers: [{name: app, image: registry.k8s.io/pause:3.10}]
+`)
+	r := run(t, adminEnv, false, st.kubectl, "--kubeconfig="+admin, "patch", "node", "fake-node", "--subresource=status", "--type=merge",
+		"-p", fmt.Sprintf(`{"status":{"addresses":[{"type":"InternalIP","address":"127.0.0.1"}],"daemonEndpoints":{"kubeletEndpoint":{"Port":%d}}}}`, kubelet.port))
+	require.Equal(t, 0, r.code, r.stderr)
+	// kubectl port-forward insists on a running pod; no kubelet reports it.
+	r = run(t, adminEnv, false, st.kubectl, "--kubeconfig="+admin, "patch", "pod", "shell", "-n", "team-a", "--subresource=status", "--type=merge",
+		"-p", `{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}`)
+	require.Equal(t, 0, r.code, r.stderr)
+
+	proxyURL := startProxy(t)
+	// alice's kubeconfig reaches the API server directly; setup --server
+	// adds a context that goes through the proxy.
+	alice := newPerson(t, "alice", api)
+	r = alice.plugin(nil, "setup", "--write", "--kubeconfig="+alice.kubeconfig, "--user=alice", "--context=via-proxy",
+		"--server="+proxyURL, "--cluster-certificate-authority="+st.caFile, "--certificate-authority="+st.caFile,
+		"--browser-command="+st.browser, "--authentication-timeout=60s", "--oidc-issuer-url="+st.issuer,
+		"--oidc-extra-scope=email", "--oidc-extra-scope=groups", "--oidc-extra-scope=offline_access", "--oidc-client-id="+publicClient)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `Wrote the cluster "via-proxy"`)
+	r = alice.kubectl("config", "use-context", "via-proxy")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = alice.kubectl("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "proxy:alice@example.com", r.stdout, "the via-proxy context goes through the proxy")
+	r = alice.kubectl("exec", "-n", "team-a", "shell", "--", "echo", "hi")
+	require.NotEqual(t, 0, r.code, "exec before it is granted")
+	assert.Contains(t, r.stderr, `User "proxy:alice@example.com" cannot create resource "pods/exec"`)
+
+	adminApply(`apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: pod-shell, namespace: team-a}
+rules:
+- apiGroups: [""]
+  resources: [pods/exec, pods/portforward]
+  verbs: [get, create]
+- apiGroups: [""]
+  resources: [pods/log]
+  verbs: [get]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: developers-shell, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pod-shell}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: developers}
+`)
+
+	for _, c := range []struct{ name, websockets string }{{"WebSocket", "true"}, {"SPDY", "false"}} {
+		env := append(append([]string{}, alice.env...), "KUBECTL_REMOTE_COMMAND_WEBSOCKETS="+c.websockets)
+		r = run(t, env, false, st.kubectl, "--kubeconfig="+alice.kubeconfig, "exec", "-n", "team-a", "shell", "--", "echo", "through", "the", "proxy")
+		require.Equal(t, 0, r.code, "%s exec: %s", c.name, r.stderr)
+		assert.Equal(t, "through the proxy\n", r.stdout, c.name)
+
+		cmd := exec.Command(st.kubectl, "--kubeconfig="+alice.kubeconfig, "exec", "-i", "-n", "team-a", "shell", "--", "cat")
+		cmd.Env, cmd.Stdin = env, strings.NewReader("ping over stdin\n")
+		out, err := cmd.Output()
+		require.NoError(t, err, "%s exec -i", c.name)
+		assert.Equal(t, "ping over stdin\n", string(out), c.name)
+
+		r = run(t, env, false, st.kubectl, "--kubeconfig="+alice.kubeconfig, "exec", "-n", "team-a", "shell", "--", "exit", "3")
+		assert.Equal(t, 3, r.code, "%s: the remote exit status reaches kubectl: %s", c.name, r.stderr)
+	}
+
+	// logs -f: ten lines 200 ms apart; the first must arrive long before
+	// the last, or the proxy buffered the stream.
+	lctx, lcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer lcancel()
+	logs := exec.CommandContext(lctx, st.kubectl, "--kubeconfig="+alice.kubeconfig, "logs", "-f", "-n", "team-a", "shell")
+	logs.Env = alice.env
+	stdout, err := logs.StdoutPipe()
+	require.NoError(t, err)
+	start := time.Now()
+	require.NoError(t, logs.Start())
+	var arrivals []time.Duration
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		arrivals = append(arrivals, time.Since(start))
+		assert.Equal(t, fmt.Sprintf("app line %d", len(arrivals)), sc.Text())
+	}
+	require.NoError(t, logs.Wait())
+	require.Len(t, arrivals, 10)
+	assert.GreaterOrEqual(t, arrivals[9]-arrivals[0], 1500*time.Millisecond, "lines arrive as written, not at the end")
+
+	// port-forward: kubectl listens locally, the stand-in kubelet echoes.
+	pctx, pcancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer pcancel()
+	pf := exec.CommandContext(pctx, st.kubectl, "--kubeconfig="+alice.kubeconfig, "port-forward", "-n", "team-a", "pod/shell", "--address=127.0.0.1", ":8080")
+	pf.Env = alice.env
+	var pfErr bytes.Buffer
+	pf.Stderr = &pfErr
+	pfOut, err := pf.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, pf.Start())
+	t.Cleanup(func() { pcancel(); _ = pf.Wait() })
+	local := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pfOut)
+		for sc.Scan() {
+			var port int
+			if _, err := fmt.Sscanf(sc.Text(), "Forwarding from 127.0.0.1:%d -> 8080", &port); err == nil {
+				local <- fmt.Sprintf("127.0.0.1:%d", port)
+			}
+		}
+	}()
+	var addr string
+	select {
+	case addr = <-local:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("kubectl port-forward printed no local port within 30 s: %s", pfErr.String())
+	}
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+	_, err = conn.Write([]byte("echo through port-forward\n"))
+	require.NoError(t, err)
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "echo through port-forward\n", line)
+	// The audit line of an upgraded connection is written when it closes.
+	_ = conn.Close()
+	pcancel()
+	_ = pf.Wait()
+
+	auditFile := filepath.Join(st.logs, t.Name()+"-proxy-audit.log")
+	assert.Eventually(t, func() bool {
+		audit, _ := os.ReadFile(auditFile)
+		return strings.Contains(string(audit), `"path":"/api/v1/namespaces/team-a/pods/shell/portforward"`)
+	}, 10*time.Second, 100*time.Millisecond, "the port-forward is audited once it closes")
+	audit, err := os.ReadFile(auditFile)
+	require.NoError(t, err)
+	assert.Contains(t, string(audit), `"path":"/api/v1/namespaces/team-a/pods/shell/exec"`)
 }
