@@ -88,15 +88,7 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.TokenIdentity {
-		ui, _, err := client.WhoAmI(ctx)
-		if err != nil {
-			return err
-		}
-		extra := map[string][]string{}
-		for k, v := range ui.Extra {
-			extra[k] = v
-		}
-		if client, err = ImpersonatingClient(cfg, ui.Username, ui.Groups, ui.UID, extra); err != nil {
+		if client, _, err = TokenIdentityClient(ctx, client, cfg); err != nil {
 			return err
 		}
 	}

@@ -62,6 +62,34 @@ func ImpersonatingClient(cfg *rest.Config, user string, groups []string, uid str
 	return inspect.NewClient(c)
 }
 
+// TokenIdentityClient impersonates exactly the username, groups, UID and
+// extra the API server reports for caller's credentials (what --as alone
+// loses), and describes that identity.
+func TokenIdentityClient(ctx context.Context, caller *inspect.Client, cfg *rest.Config) (*inspect.Client, string, error) {
+	ui, _, err := caller.WhoAmI(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	extra := map[string][]string{}
+	for k, v := range ui.Extra {
+		extra[k] = v
+	}
+	c, err := ImpersonatingClient(cfg, ui.Username, ui.Groups, ui.UID, extra)
+	return c, describeIdentity(ui.Username, ui.Groups), err
+}
+
+// describeIdentity is "user [group,...]".
+func describeIdentity(user string, groups []string) string {
+	s := user
+	if s == "" {
+		s = "(no user)"
+	}
+	if len(groups) > 0 {
+		s += " [" + strings.Join(groups, ",") + "]"
+	}
+	return s
+}
+
 // RegisterCompletions completes --context, --cluster, --user and
 // --namespace from the kubeconfig and the API server.
 func (k *KubeFlags) RegisterCompletions(cmd *cobra.Command) {

@@ -23,6 +23,10 @@ type Resource struct {
 	Name       string   `json:"resource"`
 	Namespaced bool     `json:"namespaced"`
 	Verbs      []string `json:"-"`
+	// Kind, SingularName and ShortNames resolve a name typed by a user.
+	Kind         string   `json:"-"`
+	SingularName string   `json:"-"`
+	ShortNames   []string `json:"-"`
 }
 
 // String is kubectl's resource.group notation.
@@ -82,7 +86,8 @@ func (c *Client) Discover(ctx context.Context, subresources bool) ([]Resource, e
 			if strings.Contains(r.Name, "/") && !subresources {
 				continue
 			}
-			out = append(out, Resource{Group: l.group, Version: l.version, Name: r.Name, Namespaced: r.Namespaced, Verbs: r.Verbs})
+			out = append(out, Resource{Group: l.group, Version: l.version, Name: r.Name, Namespaced: r.Namespaced, Verbs: r.Verbs,
+				Kind: r.Kind, SingularName: r.SingularName, ShortNames: r.ShortNames})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
@@ -179,74 +184,80 @@ func (c *Client) Access(ctx context.Context, resources []Resource, o AccessOptio
 		}
 		m.Rows = append(m.Rows, row)
 	}
-	conc := o.Concurrency
-	if conc <= 0 {
-		conc = 8
+	attrs := make([]authzv1.ResourceAttributes, len(jobs))
+	for k, j := range jobs {
+		name, sub, _ := strings.Cut(j.res.Name, "/")
+		ns := o.Namespace
+		if !j.res.Namespaced {
+			ns = ""
+		}
+		attrs[k] = authzv1.ResourceAttributes{Namespace: ns, Verb: j.verb, Group: j.res.Group, Resource: name, Subresource: sub}
+	}
+	done := 0
+	n, err := c.accessReviews(ctx, attrs, o.Concurrency, func(k int, st authzv1.SubjectAccessReviewStatus) {
+		j := jobs[k]
+		cell := m.Rows[j.row].Cells[j.verb]
+		cell.Allowed, cell.Source = st.Allowed, "ssar"
+		m.Rows[j.row].Cells[j.verb] = cell
+		done++
+		if o.Progress != nil {
+			o.Progress(done, len(jobs))
+		}
+	})
+	requests.Add(int32(n))
+	if err != nil {
+		return nil, fmt.Errorf("checking access: %w", err)
+	}
+	m.Requests = int(requests.Load())
+	return m, nil
+}
+
+// accessReviews asks a SelfSubjectAccessReview for each of attrs,
+// concurrency at a time (0: 8), calling answer (serialised) with each
+// status; it returns the number of reviews sent and the first error.
+func (c *Client) accessReviews(ctx context.Context, attrs []authzv1.ResourceAttributes, concurrency int, answer func(i int, st authzv1.SubjectAccessReviewStatus)) (int, error) {
+	if concurrency <= 0 {
+		concurrency = 8
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
-	done := 0
-	sem := make(chan struct{}, conc)
-	for _, j := range jobs {
+	sent := 0
+	sem := make(chan struct{}, concurrency)
+	for i := range attrs {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			name, sub, _ := strings.Cut(j.res.Name, "/")
-			ns := o.Namespace
-			if !j.res.Namespaced {
-				ns = ""
-			}
-			in := authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authzv1.ResourceAttributes{
-				Namespace: ns, Verb: j.verb, Group: j.res.Group, Resource: name, Subresource: sub}}}
+			in := authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs[i]}}
 			in.APIVersion, in.Kind = "authorization.k8s.io/v1", "SelfSubjectAccessReview"
 			var out authzv1.SelfSubjectAccessReview
-			requests.Add(1)
 			err := c.Post(ctx, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", &in, &out)
 			mu.Lock()
 			defer mu.Unlock()
-			done++
-			if o.Progress != nil {
-				o.Progress(done, len(jobs))
-			}
+			sent++
 			if err != nil {
 				if firstErr == nil {
-					firstErr = err
+					a := attrs[i]
+					firstErr = fmt.Errorf("reviewing %s on %s %s/%s: %w", a.Verb, a.Resource, a.Namespace, a.Name, err)
 				}
 				return
 			}
-			cell := m.Rows[j.row].Cells[j.verb]
-			cell.Allowed, cell.Source = out.Status.Allowed, "ssar"
-			m.Rows[j.row].Cells[j.verb] = cell
+			answer(i, out.Status)
 		}()
 	}
 	wg.Wait()
-	m.Requests = int(requests.Load())
-	if firstErr != nil {
-		return nil, fmt.Errorf("checking access: %w", firstErr)
-	}
-	return m, nil
+	return sent, firstErr
 }
 
 // Namespaces lists the namespaces the caller may list.
 func (c *Client) Namespaces(ctx context.Context) ([]string, error) {
-	var list struct {
-		Items []struct {
-			Metadata struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
-		} `json:"items"`
+	ns, err := c.NamespacesWith(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("for -A: %w", err)
 	}
-	if err := c.get(ctx, "/api/v1/namespaces", &list); err != nil {
-		return nil, fmt.Errorf("listing namespaces for -A: %w", err)
-	}
-	var out []string
-	for _, i := range list.Items {
-		out = append(out, i.Metadata.Name)
-	}
-	return out, nil
+	return ns, nil
 }
 
 // Diff keeps the rows and cells where a and b answer differently; the cell

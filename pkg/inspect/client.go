@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"k8s.io/client-go/rest"
 )
@@ -20,9 +21,13 @@ import (
 // JSON into k8s.io/api types: client-go's typed clients would link the
 // scheme of every API group.
 type Client struct {
-	hc   *http.Client
-	host string
+	hc       *http.Client
+	host     string
+	requests atomic.Int64
 }
+
+// Requests is the number of requests sent so far.
+func (c *Client) Requests() int { return int(c.requests.Load()) }
 
 // NewClient returns a Client for cfg.
 func NewClient(cfg *rest.Config) (*Client, error) {
@@ -54,18 +59,23 @@ func (c *Client) Post(ctx context.Context, path string, in, out any) error {
 	if err != nil {
 		return err
 	}
-	return c.do(ctx, http.MethodPost, path, bytes.NewReader(body), 4<<20, out)
+	return c.do(ctx, http.MethodPost, path, "", bytes.NewReader(body), 4<<20, out)
 }
 
 // get decodes the answer to a GET of path into out. Discovery documents
 // and lists of RBAC objects can be large: up to 16 MiB.
 func (c *Client) get(ctx context.Context, path string, out any) error {
-	return c.do(ctx, http.MethodGet, path, nil, 16<<20, out)
+	return c.do(ctx, http.MethodGet, path, "", nil, 16<<20, out)
+}
+
+// getAs is get with another Accept (e.g. metadata-only lists).
+func (c *Client) getAs(ctx context.Context, path, accept string, out any) error {
+	return c.do(ctx, http.MethodGet, path, accept, nil, 64<<20, out)
 }
 
 // do sends one request and decodes a 2xx answer of at most limit bytes
 // into out; other answers become an APIError from their Status.
-func (c *Client) do(ctx context.Context, method, path string, body io.Reader, limit int64, out any) error {
+func (c *Client) do(ctx context.Context, method, path, accept string, body io.Reader, limit int64, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, c.host+path, body)
 	if err != nil {
 		return err
@@ -73,7 +83,11 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, li
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Accept", "application/json")
+	if accept == "" {
+		accept = "application/json"
+	}
+	req.Header.Set("Accept", accept)
+	c.requests.Add(1)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return err

@@ -1,0 +1,308 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
+)
+
+// ListOptions is the list command.
+type ListOptions struct {
+	Kube          *KubeFlags
+	Resource      string
+	Selector      string
+	AllNamespaces bool
+	ProjectLabel  string
+	Verbs         []string
+	TokenIdentity bool
+	ShowDenied    bool
+	Method        string
+	Output        string
+	genericiooptions.IOStreams
+	global *GlobalOptions
+	now    func() time.Time
+}
+
+// NewCmdList builds list.
+func NewCmdList(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	cmd, _ := newCmdList(g, streams)
+	return cmd
+}
+
+func newCmdList(g *GlobalOptions, streams genericiooptions.IOStreams) (*cobra.Command, *ListOptions) {
+	o := &ListOptions{IOStreams: streams, global: g, Verbs: []string{"get"}, Method: "rules", now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "list RESOURCE",
+		Short: "List the objects an identity may act on, across a namespace, a project's namespaces or all",
+		Long: `list lists the objects of RESOURCE as you (you need list rights), then keeps only
+those the target identity may act on: --as/--as-group, or --token-identity (exactly
+the user, groups and extra the API server sees for your credentials), or yourself.
+
+RBAC rules with resourceNames make a plain "list" forbidden while some named
+objects are allowed; this answers "what can this identity see here?". Per
+namespace it asks one SelfSubjectRulesReview and matches the rules locally,
+resourceNames included; a SelfSubjectAccessReview is sent only where the rules
+review cannot settle a verb (it says incomplete, or the resource is
+cluster-scoped).
+
+--project-label KEY=VALUE first selects the namespaces carrying that label (a
+project), then lists inside them. -o json|yaml print a v1 List of the objects
+kept, as "kubectl get -o json" would; the verbs and reasons are in the table
+(-o wide adds how each object was decided and the denied verbs with reasons).`,
+		Example: `  # The ConfigMaps the group "viewers" may get in every namespace of project a
+  kubectl impersonate list configmaps --project-label=project=a --as=someone --as-group=viewers
+
+  # Secrets in team-a your own token's identity may get or delete, with the denied ones
+  kubectl impersonate list secrets -n team-a --token-identity --verb=get --verb=delete --show-denied
+
+  # Names only, across all namespaces, with a label selector
+  kubectl impersonate list deployments.apps -A -l tier=web --as=bob@example.com -o name`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE:              func(c *cobra.Command, args []string) error { o.Resource = args[0]; return runE(o)(c, args) },
+	}
+	o.Kube = NewKubeFlags(cmd.Flags())
+	o.Kube.RegisterCompletions(cmd)
+	f := cmd.Flags()
+	f.StringVarP(&o.Selector, "selector", "l", "", "Label selector of the objects (e.g. -l app=web)")
+	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List across all namespaces")
+	f.StringVar(&o.ProjectLabel, "project-label", "", "List in the namespaces carrying this label, KEY=VALUE (a project)")
+	f.StringArrayVar(&o.Verbs, "verb", o.Verbs, "Verb the identity must be allowed (repeatable; an object is kept if any is allowed)")
+	f.BoolVar(&o.TokenIdentity, "token-identity", false, "Review as exactly the username, groups, UID and extra the API server reports for your credentials (needs the impersonate permission)")
+	f.BoolVar(&o.ShowDenied, "show-denied", false, "Also show the objects not allowed, with the reason")
+	f.StringVar(&o.Method, "method", o.Method, "rules (a rules review per namespace, access reviews where needed) or ssar (an access review per object and verb)")
+	f.StringVarP(&o.Output, "output", "o", "", "Output format: wide|name|json|yaml (default a table)")
+	return cmd, o
+}
+
+// Complete does nothing: the resource is resolved by discovery in Run.
+func (o *ListOptions) Complete() error { return nil }
+
+// Validate checks the flags.
+func (o *ListOptions) Validate() error {
+	switch {
+	case o.AllNamespaces && o.ProjectLabel != "":
+		return errors.New("give -A or --project-label, not both")
+	case (o.AllNamespaces || o.ProjectLabel != "") && o.Kube.overrides.Context.Namespace != "":
+		return errors.New("-n selects one namespace: drop it, or drop -A / --project-label")
+	case o.TokenIdentity && (o.Kube.overrides.AuthInfo.Impersonate != "" || len(o.Kube.overrides.AuthInfo.ImpersonateGroups) > 0):
+		return errors.New("give --as/--as-group or --token-identity, not both")
+	case o.Method != "rules" && o.Method != "ssar":
+		return fmt.Errorf("--method %q is not one of rules, ssar", o.Method)
+	case len(o.Verbs) == 0:
+		return errors.New("--verb must name at least one verb")
+	}
+	if o.ProjectLabel != "" {
+		k, v, ok := strings.Cut(o.ProjectLabel, "=")
+		if !ok || k == "" || v == "" || strings.ContainsAny(v, ",=!") {
+			return fmt.Errorf("--project-label %q is not KEY=VALUE (e.g. --project-label=project=a)", o.ProjectLabel)
+		}
+	}
+	for _, v := range o.Verbs {
+		if v == "" || strings.ContainsAny(v, ", ") {
+			return fmt.Errorf("--verb %q: give one verb per --verb", v)
+		}
+	}
+	switch o.Output {
+	case "", "wide", "name", "json", "yaml":
+		return nil
+	}
+	return fmt.Errorf("--output %q is not one of wide, name, json, yaml", o.Output)
+}
+
+// ListResult is the outcome, for the table and the counts.
+type ListResult struct {
+	Resource   inspect.Resource
+	Identity   string
+	Namespaces []string
+	Decisions  []inspect.Decision
+	Stats      inspect.FilterStats
+	// Lists counts the list requests (namespaces and objects).
+	Lists int
+}
+
+// Run lists and filters.
+func (o *ListOptions) Run(ctx context.Context) error {
+	_, cfg, err := o.Kube.Client()
+	if err != nil {
+		return err
+	}
+	// The caller lists; the target identity is reviewed.
+	callerCfg := rest.CopyConfig(cfg)
+	callerCfg.Impersonate = rest.ImpersonationConfig{}
+	caller, err := inspect.NewClient(callerCfg)
+	if err != nil {
+		return err
+	}
+	target, identity := caller, "you"
+	switch {
+	case o.TokenIdentity:
+		if target, identity, err = TokenIdentityClient(ctx, caller, cfg); err != nil {
+			return err
+		}
+	case cfg.Impersonate.UserName != "" || len(cfg.Impersonate.Groups) > 0:
+		if target, err = inspect.NewClient(cfg); err != nil {
+			return err
+		}
+		identity = describeIdentity(cfg.Impersonate.UserName, cfg.Impersonate.Groups)
+	}
+	all, err := caller.Discover(ctx, false)
+	if err != nil {
+		return err
+	}
+	res, err := inspect.ResolveResource(all, o.Resource)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(res.Verbs, "list") {
+		return fmt.Errorf("%s cannot be listed (its verbs: %s)", res, strings.Join(res.Verbs, ", "))
+	}
+	afterDiscovery := caller.Requests()
+	r := &ListResult{Resource: res, Identity: identity}
+	switch {
+	case !res.Namespaced || o.AllNamespaces:
+		r.Namespaces = []string{""}
+	case o.ProjectLabel != "":
+		if r.Namespaces, err = caller.NamespacesWith(ctx, o.ProjectLabel); err != nil {
+			return fmt.Errorf("selecting the namespaces of --project-label=%s: %w", o.ProjectLabel, err)
+		}
+	default:
+		ns, _, err := o.Kube.clientConfig().Namespace()
+		if err != nil {
+			return err
+		}
+		r.Namespaces = []string{ns}
+	}
+	full := o.Output == "json" || o.Output == "yaml"
+	var objs []inspect.Object
+	for _, ns := range r.Namespaces {
+		got, err := caller.List(ctx, res, ns, o.Selector, full)
+		if err != nil {
+			return err
+		}
+		objs = append(objs, got...)
+	}
+	r.Lists = caller.Requests() - afterDiscovery
+	sort.SliceStable(objs, func(i, j int) bool {
+		if objs[i].Namespace != objs[j].Namespace {
+			return objs[i].Namespace < objs[j].Namespace
+		}
+		return objs[i].Name < objs[j].Name
+	})
+	r.Decisions, r.Stats, err = target.Filter(ctx, res, objs, inspect.FilterOptions{Verbs: o.Verbs, ForceSSAR: o.Method == "ssar"})
+	if err != nil {
+		return err
+	}
+	return o.print(r)
+}
+
+func (o *ListOptions) print(r *ListResult) error {
+	var kept []inspect.Decision
+	for _, d := range r.Decisions {
+		if len(d.Allowed) > 0 {
+			kept = append(kept, d)
+		}
+	}
+	what := strings.Join(o.Verbs, "|")
+	if o.global.Verbosity >= 1 || len(kept) == 0 {
+		fmt.Fprintf(o.ErrOut, "%d of %d %s allowed to %s for %s; requests after discovery: %d list, %d rules reviews, %d access reviews\n",
+			len(kept), len(r.Decisions), r.Resource, what, r.Identity, r.Lists, r.Stats.RulesReviews, r.Stats.AccessReviews)
+	}
+	for _, ns := range r.Stats.Incomplete {
+		fmt.Fprintf(o.ErrOut, "note: the rules review in namespace %s is incomplete (an authorizer other than RBAC): denials there come from access reviews\n", ns)
+	}
+	switch o.Output {
+	case "json", "yaml":
+		items := make([]json.RawMessage, 0, len(kept))
+		for _, d := range kept {
+			items = append(items, d.Raw)
+		}
+		return printResult(o.Out, o.Output, map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": ""}, "items": items}, nil)
+	case "name":
+		prefix := r.Resource.SingularName
+		if prefix == "" {
+			prefix = strings.ToLower(r.Resource.Kind)
+		}
+		if r.Resource.Group != "" {
+			prefix += "." + r.Resource.Group
+		}
+		for _, d := range kept {
+			fmt.Fprintf(o.Out, "%s/%s\n", prefix, d.Name)
+		}
+		return nil
+	}
+	rows := kept
+	if o.ShowDenied {
+		rows = r.Decisions
+	}
+	o.printTable(o.Out, r, rows)
+	return nil
+}
+
+func (o *ListOptions) printTable(w io.Writer, r *ListResult, rows []inspect.Decision) {
+	if len(rows) == 0 {
+		return // as kubectl get: the count went to stderr
+	}
+	withNS := r.Resource.Namespaced && (len(r.Namespaces) > 1 || r.Namespaces[0] == "")
+	wide := o.Output == "wide"
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	var head []string
+	if withNS {
+		head = append(head, "NAMESPACE")
+	}
+	head = append(head, "NAME", "AGE", "VERBS")
+	if o.ShowDenied || wide {
+		head = append(head, "DENIED")
+	}
+	if wide {
+		head = append(head, "DECIDED-BY")
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	now := o.now()
+	for _, d := range rows {
+		var cols []string
+		if withNS {
+			cols = append(cols, d.Namespace)
+		}
+		verbs := strings.Join(d.Allowed, ",")
+		if verbs == "" {
+			verbs = "<none>"
+		}
+		age := "<unknown>"
+		if !d.Created.IsZero() {
+			age = duration.HumanDuration(now.Sub(d.Created))
+		}
+		cols = append(cols, d.Name, age, verbs)
+		if o.ShowDenied || wide {
+			var denied []string
+			for _, v := range o.Verbs {
+				if why, ok := d.Denied[v]; ok {
+					denied = append(denied, v+": "+why)
+				}
+			}
+			if len(denied) == 0 {
+				denied = []string{"<none>"}
+			}
+			cols = append(cols, strings.Join(denied, "; "))
+		}
+		if wide {
+			cols = append(cols, map[string]string{"rules": "rules-review", "ssar": "access-review"}[d.Source])
+		}
+		fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	}
+	_ = tw.Flush()
+}

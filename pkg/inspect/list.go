@@ -1,0 +1,284 @@
+package inspect
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	authzv1 "k8s.io/api/authorization/v1"
+)
+
+// ResolveResource finds the resource a user typed, as kubectl does: its
+// plural, singular, short name or kind, optionally followed by ".group"
+// (deployments.apps). The core group wins a tie, as in kubectl.
+func ResolveResource(all []Resource, typed string) (Resource, error) {
+	name, group, hasGroup := strings.Cut(strings.ToLower(typed), ".")
+	var found []Resource
+	for _, r := range all {
+		if strings.Contains(r.Name, "/") || (hasGroup && r.Group != group) {
+			continue
+		}
+		if r.Name == name || r.SingularName == name || strings.ToLower(r.Kind) == name || slices.Contains(r.ShortNames, name) {
+			found = append(found, r)
+		}
+	}
+	if len(found) == 0 {
+		return Resource{}, fmt.Errorf("the server does not serve a resource %q: see kubectl api-resources", typed)
+	}
+	for _, r := range found {
+		if r.Group == "" {
+			return r, nil
+		}
+	}
+	return found[0], nil
+}
+
+// Object is one listed object: its metadata, and the whole object when
+// asked for.
+type Object struct {
+	Namespace string            `json:"namespace,omitempty"`
+	Name      string            `json:"name"`
+	Created   time.Time         `json:"creationTimestamp"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	Raw       json.RawMessage   `json:"-"`
+}
+
+// path is the collection URL of r in namespace ("" for every namespace or
+// a cluster-scoped resource).
+func (r Resource) path(namespace string) string {
+	p := "/apis/" + r.Group + "/" + r.Version
+	if r.Group == "" {
+		p = "/api/" + r.Version
+	}
+	if r.Namespaced && namespace != "" {
+		p += "/namespaces/" + url.PathEscape(namespace)
+	}
+	return p + "/" + r.Name
+}
+
+// APIVersion is group/version, or the version of the core group.
+func (r Resource) APIVersion() string {
+	if r.Group == "" {
+		return r.Version
+	}
+	return r.Group + "/" + r.Version
+}
+
+// metadataOnly asks the API server for object metadata only (the
+// PartialObjectMetadataList kubectl's garbage collector uses), falling back
+// to whole objects from servers that cannot.
+const metadataOnly = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+
+// List lists r in namespace ("" for all namespaces) with a label
+// selector, 500 at a time; full keeps each whole object in Raw.
+func (c *Client) List(ctx context.Context, r Resource, namespace, selector string, full bool) ([]Object, error) {
+	accept := metadataOnly
+	if full {
+		accept = "application/json"
+	}
+	var out []Object
+	cont := ""
+	for page := 0; ; page++ {
+		q := url.Values{"limit": {"500"}}
+		if selector != "" {
+			q.Set("labelSelector", selector)
+		}
+		if cont != "" {
+			q.Set("continue", cont)
+		}
+		var list struct {
+			Metadata struct {
+				Continue string `json:"continue"`
+			} `json:"metadata"`
+			Items []json.RawMessage `json:"items"`
+		}
+		if err := c.getAs(ctx, r.path(namespace)+"?"+q.Encode(), accept, &list); err != nil {
+			return nil, fmt.Errorf("listing %s%s: %w", r, inNamespace(namespace), err)
+		}
+		for _, raw := range list.Items {
+			var o struct {
+				Metadata Object `json:"metadata"`
+			}
+			if err := json.Unmarshal(raw, &o); err != nil {
+				return nil, fmt.Errorf("decoding %s: %w", r, err)
+			}
+			obj := o.Metadata
+			if full {
+				typed, err := withTypeMeta(raw, r)
+				if err != nil {
+					return nil, err
+				}
+				obj.Raw = typed
+			}
+			out = append(out, obj)
+		}
+		cont = list.Metadata.Continue
+		if cont == "" {
+			return out, nil
+		}
+		if page >= 10000 {
+			return nil, fmt.Errorf("listing %s: more than 10000 pages", r)
+		}
+	}
+}
+
+// withTypeMeta sets kind and apiVersion, which list items lack.
+func withTypeMeta(raw json.RawMessage, r Resource) (json.RawMessage, error) {
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", r, err)
+	}
+	m["kind"], m["apiVersion"] = r.Kind, r.APIVersion()
+	return json.Marshal(m)
+}
+
+func inNamespace(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return " in namespace " + ns
+}
+
+// NamespacesWith lists the namespaces matching a label selector.
+func (c *Client) NamespacesWith(ctx context.Context, selector string) ([]string, error) {
+	objs, err := c.List(ctx, Resource{Version: "v1", Name: "namespaces"}, "", selector, false)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(objs))
+	for i, o := range objs {
+		names[i] = o.Name
+	}
+	return names, nil
+}
+
+// ObjectAllowed tells whether a rule grants verb on the object name of
+// resource: a rule without resourceNames grants every object, one with
+// resourceNames only those it names.
+func ObjectAllowed(rule authzv1.ResourceRule, group, resource, name, verb string) bool {
+	allowed, partial := RuleAllows(rule, group, resource, verb)
+	return allowed || (partial && slices.Contains(rule.ResourceNames, name))
+}
+
+// Decision is what an identity may do with one object.
+type Decision struct {
+	Object
+	Allowed []string `json:"allowedVerbs"`
+	// Denied holds, per verb not allowed, why.
+	Denied map[string]string `json:"deniedVerbs,omitempty"`
+	// Source is "rules" (settled by the rules review) or "ssar" (at
+	// least one verb asked with an access review).
+	Source string `json:"source"`
+}
+
+// FilterStats counts the requests Filter made.
+type FilterStats struct {
+	RulesReviews  int `json:"selfSubjectRulesReviews"`
+	AccessReviews int `json:"selfSubjectAccessReviews"`
+	// Incomplete lists the namespaces whose rules review said incomplete.
+	Incomplete []string `json:"rulesIncomplete,omitempty"`
+}
+
+// FilterOptions configure Filter.
+type FilterOptions struct {
+	Verbs []string
+	// ForceSSAR asks an access review per object and verb (what the
+	// rules are checked against in tests).
+	ForceSSAR   bool
+	Concurrency int
+}
+
+// Filter decides, as the client's identity, which verbs it may use on
+// each object: one SelfSubjectRulesReview per namespace, rules matched
+// locally with their resourceNames, and a SelfSubjectAccessReview only for
+// the verbs the review cannot settle (incomplete, or a cluster-scoped
+// resource, for which the review is namespace-bound).
+func (c *Client) Filter(ctx context.Context, r Resource, objs []Object, o FilterOptions) ([]Decision, FilterStats, error) {
+	var st FilterStats
+	rules := map[string][]authzv1.ResourceRule{}
+	incomplete := map[string]bool{}
+	if r.Namespaced && !o.ForceSSAR {
+		for _, obj := range objs {
+			if _, done := rules[obj.Namespace]; done {
+				continue
+			}
+			in := authzv1.SelfSubjectRulesReview{Spec: authzv1.SelfSubjectRulesReviewSpec{Namespace: obj.Namespace}}
+			in.APIVersion, in.Kind = "authorization.k8s.io/v1", "SelfSubjectRulesReview"
+			var out authzv1.SelfSubjectRulesReview
+			st.RulesReviews++
+			if err := c.Post(ctx, "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", &in, &out); err != nil {
+				return nil, st, fmt.Errorf("reviewing the rules in namespace %s: %w", obj.Namespace, err)
+			}
+			rules[obj.Namespace] = out.Status.ResourceRules
+			if out.Status.Incomplete {
+				incomplete[obj.Namespace] = true
+				st.Incomplete = append(st.Incomplete, obj.Namespace)
+			}
+		}
+	}
+	type job struct {
+		obj  int
+		verb string
+	}
+	decisions := make([]Decision, len(objs))
+	var jobs []job
+	for i, obj := range objs {
+		d := Decision{Object: obj, Source: "rules", Denied: map[string]string{}}
+		for _, v := range o.Verbs {
+			allowed, named := false, false
+			for _, rule := range rules[obj.Namespace] {
+				allowed = allowed || ObjectAllowed(rule, r.Group, r.Name, obj.Name, v)
+				if _, partial := RuleAllows(rule, r.Group, r.Name, v); partial {
+					named = true
+				}
+			}
+			switch {
+			case allowed:
+				d.Allowed = append(d.Allowed, v)
+			case o.ForceSSAR || !r.Namespaced || incomplete[obj.Namespace]:
+				jobs = append(jobs, job{obj: i, verb: v})
+			case named:
+				d.Denied[v] = fmt.Sprintf("%s is granted for other resourceNames only", v)
+			default:
+				d.Denied[v] = fmt.Sprintf("no rule grants %s on %s", v, r)
+			}
+		}
+		decisions[i] = d
+	}
+	attrs := make([]authzv1.ResourceAttributes, len(jobs))
+	for k, j := range jobs {
+		obj := objs[j.obj]
+		attrs[k] = authzv1.ResourceAttributes{Namespace: obj.Namespace, Verb: j.verb, Group: r.Group, Resource: r.Name, Name: obj.Name}
+	}
+	n, err := c.accessReviews(ctx, attrs, o.Concurrency, func(k int, out authzv1.SubjectAccessReviewStatus) {
+		j := jobs[k]
+		d := &decisions[j.obj]
+		d.Source = "ssar"
+		if out.Allowed {
+			d.Allowed = append(d.Allowed, j.verb)
+			return
+		}
+		reason := out.Reason
+		if reason == "" {
+			reason = "the access review denies it"
+		}
+		d.Denied[j.verb] = reason
+	})
+	st.AccessReviews = n
+	if err != nil {
+		return nil, st, err
+	}
+	for i := range decisions {
+		d := &decisions[i]
+		// Verbs in the order asked, whichever answered first.
+		slices.SortFunc(d.Allowed, func(a, b string) int { return slices.Index(o.Verbs, a) - slices.Index(o.Verbs, b) })
+		if len(d.Denied) == 0 {
+			d.Denied = nil
+		}
+	}
+	return decisions, st, nil
+}

@@ -1,0 +1,178 @@
+package inspect
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	authzv1 "k8s.io/api/authorization/v1"
+	"k8s.io/client-go/rest"
+)
+
+func TestObjectAllowed(t *testing.T) {
+	rule := func(groups, resources, verbs, names []string) authzv1.ResourceRule {
+		return authzv1.ResourceRule{APIGroups: groups, Resources: resources, Verbs: verbs, ResourceNames: names}
+	}
+	cm := []string{"configmaps"}
+	tests := []struct {
+		name        string
+		rule        authzv1.ResourceRule
+		object      string
+		verb        string
+		wantAllowed bool
+	}{
+		{"no resourceNames: every object", rule([]string{""}, cm, []string{"get"}, nil), "x", "get", true},
+		{"named object", rule([]string{""}, cm, []string{"get"}, []string{"a", "b"}), "b", "get", true},
+		{"object not named", rule([]string{""}, cm, []string{"get"}, []string{"a", "b"}), "c", "get", false},
+		{"named object, other verb", rule([]string{""}, cm, []string{"get"}, []string{"a"}), "a", "delete", false},
+		{"wildcard verb and named object", rule([]string{""}, cm, []string{"*"}, []string{"a"}), "a", "delete", true},
+		{"wildcard resource and group", rule([]string{"*"}, []string{"*"}, []string{"get"}, nil), "x", "get", true},
+		{"wildcard resource, named", rule([]string{"*"}, []string{"*"}, []string{"get"}, []string{"x"}), "x", "get", true},
+		{"other group", rule([]string{"apps"}, cm, []string{"get"}, nil), "x", "get", false},
+		{"subresource rule does not grant the object", rule([]string{""}, []string{"configmaps/status"}, []string{"get"}, nil), "x", "get", false},
+		{"names are case-sensitive", rule([]string{""}, cm, []string{"get"}, []string{"A"}), "a", "get", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.wantAllowed, ObjectAllowed(tt.rule, "", "configmaps", tt.object, tt.verb))
+		})
+	}
+}
+
+func TestResolveResource(t *testing.T) {
+	all := []Resource{
+		{Version: "v1", Name: "configmaps", SingularName: "configmap", Kind: "ConfigMap", ShortNames: []string{"cm"}, Namespaced: true},
+		{Version: "v1", Name: "events", SingularName: "event", Kind: "Event", ShortNames: []string{"ev"}, Namespaced: true},
+		{Group: "events.k8s.io", Version: "v1", Name: "events", SingularName: "event", Kind: "Event", ShortNames: []string{"ev"}, Namespaced: true},
+		{Group: "apps", Version: "v1", Name: "deployments", SingularName: "deployment", Kind: "Deployment", ShortNames: []string{"deploy"}, Namespaced: true},
+		{Group: "apps", Version: "v1", Name: "deployments/scale", Namespaced: true},
+	}
+	for _, tc := range []struct{ typed, wantGroup, wantName, wantErr string }{
+		{typed: "configmaps", wantName: "configmaps"},
+		{typed: "cm", wantName: "configmaps"},
+		{typed: "ConfigMap", wantName: "configmaps"},
+		{typed: "deploy", wantGroup: "apps", wantName: "deployments"},
+		{typed: "deployments.apps", wantGroup: "apps", wantName: "deployments"},
+		{typed: "events", wantName: "events"},
+		{typed: "events.events.k8s.io", wantGroup: "events.k8s.io", wantName: "events"},
+		{typed: "deployments/scale", wantErr: "does not serve"},
+		{typed: "widgets", wantErr: `does not serve a resource "widgets"`},
+	} {
+		t.Run(tc.typed, func(t *testing.T) {
+			r, err := ResolveResource(all, tc.typed)
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantGroup, r.Group)
+			assert.Equal(t, tc.wantName, r.Name)
+		})
+	}
+}
+
+// fakeAuthz answers rules reviews from per-namespace rules and access
+// reviews from the same rules, counting both.
+type fakeAuthz struct {
+	mu         sync.Mutex
+	rules      map[string][]authzv1.ResourceRule
+	incomplete map[string]bool
+	ssrr, ssar int
+}
+
+func (f *fakeAuthz) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/selfsubjectrulesreviews"):
+		f.ssrr++
+		var in authzv1.SelfSubjectRulesReview
+		_ = json.NewDecoder(r.Body).Decode(&in)
+		in.Status = authzv1.SubjectRulesReviewStatus{ResourceRules: f.rules[in.Spec.Namespace], Incomplete: f.incomplete[in.Spec.Namespace]}
+		_ = json.NewEncoder(w).Encode(in)
+	case strings.HasSuffix(r.URL.Path, "/selfsubjectaccessreviews"):
+		f.ssar++
+		var in authzv1.SelfSubjectAccessReview
+		_ = json.NewDecoder(r.Body).Decode(&in)
+		a := in.Spec.ResourceAttributes
+		for _, rule := range f.rules[a.Namespace] {
+			in.Status.Allowed = in.Status.Allowed || ObjectAllowed(rule, a.Group, a.Resource, a.Name, a.Verb)
+		}
+		_ = json.NewEncoder(w).Encode(in)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func TestFilter(t *testing.T) {
+	getNamed := authzv1.ResourceRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}, ResourceNames: []string{"a", "b"}}
+	getAll := authzv1.ResourceRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}
+	var objs []Object
+	for _, ns := range []string{"p1", "p2", "p3"} {
+		for _, n := range []string{"a", "b", "c"} {
+			objs = append(objs, Object{Namespace: ns, Name: n})
+		}
+	}
+	cm := Resource{Version: "v1", Name: "configmaps", Namespaced: true}
+	for _, tc := range []struct {
+		name       string
+		incomplete bool
+		forceSSAR  bool
+		verbs      []string
+		want       []string // ns/name:verbs allowed
+		wantSSRR   int
+		wantSSAR   int
+	}{
+		{name: "rules settle everything", verbs: []string{"get"},
+			want: []string{"p1/a:get", "p1/b:get", "p2/a:get", "p2/b:get", "p2/c:get"}, wantSSRR: 3},
+		{name: "two verbs", verbs: []string{"get", "delete"},
+			want: []string{"p1/a:get", "p1/b:get", "p2/a:get", "p2/b:get", "p2/c:get"}, wantSSRR: 3},
+		{name: "incomplete review: denied verbs asked again", incomplete: true, verbs: []string{"get"},
+			want: []string{"p1/a:get", "p1/b:get", "p2/a:get", "p2/b:get", "p2/c:get"}, wantSSRR: 3, wantSSAR: 1},
+		{name: "access reviews only", forceSSAR: true, verbs: []string{"get"},
+			want: []string{"p1/a:get", "p1/b:get", "p2/a:get", "p2/b:get", "p2/c:get"}, wantSSAR: 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeAuthz{rules: map[string][]authzv1.ResourceRule{"p1": {getNamed}, "p2": {getAll}},
+				incomplete: map[string]bool{"p1": tc.incomplete}}
+			srv := httptest.NewServer(f)
+			defer srv.Close()
+			c, err := NewClient(&rest.Config{Host: srv.URL})
+			require.NoError(t, err)
+			ds, st, err := c.Filter(context.Background(), cm, objs, FilterOptions{Verbs: tc.verbs, ForceSSAR: tc.forceSSAR})
+			require.NoError(t, err)
+			var got []string
+			for _, d := range ds {
+				if len(d.Allowed) > 0 {
+					got = append(got, fmt.Sprintf("%s/%s:%s", d.Namespace, d.Name, strings.Join(d.Allowed, ",")))
+				} else {
+					assert.NotEmpty(t, d.Denied, "a denied object says why")
+				}
+			}
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.wantSSRR, st.RulesReviews)
+			assert.Equal(t, tc.wantSSAR, st.AccessReviews)
+			assert.Equal(t, tc.wantSSRR+tc.wantSSAR, c.Requests())
+		})
+	}
+}
+
+func TestFilterDenialReasons(t *testing.T) {
+	getNamed := authzv1.ResourceRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}, ResourceNames: []string{"a"}}
+	srv := httptest.NewServer(&fakeAuthz{rules: map[string][]authzv1.ResourceRule{"p1": {getNamed}}})
+	defer srv.Close()
+	c, err := NewClient(&rest.Config{Host: srv.URL})
+	require.NoError(t, err)
+	ds, _, err := c.Filter(context.Background(), Resource{Version: "v1", Name: "configmaps", Namespaced: true},
+		[]Object{{Namespace: "p1", Name: "z"}}, FilterOptions{Verbs: []string{"get", "delete"}})
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	assert.Equal(t, map[string]string{"get": "get is granted for other resourceNames only", "delete": "no rule grants delete on configmaps"}, ds[0].Denied)
+}
