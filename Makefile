@@ -9,10 +9,16 @@ ifeq ($(GOBIN_DIR),)
 GOBIN_DIR := $(shell $(GO) env GOPATH)/bin
 endif
 
-.PHONY: help build install test unit e2e bench lint fmt fuzz clean
+# The pinned tools (hack/tools/go.mod), built once and cached; evaluated only
+# by the recipes that use them.
+TOOLS = $(shell hack/tools/build.sh)
+# The version in the archive names of a goreleaser output directory.
+snapshot_version = $$(ls $(1)/kubectl-impersonate_*_linux_amd64.tar.gz | sed -E 's/.*kubectl-impersonate_(.*)_linux_amd64.tar.gz/\1/')
+
+.PHONY: help build install test unit e2e bench lint fmt fuzz clean tools release-snapshot release-test krew-manifest krew-validate docs
 
 help: ## List the targets
-	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  %-16s %s\n", $$1, $$2}'
+	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 build: ## Build bin/kubectl-impersonate and its fast get-token companion
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
@@ -27,7 +33,7 @@ unit: ## Unit and integration tests (in-process OIDC provider, the built binary)
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-test: lint unit e2e ## Everything CI runs: lint, unit, integration and end-to-end tests
+test: lint unit e2e release-test ## Everything CI runs: lint, unit, integration, end-to-end and Krew install tests
 
 e2e: ## End-to-end tests on real kube-apiserver, etcd, Dex, kubectl, keyring and Chromium
 	test/e2e/run.sh
@@ -35,12 +41,45 @@ e2e: ## End-to-end tests on real kube-apiserver, etcd, Dex, kubectl, keyring and
 bench: ## Benchmark the cached get-token (disk and keyring) against a Go hello world
 	hack/bench.sh
 
-lint: ## gofmt and go vet
-	@out="$$(gofmt -l cmd pkg test)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+lint: tools ## gofmt, go vet, staticcheck, goreleaser check, Krew manifest validation
+	@out="$$(gofmt -l cmd pkg test hack)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./test/...
+	$(TOOLS)/staticcheck ./...
+	$(TOOLS)/goreleaser check
+	$(TOOLS)/validate-krew-manifest -skip-install -manifest krew/impersonate.yaml
+
+tools: ## Build the pinned release and lint tools once (goreleaser, staticcheck, krew; cached in ~/.cache)
+	@echo "tools in $(TOOLS)"
+
+release-snapshot: ## Build every release archive (linux, darwin, windows x amd64, arm64) into dist/ with its Krew manifest
+	$(TOOLS)/goreleaser release --snapshot --clean
+	@n=$$(ls dist/kubectl-impersonate_*.tar.gz dist/kubectl-impersonate_*.zip | wc -l); test "$$n" -eq 6 || { echo "expected 6 archives, found $$n"; exit 1; }
+	@n=$$(ls dist/*_v*/kubectl-impersonate* | wc -l); test "$$n" -eq 12 || { echo "expected 12 binaries (2 x 6 platforms), found $$n"; exit 1; }
+	hack/krew-manifest.sh "$(call snapshot_version,dist)" dist dist/krew/impersonate.yaml
+	$(TOOLS)/validate-krew-manifest -skip-install -manifest dist/krew/impersonate.yaml
+
+# The Krew install test builds the snapshot for linux/amd64 only (the same
+# configuration with one platform; the six take 7 minutes on 2 cores).
+release-test: ## Install a snapshot archive with its manifest into a temporary Krew root and run it through kubectl
+	sed -e 's/^    goos: .*/    goos: [linux]/' -e 's/^    goarch: .*/    goarch: [amd64]/' -e 's/^project_name:/dist: dist-host\nproject_name:/' .goreleaser.yaml > .goreleaser.host.yaml
+	$(TOOLS)/goreleaser release --snapshot --clean --config .goreleaser.host.yaml; rc=$$?; rm -f .goreleaser.host.yaml; exit $$rc
+	PLATFORMS=linux/amd64 hack/krew-manifest.sh "$(call snapshot_version,dist-host)" dist-host dist-host/krew/impersonate.yaml
+	$(TOOLS)/validate-krew-manifest -skip-install -manifest dist-host/krew/impersonate.yaml
+	KI_DIST=$(CURDIR)/dist-host KI_KREW=$(TOOLS)/krew KI_KUBECTL="$$(test/e2e/tools/build.sh)/kubectl" $(GO) test -tags release -count=1 -v ./test/release/
+
+krew-manifest: ## Regenerate krew/impersonate.yaml from dist/ for VERSION (after goreleaser release)
+	@test -n "$(VERSION)" || { echo "usage: make krew-manifest VERSION=1.2.3"; exit 1; }
+	hack/krew-manifest.sh $(VERSION) dist krew/impersonate.yaml
+
+krew-validate: tools ## Validate krew/impersonate.yaml with Krew's validate-krew-manifest
+	$(TOOLS)/validate-krew-manifest -skip-install -manifest krew/impersonate.yaml
+
+docs: ## Regenerate the command reference in docs/reference from the command tree
+	$(GO) run ./hack/gendocs docs/reference
 
 fmt: ## Format the code
-	gofmt -w cmd pkg test
+	gofmt -w cmd pkg test hack
 
 clean: ## Remove build output
-	rm -rf bin dist
+	rm -rf bin dist dist-host

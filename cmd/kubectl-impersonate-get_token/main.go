@@ -2,7 +2,8 @@
 // "kubectl-impersonate get-token", the command kubectl runs on every call:
 // it prints the ExecCredential when a valid token is cached and hands every
 // other case, with the same arguments, to kubectl-impersonate next to it.
-// See pkg/fastpath.
+// Krew links kubectl-impersonate to this binary: run by that name, it also
+// hands every other command to the full binary. See pkg/fastpath.
 package main
 
 import (
@@ -14,14 +15,17 @@ import (
 )
 
 func main() {
-	args := os.Args[1:]
-	if fastpath.Serve(context.Background(), args, os.Getenv, os.Stdout) {
+	args, other := fastpath.Dispatch(os.Args[0], os.Args[1:])
+	if !other && fastpath.Serve(context.Background(), args, os.Getenv, os.Stdout) {
 		return
 	}
 	full, err := fastpath.FullBinary()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kubectl-impersonate:", err)
 		os.Exit(1)
+	}
+	if other {
+		os.Exit(run(full, os.Args[1:]))
 	}
 	os.Exit(run(full, append([]string{"get-token"}, args...)))
 }

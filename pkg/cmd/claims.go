@@ -39,7 +39,6 @@ type ClaimsOptions struct {
 	global *GlobalOptions
 
 	prefixSet bool
-	raw       string
 }
 
 // ClaimsResult is what claims prints with -o json|yaml.

@@ -21,6 +21,12 @@ func NewCmdCloudSigma(g *GlobalOptions, streams genericiooptions.IOStreams) *cob
 	cmd := &cobra.Command{
 		Use:   "cloudsigma",
 		Short: "CloudSigma impersonation: check which account a token acts as",
+		Long: `CloudSigma's service-provider impersonation gives a service identity a token
+that acts as a given user, so that resources land and are billed in that user's
+account: client credentials at Keycloak, a UMA ticket (RPT), then POST
+https://direct.{region}.cloudsigma.com/service_provider/api/v1/user/impersonate.
+get-token and login run it with --impersonate-user-email and
+--cloudsigma-region; these commands check its outcome. See docs/exchange.md.`,
 	}
 	cmd.AddCommand(newCmdCloudSigmaWhoAmI(g, streams))
 	return cmd
@@ -40,6 +46,9 @@ func newCmdCloudSigmaWhoAmI(g *GlobalOptions, streams genericiooptions.IOStreams
 	cmd := &cobra.Command{
 		Use:   "whoami",
 		Short: "Obtain (or reuse) the impersonated token and show the account it acts on (GET /api/2.0/profile/)",
+		Long: `whoami obtains the impersonated token through the three steps (or reuses the
+cached one), then asks CloudSigma's profile endpoint which account it acts on,
+and prints the account's email and UUID. The token is never printed.`,
 		Example: `  CLOUDSIGMA_CLIENT_ID=robot CLOUDSIGMA_CLIENT_SECRET=... \
     kubectl impersonate cloudsigma whoami --cloudsigma-region=zrh --impersonate-user-email=alice@example.com`,
 		Args: cobra.NoArgs,

@@ -34,8 +34,13 @@ type GroupRow struct {
 func NewCmdGroups(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &GroupsOptions{IOStreams: streams, global: g}
 	cmd := &cobra.Command{
-		Use:     "groups",
-		Short:   "The groups in your token beside the groups the API server reports for you",
+		Use:   "groups",
+		Short: "The groups in your token beside the groups the API server reports for you",
+		Long: `groups reads the groups claim of your cached token (--groups-claim, default
+"groups") and asks the API server (SelfSubjectReview) which groups it gives
+you, and shows both side by side: a group in the token but not in the API
+server's answer usually means a missing --oidc-groups-prefix or claim
+mapping; "system:authenticated" is added by the API server itself.`,
 		Example: `  kubectl impersonate groups --groups-claim=groups`,
 		Args:    cobra.NoArgs,
 		RunE:    runE(o),

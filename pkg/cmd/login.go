@@ -26,6 +26,12 @@ func NewCmdLogin(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Co
 	cmd := &cobra.Command{
 		Use:   "login",
 		Short: "Log in now and fill the token cache, so that kubectl needs no browser later",
+		Long: `login runs the login that get-token would run on a cache miss (browser,
+keyboard, device code, client credentials, and the exchange when configured),
+stores the token in the cache, and prints nothing on stdout. It takes
+get-token's flags or a --profile. --force logs in again even when the cached
+token is still valid. Use it before a script or CI job that runs kubectl with
+interactiveMode Never.`,
 		Example: `  # Log in with the browser
   kubectl impersonate login --oidc-issuer-url=https://dex.example.com --oidc-client-id=kubernetes
 

@@ -24,6 +24,10 @@ func NewCmdLogout(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.C
 	cmd := &cobra.Command{
 		Use:   "logout",
 		Short: "Delete cached tokens: those of the identity the flags select, or --all",
+		Long: `logout removes cached tokens from the keyring and the disk cache: the entry
+of the identity selected by get-token's flags (or --profile), or with --all
+every entry this plugin wrote. It does not revoke the tokens at the provider:
+a refresh token that leaked stays valid until the provider expires it.`,
 		Example: `  # Forget one identity (the same flags as get-token)
   kubectl impersonate logout --profile=tenant-a
 

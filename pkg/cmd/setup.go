@@ -39,6 +39,9 @@ type SetupOptions struct {
 	Executable string
 	// fast is the fast get-token binary next to Executable, when installed.
 	fast string
+	// krewLink is Krew's stable link to the plugin, when run from Krew's
+	// store (it runs the fast binary, which answers "get-token").
+	krewLink string
 }
 
 // NewCmdSetup builds setup.
@@ -97,6 +100,9 @@ func (o *SetupOptions) Complete() error {
 	if fast, ok := fastpath.Sibling(o.Executable); ok {
 		o.fast = fast
 	}
+	if link, ok := fastpath.KrewLink(o.Executable, o.global.Getenv); ok {
+		o.krewLink = link
+	}
 	return nil
 }
 
@@ -140,22 +146,21 @@ func (o *SetupOptions) Validate() error {
 	return o.Auth.Validate()
 }
 
-// ExecConfig is the exec entry for the settings: the fast get-token binary
-// when it is installed next to this one (it takes get-token's flags), else
-// this binary's get-token.
+// ExecConfig is the exec entry for the settings: Krew's link when
+// installed by Krew (the store path changes with every upgrade), else the
+// fast get-token binary when it is installed next to this one (it takes
+// get-token's flags), else this binary's get-token.
 func (o *SetupOptions) ExecConfig() *kubeconfig.ExecConfig {
-	if o.fast != "" {
-		return &kubeconfig.ExecConfig{
-			Command:            o.fast,
-			Args:               o.Auth.Args(),
-			APIVersion:         execcred.APIVersionV1,
-			InteractiveMode:    o.InteractiveMode,
-			ProvideClusterInfo: true,
-		}
+	command, args := o.Executable, append([]string{"get-token"}, o.Auth.Args()...)
+	switch {
+	case o.krewLink != "":
+		command = o.krewLink
+	case o.fast != "":
+		command, args = o.fast, o.Auth.Args()
 	}
 	return &kubeconfig.ExecConfig{
-		Command:            o.Executable,
-		Args:               append([]string{"get-token"}, o.Auth.Args()...),
+		Command:            command,
+		Args:               args,
 		APIVersion:         execcred.APIVersionV1,
 		InteractiveMode:    o.InteractiveMode,
 		ProvideClusterInfo: true,

@@ -44,7 +44,11 @@ func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
-		Args:  cobra.NoArgs,
+		Long: `version prints the version stamped into the release build (or the module
+version of a go install), the commit, the Go version and the platform.`,
+		Example: `  kubectl impersonate version
+  kubectl impersonate version -o json`,
+		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			v := Version()
 			switch output {

@@ -41,6 +41,11 @@ func NewCmdWhoAmI(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.C
 	cmd := &cobra.Command{
 		Use:   "whoami",
 		Short: "Show who the API server says you are (SelfSubjectReview), and where your token comes from",
+		Long: `whoami asks the API server for the identity it gives your credentials
+(SelfSubjectReview v1, falling back to v1beta1 and v1alpha1): username, UID,
+groups and extra; with --as/--as-group, the impersonated identity. When the
+kubeconfig user runs this plugin, it also shows where the token comes from:
+issuer, client, grant, exchange, cache storage and expiry. No token is printed.`,
 		Example: `  kubectl impersonate whoami
   kubectl impersonate whoami --context=prod -o yaml
   # As another user or group (impersonation headers; needs the impersonate permission)

@@ -28,6 +28,11 @@ func NewCmdWhoCan(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.C
 	cmd := &cobra.Command{
 		Use:   "who-can VERB RESOURCE[.GROUP][/SUBRESOURCE] [NAME]",
 		Short: "The subjects whose RoleBindings and ClusterRoleBindings grant something, with the binding names",
+		Long: `who-can reads the RoleBindings (of the namespace, or -A all namespaces) and
+ClusterRoleBindings and their roles, and lists the users, groups and service
+accounts granted VERB on RESOURCE, matching wildcards, subresources
+(pods/log, */scale) and resourceNames as RBAC does. It needs read access to
+RBAC objects; other authorizers (webhooks) are not seen.`,
 		Example: `  kubectl impersonate who-can list pods -n team-a
   kubectl impersonate who-can get configmaps app-settings -A -o yaml`,
 		Args: cobra.RangeArgs(2, 3),

@@ -41,6 +41,11 @@ func NewCmdWhy(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Comm
 	cmd := &cobra.Command{
 		Use:   "why VERB RESOURCE[.GROUP][/SUBRESOURCE] [NAME]",
 		Short: "Whether you may do something, the authorizer's reason, and the bindings that grant it to you",
+		Long: `why asks a SelfSubjectAccessReview for VERB on RESOURCE (NAME) and prints the
+decision with the authorizer's reason (RBAC names the binding that allows).
+If you may read RBAC objects, it also lists the RoleBindings and
+ClusterRoleBindings that grant it to you, through your user, your groups or
+system:authenticated.`,
 		Example: `  kubectl impersonate why list pods -n team-a
   kubectl impersonate why update deployments.apps/scale web -n team-a --as=bob@example.com`,
 		Args: cobra.RangeArgs(2, 3),

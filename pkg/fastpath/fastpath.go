@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -120,6 +121,9 @@ func FullBinary() (string, error) {
 		self = resolved
 	}
 	full := filepath.Join(filepath.Dir(self), exe(FullBinaryName))
+	if full == self {
+		return "", errors.New(self + " is the fast get-token binary under the full binary's name: install kubectl-impersonate and kubectl-impersonate-get_token side by side")
+	}
 	if _, err := os.Stat(full); err != nil {
 		return "", errors.New(exe(FullBinaryName) + " is not next to " + self + ": install both binaries into the same directory")
 	}
@@ -131,4 +135,54 @@ func Sibling(full string) (string, bool) {
 	p := filepath.Join(filepath.Dir(full), exe(BinaryName))
 	fi, err := os.Stat(p)
 	return p, err == nil && !fi.IsDir()
+}
+
+// Dispatch decides what the fast binary was asked. Run by its own name
+// (kubeconfig entries, "kubectl impersonate get-token" via kubectl's
+// plugin lookup), args are get-token's flags. Run by another name - Krew
+// links kubectl-impersonate to this binary - it is the whole plugin:
+// "get-token ARGS" is answered here, anything else goes to the full binary
+// unchanged (full is then true).
+func Dispatch(argv0 string, args []string) (getTokenArgs []string, full bool) {
+	name := filepath.Base(argv0)
+	if runtime.GOOS == "windows" {
+		name = strings.TrimSuffix(strings.ToLower(name), ".exe")
+	}
+	if name == BinaryName {
+		return args, false
+	}
+	if len(args) > 0 && args[0] == "get-token" {
+		return args[1:], false
+	}
+	return nil, true
+}
+
+// KrewPluginName is the plugin's name in the Krew index.
+const KrewPluginName = "impersonate"
+
+// KrewLink is the path Krew links to the plugin ($KREW_ROOT/bin/
+// kubectl-impersonate), when full runs from Krew's store: that path stays
+// the same across "kubectl krew upgrade", which removes the old version's
+// directory, so kubeconfig entries must use it rather than the store path.
+func KrewLink(full string, getenv func(string) string) (string, bool) {
+	root := getenv("KREW_ROOT")
+	if root == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", false
+		}
+		root = filepath.Join(home, ".krew")
+	}
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+	store := filepath.Join(root, "store", KrewPluginName) + string(filepath.Separator)
+	if !strings.HasPrefix(full, store) {
+		return "", false
+	}
+	link := filepath.Join(root, "bin", exe(FullBinaryName))
+	if _, err := os.Stat(link); err != nil {
+		return "", false
+	}
+	return link, true
 }

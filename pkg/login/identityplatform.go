@@ -82,7 +82,7 @@ func (p *IdentityPlatform) verifier(ctx context.Context) (*oidc.Provider, error)
 func (p *IdentityPlatform) Grant(ctx context.Context) (*tokencache.Entry, error) {
 	g, err := p.Google.Grant(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("Google sign-in: %w", err)
+		return nil, fmt.Errorf("signing in with Google: %w", err)
 	}
 	body := map[string]any{
 		"postBody":            url.Values{"id_token": {g.IDToken}, "providerId": {"google.com"}}.Encode(),
@@ -101,7 +101,7 @@ func (p *IdentityPlatform) Grant(ctx context.Context) (*tokencache.Entry, error)
 		RefreshToken string `json:"refreshToken" datapolicy:"token"`
 	}
 	if err := p.post(ctx, u, "application/json", b, &out); err != nil {
-		return nil, fmt.Errorf("Identity Platform sign-in (signInWithIdp): %w", err)
+		return nil, fmt.Errorf("signing in at Identity Platform (signInWithIdp): %w", err)
 	}
 	return p.entry(ctx, out.IDToken, out.RefreshToken, "")
 }
@@ -116,14 +116,14 @@ func (p *IdentityPlatform) Refresh(ctx context.Context, refreshToken string) (*t
 		RefreshToken string `json:"refresh_token" datapolicy:"token"`
 	}
 	if err := p.post(ctx, u, "application/x-www-form-urlencoded", []byte(form.Encode()), &out); err != nil {
-		return nil, fmt.Errorf("Identity Platform refresh: %w", err)
+		return nil, fmt.Errorf("refreshing at Identity Platform: %w", err)
 	}
 	return p.entry(ctx, out.IDToken, out.RefreshToken, refreshToken)
 }
 
 func (p *IdentityPlatform) entry(ctx context.Context, idToken, refreshToken, oldRefresh string) (*tokencache.Entry, error) {
 	if idToken == "" {
-		return nil, errors.New("Identity Platform answered without an ID token")
+		return nil, errors.New("no ID token in the answer of Identity Platform")
 	}
 	var expiry time.Time
 	if p.Emulator {

@@ -1,0 +1,95 @@
+//go:build release
+
+// Package release tests what users install: a goreleaser snapshot archive
+// (make release-test builds it) and the Krew manifest generated for it,
+// installed into a temporary Krew root with Krew v0.4.4 itself and run
+// through a real kubectl's plugin lookup.
+package release
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func run(t *testing.T, env []string, argv ...string) (string, string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+func TestKrewInstallFromSnapshot(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skip("the test installs the linux/amd64 archive")
+	}
+	kubectl, krew, dist := os.Getenv("KI_KUBECTL"), os.Getenv("KI_KREW"), os.Getenv("KI_DIST")
+	require.True(t, kubectl != "" && krew != "" && dist != "", "KI_KUBECTL, KI_KREW, KI_DIST: run through make release-test")
+	archives, _ := filepath.Glob(filepath.Join(dist, "kubectl-impersonate_*_linux_amd64.tar.gz"))
+	require.Len(t, archives, 1, "the snapshot archive")
+	archive := archives[0]
+	version := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(archive), "kubectl-impersonate_"), "_linux_amd64.tar.gz")
+	manifest := filepath.Join(dist, "krew", "impersonate.yaml")
+
+	root := t.TempDir()
+	home := t.TempDir()
+	env := []string{"HOME=" + home, "KREW_ROOT=" + root, "PATH=" + filepath.Join(root, "bin") + ":/usr/bin:/bin",
+		"KUBECONFIG=" + filepath.Join(home, "config")}
+	out, stderr, err := run(t, env, krew, "install", "--manifest="+manifest, "--archive="+archive)
+	require.NoError(t, err, "krew install: %s%s", out, stderr)
+	// What validate-krew-manifest checks when it can download: the LICENSE
+	// lands in the install directory (here from the local archive).
+	licenses, _ := filepath.Glob(filepath.Join(root, "store", "impersonate", "*", "LICENSE"))
+	assert.Len(t, licenses, 1, "LICENSE installed")
+	fast, _ := filepath.Glob(filepath.Join(root, "store", "impersonate", "*", "kubectl-impersonate-get_token"))
+	assert.Len(t, fast, 1, "both binaries installed")
+
+	// kubectl finds the plugin through Krew's link; the fast binary passes
+	// "version" to the full binary beside it in Krew's store.
+	out, stderr, err = run(t, env, kubectl, "impersonate", "version", "-o", "json")
+	require.NoError(t, err, stderr)
+	var v struct{ Version string }
+	require.NoError(t, json.Unmarshal([]byte(out), &v), out)
+	assert.Equal(t, version, v.Version, "the version stamped by goreleaser")
+
+	out, _, err = run(t, env, kubectl, "plugin", "list")
+	require.NoError(t, err)
+	assert.Contains(t, out, filepath.Join(root, "bin", "kubectl-impersonate"))
+
+	// setup from a Krew install writes Krew's link, which survives upgrades.
+	out, stderr, err = run(t, env, kubectl, "impersonate", "setup", "--oidc-issuer-url=https://id.example.com", "--oidc-client-id=kubernetes")
+	require.NoError(t, err, stderr)
+	assert.Contains(t, out, "--exec-command="+filepath.Join(root, "bin", "kubectl-impersonate"))
+	assert.Contains(t, out, "--exec-arg=get-token")
+	assert.NotContains(t, out, filepath.Join(root, "store"), "never the versioned store path")
+
+	// get-token through the link: bad input reaches the full binary's
+	// one-line error (the fast binary answers only valid cached tokens).
+	_, stderr, err = run(t, append(env, `KUBERNETES_EXEC_INFO={"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":false}}`),
+		filepath.Join(root, "bin", "kubectl-impersonate"), "get-token", "--oidc-client-id=kubernetes")
+	require.Error(t, err)
+	assert.Contains(t, stderr, "--oidc-issuer-url")
+
+	// krew uninstall wants a local index; "krew update" would clone it from
+	// GitHub, so an empty one stands in (uninstall reads only the receipt).
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "index", "default", ".git"), 0o755))
+	out, stderr, err = run(t, env, krew, "uninstall", "impersonate")
+	require.NoError(t, err, "%s%s", out, stderr)
+	_, err = os.Stat(filepath.Join(root, "bin", "kubectl-impersonate"))
+	assert.True(t, os.IsNotExist(err), "uninstall removes the link")
+}
