@@ -75,6 +75,9 @@ krew-manifest: ## Regenerate krew/impersonate.yaml from dist/ for VERSION (after
 krew-validate: tools ## Validate krew/impersonate.yaml with Krew's validate-krew-manifest
 	$(TOOLS)/validate-krew-manifest -skip-install -manifest krew/impersonate.yaml
 
+fuzz: ## Run every fuzz target for FUZZTIME (default 60s) and print executions and crashes
+	FUZZTIME=$(or $(FUZZTIME),60s) hack/fuzz.sh
+
 docs: ## Regenerate the command reference in docs/reference from the command tree
 	$(GO) run ./hack/gendocs docs/reference
 

@@ -16,8 +16,14 @@ import (
 
 func main() {
 	args, other := fastpath.Dispatch(os.Args[0], os.Args[1:])
-	if !other && fastpath.Serve(context.Background(), args, os.Getenv, os.Stdout) {
-		return
+	if !other {
+		served, handoff := fastpath.Serve(context.Background(), args, os.Getenv, os.Stdout)
+		if served {
+			return
+		}
+		for k, v := range handoff {
+			_ = os.Setenv(k, v)
+		}
 	}
 	full, err := fastpath.FullBinary()
 	if err != nil {

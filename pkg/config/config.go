@@ -62,14 +62,23 @@ func Load(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading profiles file: %w", err)
 	}
-	f := &File{Path: path}
+	f, err := Parse(b, path)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(path); err == nil {
+		f.ReadableByOthers = fi.Mode().Perm()&0o044 != 0
+	}
+	return f, nil
+}
+
+// Parse reads the profiles file's content (path names it in errors).
+func Parse(b []byte, path string) (*File, error) {
+	f := &File{}
 	if err := yaml.UnmarshalStrict(b, f); err != nil {
 		return nil, fmt.Errorf("parsing profiles file %s: %w", path, err)
 	}
 	f.Path = path
-	if fi, err := os.Stat(path); err == nil {
-		f.ReadableByOthers = fi.Mode().Perm()&0o044 != 0
-	}
 	return f, nil
 }
 

@@ -2,10 +2,12 @@ package exchange
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
@@ -181,38 +183,58 @@ func (c *CloudSigma) requestingPartyToken(ctx context.Context, serviceToken stri
 func (c *CloudSigma) impersonate(ctx context.Context, rpt, serviceToken string) (*tokencache.Entry, error) {
 	u := c.APIURL() + "/service_provider/api/v1/user/impersonate"
 	c.Log.Printf(1, "cloudsigma: %s of %s at %s", stepImpersonate, c.UserEmail, u)
-	var answer struct {
-		AccessToken       string `json:"access_token" datapolicy:"token"`
-		ImpersonatedToken string `json:"impersonated_token" datapolicy:"token"`
-		ExpiresIn         any    `json:"expires_in"`
-	}
+	var answer json.RawMessage
 	err := postJSON(ctx, c.hc(), c.Retry, u, map[string]string{"user_email": c.UserEmail, "subject_token": serviceToken}, bearerAuth(rpt), &answer)
-	tok := answer.AccessToken
-	if tok == "" {
-		tok = answer.ImpersonatedToken
-	}
-	if err == nil && tok == "" {
-		err = errors.New("the answer holds neither access_token nor impersonated_token")
+	var tok string
+	var lifetime time.Duration
+	if err == nil {
+		tok, lifetime, err = parseImpersonation(answer)
 	}
 	c.record(stepImpersonate, err)
 	if err != nil {
 		return nil, c.stepError(stepImpersonate, err)
 	}
-	lifetime := defaultImpersonatedLifetime
-	switch v := answer.ExpiresIn.(type) {
-	case float64:
-		if v > 0 {
-			lifetime = time.Duration(v) * time.Second
-		}
-	case string:
-		if d, perr := time.ParseDuration(v + "s"); perr == nil && d > 0 {
-			lifetime = d
-		}
-	}
 	e := c.entry(&tokenResponse{AccessToken: tok, TokenType: "Bearer"}, lifetime)
 	e.GrantType = "cloudsigma-impersonate"
 	return e, nil
 }
+
+// parseImpersonation reads the impersonate endpoint's answer: the token
+// (access_token, or impersonated_token) and its lifetime (expires_in as a
+// number or a string; 0 or absent: the default).
+func parseImpersonation(b []byte) (string, time.Duration, error) {
+	var answer struct {
+		AccessToken       string `json:"access_token" datapolicy:"token"`
+		ImpersonatedToken string `json:"impersonated_token" datapolicy:"token"`
+		ExpiresIn         any    `json:"expires_in"`
+	}
+	if err := json.Unmarshal(b, &answer); err != nil {
+		return "", 0, fmt.Errorf("the answer is not the expected JSON object: %s", oneLine(err.Error()))
+	}
+	tok := answer.AccessToken
+	if tok == "" {
+		tok = answer.ImpersonatedToken
+	}
+	if tok == "" {
+		return "", 0, errors.New("the answer holds neither access_token nor impersonated_token")
+	}
+	lifetime := defaultImpersonatedLifetime
+	switch v := answer.ExpiresIn.(type) {
+	case float64:
+		if v > 0 && v < float64(maxLifetime/time.Second) {
+			lifetime = time.Duration(v) * time.Second
+		}
+	case string:
+		if n, perr := strconv.ParseInt(v, 10, 64); perr == nil && n > 0 && n < int64(maxLifetime/time.Second) {
+			lifetime = time.Duration(n) * time.Second
+		}
+	}
+	return tok, lifetime, nil
+}
+
+// maxLifetime caps a lifetime a provider states (a year): larger numbers
+// would overflow time.Duration.
+const maxLifetime = 365 * 24 * time.Hour
 
 // Profile is the account the impersonated token acts on.
 type Profile struct {

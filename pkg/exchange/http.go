@@ -225,7 +225,7 @@ type tokenResponse struct {
 }
 
 func (t *tokenResponse) lifetime(def time.Duration) time.Duration {
-	if n, err := t.ExpiresIn.Int64(); err == nil && n > 0 {
+	if n, err := t.ExpiresIn.Int64(); err == nil && n > 0 && n < int64(maxLifetime/time.Second) {
 		return time.Duration(n) * time.Second
 	}
 	return def
@@ -246,12 +246,18 @@ func postToken(ctx context.Context, hc *http.Client, p RetryPolicy, tokenURL str
 	if err != nil {
 		return nil, err
 	}
+	return parseTokenResponse(r)
+}
+
+// parseTokenResponse reads a token endpoint's answer: a token response,
+// or the provider's error in one line.
+func parseTokenResponse(r *response) (*tokenResponse, error) {
 	if r.status != http.StatusOK {
 		return nil, &HTTPError{Status: r.status, Detail: describeBody(r)}
 	}
 	var t tokenResponse
 	if err := json.Unmarshal(r.body, &t); err != nil {
-		return nil, fmt.Errorf("the token endpoint answered 200 with %s that is not a token response: %v", r.contentType, err)
+		return nil, fmt.Errorf("the token endpoint answered 200 with %s that is not a token response: %s", r.contentType, oneLine(err.Error()))
 	}
 	if t.AccessToken == "" {
 		return nil, errors.New("the token endpoint answered without an access_token")
@@ -297,7 +303,7 @@ func postJSON(ctx context.Context, hc *http.Client, p RetryPolicy, u string, v a
 		return &HTTPError{Status: r.status, Detail: describeBody(r)}
 	}
 	if err := json.Unmarshal(r.body, out); err != nil {
-		return fmt.Errorf("answered %d with %s that is not the expected JSON: %v", r.status, r.contentType, err)
+		return fmt.Errorf("answered %d with %s that is not the expected JSON: %s", r.status, r.contentType, oneLine(err.Error()))
 	}
 	return nil
 }

@@ -39,42 +39,58 @@ const BinaryName = "kubectl-impersonate-get_token"
 
 // Serve writes the ExecCredential for args (get-token's flags) to stdout
 // and returns true when a valid token is cached and nothing needs saying.
-// On false it has written nothing.
-func Serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) bool {
+// On false it has written nothing, and handoff holds environment settings
+// for the full binary: when the keyring failed here (absent, locked, hung),
+// the full binary is told so and does not wait for it a second time, so that
+// the whole call stays within one keyring timeout.
+func Serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (served bool, handoff map[string]string) {
+	var store tokencache.Store
+	ok, err := serve(ctx, args, getenv, stdout, &store)
+	if f, isKeyring := store.(interface{ Failure() error }); isKeyring && f.Failure() != nil {
+		err = f.Failure() // auto fell back to disk: the keyring failed all the same
+	}
+	if !ok && errors.Is(err, tokencache.ErrUnavailable) {
+		return false, map[string]string{tokencache.EnvKeyringUnavailable: err.Error()}
+	}
+	return ok, nil
+}
+
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, used *tokencache.Store) (bool, error) {
 	said := false
 	say := func(string) { said = true }
 	o, verbosity, err := ParseArgs(args, getenv, say)
 	if err != nil || verbosity > 0 || said {
-		return false
+		return false, nil
 	}
 	if err := o.Validate(); err != nil {
-		return false
+		return false, nil
 	}
 	req, err := execcred.ParseRequest(getenv(execcred.EnvExecInfo))
 	if err != nil {
-		return false
+		return false, nil
 	}
 	server := ""
 	if req.Cluster != nil {
 		server = req.Cluster.Server
 	}
 	if o.CheckAllowedServer(server) != nil {
-		return false
+		return false, nil
 	}
 	store, err := o.NewStore(say)
 	if err != nil {
-		return false
+		return false, nil
 	}
+	*used = store
 	r, ok, err := CachedSource(o, store, say).Cached(ctx)
 	if err != nil || !ok || said {
-		return false
+		return false, err
 	}
 	var buf bytes.Buffer
 	if err := execcred.WriteReply(&buf, req, r.Token, r.Expiry); err != nil {
-		return false
+		return false, nil
 	}
 	_, err = stdout.Write(buf.Bytes())
-	return err == nil
+	return err == nil, nil
 }
 
 // ParseArgs reads get-token's flags (the arguments of a kubeconfig exec

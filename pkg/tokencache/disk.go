@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Disk keeps one file per entry, mode 0600 in a 0700 directory. Writes go to
@@ -90,6 +91,7 @@ func (d *Disk) Put(_ context.Context, id string, data []byte) error {
 	if err := os.Rename(tmp, d.path(id)); err != nil {
 		return fmt.Errorf("replacing token cache file: %w", err)
 	}
+	d.removeStaleTemps(id)
 	return nil
 }
 
@@ -142,4 +144,20 @@ func EnsureDir(dir string) error {
 		}
 	}
 	return nil
+}
+
+// staleTempAge is how old a temporary file must be to belong to a writer
+// that died (killed mid-write): live writers rename theirs within
+// milliseconds.
+const staleTempAge = 10 * time.Second
+
+// removeStaleTemps deletes the temporary files of id that killed writers
+// left behind.
+func (d *Disk) removeStaleTemps(id string) {
+	matches, _ := filepath.Glob(filepath.Join(d.Dir, ".tmp-"+id+"-*"))
+	for _, m := range matches {
+		if fi, err := os.Lstat(m); err == nil && time.Since(fi.ModTime()) > staleTempAge {
+			_ = os.Remove(m)
+		}
+	}
 }

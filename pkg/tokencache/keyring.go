@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	gokeyring "github.com/zalando/go-keyring"
@@ -24,7 +26,7 @@ var ErrUnavailable = errors.New("OS keyring unavailable")
 // DefaultKeyringTimeout bounds every keyring call. A locked Secret Service
 // collection waits on an unlock prompt with no timeout of its own, which in a
 // headless session is forever.
-const DefaultKeyringTimeout = 3 * time.Second
+const DefaultKeyringTimeout = 2 * time.Second
 
 // chunkSize is the largest value stored in one keyring item. Windows
 // refuses passwords over 2560 bytes; macOS's security(1) refuses a command
@@ -64,11 +66,43 @@ type Keyring struct {
 	ChunkSize int
 	// available reports quickly, without D-Bus, whether a keyring can exist.
 	available func() error
+
+	mu sync.Mutex
+	// failed is the first ErrUnavailable of this process: later calls
+	// fail at once, so a process waits for a hung keyring only once.
+	failed error
 }
+
+// Failure is why the keyring was found unusable in this process, if it was.
+func (k *Keyring) Failure() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.failed
+}
+
+func (k *Keyring) fail(err error) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.failed == nil {
+		k.failed = err
+	}
+	return err
+}
+
+// EnvKeyringUnavailable carries, from the fast get-token binary to the
+// full one it hands a call to, why the keyring just failed: the full
+// binary then treats it as unavailable at once instead of waiting for it a
+// second time.
+const EnvKeyringUnavailable = "KUBECTL_IMPERSONATE_KEYRING_UNAVAILABLE"
 
 // NewKeyring returns a Keyring on the OS keyring.
 func NewKeyring() *Keyring {
-	return &Keyring{API: goKeyring{}, Timeout: DefaultKeyringTimeout, ChunkSize: chunkSize, available: platformKeyringAvailable}
+	return &Keyring{API: goKeyring{}, Timeout: DefaultKeyringTimeout, ChunkSize: chunkSize, available: func() error {
+		if why := os.Getenv(EnvKeyringUnavailable); why != "" {
+			return errors.New(strings.TrimPrefix(why, ErrUnavailable.Error()+": "))
+		}
+		return platformKeyringAvailable()
+	}}
 }
 
 func (k *Keyring) Name() string { return StorageKeyring }
@@ -76,9 +110,12 @@ func (k *Keyring) Name() string { return StorageKeyring }
 // call runs fn with the timeout; a keyring stuck on a prompt leaves a
 // goroutine behind, which the short-lived process drops on exit.
 func (k *Keyring) call(ctx context.Context, what string, fn func() error) error {
+	if err := k.Failure(); err != nil {
+		return err
+	}
 	if k.available != nil {
 		if err := k.available(); err != nil {
-			return fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return k.fail(fmt.Errorf("%w: %v", ErrUnavailable, err))
 		}
 	}
 	timeout := k.Timeout
@@ -94,9 +131,9 @@ func (k *Keyring) call(ctx context.Context, what string, fn func() error) error 
 		if err == nil || errors.Is(err, gokeyring.ErrNotFound) || errors.Is(err, gokeyring.ErrSetDataTooBig) {
 			return err
 		}
-		return fmt.Errorf("%w: %s: %v", ErrUnavailable, what, err)
+		return k.fail(fmt.Errorf("%w: %s: %v", ErrUnavailable, what, err))
 	case <-ctx.Done():
-		return fmt.Errorf("%w: %s did not answer within %s (is the keyring locked?)", ErrUnavailable, what, timeout)
+		return k.fail(fmt.Errorf("%w: %s did not answer within %s (is the keyring locked?)", ErrUnavailable, what, timeout))
 	}
 }
 

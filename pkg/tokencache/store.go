@@ -102,6 +102,9 @@ func (a *Auto) Get(ctx context.Context, id string) ([]byte, error) {
 	return b, err
 }
 
+// Failure is why the keyring was found unusable in this process, if it was.
+func (a *Auto) Failure() error { return a.Keyring.Failure() }
+
 // Put writes to the keyring, or to disk with a notice when the keyring
 // cannot be used. A disk copy left by an earlier fallback is removed once the
 // keyring holds the entry.

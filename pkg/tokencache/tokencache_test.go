@@ -153,6 +153,7 @@ type fakeKeyring struct {
 	hang     chan struct{} // when set, every call blocks on it
 	err      error
 	sets     int
+	calls    int // every call, failed or not
 }
 
 func newFakeKeyring(maxValue int) *fakeKeyring {
@@ -160,6 +161,9 @@ func newFakeKeyring(maxValue int) *fakeKeyring {
 }
 
 func (f *fakeKeyring) wait() error {
+	f.mu.Lock()
+	f.calls++
+	f.mu.Unlock()
 	if f.hang != nil {
 		<-f.hang
 	}
@@ -326,8 +330,19 @@ func TestAutoFallsBackToDisk(t *testing.T) {
 	assert.Equal(t, "tok", string(got))
 	assert.Equal(t, StorageDisk, a.Where())
 
-	// Once the keyring works again, a write moves the entry there.
+	// This process does not wait for the keyring again.
+	api.mu.Lock()
+	calls := api.calls
 	api.err = nil
+	api.mu.Unlock()
+	_, _ = a.Get(ctx, testID)
+	api.mu.Lock()
+	assert.Equal(t, calls, api.calls, "a failed keyring is not asked again in the same process")
+	api.mu.Unlock()
+	assert.ErrorIs(t, a.Failure(), ErrUnavailable)
+
+	// The next process finds the keyring working: a write moves the entry there.
+	a = &Auto{Keyring: &Keyring{API: api, Timeout: time.Second}, Disk: NewDisk(dir), Notify: func(s string) { notices = append(notices, s) }}
 	require.NoError(t, a.Put(ctx, testID, []byte("tok2")))
 	_, err = NewDisk(dir).Get(ctx, testID)
 	require.ErrorIs(t, err, ErrNotFound)

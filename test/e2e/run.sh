@@ -64,6 +64,11 @@ env -i PATH="$PATH" HOME="$session/home" XDG_RUNTIME_DIR="$session/run" TMPDIR="
     set -euo pipefail
     eval "$(printf e2e-keyring | gnome-keyring-daemon --unlock --components=secrets)"
     export GNOME_KEYRING_CONTROL
+    # Crash safety of the keyring cache: 200 SIGKILLs during writes to the
+    # Secret Service (the disk variant runs with the unit tests).
+    if [ "${KI_E2E_RUN:-.}" = "." ] || [[ "$KI_E2E_RUN" == *CrashSafety* ]]; then
+      KI_TEST_KEYRING=1 go test -count=1 -run "^TestCrashSafety$" -v ./pkg/tokencache 2>&1 | tee "$KI_E2E_LOGS/crash-safety.log"
+    fi
     cd test/e2e
     go test -tags e2e -count=1 -timeout 20m -v -run "${KI_E2E_RUN:-.}" . 2>&1 | tee "$KI_E2E_LOGS/go-test.log"
     exit "${PIPESTATUS[0]}"

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for FUZZTIME (default 60s) and prints a table of
+# executions and crashes. A crash leaves its input in the package's
+# testdata/fuzz/<Target>/ (commit it: it becomes a regression test) and
+# fails the run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+fuzztime=${FUZZTIME:-60s}
+targets=(
+  "./pkg/inspect FuzzDecodeJWT"
+  "./pkg/execcred FuzzParseRequest"
+  "./pkg/config FuzzParse"
+  "./pkg/exchange FuzzTokenResponse"
+  "./pkg/exchange FuzzCloudSigmaResponses"
+  "./pkg/tokencache FuzzDecodeEntry"
+)
+failed=0
+rows=()
+for t in "${targets[@]}"; do
+  read -r pkg name <<<"$t"
+  log=$(mktemp)
+  go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" "$pkg" >"$log" 2>&1
+  rc=$?
+  execs=$(grep -oE 'execs: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+')
+  crashes=0
+  if [[ $rc -ne 0 ]]; then crashes=1; failed=1; tail -20 "$log" >&2; fi
+  rows+=("| $name | $pkg | $fuzztime | ${execs:-0} | $crashes |")
+  rm -f "$log"
+done
+echo "| target | package | time | execs | crashes |"
+echo "| --- | --- | --- | --- | --- |"
+printf '%s\n' "${rows[@]}"
+exit $failed
