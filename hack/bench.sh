@@ -115,3 +115,9 @@ for r in rows:
     xd = f"{m / disk:.2f}" if disk else "-"
     print(f"{r['command']:28} {m * 1000:10.2f} {p95 * 1000:8.2f} {m / hello:8.2f} {xd:>7} {rs:>12}")
 PY
+
+# Request counts of the access matrix (not a timing: from the unit test that
+# asserts them against a stand-in authorizer; the e2e figures are in
+# docs/inspection.md).
+( cd "$(dirname "$0")/.." && go test -count=1 -run '^TestAccessRequestCounts$' -v ./pkg/inspect 2>/dev/null \
+  | grep -o 'access matrix.*' ) || echo "bench: the access matrix count failed" >&2

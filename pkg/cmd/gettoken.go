@@ -89,7 +89,7 @@ func obtain(ctx context.Context, a *AuthOptions, g *GlobalOptions, streams gener
 		return nil, err
 	}
 	newHTTPClient := func() (*http.Client, error) {
-		return login.NewHTTPClient(a.CertificateAuthority, a.InsecureSkipTLSVerify, 0)
+		return login.NewHTTPClient(a.CertificateAuthority, a.InsecureSkipTLSVerify, a.RequestTimeout)
 	}
 	var loginClient *login.Client
 	newLogin := func() (*login.Client, error) {
@@ -176,7 +176,7 @@ func (o *GetTokenOptions) checkAllowedServer() error {
 // newIdentityPlatform signs in with Google (the browser flow of the same
 // flags, with the Google issuer), then with Identity Platform.
 func newIdentityPlatform(a *AuthOptions, g *GlobalOptions, streams genericiooptions.IOStreams, interactive bool) (credential.Authenticator, error) {
-	httpClient, err := login.NewHTTPClient(a.CertificateAuthority, a.InsecureSkipTLSVerify, 0)
+	httpClient, err := login.NewHTTPClient(a.CertificateAuthority, a.InsecureSkipTLSVerify, a.RequestTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -198,6 +198,12 @@ func (s *Source) getLocked(ctx context.Context, id string, opts Options) (*Resul
 	from := FromGrant
 	if e != nil && e.RefreshToken != "" && !opts.ForceLogin {
 		fresh, err = auth.Refresh(ctx, e.RefreshToken)
+		var passing interface{ Transient() bool }
+		if err != nil && errors.As(err, &passing) && passing.Transient() {
+			// The provider is in trouble, the refresh token is not refused:
+			// keep it for the next call rather than asking for a login.
+			return nil, fmt.Errorf("%w (the cached refresh token is kept: the next call tries again)", err)
+		}
 		if err != nil {
 			s.Log.Printf(1, "refresh failed, logging in again: %v", err)
 			s.notify(fmt.Sprintf("the refresh token was refused (%v); logging in again", err))

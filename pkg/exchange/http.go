@@ -177,9 +177,9 @@ func describeBody(r *response) string {
 	}
 	if json.Unmarshal(r.body, &oauth) == nil && oauth.Error != "" {
 		if oauth.Description != "" {
-			return oauth.Error + ": " + oneLine(oauth.Description)
+			return oneLine(oauth.Error) + ": " + oneLine(oauth.Description)
 		}
-		return oauth.Error
+		return oneLine(oauth.Error)
 	}
 	type csError struct {
 		Type    string `json:"error_type"`
@@ -194,13 +194,13 @@ func describeBody(r *response) string {
 		_ = json.Unmarshal(r.body, &one)
 	}
 	if one.Type != "" || one.Message != "" {
-		s := one.Type + ": " + oneLine(one.Message)
+		s := oneLine(one.Type) + ": " + oneLine(one.Message)
 		if one.Point != nil {
-			s += fmt.Sprintf(" (at %v)", one.Point)
+			s += " (at " + oneLine(fmt.Sprint(one.Point)) + ")"
 		}
 		return s
 	}
-	ct := r.contentType
+	ct := oneLine(r.contentType)
 	if ct == "" {
 		ct = "no content type"
 	}
@@ -257,7 +257,7 @@ func parseTokenResponse(r *response) (*tokenResponse, error) {
 	}
 	var t tokenResponse
 	if err := json.Unmarshal(r.body, &t); err != nil {
-		return nil, fmt.Errorf("the token endpoint answered 200 with %s that is not a token response: %s", r.contentType, oneLine(err.Error()))
+		return nil, fmt.Errorf("the token endpoint answered 200 with %s that is not a token response: %s", oneLine(r.contentType), oneLine(err.Error()))
 	}
 	if t.AccessToken == "" {
 		return nil, errors.New("the token endpoint answered without an access_token")
@@ -303,7 +303,7 @@ func postJSON(ctx context.Context, hc *http.Client, p RetryPolicy, u string, v a
 		return &HTTPError{Status: r.status, Detail: describeBody(r)}
 	}
 	if err := json.Unmarshal(r.body, out); err != nil {
-		return fmt.Errorf("answered %d with %s that is not the expected JSON: %s", r.status, r.contentType, oneLine(err.Error()))
+		return fmt.Errorf("answered %d with %s that is not the expected JSON: %s", r.status, oneLine(r.contentType), oneLine(err.Error()))
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"mime"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -269,6 +270,21 @@ func (c *Client) tokenRequest(ctx context.Context, p *oidc.Provider, params url.
 	return tok, nil
 }
 
+// ProviderError is a failed token request, in one line. Transient tells
+// the provider's passing trouble (no answer in time, unreachable, 5xx, 429,
+// an answer that is not OAuth) from a refusal (an OAuth error such as
+// invalid_grant): a refresh that fails transiently keeps the refresh token
+// and fails the call, a refused one logs in again.
+type ProviderError struct {
+	msg       string
+	transient bool
+	err       error
+}
+
+func (e *ProviderError) Error() string   { return e.msg }
+func (e *ProviderError) Unwrap() error   { return e.err }
+func (e *ProviderError) Transient() bool { return e.transient }
+
 // describeTokenError turns x/oauth2's errors into one line without the
 // response body, which for an HTML error page is a screenful.
 func describeTokenError(err error) error {
@@ -276,20 +292,21 @@ func describeTokenError(err error) error {
 	if !errors.As(err, &re) {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			return fmt.Errorf("the identity provider did not answer in time: %w", err)
+			return &ProviderError{msg: "the identity provider did not answer in time: " + oneLine(err.Error(), 300), transient: true, err: err}
 		}
-		return err
+		return &ProviderError{msg: oneLine(err.Error(), 300), transient: true, err: err}
 	}
 	status := 0
 	if re.Response != nil {
 		status = re.Response.StatusCode
 	}
+	transient := status >= 500 || status == http.StatusTooManyRequests
 	if re.ErrorCode != "" {
 		msg := fmt.Sprintf("the identity provider answered %d %s", status, re.ErrorCode)
 		if re.ErrorDescription != "" {
 			msg += ": " + oneLine(re.ErrorDescription, 200)
 		}
-		return errors.New(msg)
+		return &ProviderError{msg: msg, transient: transient, err: err}
 	}
 	ct := ""
 	if re.Response != nil {
@@ -298,7 +315,7 @@ func describeTokenError(err error) error {
 	if ct == "" {
 		ct = "no content type"
 	}
-	return fmt.Errorf("the identity provider answered %d with %s, not an OAuth 2.0 error: check the issuer URL and the provider's health", status, ct)
+	return &ProviderError{msg: fmt.Sprintf("the identity provider answered %d with %s, not an OAuth 2.0 error: check the issuer URL and the provider's health", status, ct), transient: true, err: err}
 }
 
 func oneLine(s string, max int) string {

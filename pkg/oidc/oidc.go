@@ -9,6 +9,7 @@ package oidc
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -31,7 +32,7 @@ func Discover(ctx context.Context, issuer, clientID string, client *http.Client)
 	ctx = gooidc.ClientContext(ctx, client)
 	p, err := gooidc.NewProvider(ctx, issuer)
 	if err != nil {
-		return nil, fmt.Errorf("discovering OIDC provider %s: %w", issuer, err)
+		return nil, fmt.Errorf("discovering OIDC provider %s: %w%s", issuer, err, tlsHint(err))
 	}
 	endpoint := p.Endpoint()
 	endpoint.AuthStyle = authStyle(p)
@@ -121,7 +122,7 @@ func NewClaimsVerifier(ctx context.Context, client *http.Client, issuer string, 
 	ctx = gooidc.ClientContext(ctx, client)
 	p, err := gooidc.NewProvider(ctx, issuer)
 	if err != nil {
-		return nil, fmt.Errorf("discovering OIDC provider %s: %w", issuer, err)
+		return nil, fmt.Errorf("discovering OIDC provider %s: %w%s", issuer, err, tlsHint(err))
 	}
 	return &ClaimsVerifier{v: p.Verifier(&gooidc.Config{SkipClientIDCheck: true}), audiences: audiences}, nil
 }
@@ -146,4 +147,18 @@ func (c *ClaimsVerifier) Verify(ctx context.Context, raw string) (map[string]any
 		return nil, err
 	}
 	return claims, nil
+}
+
+// tlsHint says what to do about a certificate the provider's TLS
+// connection did not verify.
+func tlsHint(err error) string {
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	switch {
+	case errors.As(err, &unknown):
+		return " (give the CA that signed the provider's certificate with --certificate-authority)"
+	case errors.As(err, &host):
+		return " (the certificate is for another name: check --oidc-issuer-url)"
+	}
+	return ""
 }

@@ -39,6 +39,7 @@ const (
 	flagBrowserCommand   = "browser-command"
 	flagSkipOpenBrowser  = "skip-open-browser"
 	flagAuthTimeout      = "authentication-timeout"
+	flagRequestTimeout   = "idp-request-timeout"
 
 	flagExchange            = "exchange"
 	flagCSOAuthURL          = "cloudsigma-oauth-url"
@@ -117,6 +118,8 @@ type AuthOptions struct {
 	BrowserCommand        string
 	SkipOpenBrowser       bool
 	AuthTimeout           time.Duration
+	// RequestTimeout bounds each request to the identity provider.
+	RequestTimeout time.Duration
 
 	Exchange           string
 	CSOAuthURL         string
@@ -148,12 +151,17 @@ type AuthOptions struct {
 	secretFromFlag bool
 }
 
+// DefaultRequestTimeout bounds one request to the identity provider: a
+// kubectl call should fail in seconds, not hang, when the provider does.
+const DefaultRequestTimeout = 15 * time.Second
+
 // NewAuthOptions returns the defaults.
 func NewAuthOptions() *AuthOptions {
 	return &AuthOptions{
 		GrantType:         GrantAuto,
 		TokenCacheStorage: tokencache.StorageAuto,
 		AuthTimeout:       DefaultAuthTimeout,
+		RequestTimeout:    DefaultRequestTimeout,
 		CSOAuthURL:        DefaultCloudSigmaOAuthURL,
 		CSAPIURL:          DefaultCloudSigmaAPIURL,
 		ExchangeSubject:   "access_token",
@@ -183,6 +191,7 @@ func (o *AuthOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BrowserCommand, flagBrowserCommand, o.BrowserCommand, "Command that opens the login URL (default: the system's)")
 	fs.BoolVar(&o.SkipOpenBrowser, flagSkipOpenBrowser, o.SkipOpenBrowser, "Print the login URL without opening a browser")
 	fs.DurationVar(&o.AuthTimeout, flagAuthTimeout, o.AuthTimeout, "How long to wait for a login in the browser or on the device page")
+	fs.DurationVar(&o.RequestTimeout, flagRequestTimeout, o.RequestTimeout, "How long to wait for each answer of the identity provider (and the exchange's endpoints)")
 
 	fs.StringVar(&o.Exchange, flagExchange, o.Exchange, "Exchange the token for one that acts as another user: cloudsigma|token-exchange (default none)")
 	fs.StringVar(&o.CSOAuthURL, flagCSOAuthURL, o.CSOAuthURL, "CloudSigma's Keycloak (realm cloudsigma)")
@@ -398,6 +407,9 @@ func (o *AuthOptions) validateCommon() error {
 		if err := validateListenAddress(a); err != nil {
 			return err
 		}
+	}
+	if o.RequestTimeout <= 0 {
+		return fmt.Errorf("--%s must be positive", flagRequestTimeout)
 	}
 	if o.AuthTimeout <= 0 {
 		return fmt.Errorf("--%s must be positive", flagAuthTimeout)

@@ -59,6 +59,7 @@ type Server struct {
 	otherKey         *rsa.PrivateKey
 	tamper           Tamper
 	codes            map[string]authRequest
+	issuedCodes      []string
 	refreshTokens    map[string]string // token -> scope
 	devices          map[string]*deviceRequest
 	tokenCalls       map[string]int
@@ -93,6 +94,7 @@ type failure struct {
 	contentType string
 	body        string
 	retryAfter  string
+	delay       time.Duration // before answering; with status 0, then normally
 }
 
 // New starts a provider on 127.0.0.1. It stops with the test.
@@ -152,6 +154,22 @@ func (s *Server) FailNext(status int, contentType, body, retryAfter string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failNext = append(s.failNext, failure{status: status, contentType: contentType, body: body, retryAfter: retryAfter})
+}
+
+// IssuedCodes lists every authorization code handed out (secret-hygiene
+// tests look for them in outputs).
+func (s *Server) IssuedCodes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.issuedCodes...)
+}
+
+// SlowNext makes the next token request wait d before its normal answer
+// (or until the client gives up).
+func (s *Server) SlowNext(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failNext = append(s.failNext, failure{delay: d})
 }
 
 // TokenCalls counts token endpoint requests by grant_type.
@@ -251,6 +269,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	code := random()
 	s.mu.Lock()
+	s.issuedCodes = append(s.issuedCodes, code)
 	s.codes[code] = authRequest{clientID: q.Get("client_id"), redirectURI: q.Get("redirect_uri"),
 		challenge: q.Get("code_challenge"), nonce: q.Get("nonce"), scope: q.Get("scope")}
 	s.mu.Unlock()
@@ -298,6 +317,16 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		s.failNext = s.failNext[1:]
 	}
 	s.mu.Unlock()
+	if fail != nil && fail.delay > 0 {
+		select {
+		case <-time.After(fail.delay):
+		case <-r.Context().Done():
+			return
+		}
+		if fail.status == 0 {
+			fail = nil
+		}
+	}
 	if fail != nil {
 		if fail.retryAfter != "" {
 			w.Header().Set("Retry-After", fail.retryAfter)
