@@ -180,6 +180,9 @@ func (o *ListOptions) Run(ctx context.Context) error {
 		if r.Namespaces, err = caller.NamespacesWith(ctx, o.ProjectLabel); err != nil {
 			return fmt.Errorf("selecting the namespaces of --project-label=%s: %w", o.ProjectLabel, err)
 		}
+		if len(r.Namespaces) == 0 {
+			fmt.Fprintf(o.ErrOut, "no namespace carries the label %s (or you may not list it)\n", o.ProjectLabel)
+		}
 	default:
 		ns, _, err := o.Kube.clientConfig().Namespace()
 		if err != nil {
@@ -257,7 +260,7 @@ func (o *ListOptions) printTable(w io.Writer, r *ListResult, rows []inspect.Deci
 	if len(rows) == 0 {
 		return // as kubectl get: the count went to stderr
 	}
-	withNS := r.Resource.Namespaced && (len(r.Namespaces) > 1 || r.Namespaces[0] == "")
+	withNS := r.Resource.Namespaced && (len(r.Namespaces) != 1 || r.Namespaces[0] == "")
 	wide := o.Output == "wide"
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	var head []string

@@ -1083,6 +1083,11 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: viewer}]
 	assert.Empty(t, r.stdout, "nothing in project b")
 	assert.Contains(t, r.stderr, "0 of 3 configmaps allowed")
 
+	r = list("configmaps", "--project-label=project=nonexistent")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Empty(t, r.stdout)
+	assert.Contains(t, r.stderr, "no namespace carries the label project=nonexistent")
+
 	r = list("configmaps", "-n", "proj-a-1", "--show-denied", "--verb=get", "--verb=delete")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "get is granted for other resourceNames only")
