@@ -27,6 +27,9 @@ import (
 type KubeFlags struct {
 	rules     *clientcmd.ClientConfigLoadingRules
 	overrides clientcmd.ConfigOverrides
+	// cc is built once: the deferred config loads the kubeconfig files on
+	// first use and keeps them, so the namespace and the client share one load.
+	cc clientcmd.ClientConfig
 }
 
 // NewKubeFlags binds the flags to fs.
@@ -38,7 +41,10 @@ func NewKubeFlags(fs *pflag.FlagSet) *KubeFlags {
 }
 
 func (k *KubeFlags) clientConfig() clientcmd.ClientConfig {
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(k.rules, &k.overrides)
+	if k.cc == nil {
+		k.cc = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(k.rules, &k.overrides)
+	}
+	return k.cc
 }
 
 // Client builds the API client.

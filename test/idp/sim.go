@@ -51,6 +51,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc/oidctest"
 )
 
 // Token types of RFC 8693.
@@ -253,16 +255,11 @@ func (f *Fault) write(w http.ResponseWriter) {
 	_, _ = w.Write([]byte(f.Body))
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func oauthError(w http.ResponseWriter, status int, code, desc string) {
-	writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
-}
+// The provider answers are written as oidctest writes them.
+var (
+	writeJSON  = oidctest.WriteJSON
+	oauthError = oidctest.OAuthError
+)
 
 func (s *Sim) realm(w http.ResponseWriter, r *http.Request) {
 	prefix := "/realms/" + s.Realm

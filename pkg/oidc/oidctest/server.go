@@ -206,19 +206,22 @@ func (s *Server) ApproveDevice(userCode string) bool {
 	return false
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON answers v as JSON with status, not cacheable, as token
+// endpoints do (RFC 6749 §5.1). The other simulators (test/idp) use it too.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func oauthError(w http.ResponseWriter, status int, code, desc string) {
-	writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
+// OAuthError answers an OAuth 2.0 error (RFC 6749 §5.2).
+func OAuthError(w http.ResponseWriter, status int, code, desc string) {
+	WriteJSON(w, status, map[string]string{"error": code, "error_description": desc})
 }
 
 func (s *Server) discovery(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, 200, map[string]any{
+	WriteJSON(w, 200, map[string]any{
 		"issuer":                                s.URL,
 		"authorization_endpoint":                s.URL + "/auth",
 		"token_endpoint":                        s.URL + "/token",
@@ -236,7 +239,7 @@ func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 
 func (s *Server) jwks(w http.ResponseWriter, _ *http.Request) {
 	pub := s.key.PublicKey
-	writeJSON(w, 200, map[string]any{"keys": []map[string]string{{
+	WriteJSON(w, 200, map[string]any{"keys": []map[string]string{{
 		"kty": "RSA", "use": "sig", "alg": "RS256", "kid": "k1",
 		"n": b64(pub.N.Bytes()), "e": b64(big.NewInt(int64(pub.E)).Bytes()),
 	}}})
@@ -305,7 +308,7 @@ func (s *Server) clientAuth(r *http.Request) (string, bool) {
 
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
-		oauthError(w, 400, "invalid_request", "bad form")
+		OAuthError(w, 400, "invalid_request", "bad form")
 		return
 	}
 	grant := r.PostForm.Get("grant_type")
@@ -338,7 +341,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	}
 	secret, ok := s.clientAuth(r)
 	if !ok {
-		oauthError(w, 401, "invalid_client", "client authentication failed")
+		OAuthError(w, 401, "invalid_client", "client authentication failed")
 		return
 	}
 	switch grant {
@@ -348,16 +351,16 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		delete(s.codes, r.PostForm.Get("code"))
 		s.mu.Unlock()
 		if !found {
-			oauthError(w, 400, "invalid_grant", "unknown or used code")
+			OAuthError(w, 400, "invalid_grant", "unknown or used code")
 			return
 		}
 		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
 		if b64(sum[:]) != req.challenge {
-			oauthError(w, 400, "invalid_grant", "PKCE verification failed")
+			OAuthError(w, 400, "invalid_grant", "PKCE verification failed")
 			return
 		}
 		if r.PostForm.Get("redirect_uri") != req.redirectURI {
-			oauthError(w, 400, "invalid_grant", "redirect_uri mismatch")
+			OAuthError(w, 400, "invalid_grant", "redirect_uri mismatch")
 			return
 		}
 		s.issue(w, req.scope, req.nonce, true)
@@ -372,7 +375,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		}
 		s.mu.Unlock()
 		if !found {
-			oauthError(w, 400, "invalid_grant", "refresh token is invalid or expired")
+			OAuthError(w, 400, "invalid_grant", "refresh token is invalid or expired")
 			return
 		}
 		if asked := r.PostForm.Get("scope"); asked != "" {
@@ -381,7 +384,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		s.issue(w, scope, "", rotate)
 	case "client_credentials":
 		if secret == "" {
-			oauthError(w, 401, "invalid_client", "client credentials need a secret")
+			OAuthError(w, 401, "invalid_client", "client credentials need a secret")
 			return
 		}
 		s.issue(w, r.PostForm.Get("scope"), "", false)
@@ -391,24 +394,24 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		switch {
 		case !found:
-			oauthError(w, 400, "expired_token", "unknown device code")
+			OAuthError(w, 400, "expired_token", "unknown device code")
 		case !d.approved:
-			oauthError(w, 400, "authorization_pending", "")
+			OAuthError(w, 400, "authorization_pending", "")
 		default:
 			s.issue(w, d.scope, "", true)
 		}
 	default:
-		oauthError(w, 400, "unsupported_grant_type", grant)
+		OAuthError(w, 400, "unsupported_grant_type", grant)
 	}
 }
 
 func (s *Server) deviceAuthorize(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil || r.PostForm.Get("client_id") != s.ClientID {
-		oauthError(w, 400, "invalid_client", "unknown client")
+		OAuthError(w, 400, "invalid_client", "unknown client")
 		return
 	}
 	if secret := r.PostForm.Get("client_secret"); secret != "" && secret != s.ClientSecret {
-		oauthError(w, 401, "invalid_client", "client authentication failed")
+		OAuthError(w, 401, "invalid_client", "client authentication failed")
 		return
 	}
 	s.mu.Lock()
@@ -418,7 +421,7 @@ func (s *Server) deviceAuthorize(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.devices["dc-"+userCode] = &deviceRequest{scope: r.PostForm.Get("scope")}
 	s.mu.Unlock()
-	writeJSON(w, 200, map[string]any{
+	WriteJSON(w, 200, map[string]any{
 		"device_code": "dc-" + userCode, "user_code": userCode,
 		"verification_uri":          s.URL + "/device",
 		"verification_uri_complete": s.URL + "/device?user_code=" + userCode,
@@ -435,7 +438,7 @@ func (s *Server) issue(w http.ResponseWriter, scope, nonce string, withRefresh b
 	s.mu.Unlock()
 	idToken, err := s.SignIDToken(tamper, nonce, now)
 	if err != nil {
-		oauthError(w, 500, "server_error", err.Error())
+		OAuthError(w, 500, "server_error", err.Error())
 		return
 	}
 	resp := map[string]any{
@@ -452,7 +455,7 @@ func (s *Server) issue(w http.ResponseWriter, scope, nonce string, withRefresh b
 		s.mu.Unlock()
 		resp["refresh_token"] = rt
 	}
-	writeJSON(w, 200, resp)
+	WriteJSON(w, 200, resp)
 }
 
 // SignIDToken makes an ID token for the configured user, with a defect.
