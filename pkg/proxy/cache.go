@@ -69,14 +69,3 @@ func (c *identityCache) put(raw string, e cachedIdentity, now time.Time) {
 	}
 	c.entries[k] = e
 }
-
-// expiryOf reads the numeric exp claim.
-func expiryOf(claims map[string]any) (time.Time, bool) {
-	switch v := claims["exp"].(type) {
-	case float64:
-		return time.Unix(int64(v), 0), true
-	case int64:
-		return time.Unix(v, 0), true
-	}
-	return time.Time{}, false
-}

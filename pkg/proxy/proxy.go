@@ -182,14 +182,15 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) inspect.Identity
 			status(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized")
 			return inspect.Identity{}
 		}
-		e.id = h.Map(r.Context(), &inspect.Token{Claims: claims})
+		tok := &inspect.Token{Claims: claims}
+		e.id = h.Map(r.Context(), tok)
 		if len(e.id.Problems) > 0 || e.id.Username == "" {
 			h.fail()
 			status(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized")
 			return inspect.Identity{}
 		}
-		e.uid, _ = claims["sub"].(string)
-		if exp, ok := expiryOf(claims); ok {
+		e.uid = tok.String("sub")
+		if exp, ok := tok.Expiry(); ok {
 			e.expiry = exp
 			h.cache.put(raw, e, h.Now())
 		}
