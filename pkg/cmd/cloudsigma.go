@@ -2,14 +2,13 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
@@ -100,15 +99,10 @@ func (o *CloudSigmaWhoAmIOptions) Run(ctx context.Context) error {
 		return err
 	}
 	id := cloudSigmaIdentity{Region: cs.Region, UserEmail: cs.UserEmail, Account: p.Email, UUID: p.UUID, Token: r.From}
-	switch o.Output {
-	case "json":
-		b, _ := json.MarshalIndent(id, "", "  ")
-		fmt.Fprintln(o.Out, string(b))
-	case "yaml":
-		b, _ := yaml.Marshal(id)
-		fmt.Fprint(o.Out, string(b))
-	default:
-		fmt.Fprintf(o.Out, "The token acts as %s in %s (account %s; token from %s).\n", p.Email, cs.Region, p.UUID, r.From)
+	if err := printResult(o.Out, o.Output, id, func(w io.Writer) {
+		fmt.Fprintf(w, "The token acts as %s in %s (account %s; token from %s).\n", p.Email, cs.Region, p.UUID, r.From)
+	}); err != nil {
+		return err
 	}
 	if !strings.EqualFold(p.Email, cs.UserEmail) {
 		return errors.New("the impersonated token acts on another account than --impersonate-user-email: do not use it; report this to CloudSigma")

@@ -1,14 +1,13 @@
 package cmd
 
 import (
-	"encoding/json"
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/yaml"
 )
 
 // Set by the release build: -ldflags "-X .../pkg/cmd.version=v1.2.3 -X .../pkg/cmd.commit=abc".
@@ -50,20 +49,15 @@ version of a go install), the commit, the Go version and the platform.`,
   kubectl impersonate version -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			v := Version()
 			switch output {
-			case "":
-				fmt.Fprintf(streams.Out, "kubectl-impersonate %s (%s, %s)\n", v.Version, v.GoVersion, v.Platform)
-			case "json":
-				b, _ := json.MarshalIndent(v, "", "  ")
-				fmt.Fprintln(streams.Out, string(b))
-			case "yaml":
-				b, _ := yaml.Marshal(v)
-				fmt.Fprint(streams.Out, string(b))
+			case "", "json", "yaml":
 			default:
 				return fmt.Errorf("--output %q is not one of json, yaml", output)
 			}
-			return nil
+			v := Version()
+			return printResult(streams.Out, output, v, func(w io.Writer) {
+				fmt.Fprintf(w, "kubectl-impersonate %s (%s, %s)\n", v.Version, v.GoVersion, v.Platform)
+			})
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json|yaml")
