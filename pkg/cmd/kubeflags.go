@@ -47,14 +47,23 @@ func (k *KubeFlags) clientConfig() clientcmd.ClientConfig {
 	return k.cc
 }
 
-// Client builds the API client.
-func (k *KubeFlags) Client() (*inspect.Client, *rest.Config, error) {
+// Config is the REST configuration the flags select.
+func (k *KubeFlags) Config() (*rest.Config, error) {
 	cfg, err := k.clientConfig().ClientConfig()
 	if err != nil {
-		return nil, nil, fmt.Errorf("loading the kubeconfig: %w", err)
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
 	}
 	if k.overrides.Timeout == "" {
 		cfg.Timeout = 30 * time.Second
+	}
+	return cfg, nil
+}
+
+// Client builds the API client.
+func (k *KubeFlags) Client() (*inspect.Client, *rest.Config, error) {
+	cfg, err := k.Config()
+	if err != nil {
+		return nil, nil, err
 	}
 	c, err := inspect.NewClient(cfg)
 	return c, cfg, err

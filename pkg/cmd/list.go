@@ -137,7 +137,7 @@ type ListResult struct {
 
 // Run lists and filters.
 func (o *ListOptions) Run(ctx context.Context) error {
-	_, cfg, err := o.Kube.Client()
+	cfg, err := o.Kube.Config()
 	if err != nil {
 		return err
 	}
