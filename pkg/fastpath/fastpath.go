@@ -44,18 +44,16 @@ const BinaryName = "kubectl-impersonate-get_token"
 // the full binary is told so and does not wait for it a second time, so that
 // the whole call stays within one keyring timeout.
 func Serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (served bool, handoff map[string]string) {
-	var store tokencache.Store
-	ok, err := serve(ctx, args, getenv, stdout, &store)
-	if f, isKeyring := store.(interface{ Failure() error }); isKeyring && f.Failure() != nil {
-		err = f.Failure() // auto fell back to disk: the keyring failed all the same
+	served, keyringErr := serve(ctx, args, getenv, stdout)
+	if !served && keyringErr != nil {
+		return false, map[string]string{tokencache.EnvKeyringUnavailable: keyringErr.Error()}
 	}
-	if !ok && errors.Is(err, tokencache.ErrUnavailable) {
-		return false, map[string]string{tokencache.EnvKeyringUnavailable: err.Error()}
-	}
-	return ok, nil
+	return served, nil
 }
 
-func serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, used *tokencache.Store) (bool, error) {
+// serve answers from the cache; on false it also returns why the keyring
+// failed, if it did (auto may have fallen back to disk all the same).
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (bool, error) {
 	said := false
 	say := func(string) { said = true }
 	o, verbosity, err := ParseArgs(args, getenv, say)
@@ -80,10 +78,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return false, nil
 	}
-	*used = store
 	r, ok, err := CachedSource(o, store, say).Cached(ctx)
 	if err != nil || !ok || said {
-		return false, err
+		return false, keyringFailure(store)
 	}
 	var buf bytes.Buffer
 	if err := execcred.WriteReply(&buf, req, r.Token, r.Expiry); err != nil {
@@ -91,6 +88,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	_, err = stdout.Write(buf.Bytes())
 	return err == nil, nil
+}
+
+// keyringFailure is why the store's keyring failed in this process, if it
+// did: the keyring records its first failure, whichever call met it.
+func keyringFailure(s tokencache.Store) error {
+	if f, ok := s.(interface{ Failure() error }); ok {
+		return f.Failure()
+	}
+	return nil
 }
 
 // ParseArgs reads get-token's flags (the arguments of a kubeconfig exec
