@@ -23,9 +23,7 @@ package idp
 import (
 	"crypto/rand"
 	"crypto/rsa"
-	"encoding/base64"
 	"encoding/json"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -35,6 +33,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc/oidctest"
 )
 
 // GoogleSim is a running Identity Platform simulator.
@@ -111,13 +111,7 @@ func (s *GoogleSim) issuer(w http.ResponseWriter, r *http.Request) {
 			"id_token_signing_alg_values_supported": []string{"RS256"},
 		})
 	case "/" + s.Project + "/jwks":
-		pub := s.key.PublicKey
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"keys": []map[string]string{{
-			"kty": "RSA", "alg": "RS256", "use": "sig", "kid": "st1",
-			"n": base64.RawURLEncoding.EncodeToString(pub.N.Bytes()),
-			"e": base64.RawURLEncoding.EncodeToString(big.NewInt(int64(pub.E)).Bytes()),
-		}}})
+		oidctest.WriteJWKS(w, "st1", &s.key.PublicKey)
 	default:
 		http.NotFound(w, r)
 	}
@@ -156,9 +150,7 @@ func (s *GoogleSim) idToken(email, tenant string) (string, error) {
 }
 
 func (s *GoogleSim) newRefresh(email string) string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	rt := "AMf-" + base64.RawURLEncoding.EncodeToString(b)
+	rt := "AMf-" + oidctest.Random(16)
 	s.mu.Lock()
 	s.refresh[rt] = email
 	s.mu.Unlock()

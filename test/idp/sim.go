@@ -37,10 +37,8 @@ package idp
 import (
 	"crypto/rand"
 	"crypto/rsa"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -276,12 +274,7 @@ func (s *Sim) realm(w http.ResponseWriter, r *http.Request) {
 			"subject_types_supported":               []string{"public"},
 		})
 	case prefix + "/protocol/openid-connect/certs":
-		pub := s.key.PublicKey
-		writeJSON(w, 200, map[string]any{"keys": []map[string]string{{
-			"kty": "RSA", "use": "sig", "alg": "RS256", "kid": "sim",
-			"n": base64.RawURLEncoding.EncodeToString(pub.N.Bytes()),
-			"e": base64.RawURLEncoding.EncodeToString(big.NewInt(int64(pub.E)).Bytes()),
-		}}})
+		oidctest.WriteJWKS(w, "sim", &s.key.PublicKey)
 	case prefix + "/protocol/openid-connect/token":
 		s.token(w, r)
 	default:
@@ -329,11 +322,7 @@ func (s *Sim) sign(info tokenInfo, aud []string, extra map[string]any) (string, 
 	return signed, nil
 }
 
-func randomID() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+func randomID() string { return oidctest.Random(12) }
 
 // lookup returns what a presented token stands for, if it is ours and valid.
 func (s *Sim) lookup(token string) (tokenInfo, bool) {

@@ -237,19 +237,24 @@ func (s *Server) discovery(w http.ResponseWriter, _ *http.Request) {
 
 func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 
-func (s *Server) jwks(w http.ResponseWriter, _ *http.Request) {
-	pub := s.key.PublicKey
+// WriteJWKS answers a JWK set (RFC 7517) holding pub as RS256 key kid.
+func WriteJWKS(w http.ResponseWriter, kid string, pub *rsa.PublicKey) {
 	WriteJSON(w, 200, map[string]any{"keys": []map[string]string{{
-		"kty": "RSA", "use": "sig", "alg": "RS256", "kid": "k1",
+		"kty": "RSA", "use": "sig", "alg": "RS256", "kid": kid,
 		"n": b64(pub.N.Bytes()), "e": b64(big.NewInt(int64(pub.E)).Bytes()),
 	}}})
 }
 
-func random() string {
-	b := make([]byte, 16)
+func (s *Server) jwks(w http.ResponseWriter, _ *http.Request) { WriteJWKS(w, "k1", &s.key.PublicKey) }
+
+// Random is n random bytes, base64url: codes, tokens, IDs.
+func Random(n int) string {
+	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return b64(b)
 }
+
+func random() string { return Random(16) }
 
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
