@@ -89,6 +89,21 @@ current-context: e2e
 	return p
 }
 
+// execInfoNever is what kubectl passes a plugin it runs non-interactively.
+const execInfoNever = `KUBERNETES_EXEC_INFO={"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":false}}`
+
+// credentialToken is the token of the ExecCredential a plugin printed.
+func credentialToken(t *testing.T, stdout string) string {
+	t.Helper()
+	var cred struct {
+		Status struct {
+			Token string `json:"token"`
+		} `json:"status"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &cred), "an ExecCredential: %q", stdout)
+	return cred.Status.Token
+}
+
 func containsPrefix(args []string, prefix string) bool {
 	for _, a := range args {
 		if strings.HasPrefix(a, prefix) {
@@ -372,8 +387,7 @@ func TestKeyringAbsent(t *testing.T) {
 	assert.Contains(t, r.stderr, "token cached on disk")
 	assert.Len(t, alice.diskEntries(), 1)
 
-	execInfo := `KUBERNETES_EXEC_INFO={"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":false}}`
-	r = alice.plugin([]string{execInfo}, "get-token", "--oidc-issuer-url="+st.issuer, "--oidc-client-id="+publicClient,
+	r = alice.plugin([]string{execInfoNever}, "get-token", "--oidc-issuer-url="+st.issuer, "--oidc-client-id="+publicClient,
 		"--token-cache-storage=keyring", "--certificate-authority="+st.caFile)
 	assert.Equal(t, 1, r.code)
 	assert.Less(t, r.elapsed, 3*time.Second)
@@ -575,16 +589,9 @@ func TestIdentityPlatformFirebaseEmulator(t *testing.T) {
 	require.Equal(t, 0, r.code, "login: %s", r.stderr)
 	assert.Contains(t, r.stdout, "Logged in as alice@example.com")
 
-	execInfo := `KUBERNETES_EXEC_INFO={"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":false}}`
-	r = alice.plugin([]string{execInfo}, append([]string{"get-token"}, args...)...)
+	r = alice.plugin([]string{execInfoNever}, append([]string{"get-token"}, args...)...)
 	require.Equal(t, 0, r.code, r.stderr)
-	var cred struct {
-		Status struct {
-			Token string `json:"token"`
-		} `json:"status"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &cred))
-	tok := cred.Status.Token
+	tok := credentialToken(t, r.stdout)
 	parts := strings.Split(tok, ".")
 	require.Len(t, parts, 3)
 	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
@@ -602,7 +609,7 @@ func TestIdentityPlatformFirebaseEmulator(t *testing.T) {
 	entry["id_token_expiry"] = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
 	b, _ = json.Marshal(entry)
 	require.NoError(t, os.WriteFile(files[0], b, 0o600))
-	r = alice.plugin([]string{execInfo}, append([]string{"get-token", "-v", "1"}, args...)...)
+	r = alice.plugin([]string{execInfoNever}, append([]string{"get-token", "-v", "1"}, args...)...)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "identity platform: refresh at "+st.firebase+"/securetoken.googleapis.com")
 	assert.NotContains(t, r.stderr, "fake-api-key", "the API key stays out of logs")
@@ -736,15 +743,9 @@ func TestImpersonatingProxy(t *testing.T) {
 	freshToken := func() string {
 		r := alice.plugin(nil, append([]string{"login", "--force"}, ex.Args...)...)
 		require.Equal(t, 0, r.code, r.stderr)
-		tr := run(t, append(alice.env, `KUBERNETES_EXEC_INFO={"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":false}}`), false, append([]string{ex.Command}, ex.Args...)...)
+		tr := run(t, append(alice.env, execInfoNever), false, append([]string{ex.Command}, ex.Args...)...)
 		require.Equal(t, 0, tr.code, tr.stderr)
-		var cred struct {
-			Status struct {
-				Token string `json:"token"`
-			} `json:"status"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(tr.stdout), &cred))
-		return cred.Status.Token
+		return credentialToken(t, tr.stdout)
 	}
 	direct := loadTest(t, api.url, freshToken())
 	proxied := loadTest(t, proxyURL, freshToken())
@@ -1208,7 +1209,7 @@ func TestKeyringLockedAndHung(t *testing.T) {
 	secret := filepath.Join(t.TempDir(), "robot.secret")
 	require.NoError(t, os.WriteFile(secret, []byte("robot-secret\n"), 0o600))
 	env := []string{"HOME=" + home, "XDG_RUNTIME_DIR=" + runDir, "PATH=" + os.Getenv("PATH"), "DBUS_SESSION_BUS_ADDRESS=" + bus,
-		`KUBERNETES_EXEC_INFO={"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":false}}`}
+		execInfoNever}
 	args := []string{"--oidc-issuer-url=" + st.keycloak.Issuer(), "--oidc-client-id=robot", "--grant-type=client-credentials",
 		"--oidc-client-secret-file=" + secret, "--certificate-authority=" + st.caFile, "--token-cache-dir=" + filepath.Join(home, "cache")}
 	fast := filepath.Join(filepath.Dir(st.ki), "kubectl-impersonate-get_token")
