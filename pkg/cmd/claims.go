@@ -5,19 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc"
 )
 
 // ClaimsOptions is the claims command.
@@ -27,45 +30,63 @@ type ClaimsOptions struct {
 	Output     string
 	Compare    bool
 	AuthConfig string
-	// The legacy --oidc-* rules.
-	UsernameClaim  string
-	UsernamePrefix string
-	GroupsClaim    string
-	GroupsPrefix   string
-	ClientID       string
-	CA             string
-	SkipVerify     bool
+	// Legacy are kube-apiserver's --oidc-* flags.
+	Legacy     authn.LegacyFlags
+	CA         string
+	SkipVerify bool
 	genericiooptions.IOStreams
 	global *GlobalOptions
 
-	prefixSet bool
+	legacySet bool
 }
 
 // ClaimsResult is what claims prints with -o json|yaml.
 type ClaimsResult struct {
 	inspect.Token
-	Expires           time.Time        `json:"expires,omitzero"`
-	SignatureVerified bool             `json:"signatureVerified"`
-	SignatureError    string           `json:"signatureError,omitempty"`
-	Rules             string           `json:"rules"`
-	Predicted         inspect.Identity `json:"predicted"`
-	Server            *WhoAmIResult    `json:"server,omitempty"`
-	Differences       []string         `json:"differences,omitempty"`
+	Expires           time.Time `json:"expires,omitzero"`
+	SignatureVerified bool      `json:"signatureVerified"`
+	// Signature says how the signature was checked, or why not.
+	Signature   string         `json:"signature"`
+	Rules       string         `json:"rules"`
+	Notes       []string       `json:"notes,omitempty"`
+	Predicted   authn.Identity `json:"predicted"`
+	Server      *WhoAmIResult  `json:"server,omitempty"`
+	Differences []string       `json:"differences,omitempty"`
+}
+
+// normalizeClaimsFlag accepts kube-apiserver's --oidc-* names for the
+// legacy rules.
+func normalizeClaimsFlag(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+	switch name {
+	case "oidc-client-id":
+		name = "client-id"
+	case "oidc-username-claim", "oidc-username-prefix", "oidc-groups-claim", "oidc-groups-prefix":
+		name = strings.TrimPrefix(name, "oidc-")
+	case "oidc-ca-file":
+		name = "issuer-certificate-authority"
+	}
+	return pflag.NormalizedName(name)
 }
 
 // NewCmdClaims builds claims.
 func NewCmdClaims(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ClaimsOptions{IOStreams: streams, global: g}
+	o := &ClaimsOptions{IOStreams: streams, global: g, Legacy: authn.LegacyFlags{UsernameClaim: "sub"}}
 	cmd := &cobra.Command{
 		Use:   "claims",
 		Short: "Decode the current token, verify its signature, and predict the Kubernetes identity its claims map to",
 		Long: `claims decodes the current kubeconfig user's token (from kubectl-impersonate's cache,
-without printing the token), or --token-file (- for stdin), checks its signature against
-the issuer's JWKS, and predicts the username and groups the API server derives from it:
-with kube-apiserver's legacy --oidc-* rules (the same flag names here, including the
-"<issuer>#" default prefix), or with a structured --authentication-config file.
-With --compare it asks the API server (SelfSubjectReview) and lists every difference.`,
-		Example: `  kubectl impersonate claims --username-claim=email --groups-claim=groups
+without printing the token), or --token-file (- for stdin), and predicts the username,
+uid, groups and extra the API server derives from it with kube-apiserver's own JWT
+authenticator (k8s.io/apiserver): from a structured --authentication-config file
+(apiserver.config.k8s.io/v1 or v1beta1, validated as kube-apiserver validates it; a
+file the API server would refuse is an error), or from kube-apiserver's legacy
+--oidc-* flags (accepted under those names), including the "<issuer>#" default prefix.
+
+The signature is verified only against an issuer you name (the configuration's, or
+--oidc-issuer-url), with its CA; the token's own iss is never trusted for that.
+With --compare it asks the API server (SelfSubjectReview) and lists every
+difference, a refusal (401) included.`,
+		Example: `  kubectl impersonate claims --oidc-issuer-url=https://dex.example.com --oidc-username-claim=email --oidc-groups-claim=groups
   kubectl impersonate claims --authentication-config=/etc/kubernetes/auth-config.yaml --compare
   kubectl impersonate claims --token-file=- < token.jwt -o json`,
 		Args: cobra.NoArgs,
@@ -74,28 +95,44 @@ With --compare it asks the API server (SelfSubjectReview) and lists every differ
 	o.Kube = NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
 	f := cmd.Flags()
+	f.SetNormalizeFunc(normalizeClaimsFlag)
 	f.StringVar(&o.TokenFile, "token-file", "", "Read the token from this file (- for stdin) instead of the cache")
-	f.StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml (default a table)")
+	f.StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml|jsonpath=... (default a table)")
 	f.BoolVar(&o.Compare, "compare", false, "Ask the API server who the token is and list the differences")
-	f.StringVar(&o.AuthConfig, "authentication-config", "", "kube-apiserver's AuthenticationConfiguration file (v1beta1 or v1) to predict with")
-	f.StringVar(&o.UsernameClaim, "username-claim", "sub", "Legacy rules: --oidc-username-claim")
-	f.StringVar(&o.UsernamePrefix, "username-prefix", "", "Legacy rules: --oidc-username-prefix (unset: \"<issuer>#\" unless the claim is email; - for none)")
-	f.StringVar(&o.GroupsClaim, "groups-claim", "", "Legacy rules: --oidc-groups-claim")
-	f.StringVar(&o.GroupsPrefix, "groups-prefix", "", "Legacy rules: --oidc-groups-prefix")
-	f.StringVar(&o.ClientID, "client-id", "", "Legacy rules: --oidc-client-id (checked against aud)")
-	f.StringVar(&o.CA, "issuer-certificate-authority", "", "PEM file of a CA for the issuer's discovery and JWKS")
-	f.BoolVar(&o.SkipVerify, "skip-signature-check", false, "Do not fetch the issuer's JWKS")
-	cmd.PreRun = func(c *cobra.Command, _ []string) { o.prefixSet = c.Flags().Changed("username-prefix") }
+	f.StringVar(&o.AuthConfig, "authentication-config", "", "kube-apiserver's AuthenticationConfiguration file (v1 or v1beta1) to predict with")
+	f.StringVar(&o.Legacy.IssuerURL, "oidc-issuer-url", "", "Legacy rules: --oidc-issuer-url, the trusted issuer (default: the token's iss, then the signature is not verified)")
+	f.StringVar(&o.Legacy.UsernameClaim, "username-claim", o.Legacy.UsernameClaim, "Legacy rules: --oidc-username-claim")
+	f.StringVar(&o.Legacy.UsernamePrefix, "username-prefix", "", "Legacy rules: --oidc-username-prefix (unset: \"<issuer>#\" unless the claim is email; - for none)")
+	f.StringVar(&o.Legacy.GroupsClaim, "groups-claim", "", "Legacy rules: --oidc-groups-claim")
+	f.StringVar(&o.Legacy.GroupsPrefix, "groups-prefix", "", "Legacy rules: --oidc-groups-prefix")
+	f.StringToStringVar(&o.Legacy.RequiredClaims, "oidc-required-claim", nil, "Legacy rules: --oidc-required-claim key=value; repeatable")
+	f.StringSliceVar(&o.Legacy.SigningAlgs, "oidc-signing-algs", nil, "Legacy rules: --oidc-signing-algs (default RS256)")
+	var clientID string
+	f.StringVar(&clientID, "client-id", "", "Legacy rules: --oidc-client-id (default: the token's aud, then the audience is not checked)")
+	f.StringVar(&o.CA, "issuer-certificate-authority", "", "Legacy rules: --oidc-ca-file, a PEM CA for the issuer's discovery and JWKS")
+	f.BoolVar(&o.SkipVerify, "skip-signature-check", false, "Do not fetch the issuer's keys (the prediction says the signature is not verified)")
+	cmd.PreRun = func(c *cobra.Command, _ []string) {
+		if clientID != "" {
+			o.Legacy.ClientIDs = []string{clientID}
+		}
+		for _, n := range []string{"oidc-issuer-url", "username-claim", "username-prefix", "groups-claim", "groups-prefix", "oidc-required-claim", "oidc-signing-algs", "client-id", "issuer-certificate-authority"} {
+			o.legacySet = o.legacySet || c.Flags().Changed(n)
+		}
+	}
 	return cmd
 }
 
-// Complete reads the token.
-func (o *ClaimsOptions) Complete() error { return nil }
+// Complete routes the Kubernetes libraries' logs to stderr at -v 2 and
+// above, and nowhere otherwise.
+func (o *ClaimsOptions) Complete() error {
+	routeKlog(o.ErrOut, o.global.Verbosity >= 2)
+	return nil
+}
 
 // Validate checks the flags.
 func (o *ClaimsOptions) Validate() error {
-	if o.AuthConfig != "" && (o.prefixSet || o.GroupsClaim != "" || o.GroupsPrefix != "") {
-		return errors.New("give either --authentication-config or the legacy --username-*/--groups-* rules, not both")
+	if o.AuthConfig != "" && o.legacySet {
+		return errors.New("give either --authentication-config or the legacy --oidc-* rules, not both")
 	}
 	return validateOutput(o.Output)
 }
@@ -117,6 +154,94 @@ func (o *ClaimsOptions) token(ctx context.Context) (string, error) {
 	}
 }
 
+// authnOptions builds the authenticator kube-apiserver would run, and
+// says whether its issuers were named by the user (trusted).
+func (o *ClaimsOptions) authnOptions(tok *inspect.Token, res *ClaimsResult) (authn.Options, bool, error) {
+	if o.AuthConfig != "" {
+		cfg, err := authn.LoadConfigFile(o.AuthConfig)
+		if err != nil {
+			return authn.Options{}, false, err
+		}
+		res.Rules = "AuthenticationConfiguration " + o.AuthConfig
+		return authn.Options{Config: cfg}, true, nil
+	}
+	l := o.Legacy
+	trusted := l.IssuerURL != ""
+	if !trusted {
+		l.IssuerURL = tok.String("iss")
+	}
+	if len(l.ClientIDs) == 0 {
+		l.ClientIDs = tok.Audiences()
+		res.Notes = append(res.Notes, "the audience is not checked: give --oidc-client-id")
+	}
+	if o.CA != "" {
+		b, err := os.ReadFile(o.CA)
+		if err != nil {
+			return authn.Options{}, false, fmt.Errorf("reading --issuer-certificate-authority: %w", err)
+		}
+		l.CA = b
+	}
+	cfg, algs := l.Config()
+	res.Rules = "legacy --oidc-* flags"
+	return authn.Options{Config: cfg, SigningAlgs: algs}, trusted, nil
+}
+
+// predict runs kube-apiserver's authenticator on raw: with the trusted
+// issuers' keys when there are some, and without a signature check to
+// tell a signature failure from the rest.
+func (o *ClaimsOptions) predict(ctx context.Context, raw string, opts authn.Options, trusted bool, res *ClaimsResult) error {
+	run := func(keys authn.Keys) (authn.Identity, error) {
+		opts.Keys = keys
+		a, err := authn.New(ctx, opts)
+		if err != nil {
+			return authn.Identity{}, err
+		}
+		defer a.Close()
+		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		if err := a.WaitReady(wctx); err != nil {
+			return authn.Identity{}, err
+		}
+		return authn.IdentityOf(a.Authenticate(ctx, raw)), nil
+	}
+	unverified, err := run(authn.KeysUnverified)
+	switch {
+	case err != nil && trusted:
+		return err
+	case err != nil:
+		// The rules built from the token's own iss: kube-apiserver could
+		// not be configured to accept it (an http issuer, say).
+		res.Predicted = authn.Identity{Refused: oneLine(err.Error())}
+		res.Signature = "not verified: no trusted issuer given (--oidc-issuer-url or --authentication-config)"
+		return nil
+	}
+	res.Predicted = unverified
+	switch {
+	case !trusted:
+		res.Signature = "not verified: no trusted issuer given (--oidc-issuer-url or --authentication-config)"
+		return nil
+	case o.SkipVerify:
+		res.Signature = "not verified: --skip-signature-check"
+		return nil
+	}
+	verified, err := run(authn.KeysDiscovered)
+	switch {
+	case err != nil:
+		res.Signature = "not verified: " + oneLine(err.Error())
+	case verified.Refused == "":
+		res.SignatureVerified = true
+		res.Signature = "verified against the trusted issuer's keys"
+		res.Predicted = verified
+	case unverified.Refused == "":
+		// Only the keys differ between the two runs.
+		res.Signature = "INVALID: " + verified.Refused
+		res.Predicted = verified
+	default:
+		res.Signature = "not verified: " + verified.Refused
+	}
+	return nil
+}
+
 // Run decodes, verifies, predicts and compares.
 func (o *ClaimsOptions) Run(ctx context.Context) error {
 	raw, err := o.token(ctx)
@@ -129,35 +254,12 @@ func (o *ClaimsOptions) Run(ctx context.Context) error {
 	}
 	res := ClaimsResult{Token: *tok}
 	res.Expires, _ = tok.Expiry()
-	if !o.SkipVerify {
-		hc, err := login.NewHTTPClient(o.CA, false, 10*time.Second)
-		if err != nil {
-			return err
-		}
-		if err := oidc.VerifySignature(ctx, hc, tok.String("iss"), raw); err != nil {
-			res.SignatureError = err.Error()
-		} else {
-			res.SignatureVerified = true
-		}
+	opts, trusted, err := o.authnOptions(tok, &res)
+	if err != nil {
+		return err
 	}
-	if o.AuthConfig != "" {
-		b, err := os.ReadFile(o.AuthConfig)
-		if err != nil {
-			return fmt.Errorf("reading --authentication-config: %w", err)
-		}
-		cfg, err := inspect.ParseAuthenticationConfiguration(b)
-		if err != nil {
-			return err
-		}
-		res.Rules = "AuthenticationConfiguration " + o.AuthConfig
-		res.Predicted = inspect.PredictStructured(ctx, tok, cfg)
-	} else {
-		rules := inspect.LegacyRules{IssuerURL: tok.String("iss"), ClientID: o.ClientID, UsernameClaim: o.UsernameClaim, GroupsClaim: o.GroupsClaim, GroupsPrefix: o.GroupsPrefix}
-		if o.prefixSet {
-			rules.UsernamePrefix = &o.UsernamePrefix
-		}
-		res.Rules = "legacy --oidc-* flags"
-		res.Predicted = inspect.PredictLegacy(tok, rules)
+	if err := o.predict(ctx, raw, opts, trusted, &res); err != nil {
+		return err
 	}
 	if o.Compare {
 		client, _, err := o.Kube.Client()
@@ -165,11 +267,22 @@ func (o *ClaimsOptions) Run(ctx context.Context) error {
 			return err
 		}
 		ui, version, err := client.WhoAmI(ctx)
-		if err != nil {
+		var ae *inspect.APIError
+		refused := errors.As(err, &ae) && ae.Code == http.StatusUnauthorized
+		switch {
+		case refused:
+			res.Server = &WhoAmIResult{APIVersion: "refused (401)"}
+		case err != nil:
 			return err
+		default:
+			res.Server = &WhoAmIResult{APIVersion: "authentication.k8s.io/" + version, Username: ui.Username, UID: ui.UID, Groups: ui.Groups}
 		}
-		res.Server = &WhoAmIResult{APIVersion: "authentication.k8s.io/" + version, Username: ui.Username, UID: ui.UID, Groups: ui.Groups}
-		res.Differences = inspect.Compare(res.Predicted, ui.Username, ui.Groups)
+		server := authn.Identity{}
+		if ui != nil {
+			server = authn.Identity{Username: ui.Username, UID: ui.UID, Groups: ui.Groups, Extra: extraOf(ui.Extra)}
+			res.Server.Extra = server.Extra
+		}
+		res.Differences = authn.Differences(res.Predicted, server, refused)
 	}
 	if err := printResult(o.Out, o.Output, res, func(w io.Writer) { printClaims(w, &res) }); err != nil {
 		return err
@@ -189,32 +302,45 @@ func printClaims(w io.Writer, r *ClaimsResult) {
 	if !r.Expires.IsZero() {
 		fmt.Fprintf(tw, "Expires\t%s (in %s)\n", r.Expires.Local().Format(time.RFC3339), time.Until(r.Expires).Round(time.Second))
 	}
-	switch {
-	case r.SignatureVerified:
-		fmt.Fprintf(tw, "Signature\tverified against the issuer's JWKS\n")
-	case r.SignatureError != "":
-		fmt.Fprintf(tw, "Signature\tNOT verified: %s\n", r.SignatureError)
-	default:
-		fmt.Fprintf(tw, "Signature\tnot checked\n")
-	}
+	fmt.Fprintf(tw, "Signature\t%s\n", printable(r.Signature))
 	fmt.Fprintf(tw, "PREDICTED (%s)\t\n", r.Rules)
-	fmt.Fprintf(tw, "  username\t%s\n", r.Predicted.Username)
-	fmt.Fprintf(tw, "  groups\t[%s]\n", strings.Join(r.Predicted.Groups, " "))
-	for _, p := range r.Predicted.Problems {
-		fmt.Fprintf(tw, "  problem\t%s\n", p)
+	printIdentity(tw, r.Predicted)
+	for _, n := range r.Notes {
+		fmt.Fprintf(tw, "  note\t%s\n", n)
 	}
 	if r.Server != nil {
 		fmt.Fprintf(tw, "API SERVER (%s)\t\n", r.Server.APIVersion)
-		fmt.Fprintf(tw, "  username\t%s\n", r.Server.Username)
-		fmt.Fprintf(tw, "  groups\t[%s]\n", strings.Join(r.Server.Groups, " "))
+		if r.Server.Username != "" {
+			printIdentity(tw, authn.Identity{Username: r.Server.Username, UID: r.Server.UID, Groups: r.Server.Groups, Extra: r.Server.Extra})
+		}
 		if len(r.Differences) == 0 {
 			fmt.Fprintf(tw, "  differences\tnone\n")
 		}
 		for _, d := range r.Differences {
-			fmt.Fprintf(tw, "  DIFFERENCE\t%s\n", d)
+			fmt.Fprintf(tw, "  DIFFERENCE\t%s\n", printable(d))
 		}
 	}
 	_ = tw.Flush()
+}
+
+func printIdentity(w io.Writer, id authn.Identity) {
+	if id.Refused != "" {
+		fmt.Fprintf(w, "  refused\t%s\n", printable(id.Refused))
+		return
+	}
+	fmt.Fprintf(w, "  username\t%s\n", printable(id.Username))
+	if id.UID != "" {
+		fmt.Fprintf(w, "  uid\t%s\n", printable(id.UID))
+	}
+	fmt.Fprintf(w, "  groups\t[%s]\n", printable(strings.Join(id.Groups, " ")))
+	keys := make([]string, 0, len(id.Extra))
+	for k := range id.Extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "  extra %s\t[%s]\n", printable(k), printable(strings.Join(id.Extra[k], " ")))
+	}
 }
 
 func printMap(w io.Writer, m map[string]any) {
@@ -228,6 +354,22 @@ func printMap(w io.Writer, m map[string]any) {
 		if f, ok := v.(float64); ok && slices.Contains([]string{"exp", "iat", "nbf", "auth_time"}, k) {
 			v = fmt.Sprintf("%d (%s)", int64(f), time.Unix(int64(f), 0).UTC().Format(time.RFC3339))
 		}
-		fmt.Fprintf(w, "  %s\t%v\n", k, v)
+		fmt.Fprintf(w, "  %s\t%s\n", printable(k), printable(fmt.Sprint(v)))
 	}
+}
+
+// printable escapes control characters (a claim is the token author's
+// text: an escape sequence must not reach the terminal) and tabs, which
+// would break the table.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
+}
+
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
 }

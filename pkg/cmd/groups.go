@@ -83,7 +83,7 @@ func (o *GroupsOptions) Run(ctx context.Context) error {
 		}
 		return rows[g]
 	}
-	for _, g := range inspect.PredictLegacy(tok, inspect.LegacyRules{GroupsClaim: o.GroupsClaim}).Groups {
+	for _, g := range tok.Strings(o.GroupsClaim) {
 		row(g).InToken = true
 	}
 	for _, g := range ui.Groups {

@@ -3,6 +3,7 @@ package cmd
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -10,76 +11,130 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/proxy"
 )
 
 // ProxyOptions is the proxy command.
 type ProxyOptions struct {
-	Listen, CertFile, KeyFile     string
-	Upstream, UpstreamKubeconfig  string
-	InCluster                     bool
-	Issuer, IssuerCA              string
-	Audiences                     []string
-	UsernameClaim, UsernamePrefix string
-	GroupsClaim, GroupsPrefix     string
-	AuthConfig                    string
-	AuditLog                      string
-	TokenCacheSize                int
+	Listen, CertFile, KeyFile    string
+	MetricsAddress               string
+	Upstream, UpstreamKubeconfig string
+	UpstreamTimeout              time.Duration
+	InCluster                    bool
+	AuthConfig                   string
+	Legacy                       authn.LegacyFlags
+	IssuerCA                     string
+	SigningKeyFile               string
+	AllowSystemIdentities        bool
+	AuditLog                     string
+	TokenCacheSize               int
 	genericiooptions.IOStreams
-	global    *GlobalOptions
-	prefixSet bool
+	global *GlobalOptions
+	// legacySet lists the legacy mapping flags given (they conflict with
+	// --authentication-config).
+	legacySet []string
+}
+
+// legacyProxyFlags are kube-apiserver's --oidc-* flags as the proxy names
+// them; kube-apiserver's own names are accepted too (normalizeProxyFlag).
+var legacyProxyFlags = []string{"oidc-issuer-url", "oidc-audience", "oidc-ca-file", "username-claim", "username-prefix",
+	"groups-claim", "groups-prefix", "oidc-required-claim", "oidc-signing-algs"}
+
+// normalizeProxyFlag maps kube-apiserver's flag names onto the proxy's, so
+// that an API server's --oidc-* flags can be pasted as they are.
+func normalizeProxyFlag(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+	switch name {
+	case "oidc-client-id":
+		name = "oidc-audience"
+	case "oidc-username-claim", "oidc-username-prefix", "oidc-groups-claim", "oidc-groups-prefix":
+		name = strings.TrimPrefix(name, "oidc-")
+	}
+	return pflag.NormalizedName(name)
 }
 
 // NewCmdProxy builds proxy.
 func NewCmdProxy(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ProxyOptions{IOStreams: streams, global: g, Listen: ":8443", UsernameClaim: "sub", TokenCacheSize: proxy.DefaultCacheSize}
+	o := &ProxyOptions{IOStreams: streams, global: g, Listen: ":8443", TokenCacheSize: proxy.DefaultCacheSize,
+		UpstreamTimeout: 60 * time.Second, Legacy: authn.LegacyFlags{UsernameClaim: "sub"}}
 	cmd := &cobra.Command{
 		Use:   "proxy",
 		Short: "Serve an impersonating proxy in front of an API server that cannot trust the OIDC provider",
-		Long: `proxy verifies each request's ID token (JWKS signature, iss, aud, exp), maps its
-claims to a username and groups (the legacy --oidc-* rules or an
-AuthenticationConfiguration, as "claims" does), and forwards the request with its own
-credential and Impersonate-User/-Group/-Uid headers, streaming and upgrades included.
-Requests that carry Impersonate-* headers themselves are refused.`,
-		Example: `  kubectl-impersonate proxy --tls-cert-file=tls.crt --tls-private-key-file=tls.key --in-cluster \
-    --oidc-issuer-url=https://dex.example.com --oidc-audience=kubernetes \
-    --username-claim=email --groups-claim=groups --groups-prefix=oidc:`,
+		Long: `proxy authenticates each request's bearer token with kube-apiserver's own JWT
+authenticator (k8s.io/apiserver), configured by an AuthenticationConfiguration
+(--authentication-config, apiserver.config.k8s.io/v1 or v1beta1, validated as
+kube-apiserver validates it) or by kube-apiserver's legacy --oidc-* flags
+(converted as kube-apiserver converts them; its flag names are accepted too).
+It forwards the request with its own credential and Impersonate-User, -Group,
+-Uid and -Extra-* headers, streaming and upgrades included.
+
+Refused: requests carrying Impersonate-* headers or naming Authorization,
+Impersonate-* or X-Remote-* in Connection (403), paths with dot segments (400),
+identities with leading or trailing white space or control characters, and
+system: users and groups unless --allow-system-identities (403). X-Remote-*
+headers are always removed. /readyz checks the upstream's /readyz and the
+issuers' keys; metrics are served on --metrics-address only.`,
+		Example: `  # Legacy flags, as kube-apiserver takes them
+  kubectl-impersonate proxy --tls-cert-file=tls.crt --tls-private-key-file=tls.key --in-cluster \
+    --oidc-issuer-url=https://dex.example.com --oidc-client-id=kubernetes \
+    --oidc-username-claim=email --oidc-groups-claim=groups --oidc-groups-prefix=oidc:
+
+  # A structured AuthenticationConfiguration, metrics on loopback
+  kubectl-impersonate proxy --tls-cert-file=tls.crt --tls-private-key-file=tls.key \
+    --upstream-kubeconfig=proxy.kubeconfig --authentication-config=authn.yaml \
+    --metrics-address=127.0.0.1:9090`,
 		Args: cobra.NoArgs,
 		RunE: runE(o),
 	}
 	f := cmd.Flags()
+	f.SetNormalizeFunc(normalizeProxyFlag)
 	f.StringVar(&o.Listen, "listen", o.Listen, "Address to serve HTTPS on")
-	f.StringVar(&o.CertFile, "tls-cert-file", "", "Serving certificate (PEM)")
-	f.StringVar(&o.KeyFile, "tls-private-key-file", "", "Serving key (PEM)")
+	f.StringVar(&o.CertFile, "tls-cert-file", "", "Serving certificate (PEM); reloaded when the file changes")
+	f.StringVar(&o.KeyFile, "tls-private-key-file", "", "Serving key (PEM); reloaded when the file changes")
+	f.StringVar(&o.MetricsAddress, "metrics-address", "", "Address to serve Prometheus metrics on, over HTTP (empty: off; keep it on loopback or a private network)")
 	f.StringVar(&o.Upstream, "upstream", "", "API server URL (default: the upstream kubeconfig's)")
 	f.StringVar(&o.UpstreamKubeconfig, "upstream-kubeconfig", "", "Kubeconfig of the proxy's own credential")
 	f.BoolVar(&o.InCluster, "in-cluster", false, "Use the pod's service account as the proxy's credential")
-	f.StringVar(&o.Issuer, "oidc-issuer-url", "", "Issuer of the tokens to accept")
-	f.StringVar(&o.IssuerCA, "oidc-ca-file", "", "PEM file of a CA for the issuer")
-	f.StringSliceVar(&o.Audiences, "oidc-audience", nil, "Accepted audience (client ID), repeatable")
-	f.StringVar(&o.UsernameClaim, "username-claim", o.UsernameClaim, "Legacy rules: --oidc-username-claim")
-	f.StringVar(&o.UsernamePrefix, "username-prefix", "", "Legacy rules: --oidc-username-prefix (unset: \"<issuer>#\" unless the claim is email; - for none)")
-	f.StringVar(&o.GroupsClaim, "groups-claim", "", "Legacy rules: --oidc-groups-claim")
-	f.StringVar(&o.GroupsPrefix, "groups-prefix", "", "Legacy rules: --oidc-groups-prefix")
-	f.StringVar(&o.AuthConfig, "authentication-config", "", "AuthenticationConfiguration file for the mapping (instead of the legacy rules)")
-	f.StringVar(&o.AuditLog, "audit-log", "-", "Audit log file, one JSON line per request (- for stderr, empty for none)")
-	f.IntVar(&o.TokenCacheSize, "token-cache-size", o.TokenCacheSize, "Verified tokens whose identity is kept until their exp (0 verifies every request)")
-	cmd.PreRun = func(c *cobra.Command, _ []string) { o.prefixSet = c.Flags().Changed("username-prefix") }
+	f.DurationVar(&o.UpstreamTimeout, "upstream-timeout", o.UpstreamTimeout, "How long to wait for the API server's response headers (streams are not cut)")
+	f.StringVar(&o.AuthConfig, "authentication-config", "", "AuthenticationConfiguration file, as kube-apiserver's --authentication-config (instead of the --oidc-* flags)")
+	f.StringVar(&o.Legacy.IssuerURL, "oidc-issuer-url", "", "Issuer of the tokens to accept (https), as kube-apiserver's --oidc-issuer-url")
+	f.StringVar(&o.IssuerCA, "oidc-ca-file", "", "PEM file of a CA for the issuer, as kube-apiserver's --oidc-ca-file")
+	f.StringSliceVar(&o.Legacy.ClientIDs, "oidc-audience", nil, "Accepted audience, as kube-apiserver's --oidc-client-id (also accepted under that name); repeatable")
+	f.StringVar(&o.Legacy.UsernameClaim, "username-claim", o.Legacy.UsernameClaim, "Claim of the username, as --oidc-username-claim")
+	f.StringVar(&o.Legacy.UsernamePrefix, "username-prefix", "", "As --oidc-username-prefix: unset means \"<issuer>#\" unless the claim is email; - means none")
+	f.StringVar(&o.Legacy.GroupsClaim, "groups-claim", "", "Claim of the groups, as --oidc-groups-claim")
+	f.StringVar(&o.Legacy.GroupsPrefix, "groups-prefix", "", "As --oidc-groups-prefix")
+	f.StringToStringVar(&o.Legacy.RequiredClaims, "oidc-required-claim", nil, "As kube-apiserver's --oidc-required-claim: key=value a token must carry; repeatable")
+	f.StringSliceVar(&o.Legacy.SigningAlgs, "oidc-signing-algs", nil, "As --oidc-signing-algs (default RS256; with --authentication-config every algorithm kube-apiserver accepts)")
+	f.StringVar(&o.SigningKeyFile, "oidc-signing-key-file", "", "Verify with these keys (a JWKS document or PEM public keys) instead of the issuers' discovery and JWKS")
+	f.BoolVar(&o.AllowSystemIdentities, "allow-system-identities", false, "Let tokens map to system: users and groups (refused by default: a token should not make anyone a node, a controller or system:masters)")
+	f.StringVar(&o.AuditLog, "audit-log", "-", "Audit log file, one JSON line per request with the refusal reason (- for stderr, empty for none); tokens are never written")
+	f.IntVar(&o.TokenCacheSize, "token-cache-size", o.TokenCacheSize, "Authenticated tokens whose identity is kept until their exp (0 authenticates every request)")
+	cmd.PreRun = func(c *cobra.Command, _ []string) {
+		for _, n := range legacyProxyFlags {
+			if c.Flags().Changed(n) {
+				o.legacySet = append(o.legacySet, "--"+n)
+			}
+		}
+	}
 	return cmd
 }
 
-// Complete does nothing.
-func (o *ProxyOptions) Complete() error { return nil }
+// Complete routes the authenticator's own log lines (k8s.io/apiserver logs
+// through klog) to stderr.
+func (o *ProxyOptions) Complete() error {
+	routeKlog(o.ErrOut, true)
+	return nil
+}
 
 // Validate checks the flags.
 func (o *ProxyOptions) Validate() error {
@@ -87,19 +142,62 @@ func (o *ProxyOptions) Validate() error {
 	case o.CertFile == "" || o.KeyFile == "":
 		return errors.New("--tls-cert-file and --tls-private-key-file are required: the proxy receives bearer tokens")
 	case o.TokenCacheSize < 0:
-		return errors.New("--token-cache-size must not be negative (0 verifies every request)")
-	case o.Issuer == "":
-		return errors.New("--oidc-issuer-url is required")
-	case len(o.Audiences) == 0:
-		return errors.New("--oidc-audience is required (the client ID the tokens are issued to)")
+		return errors.New("--token-cache-size must not be negative (0 authenticates every request)")
+	case o.UpstreamTimeout <= 0:
+		return errors.New("--upstream-timeout must be positive")
+	case o.AuthConfig != "" && len(o.legacySet) > 0:
+		return fmt.Errorf("--authentication-config excludes the --oidc-* flags (%s): put the issuer and its mappings in the configuration", strings.Join(o.legacySet, ", "))
+	case o.AuthConfig == "" && o.Legacy.IssuerURL == "":
+		return errors.New("give --oidc-issuer-url (with --oidc-audience) or --authentication-config")
+	case o.AuthConfig == "" && len(o.Legacy.ClientIDs) == 0:
+		return errors.New("--oidc-audience (kube-apiserver's --oidc-client-id) is required: the audience the tokens are issued to")
 	case o.InCluster == (o.UpstreamKubeconfig != ""):
 		return errors.New("give exactly one of --in-cluster and --upstream-kubeconfig for the proxy's own credential")
 	}
 	return nil
 }
 
-// Run serves until ctx ends.
-func (o *ProxyOptions) Run(ctx context.Context) error {
+// authnOptions builds the authenticator's configuration from the flags.
+func (o *ProxyOptions) authnOptions() (authn.Options, string, error) {
+	var opts authn.Options
+	var rule string
+	if o.AuthConfig != "" {
+		cfg, err := authn.LoadConfigFile(o.AuthConfig)
+		if err != nil {
+			return opts, "", err
+		}
+		opts.Config = cfg
+		rule = fmt.Sprintf("the %d jwt authenticator(s) of %s", len(cfg.JWT), o.AuthConfig)
+	} else {
+		l := o.Legacy
+		if o.IssuerCA != "" {
+			b, err := os.ReadFile(o.IssuerCA)
+			if err != nil {
+				return opts, "", fmt.Errorf("reading --oidc-ca-file: %w", err)
+			}
+			l.CA = b
+		}
+		opts.Config, opts.SigningAlgs = l.Config()
+		m := opts.Config.JWT[0].ClaimMappings
+		rule = fmt.Sprintf("username = %q + claim %q", *m.Username.Prefix, m.Username.Claim)
+		if m.Groups.Claim != "" {
+			rule += fmt.Sprintf(", groups = %q + claim %q", *m.Groups.Prefix, m.Groups.Claim)
+		}
+	}
+	if o.SigningKeyFile != "" {
+		b, err := os.ReadFile(o.SigningKeyFile)
+		if err != nil {
+			return opts, "", fmt.Errorf("reading --oidc-signing-key-file: %w", err)
+		}
+		opts.Keys, opts.StaticKeys = authn.KeysStatic, b
+	}
+	return opts, rule, nil
+}
+
+// upstreamConfig loads the proxy's own credential and refuses one that
+// impersonates by itself: its Impersonate-* headers would replace the
+// caller's.
+func (o *ProxyOptions) upstreamConfig() (*rest.Config, *url.URL, error) {
 	var cfg *rest.Config
 	var err error
 	if o.InCluster {
@@ -108,15 +206,25 @@ func (o *ProxyOptions) Run(ctx context.Context) error {
 		cfg, err = clientcmd.BuildConfigFromFlags("", o.UpstreamKubeconfig)
 	}
 	if err != nil {
-		return fmt.Errorf("loading the proxy's credential: %w", err)
+		return nil, nil, fmt.Errorf("loading the proxy's credential: %w", err)
 	}
-	upstream := o.Upstream
-	if upstream == "" {
-		upstream = cfg.Host
+	imp := cfg.Impersonate
+	if imp.UserName != "" || imp.UID != "" || len(imp.Groups) > 0 || len(imp.Extra) > 0 {
+		return nil, nil, errors.New("the upstream kubeconfig impersonates (as, as-groups, as-uid or as-user-extra): remove it, the proxy impersonates each caller")
 	}
+	upstream := cmp.Or(o.Upstream, cfg.Host)
 	u, err := url.Parse(upstream)
-	if err != nil || u.Host == "" {
-		return fmt.Errorf("--upstream %q is not a URL", upstream)
+	if err != nil || u.Host == "" || u.Scheme != "https" {
+		return nil, nil, fmt.Errorf("--upstream %q is not an https URL", upstream)
+	}
+	return cfg, u, nil
+}
+
+// Run serves until ctx ends.
+func (o *ProxyOptions) Run(ctx context.Context) error {
+	cfg, u, err := o.upstreamConfig()
+	if err != nil {
+		return err
 	}
 	transport, err := rest.TransportFor(cfg)
 	if err != nil {
@@ -129,68 +237,80 @@ func (o *ProxyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("building the upstream transport for upgrades: %w", err)
 	}
-	hc, err := login.NewHTTPClient(o.IssuerCA, false, 10*time.Second)
+	opts, rule, err := o.authnOptions()
 	if err != nil {
 		return err
 	}
-	verifier, err := oidc.NewClaimsVerifier(ctx, hc, o.Issuer, o.Audiences)
+	authenticator, err := authn.New(ctx, opts)
 	if err != nil {
 		return err
 	}
-	mapper, err := o.mapper()
+	defer authenticator.Close()
+	audit, closeAudit, err := openAudit(o.AuditLog, o.ErrOut)
 	if err != nil {
 		return err
 	}
-	var audit io.Writer
-	switch o.AuditLog {
-	case "":
-	case "-":
-		audit = o.ErrOut
-	default:
-		f, err := os.OpenFile(o.AuditLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-		if err != nil {
-			return fmt.Errorf("opening --audit-log: %w", err)
-		}
-		defer f.Close()
-		audit = f
+	defer closeAudit()
+	certs := &proxy.CertReloader{CertFile: o.CertFile, KeyFile: o.KeyFile,
+		OnError: func(err error) {
+			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy: keeping the previous certificate: %v\n", err)
+		}}
+	if err := certs.Load(); err != nil {
+		return err
 	}
-	h := &proxy.Handler{Upstream: u, Transport: transport, UpgradeTransport: upgradeTransport, Verifier: verifier, Map: mapper, Audit: audit, CacheSize: cmp.Or(o.TokenCacheSize, -1)}
+	metrics := proxy.NewMetrics()
+	h := &proxy.Handler{Upstream: u,
+		Transport:        proxy.HeaderTimeout(transport, o.UpstreamTimeout),
+		UpgradeTransport: proxy.HeaderTimeout(upgradeTransport, o.UpstreamTimeout),
+		Authenticator:    authenticator, AllowSystemIdentities: o.AllowSystemIdentities,
+		Ready: proxy.ReadyCheck(u, proxy.HeaderTimeout(transport, o.UpstreamTimeout), authenticator.HealthCheck),
+		Audit: audit, Metrics: metrics, CacheSize: cmp.Or(o.TokenCacheSize, -1)}
 	l, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", o.Listen, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second,
+		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}}
+	servers := []*http.Server{srv}
+	if o.MetricsAddress != "" {
+		ml, err := net.Listen("tcp", o.MetricsAddress)
+		if err != nil {
+			return fmt.Errorf("listening on --metrics-address %s: %w", o.MetricsAddress, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", metrics.Handler())
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, msrv)
+		go func() { _ = msrv.Serve(ml) }()
+		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy metrics on http://%s/metrics\n", ml.Addr())
+	}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(sctx)
+		for _, s := range servers {
+			_ = s.Shutdown(sctx)
+		}
 	}()
-	fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy for %s listening on https://%s\n", u.Host, l.Addr())
-	if err := srv.ServeTLS(l, o.CertFile, o.KeyFile); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy for %s listening on https://%s; identities: %s; system: identities %s\n",
+		u.Host, l.Addr(), rule, map[bool]string{true: "allowed", false: "refused"}[o.AllowSystemIdentities])
+	if err := srv.ServeTLS(l, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
 }
 
-func (o *ProxyOptions) mapper() (proxy.Mapper, error) {
-	if o.AuthConfig != "" {
-		b, err := os.ReadFile(o.AuthConfig)
-		if err != nil {
-			return nil, fmt.Errorf("reading --authentication-config: %w", err)
-		}
-		cfg, err := inspect.ParseAuthenticationConfiguration(b)
-		if err != nil {
-			return nil, err
-		}
-		return func(ctx context.Context, t *inspect.Token) inspect.Identity {
-			return inspect.PredictStructured(ctx, t, cfg)
-		}, nil
+// openAudit opens the audit log: "-" is stderr, "" none, else a 0600 file.
+func openAudit(path string, stderr io.Writer) (io.Writer, func(), error) {
+	switch path {
+	case "":
+		return nil, func() {}, nil
+	case "-":
+		return stderr, func() {}, nil
 	}
-	rules := inspect.LegacyRules{IssuerURL: o.Issuer, UsernameClaim: o.UsernameClaim, GroupsClaim: o.GroupsClaim, GroupsPrefix: o.GroupsPrefix}
-	if o.prefixSet {
-		p := o.UsernamePrefix
-		rules.UsernamePrefix = &p
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening --audit-log: %w", err)
 	}
-	return func(_ context.Context, t *inspect.Token) inspect.Identity { return inspect.PredictLegacy(t, rules) }, nil
+	return f, func() { _ = f.Close() }, nil
 }

@@ -89,13 +89,7 @@ func (o *WhoAmIOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res := WhoAmIResult{APIVersion: "authentication.k8s.io/" + version, Username: ui.Username, UID: ui.UID, Groups: ui.Groups}
-	if len(ui.Extra) > 0 {
-		res.Extra = map[string][]string{}
-		for k, v := range ui.Extra {
-			res.Extra[k] = v
-		}
-	}
+	res := WhoAmIResult{APIVersion: "authentication.k8s.io/" + version, Username: ui.Username, UID: ui.UID, Groups: ui.Groups, Extra: extraOf(ui.Extra)}
 	if _, ts, err := o.Kube.CachedToken(ctx, o.global.Getenv); !errors.Is(err, errNotOurs) {
 		res.TokenSource = ts
 	}
@@ -171,4 +165,16 @@ func printResult(w io.Writer, output string, v any, table func(io.Writer)) error
 	}
 	table(w)
 	return nil
+}
+
+// extraOf copies a UserInfo's extra values into plain string lists.
+func extraOf[V ~[]string](extra map[string]V) map[string][]string {
+	if len(extra) == 0 {
+		return nil
+	}
+	out := make(map[string][]string, len(extra))
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
 }

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
+	"k8s.io/apiserver/pkg/authentication/user"
 )
 
 // DefaultCacheSize bounds the verified-token cache.
@@ -16,7 +16,8 @@ const DefaultCacheSize = 4096
 // kept). A token is immutable, so its signature check and claim mapping
 // give the same answer until it expires; kubectl sends the same token for
 // many requests, and an RSA verification plus CEL per request is the
-// proxy's largest own cost. Failures are never cached.
+// proxy's largest own cost. Failures are never cached. (kube-apiserver
+// caches token authentications too, for 10 s.)
 type identityCache struct {
 	mu      sync.Mutex
 	max     int
@@ -24,8 +25,7 @@ type identityCache struct {
 }
 
 type cachedIdentity struct {
-	id     inspect.Identity
-	uid    string
+	user   user.Info
 	expiry time.Time
 }
 
@@ -33,26 +33,30 @@ func newIdentityCache(max int) *identityCache {
 	return &identityCache{max: max, entries: map[[sha256.Size]byte]cachedIdentity{}}
 }
 
-func (c *identityCache) get(raw string, now time.Time) (cachedIdentity, bool) {
+func (c *identityCache) get(raw string, now time.Time) (user.Info, bool) {
 	if c == nil {
-		return cachedIdentity{}, false
+		return nil, false
 	}
-	k := sha256.Sum256([]byte(raw))
+	k := tokenKey(raw)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[k]
-	if ok && !now.Before(e.expiry) {
-		delete(c.entries, k)
-		return cachedIdentity{}, false
+	if !ok {
+		return nil, false
 	}
-	return e, ok
+	if !now.Before(e.expiry) {
+		delete(c.entries, k)
+		return nil, false
+	}
+	return e.user, true
 }
 
-func (c *identityCache) put(raw string, e cachedIdentity, now time.Time) {
-	if c == nil || !now.Before(e.expiry) {
+func (c *identityCache) put(raw string, u user.Info, expiry, now time.Time) {
+	if c == nil || !now.Before(expiry) {
 		return
 	}
-	k := sha256.Sum256([]byte(raw))
+	e := cachedIdentity{user: u, expiry: expiry}
+	k := tokenKey(raw)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.entries) >= c.max {

@@ -11,37 +11,38 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apiserver/pkg/authentication/user"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc/oidctest"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
 )
 
-type countingVerifier struct {
+// clockedAuth counts authentications and refuses tokens whose exp is past
+// the test's clock, as the real authenticator does with the real one.
+type clockedAuth struct {
 	calls atomic.Int32
-	v     Verifier
+	a     Authenticator
+	clock *time.Time
 }
 
-func (c *countingVerifier) Verify(ctx context.Context, raw string) (map[string]any, error) {
+func (c *clockedAuth) Authenticate(ctx context.Context, raw string) (user.Info, error) {
 	c.calls.Add(1)
-	return c.v.Verify(ctx, raw)
-}
-
-func legacyEmail(_ context.Context, tok *inspect.Token) inspect.Identity {
-	none := "-"
-	return inspect.PredictLegacy(tok, inspect.LegacyRules{UsernameClaim: "email", UsernamePrefix: &none, GroupsClaim: "groups"})
-}
-
-// A verified token is verified once until its exp; failures, tokens
-// without exp and expired entries are verified every time.
-func TestIdentityCache(t *testing.T) {
-	now := time.Unix(1_800_000_000, 0)
-	exp := float64(now.Add(time.Minute).Unix())
-	claims := fakeVerifier{
-		"with-exp":    {"sub": "u1", "email": "alice@example.com", "email_verified": true, "groups": []any{"dev"}, "exp": exp},
-		"without-exp": {"sub": "u1", "email": "alice@example.com", "email_verified": true, "groups": []any{"dev"}},
-		"no-username": {"sub": "u2", "exp": exp},
+	if exp, ok := expiry(raw); ok && !c.clock.Before(exp) {
+		return nil, assert.AnError
 	}
+	return c.a.Authenticate(ctx, raw)
+}
+
+// An authenticated token is authenticated once until its exp; refusals and
+// expired entries are authenticated every time.
+func TestIdentityCache(t *testing.T) {
+	is, a := issuerAndAuthn(t, legacyConfig)
+	now := time.Now()
+	valid, err := is.Mint(is.Claims("u1", "kube", time.Minute, aliceClaims), testissuer.Valid)
+	require.NoError(t, err)
+	forged, err := is.Mint(is.Claims("u1", "kube", time.Minute, aliceClaims), testissuer.BadSignature)
+	require.NoError(t, err)
+	system, err := is.Mint(is.Claims("u1", "kube", time.Minute, map[string]any{"email": "system:admin", "email_verified": true}), testissuer.Valid)
+	require.NoError(t, err)
 	for _, tc := range []struct {
 		name      string
 		token     string
@@ -50,20 +51,19 @@ func TestIdentityCache(t *testing.T) {
 		wantCode  int
 		wantCalls int32
 	}{
-		{"cached until exp", "with-exp", 0, 0, 200, 1},
-		{"re-verified after exp", "with-exp", 0, 2 * time.Minute, 401, 2},
-		{"no exp: never cached", "without-exp", 0, 0, 200, 3},
-		{"cache disabled", "with-exp", -1, 0, 200, 3},
-		{"refused: never cached", "no-username", 0, 0, 401, 3},
-		{"bad signature: never cached", "forged", 0, 0, 401, 3},
+		{"cached until exp", valid, 0, 0, 200, 1},
+		{"authenticated again after exp", valid, 0, 2 * time.Minute, 401, 2},
+		{"cache disabled", valid, -1, 0, 200, 3},
+		{"bad signature: never cached", forged, 0, 0, 401, 3},
+		{"refused identity: cached, refused each time", system, 0, 0, 403, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 			defer up.Close()
 			u, _ := url.Parse(up.URL)
 			clock := now
-			cv := &countingVerifier{v: expiringVerifier{claims, &clock}}
-			h := &Handler{Upstream: u, Transport: http.DefaultTransport, Verifier: cv, Map: legacyEmail, CacheSize: tc.cacheSize,
+			ca := &clockedAuth{a: a, clock: &clock}
+			h := &Handler{Upstream: u, Transport: http.DefaultTransport, Authenticator: ca, CacheSize: tc.cacheSize,
 				Now: func() time.Time { return clock }}
 			var code int
 			for i := range 3 {
@@ -77,61 +77,39 @@ func TestIdentityCache(t *testing.T) {
 				code = rec.Code
 			}
 			assert.Equal(t, tc.wantCode, code, "last answer")
-			assert.Equal(t, tc.wantCalls, cv.calls.Load(), "verifications for 3 requests")
+			assert.Equal(t, tc.wantCalls, ca.calls.Load(), "authentications for 3 requests")
 		})
 	}
-}
-
-// expiringVerifier refuses claims whose exp is past the clock, as the
-// real verifier does.
-type expiringVerifier struct {
-	f     fakeVerifier
-	clock *time.Time
-}
-
-func (e expiringVerifier) Verify(ctx context.Context, raw string) (map[string]any, error) {
-	c, err := e.f.Verify(ctx, raw)
-	if err != nil {
-		return nil, err
-	}
-	if exp, ok := (&inspect.Token{Claims: c}).Expiry(); ok && !e.clock.Before(exp) {
-		return nil, assert.AnError
-	}
-	return c, nil
 }
 
 func TestIdentityCacheBounded(t *testing.T) {
 	now := time.Now()
 	c := newIdentityCache(3)
 	for i, tok := range []string{"a", "b", "c", "d"} {
-		c.put(tok, cachedIdentity{uid: tok, expiry: now.Add(time.Duration(i+1) * time.Minute)}, now)
+		c.put(tok, &user.DefaultInfo{Name: tok}, now.Add(time.Duration(i+1)*time.Minute), now)
 	}
 	assert.LessOrEqual(t, len(c.entries), 3)
-	_, ok := c.get("d", now)
+	u, ok := c.get("d", now)
 	assert.True(t, ok, "the newest entry is kept")
+	assert.Equal(t, "d", u.GetName())
 	_, ok = c.get("d", now.Add(5*time.Minute))
 	assert.False(t, ok, "an expired entry is not served")
 }
 
 // BenchmarkProxyAuth measures the proxy's own cost per request with a real
-// RS256 ID token and go-oidc verification: every request verified, or the
-// identity from the cache.
+// RS256 token and kube-apiserver's authenticator: every request
+// authenticated, or the identity from the cache.
 func BenchmarkProxyAuth(b *testing.B) {
-	idp := oidctest.New(b)
-	idp.TokenLifetime = time.Hour
-	raw, err := idp.SignIDToken(oidctest.TamperNone, "", time.Now())
+	is, a := issuerAndAuthn(b, legacyConfig)
+	raw, err := is.Mint(is.Claims("u1", "kube", time.Hour, aliceClaims), testissuer.Valid)
 	require.NoError(b, err)
-	v, err := oidc.NewClaimsVerifier(context.Background(), idp.Client(), idp.Issuer(), []string{idp.ClientID})
-	require.NoError(b, err)
-	up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	defer up.Close()
-	u, _ := url.Parse(up.URL)
+	u, _ := url.Parse("https://upstream.invalid")
 	for _, bc := range []struct {
 		name string
 		size int
 	}{{"verify-each", -1}, {"cached", 0}} {
 		b.Run(bc.name, func(b *testing.B) {
-			h := &Handler{Upstream: u, Transport: noopRT{}, Verifier: v, Map: legacyEmail, CacheSize: bc.size}
+			h := &Handler{Upstream: u, Transport: noopRT{}, Authenticator: a, CacheSize: bc.size}
 			req := httptest.NewRequest("GET", "/api", nil)
 			req.Header.Set("Authorization", "Bearer "+raw)
 			for b.Loop() {

@@ -1,70 +1,90 @@
 // Package proxy is an impersonating proxy for API servers that cannot be
-// configured with OIDC: it verifies the caller's ID token (signature via
-// JWKS, iss, aud, exp), maps its claims to a Kubernetes identity with the
-// same engine as "claims", and forwards the request with its own credential
-// plus Impersonate-User / -Group / -Uid headers, so that RBAC applies to the
-// caller (https://kubernetes.io/docs/reference/access-authn-authz/authentication/#user-impersonation).
+// configured with OIDC. It authenticates each caller's bearer token with
+// kube-apiserver's own JWT authenticator (pkg/authn) and forwards the
+// request with the proxy's own credential plus Impersonate-User, -Group,
+// -Uid and -Extra-* headers, so that RBAC applies to the caller
+// (https://kubernetes.io/docs/reference/access-authn-authz/authentication/#user-impersonation).
+//
+// The proxy's credential is usually more powerful than any caller, so every
+// path by which a caller could make a request run as the proxy itself is
+// closed, and tested as an attack:
+//   - the impersonation headers are set by the last round tripper, after
+//     httputil.ReverseProxy has removed hop-by-hop headers (a caller who names
+//     Impersonate-User or Authorization in its Connection header would
+//     otherwise have them removed after they were set); such requests are
+//     refused outright;
+//   - callers' own Impersonate-* headers are refused and X-Remote-* headers
+//     (request-header authentication) are always removed;
+//   - identities that kube-apiserver would never produce from a token, or
+//     that HTTP/1.1 would alter in transit (leading or trailing white space,
+//     control characters), and system: identities, are refused;
+//   - paths with dot segments, which a prefixed upstream would resolve
+//     outside its prefix, are refused.
 package proxy
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"sort"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/client-go/transport"
 )
 
-// Verifier checks a raw token and returns its claims.
-type Verifier interface {
-	Verify(ctx context.Context, raw string) (map[string]any, error)
+// Authenticator returns the user of a bearer token, as kube-apiserver would.
+type Authenticator interface {
+	Authenticate(ctx context.Context, token string) (user.Info, error)
 }
-
-// Mapper turns verified claims into an identity (Problems reject it).
-type Mapper func(ctx context.Context, t *inspect.Token) inspect.Identity
 
 // Handler is the proxy.
 type Handler struct {
-	Upstream  *url.URL
+	Upstream *url.URL
+	// Transport carries requests to the API server with the proxy's own
+	// credential.
 	Transport http.RoundTripper
 	// UpgradeTransport carries connection upgrades (SPDY, WebSocket); it
 	// must speak HTTP/1.1, since HTTP/2 has no Upgrade. Nil: Transport.
 	UpgradeTransport http.RoundTripper
-	Verifier         Verifier
-	Map              Mapper
-	Audit            io.Writer
-	Now              func() time.Time
-	// CacheSize bounds the cache of verified tokens' identities (kept
+	Authenticator    Authenticator
+	// AllowSystemIdentities lets tokens map to system: users and groups.
+	AllowSystemIdentities bool
+	// Ready reports whether the proxy can serve (upstream and issuers);
+	// nil means always.
+	Ready   func(ctx context.Context) error
+	Audit   io.Writer
+	Metrics *Metrics
+	Now     func() time.Time
+	// CacheSize bounds the cache of authenticated tokens' identities (kept
 	// until each token's exp): 0 means DefaultCacheSize, negative disables.
 	CacheSize int
 
 	proxy   *httputil.ReverseProxy
 	once    sync.Once
-	metrics metrics
 	auditMu sync.Mutex
 	cache   *identityCache
 }
 
-type metrics struct {
-	mu             sync.Mutex
-	requests       map[int]int
-	verifyFailures int
-	cacheHits      int
-	latencySum     time.Duration
-	latencyCount   int
-}
+// identityKey carries the authenticated identity from ServeHTTP to the
+// last round tripper.
+type identityKey struct{}
 
 func (h *Handler) init() {
-	h.metrics.requests = map[int]int{}
 	if h.Now == nil {
 		h.Now = time.Now
+	}
+	if h.Metrics == nil {
+		h.Metrics = NewMetrics()
 	}
 	switch {
 	case h.CacheSize == 0:
@@ -73,17 +93,49 @@ func (h *Handler) init() {
 		h.cache = newIdentityCache(h.CacheSize)
 	}
 	h.proxy = &httputil.ReverseProxy{
+		// Rewrite runs after the hop-by-hop headers (and those the caller
+		// named in Connection) were removed from the outbound request.
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(h.Upstream)
 			r.Out.Host = h.Upstream.Host
+			stripIdentityHeaders(r.Out.Header)
 		},
-		Transport: upgradeSplit{plain: h.Transport, upgrade: h.UpgradeTransport},
+		Transport: impersonate{upgradeSplit{plain: h.Transport, upgrade: h.UpgradeTransport}},
 		// Watches and logs stream: flush every write.
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			status(w, http.StatusBadGateway, "ServiceUnavailable", "the impersonating proxy could not reach the API server: "+err.Error())
+			setReason(r, "upstream unavailable: "+err.Error())
+			status(w, http.StatusBadGateway, "ServiceUnavailable", "the impersonating proxy could not reach the API server: upstream unavailable")
 		},
 	}
+}
+
+// stripIdentityHeaders removes every header that could carry an identity
+// upstream: the caller's credential, impersonation and request-header
+// authentication.
+func stripIdentityHeaders(h http.Header) {
+	for name := range h {
+		l := strings.ToLower(name)
+		if l == "authorization" || strings.HasPrefix(l, "impersonate-") || strings.HasPrefix(l, "x-remote-") {
+			delete(h, name)
+		}
+	}
+}
+
+// impersonate is the last round tripper before the proxy's credential:
+// it sets the caller's identity with client-go's impersonating round
+// tripper, after which nothing removes headers. A request without an
+// identity is never sent.
+type impersonate struct{ next http.RoundTripper }
+
+func (i impersonate) RoundTrip(r *http.Request) (*http.Response, error) {
+	u, ok := r.Context().Value(identityKey{}).(user.Info)
+	if !ok || u.GetName() == "" {
+		return nil, errors.New("refusing to send a request without the caller's identity")
+	}
+	return transport.NewImpersonatingRoundTripper(transport.ImpersonationConfig{
+		UserName: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra(),
+	}, i.next).RoundTrip(r)
 }
 
 // upgradeSplit sends upgrade requests through their own transport.
@@ -103,9 +155,24 @@ func (u upgradeSplit) RoundTrip(r *http.Request) (*http.Response, error) {
 // status writes a Kubernetes Status, as the API server would.
 func status(w http.ResponseWriter, code int, reason, msg string) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(map[string]any{"kind": "Status", "apiVersion": "v1", "metadata": map[string]any{},
 		"status": "Failure", "message": msg, "reason": reason, "code": code})
+}
+
+// requestLog is what the audit line says of one request.
+type requestLog struct {
+	user   user.Info
+	reason string
+}
+
+type logKey struct{}
+
+func setReason(r *http.Request, reason string) {
+	if l, ok := r.Context().Value(logKey{}).(*requestLog); ok {
+		l.reason = reason
+	}
 }
 
 type recorder struct {
@@ -126,111 +193,209 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.once.Do(h.init)
 	switch r.URL.Path {
-	case "/healthz", "/readyz", "/livez":
+	case "/healthz", "/livez":
 		_, _ = io.WriteString(w, "ok")
 		return
-	case "/metrics":
-		h.writeMetrics(w)
+	case "/readyz":
+		h.serveReady(w, r)
 		return
 	}
 	start := time.Now()
 	rec := &recorder{ResponseWriter: w, code: http.StatusOK}
-	id := h.serve(rec, r)
+	l := &requestLog{}
+	r = r.WithContext(context.WithValue(r.Context(), logKey{}, l))
+	h.serve(rec, r, l)
 	elapsed := time.Since(start)
-	h.metrics.mu.Lock()
-	h.metrics.requests[rec.code]++
-	h.metrics.latencySum += elapsed
-	h.metrics.latencyCount++
-	h.metrics.mu.Unlock()
+	h.Metrics.observe(rec.code, elapsed)
 	if h.Audit != nil {
-		b, _ := json.Marshal(map[string]any{"time": time.Now().UTC().Format(time.RFC3339Nano), "user": id.Username, "groups": id.Groups,
-			"verb": r.Method, "path": r.URL.Path, "code": rec.code, "latencyMs": elapsed.Milliseconds()})
+		line := map[string]any{"time": time.Now().UTC().Format(time.RFC3339Nano),
+			"verb": r.Method, "path": r.URL.Path, "code": rec.code, "latencyMs": elapsed.Milliseconds()}
+		if l.user != nil {
+			line["user"], line["groups"], line["uid"] = l.user.GetName(), l.user.GetGroups(), l.user.GetUID()
+		}
+		if l.reason != "" {
+			line["reason"] = l.reason
+		}
+		b, _ := json.Marshal(line)
 		h.auditMu.Lock()
 		_, _ = h.Audit.Write(append(b, '\n'))
 		h.auditMu.Unlock()
 	}
 }
 
-func (h *Handler) fail() {
-	h.metrics.mu.Lock()
-	h.metrics.verifyFailures++
-	h.metrics.mu.Unlock()
+func (h *Handler) serveReady(w http.ResponseWriter, r *http.Request) {
+	if h.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		if err := h.Ready(ctx); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, "not ready: "+err.Error()+"\n")
+			return
+		}
+	}
+	_, _ = io.WriteString(w, "ok")
 }
 
-func (h *Handler) serve(w http.ResponseWriter, r *http.Request) inspect.Identity {
+// refuse answers a request the proxy will not forward.
+func (h *Handler) refuse(w http.ResponseWriter, l *requestLog, code int, failure, reason, msg string) {
+	l.reason = reason
+	if failure != "" {
+		h.Metrics.refused(failure)
+	}
+	status(w, code, http.StatusText(code), msg)
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
+	for _, v := range r.Header.Values("Connection") {
+		for _, name := range strings.Split(v, ",") {
+			n := strings.ToLower(strings.TrimSpace(name))
+			if n == "authorization" || strings.HasPrefix(n, "impersonate-") || strings.HasPrefix(n, "x-remote-") {
+				h.refuse(w, l, http.StatusForbidden, "request", "Connection names "+n,
+					fmt.Sprintf("the Connection header may not name %q through the impersonating proxy", n))
+				return
+			}
+		}
+	}
 	for name := range r.Header {
 		if strings.HasPrefix(strings.ToLower(name), "impersonate-") {
-			status(w, http.StatusForbidden, "Forbidden", "impersonation headers are not accepted through the impersonating proxy")
-			return inspect.Identity{}
+			h.refuse(w, l, http.StatusForbidden, "request", "caller sent "+name,
+				"impersonation headers are not accepted through the impersonating proxy")
+			return
 		}
 	}
-	raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || raw == "" {
-		h.fail()
-		status(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized")
-		return inspect.Identity{}
+	if hasDotSegment(r.URL) {
+		h.refuse(w, l, http.StatusBadRequest, "request", "dot segment in the path",
+			"the path may not contain dot segments (. or ..)")
+		return
 	}
-	e, ok := h.cache.get(raw, h.Now())
+	raw, ok := bearer(r)
+	if !ok {
+		h.refuse(w, l, http.StatusUnauthorized, "no_token", "no bearer token", "Unauthorized")
+		return
+	}
+	u, ok := h.cache.get(raw, h.Now())
 	if ok {
-		h.metrics.mu.Lock()
-		h.metrics.cacheHits++
-		h.metrics.mu.Unlock()
+		h.Metrics.cacheHit()
 	} else {
-		claims, err := h.Verifier.Verify(r.Context(), raw)
+		var err error
+		u, err = h.Authenticator.Authenticate(r.Context(), raw)
 		if err != nil {
-			h.fail()
-			status(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized")
-			return inspect.Identity{}
+			h.refuse(w, l, http.StatusUnauthorized, "invalid_token", "token refused: "+oneLine(err.Error()), "Unauthorized")
+			return
 		}
-		tok := &inspect.Token{Claims: claims}
-		e.id = h.Map(r.Context(), tok)
-		if len(e.id.Problems) > 0 || e.id.Username == "" {
-			h.fail()
-			status(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized")
-			return inspect.Identity{}
-		}
-		e.uid = tok.String("sub")
-		if exp, ok := tok.Expiry(); ok {
-			e.expiry = exp
-			h.cache.put(raw, e, h.Now())
+		if exp, ok := expiry(raw); ok {
+			h.cache.put(raw, u, exp, h.Now())
 		}
 	}
-	id := e.id
-	out := r.Clone(r.Context())
-	out.Header.Del("Authorization")
-	out.Header.Set("Impersonate-User", id.Username)
-	for _, g := range id.Groups {
-		out.Header.Add("Impersonate-Group", g)
+	l.user = u
+	if err := forwardable(u, h.AllowSystemIdentities); err != nil {
+		h.refuse(w, l, http.StatusForbidden, "identity", err.Error(),
+			"the token's identity cannot be impersonated through this proxy: "+err.Error())
+		return
 	}
-	if e.uid != "" {
-		out.Header.Set("Impersonate-Uid", e.uid)
-	}
-	h.proxy.ServeHTTP(w, out)
-	return id
+	h.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, u)))
 }
 
-func (h *Handler) writeMetrics(w http.ResponseWriter) {
-	h.metrics.mu.Lock()
-	defer h.metrics.mu.Unlock()
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	fmt.Fprintln(w, "# HELP kubectl_impersonate_proxy_requests_total Requests by HTTP status code.")
-	fmt.Fprintln(w, "# TYPE kubectl_impersonate_proxy_requests_total counter")
-	codes := make([]int, 0, len(h.metrics.requests))
-	for c := range h.metrics.requests {
-		codes = append(codes, c)
+// bearer reads the token as kube-apiserver's bearer token authenticator
+// does: "Bearer" in any case, one space, a non-empty token.
+func bearer(r *http.Request) (string, bool) {
+	parts := strings.SplitN(strings.TrimSpace(r.Header.Get("Authorization")), " ", 3)
+	if len(parts) < 2 || !strings.EqualFold(parts[0], "bearer") || parts[1] == "" {
+		return "", false
 	}
-	sort.Ints(codes)
-	for _, c := range codes {
-		fmt.Fprintf(w, "kubectl_impersonate_proxy_requests_total{code=\"%d\"} %d\n", c, h.metrics.requests[c])
-	}
-	fmt.Fprintln(w, "# HELP kubectl_impersonate_proxy_verification_failures_total Requests refused for their token.")
-	fmt.Fprintln(w, "# TYPE kubectl_impersonate_proxy_verification_failures_total counter")
-	fmt.Fprintf(w, "kubectl_impersonate_proxy_verification_failures_total %d\n", h.metrics.verifyFailures)
-	fmt.Fprintln(w, "# HELP kubectl_impersonate_proxy_token_cache_hits_total Requests whose token was verified before (identity from the cache).")
-	fmt.Fprintln(w, "# TYPE kubectl_impersonate_proxy_token_cache_hits_total counter")
-	fmt.Fprintf(w, "kubectl_impersonate_proxy_token_cache_hits_total %d\n", h.metrics.cacheHits)
-	fmt.Fprintln(w, "# HELP kubectl_impersonate_proxy_request_duration_seconds Time to serve a request, upstream included.")
-	fmt.Fprintln(w, "# TYPE kubectl_impersonate_proxy_request_duration_seconds summary")
-	fmt.Fprintf(w, "kubectl_impersonate_proxy_request_duration_seconds_sum %f\n", h.metrics.latencySum.Seconds())
-	fmt.Fprintf(w, "kubectl_impersonate_proxy_request_duration_seconds_count %d\n", h.metrics.latencyCount)
+	return parts[1], true
 }
+
+// hasDotSegment reports "." or ".." path segments, raw or percent-encoded
+// (an encoded slash splits segments as the upstream would decode it).
+func hasDotSegment(u *url.URL) bool {
+	for _, p := range []string{u.Path, u.RawPath} {
+		for _, seg := range strings.Split(p, "/") {
+			if d, err := url.PathUnescape(seg); err == nil {
+				seg = d
+			}
+			for _, s := range strings.Split(strings.ReplaceAll(seg, `\`, "/"), "/") {
+				if s == "." || s == ".." {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// forwardable refuses identities kube-apiserver would never produce from a
+// token, or that would change in transit: HTTP/1.1 trims white space around
+// header values, so " system:masters" would arrive as "system:masters".
+func forwardable(u user.Info, allowSystem bool) error {
+	check := func(what, v string) error {
+		if v != strings.TrimFunc(v, unicode.IsSpace) {
+			return fmt.Errorf("%s %q has leading or trailing white space", what, v)
+		}
+		for _, c := range v {
+			if unicode.IsControl(c) {
+				return fmt.Errorf("%s %q has a control character", what, v)
+			}
+		}
+		return nil
+	}
+	if err := check("username", u.GetName()); err != nil {
+		return err
+	}
+	if !allowSystem && strings.HasPrefix(u.GetName(), "system:") {
+		return fmt.Errorf("username %q is a system: identity (--allow-system-identities)", u.GetName())
+	}
+	if err := check("uid", u.GetUID()); err != nil {
+		return err
+	}
+	for _, g := range u.GetGroups() {
+		if err := check("group", g); err != nil {
+			return err
+		}
+		if !allowSystem && strings.HasPrefix(g, "system:") {
+			return fmt.Errorf("group %q is a system: identity (--allow-system-identities)", g)
+		}
+	}
+	for k, vs := range u.GetExtra() {
+		if err := check("extra key", k); err != nil {
+			return err
+		}
+		for _, v := range vs {
+			if err := check("extra value", v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// expiry reads exp from a token the authenticator has just accepted.
+func expiry(raw string) (time.Time, bool) {
+	parts := strings.Split(raw, ".")
+	if len(parts) != 3 {
+		return time.Time{}, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return time.Time{}, false
+	}
+	var c struct {
+		Exp *json.Number `json:"exp"`
+	}
+	if json.Unmarshal(b, &c) != nil || c.Exp == nil {
+		return time.Time{}, false
+	}
+	f, err := c.Exp.Float64()
+	if err != nil || f <= 0 || f > 1e11 {
+		return time.Time{}, false
+	}
+	return time.Unix(int64(f), 0), true
+}
+
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// tokenKey is the cache key of a token: its SHA-256, never the token.
+func tokenKey(raw string) [sha256.Size]byte { return sha256.Sum256([]byte(raw)) }

@@ -2,14 +2,17 @@ package proxy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"errors"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,23 +21,59 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
 )
 
-type fakeVerifier map[string]map[string]any
+var aliceClaims = map[string]any{"email": "alice@example.com", "email_verified": true, "groups": []any{"dev"}}
 
-func (f fakeVerifier) Verify(_ context.Context, raw string) (map[string]any, error) {
-	c, ok := f[raw]
-	if !ok {
-		return nil, errors.New("bad token")
+// legacyConfig is kube-apiserver's --oidc-* flags: email without prefix,
+// groups with "oidc:".
+func legacyConfig(is *testissuer.Issuer) authn.Options {
+	cfg, algs := authn.LegacyFlags{IssuerURL: is.URL, ClientIDs: []string{"kube"}, CA: is.CAPEM(),
+		UsernameClaim: "email", GroupsClaim: "groups", GroupsPrefix: "oidc:"}.Config()
+	return authn.Options{Config: cfg, SigningAlgs: algs}
+}
+
+// structuredConfig maps uid and extra too, and groups without a prefix
+// (so that a groups claim could name system: groups).
+func structuredConfig(is *testissuer.Issuer) authn.Options {
+	ca, _ := json.Marshal(string(is.CAPEM()))
+	cfg, err := authn.LoadConfig([]byte(fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
+kind: AuthenticationConfiguration
+jwt:
+- issuer: {url: %q, audiences: [kube], certificateAuthority: %s}
+  claimMappings:
+    username: {claim: email, prefix: ""}
+    groups: {claim: groups, prefix: ""}
+    uid: {claim: sub}
+    extra:
+    - {key: example.com/tenant, valueExpression: 'has(claims.tenant) ? claims.tenant : ""'}
+`, is.URL, ca)))
+	if err != nil {
+		panic(err)
 	}
-	return c, nil
+	return authn.Options{Config: cfg}
+}
+
+func issuerAndAuthn(t testing.TB, cfg func(*testissuer.Issuer) authn.Options) (*testissuer.Issuer, *authn.Authenticator) {
+	t.Helper()
+	is, err := testissuer.Start()
+	require.NoError(t, err)
+	t.Cleanup(is.Close)
+	a, err := authn.New(context.Background(), cfg(is))
+	require.NoError(t, err)
+	t.Cleanup(a.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, a.WaitReady(ctx))
+	return is, a
 }
 
 // syncBuffer is an audit log the test may read while the proxy writes.
 type syncBuffer struct {
 	mu sync.Mutex
-	b  bytes.Buffer
+	b  strings.Builder
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
@@ -44,101 +83,401 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
-func newProxy(t *testing.T, upstream http.Handler) (*httptest.Server, *syncBuffer) {
-	up := httptest.NewServer(upstream)
-	t.Cleanup(up.Close)
-	u, _ := url.Parse(up.URL)
-	audit := &syncBuffer{}
-	h := &Handler{Upstream: u, Transport: http.DefaultTransport, Audit: audit,
-		Verifier: fakeVerifier{"good-token": {"sub": "uid-1", "email": "alice@example.com", "groups": []any{"dev"}}},
-		Map: func(_ context.Context, tok *inspect.Token) inspect.Identity {
-			none := "-"
-			return inspect.PredictLegacy(tok, inspect.LegacyRules{UsernameClaim: "email", UsernamePrefix: &none, GroupsClaim: "groups", GroupsPrefix: "oidc:"})
-		}}
-	p := httptest.NewServer(h)
-	t.Cleanup(p.Close)
-	return p, audit
+// recordingUpstream records every request that reaches the "API server".
+type recordingUpstream struct {
+	mu   sync.Mutex
+	seen []*http.Request
 }
 
-func TestProxyAuthentication(t *testing.T) {
-	var seenMu sync.Mutex
-	var seen http.Header
-	p, audit := newProxy(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		seenMu.Lock()
-		defer seenMu.Unlock()
-		seen = r.Header.Clone()
-		_, _ = io.WriteString(w, `{"kind":"PodList"}`)
-	}))
-	tests := []struct {
-		name     string
-		header   http.Header
-		wantCode int
-		wantBody string
-	}{
-		{name: "no token", wantCode: 401, wantBody: `"kind":"Status"`},
-		{name: "bad token", header: http.Header{"Authorization": {"Bearer forged"}}, wantCode: 401, wantBody: `"reason":"Unauthorized"`},
-		{name: "forged impersonation", header: http.Header{"Authorization": {"Bearer good-token"}, "Impersonate-User": {"admin"}}, wantCode: 403, wantBody: "impersonation headers are not accepted"},
-		{name: "good token", header: http.Header{"Authorization": {"Bearer good-token"}}, wantCode: 200, wantBody: "PodList"},
+func (u *recordingUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.mu.Lock()
+	u.seen = append(u.seen, r.Clone(context.Background()))
+	u.mu.Unlock()
+	if r.Header.Get("Upgrade") != "" {
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + r.Header.Get("Upgrade") + "\r\n\r\n")
+		_ = rw.Flush()
+		return
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			seenMu.Lock()
-			seen = nil
-			seenMu.Unlock()
-			req, _ := http.NewRequest("GET", p.URL+"/api/v1/namespaces/a/pods", nil)
-			req.Header = tt.header
-			if req.Header == nil {
-				req.Header = http.Header{}
+	_, _ = io.WriteString(w, `{"kind":"PodList"}`)
+}
+
+func (u *recordingUpstream) take() []*http.Request {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	s := u.seen
+	u.seen = nil
+	return s
+}
+
+type testProxy struct {
+	url      string
+	upstream *recordingUpstream
+	audit    *syncBuffer
+	is       *testissuer.Issuer
+	handler  *Handler
+}
+
+// newTestProxy runs the proxy in front of a recording upstream whose URL
+// has a path prefix (as a multi-cluster gateway's would).
+func newTestProxy(t *testing.T, cfg func(*testissuer.Issuer) authn.Options, allowSystem bool) *testProxy {
+	is, a := issuerAndAuthn(t, cfg)
+	rec := &recordingUpstream{}
+	up := httptest.NewServer(rec)
+	t.Cleanup(up.Close)
+	u, _ := url.Parse(up.URL + "/clusters/c-1")
+	audit := &syncBuffer{}
+	h := &Handler{Upstream: u, Transport: http.DefaultTransport, Authenticator: a, Audit: audit, AllowSystemIdentities: allowSystem}
+	p := httptest.NewServer(h)
+	t.Cleanup(p.Close)
+	return &testProxy{url: p.URL, upstream: rec, audit: audit, is: is, handler: h}
+}
+
+func (p *testProxy) mint(t *testing.T, claims map[string]any, tamper testissuer.Tamper) string {
+	t.Helper()
+	raw, err := p.is.Mint(p.is.Claims("sub-1", "kube", time.Hour, claims), tamper)
+	require.NoError(t, err)
+	return raw
+}
+
+// rawRequest writes an HTTP/1.1 request byte for byte (header names as
+// written, Connection as given) and returns the status code.
+func rawRequest(t *testing.T, base, method, path string, headers [][2]string) int {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: proxy\r\n", method, path)
+	for _, h := range headers {
+		fmt.Fprintf(&b, "%s: %s\r\n", h[0], h[1])
+	}
+	b.WriteString("\r\n")
+	_, err = io.WriteString(conn, b.String())
+	require.NoError(t, err)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// The attack table: each request is refused before anything reaches the
+// upstream, or reaches it with exactly the caller's identity and nothing
+// the caller added.
+func TestProxyAttacks(t *testing.T) {
+	p := newTestProxy(t, structuredConfig, false)
+	alice := p.mint(t, aliceClaims, testissuer.Valid)
+	bearer := [2]string{"Authorization", "Bearer " + alice}
+	const pods = "/api/v1/namespaces/kube-system/secrets"
+	withClaims := func(extra map[string]any) string {
+		c := map[string]any{}
+		for k, v := range aliceClaims {
+			c[k] = v
+		}
+		for k, v := range extra {
+			c[k] = v
+		}
+		return p.mint(t, c, testissuer.Valid)
+	}
+	tokenOf := func(claims map[string]any) string {
+		raw, err := p.is.Mint(claims, testissuer.Valid)
+		require.NoError(t, err)
+		return raw
+	}
+	type attack struct {
+		name     string
+		path     string
+		headers  [][2]string
+		wantCode int
+	}
+	attacks := []attack{
+		{name: "no token", headers: nil, wantCode: 401},
+		{name: "lowercase bearer scheme is fine", headers: [][2]string{{"Authorization", "bearer " + alice}}, wantCode: 200},
+	}
+	for _, h := range []string{"Impersonate-User", "Impersonate-Group", "Impersonate-Uid", "Impersonate-Extra-Scopes", "Authorization", "X-Remote-User", "x-remote-group"} {
+		attacks = append(attacks,
+			attack{name: "Connection names " + h, headers: [][2]string{bearer, {"Connection", h}}, wantCode: 403},
+			attack{name: "Connection names " + h + " among others", headers: [][2]string{bearer, {"Connection", "keep-alive, " + strings.ToUpper(h)}}, wantCode: 403},
+			attack{name: "upgrade, Connection names " + h, headers: [][2]string{bearer, {"Connection", "Upgrade, " + h}, {"Upgrade", "SPDY/3.1"}}, wantCode: 403},
+		)
+	}
+	for _, h := range []string{"Impersonate-User", "impersonate-user", "IMPERSONATE-GROUP", "Impersonate-Uid", "Impersonate-Extra-Scopes", "iMpErSoNaTe-ExTrA-x"} {
+		attacks = append(attacks,
+			attack{name: "caller sends " + h, headers: [][2]string{bearer, {h, "system:admin"}}, wantCode: 403},
+			attack{name: "upgrade with " + h, headers: [][2]string{bearer, {h, "system:admin"}, {"Connection", "Upgrade"}, {"Upgrade", "SPDY/3.1"}}, wantCode: 403},
+		)
+	}
+	for name, claims := range map[string]map[string]any{
+		"leading space in username":       {"email": " alice@example.com"},
+		"space and system prefix":         {"email": " system:admin"},
+		"tab and trailing space in group": {"groups": []any{"\tsystem:masters "}},
+		"newline in group":                {"groups": []any{"dev\nx"}},
+		"control character in username":   {"email": "alice\x00@example.com"},
+		"trailing space in uid":           {"sub": "sub-1 "},
+		"control character in extra":      {"tenant": "a\x1b[31m"},
+		"system:masters in groups":        {"groups": []any{"dev", "system:masters"}},
+		"system: username":                {"email": "system:kube-controller-manager"},
+		"system:nodes group":              {"groups": []any{"system:nodes"}},
+	} {
+		tok := withClaims(claims)
+		attacks = append(attacks,
+			attack{name: name, headers: [][2]string{{"Authorization", "Bearer " + tok}}, wantCode: 403},
+			attack{name: name + " (forced HTTP/1.1 upstream)", headers: [][2]string{{"Authorization", "Bearer " + tok}, {"Connection", "Upgrade"}, {"Upgrade", "x"}}, wantCode: 403},
+		)
+	}
+	for tamper, tok := range map[string]string{
+		"alg none":                        p.mint(t, aliceClaims, testissuer.AlgNone),
+		"HS256 keyed with the public key": p.mint(t, aliceClaims, testissuer.HS256PublicKey),
+		"unknown kid":                     p.mint(t, aliceClaims, testissuer.UnknownKid),
+		"bad signature":                   p.mint(t, aliceClaims, testissuer.BadSignature),
+		"wrong iss":                       tokenOf(p.is.Claims("sub-1", "kube", time.Hour, mergeClaims(aliceClaims, map[string]any{"iss": "https://evil.example"}))),
+		"wrong aud":                       tokenOf(p.is.Claims("sub-1", "other", time.Hour, aliceClaims)),
+		"expired":                         tokenOf(p.is.Claims("sub-1", "kube", -time.Minute, aliceClaims)),
+		"nbf in the future":               tokenOf(p.is.Claims("sub-1", "kube", time.Hour, mergeClaims(aliceClaims, map[string]any{"nbf": time.Now().Add(10 * time.Minute).Unix()}))),
+	} {
+		attacks = append(attacks,
+			attack{name: "token: " + tamper, headers: [][2]string{{"Authorization", "Bearer " + tok}}, wantCode: 401},
+			attack{name: "upgrade, token: " + tamper, headers: [][2]string{{"Authorization", "Bearer " + tok}, {"Connection", "Upgrade"}, {"Upgrade", "SPDY/3.1"}}, wantCode: 401},
+		)
+	}
+	for _, path := range []string{"/../../c-2" + pods, "/api/../../c-2" + pods, "/%2e%2e/c-2" + pods, "/api/%2E%2E/%2e%2e/c-2/api", "/api/..%2f..%2fc-2/api", "/api/./v1/pods", `/api/..\..\c-2/api`} {
+		attacks = append(attacks, attack{name: "path " + path, path: path, headers: [][2]string{bearer}, wantCode: 400})
+	}
+	for _, a := range attacks {
+		t.Run(a.name, func(t *testing.T) {
+			p.upstream.take()
+			path := a.path
+			if path == "" {
+				path = pods
 			}
-			resp, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			assert.Equal(t, tt.wantCode, resp.StatusCode)
-			assert.Contains(t, string(body), tt.wantBody)
-			seenMu.Lock()
-			defer seenMu.Unlock()
-			if tt.wantCode != 200 {
-				assert.Nil(t, seen, "nothing reaches the API server")
+			code := rawRequest(t, p.url, "GET", path, a.headers)
+			assert.Equal(t, a.wantCode, code)
+			seen := p.upstream.take()
+			if a.wantCode != 200 {
+				assert.Empty(t, seen, "nothing reaches the API server")
 				return
 			}
-			assert.Equal(t, "alice@example.com", seen.Get("Impersonate-User"))
-			assert.Equal(t, []string{"oidc:dev"}, seen.Values("Impersonate-Group"))
-			assert.Equal(t, "uid-1", seen.Get("Impersonate-Uid"))
-			assert.Empty(t, seen.Get("Authorization"), "the caller's token does not go upstream")
+			require.Len(t, seen, 1)
+			assertForwardedAsAlice(t, seen[0])
 		})
 	}
-	// The audit line follows the response: wait for all four (bounded).
-	for i := 0; i < 100 && strings.Count(audit.String(), "\n") < 4; i++ {
+}
+
+func mergeClaims(a, b map[string]any) map[string]any {
+	c := map[string]any{}
+	for k, v := range a {
+		c[k] = v
+	}
+	for k, v := range b {
+		c[k] = v
+	}
+	return c
+}
+
+// assertForwardedAsAlice checks the exact identity headers of a forwarded
+// request, and that nothing of the caller's credential went along.
+func assertForwardedAsAlice(t *testing.T, r *http.Request) {
+	t.Helper()
+	assert.Equal(t, []string{"alice@example.com"}, r.Header.Values("Impersonate-User"))
+	assert.Equal(t, []string{"dev"}, r.Header.Values("Impersonate-Group"))
+	assert.Equal(t, []string{"sub-1"}, r.Header.Values("Impersonate-Uid"))
+	assert.Empty(t, r.Header.Get("Authorization"), "the caller's token does not go upstream")
+	for name := range r.Header {
+		l := strings.ToLower(name)
+		assert.False(t, strings.HasPrefix(l, "x-remote-"), "no request-header identity upstream: %s", name)
+	}
+	assert.True(t, strings.HasPrefix(r.URL.Path, "/clusters/c-1/"), "stays under the upstream's prefix: %s", r.URL.Path)
+}
+
+// Forwarded requests carry exactly the mapped identity: uid and extra
+// included, the caller's X-Remote-* removed.
+func TestProxyForwardsTheIdentity(t *testing.T) {
+	p := newTestProxy(t, structuredConfig, false)
+	tok := p.mint(t, mergeClaims(aliceClaims, map[string]any{"tenant": "acme"}), testissuer.Valid)
+	req, _ := http.NewRequest("GET", p.url+"/api/v1/namespaces/a/pods", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("X-Remote-User", "system:admin")
+	req.Header.Set("X-Remote-Group", "system:masters")
+	req.Header.Set("X-Remote-Extra-Scopes", "x")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode, string(body))
+	seen := p.upstream.take()
+	require.Len(t, seen, 1)
+	assertForwardedAsAlice(t, seen[0])
+	assert.Equal(t, "/clusters/c-1/api/v1/namespaces/a/pods", seen[0].URL.Path)
+	assert.Equal(t, []string{"acme"}, seen[0].Header.Values("Impersonate-Extra-Example.com%2ftenant"))
+	// The audit line names the caller, never the token.
+	for i := 0; i < 100 && !strings.Contains(p.audit.String(), "alice"); i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
-	assert.NotContains(t, audit.String(), "good-token")
-	assert.Contains(t, audit.String(), `"user":"alice@example.com"`)
-	assert.Equal(t, 4, strings.Count(audit.String(), "\n"))
+	assert.Contains(t, p.audit.String(), `"user":"alice@example.com"`)
+	assert.NotContains(t, p.audit.String(), tok)
+}
 
-	resp, err := http.Get(p.URL + "/metrics")
+// --allow-system-identities lets a system: group through, unchanged.
+func TestProxyAllowSystemIdentities(t *testing.T) {
+	p := newTestProxy(t, structuredConfig, true)
+	tok := p.mint(t, mergeClaims(aliceClaims, map[string]any{"groups": []any{"system:masters"}}), testissuer.Valid)
+	code := rawRequest(t, p.url, "GET", "/api", [][2]string{{"Authorization", "Bearer " + tok}})
+	assert.Equal(t, 200, code)
+	seen := p.upstream.take()
+	require.Len(t, seen, 1)
+	assert.Equal(t, []string{"system:masters"}, seen[0].Header.Values("Impersonate-Group"))
+	tok = p.mint(t, mergeClaims(aliceClaims, map[string]any{"email": " system:admin"}), testissuer.Valid)
+	assert.Equal(t, 403, rawRequest(t, p.url, "GET", "/api", [][2]string{{"Authorization", "Bearer " + tok}}), "white space is refused even so")
+}
+
+// Every refusal is a Kubernetes Status, audited with its reason and
+// counted in the metrics; /metrics is not served on the API port.
+func TestProxyRefusalsAreStatusesAuditedAndCounted(t *testing.T) {
+	p := newTestProxy(t, structuredConfig, false)
+	for _, c := range []struct {
+		header          http.Header
+		path            string
+		wantCode        int
+		wantMsg, reason string
+	}{
+		{header: http.Header{}, wantCode: 401, wantMsg: "Unauthorized", reason: "no bearer token"},
+		{header: http.Header{"Authorization": {"Bearer " + p.mint(t, aliceClaims, testissuer.BadSignature)}}, wantCode: 401, wantMsg: "Unauthorized", reason: "token refused"},
+		{header: http.Header{"Authorization": {"Bearer x"}, "Impersonate-User": {"admin"}}, wantCode: 403, wantMsg: "impersonation headers are not accepted", reason: "caller sent Impersonate-User"},
+		{header: http.Header{"Authorization": {"Bearer " + p.mint(t, mergeClaims(aliceClaims, map[string]any{"groups": []any{"system:masters"}}), testissuer.Valid)}},
+			wantCode: 403, wantMsg: "system: identity", reason: `group \"system:masters\" is a system: identity`},
+		{header: http.Header{"Authorization": {"Bearer x"}}, path: "/api/%2e%2e/x", wantCode: 400, wantMsg: "dot segments", reason: "dot segment"},
+	} {
+		path := c.path
+		if path == "" {
+			path = "/api"
+		}
+		req, _ := http.NewRequest("GET", p.url+path, nil)
+		req.Header = c.header
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		var st struct{ Kind, Status, Message, Reason string }
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+		resp.Body.Close()
+		assert.Equal(t, c.wantCode, resp.StatusCode)
+		assert.Equal(t, "Status", st.Kind)
+		assert.Equal(t, "Failure", st.Status)
+		assert.Contains(t, st.Message, c.wantMsg)
+		assert.NotContains(t, st.Message, "\n")
+		for i := 0; i < 100 && !strings.Contains(p.audit.String(), c.reason); i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+		assert.Contains(t, p.audit.String(), c.reason)
+	}
+	assert.Empty(t, p.upstream.take())
+	resp, err := http.Get(p.url + "/metrics")
 	require.NoError(t, err)
-	m, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	assert.Contains(t, string(m), `kubectl_impersonate_proxy_requests_total{code="401"} 2`)
-	assert.Contains(t, string(m), `kubectl_impersonate_proxy_verification_failures_total 2`)
-	resp, err = http.Get(p.URL + "/healthz")
+	assert.Equal(t, 401, resp.StatusCode, "/metrics on the API port is an API path like any other")
+
+	m := httptest.NewServer(p.handler.Metrics.Handler())
+	defer m.Close()
+	resp, err = http.Get(m.URL)
 	require.NoError(t, err)
-	assert.Equal(t, 200, resp.StatusCode)
+	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	for _, want := range []string{`kubectl_impersonate_proxy_refusals_total{reason="no_token"} 2`, `kubectl_impersonate_proxy_refusals_total{reason="invalid_token"} 1`,
+		`kubectl_impersonate_proxy_refusals_total{reason="identity"} 1`, `kubectl_impersonate_proxy_refusals_total{reason="request"} 2`,
+		`kubectl_impersonate_proxy_requests_total{code="401"} 3`, `kubectl_impersonate_proxy_request_duration_seconds_count 6`} {
+		assert.Contains(t, string(b), want)
+	}
+}
+
+func TestProxyReadyAndUpstreamErrors(t *testing.T) {
+	is, a := issuerAndAuthn(t, legacyConfig)
+	tok, err := is.Mint(is.Claims("sub-1", "kube", time.Hour, aliceClaims), testissuer.Valid)
+	require.NoError(t, err)
+	var ready sync.Mutex
+	readyCode := 200
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/readyz":
+			ready.Lock()
+			defer ready.Unlock()
+			w.WriteHeader(readyCode)
+		case "/slow":
+			time.Sleep(2 * time.Second)
+		}
+	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	h := &Handler{Upstream: u, Transport: HeaderTimeout(http.DefaultTransport, 300*time.Millisecond), Authenticator: a,
+		Ready: ReadyCheck(u, http.DefaultTransport, a.HealthCheck)}
+	p := httptest.NewServer(h)
+	defer p.Close()
+	get := func(path string) (int, string) {
+		req, _ := http.NewRequest("GET", p.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(b)
+	}
+	code, _ := get("/readyz")
+	assert.Equal(t, 200, code)
+	ready.Lock()
+	readyCode = 500
+	ready.Unlock()
+	code, body := get("/readyz")
+	assert.Equal(t, 503, code, "the upstream is not ready: %s", body)
+	start := time.Now()
+	code, body = get("/slow")
+	assert.Equal(t, 502, code)
+	assert.Less(t, time.Since(start), 1500*time.Millisecond, "--upstream-timeout cut the wait")
+	assert.Contains(t, body, "upstream unavailable")
+	host := strings.TrimPrefix(up.URL, "http://")
+	assert.NotContains(t, body, host, "the 502 does not reveal the upstream's address")
+	up.Close()
+	code, body = get("/api")
+	assert.Equal(t, 502, code)
+	assert.NotContains(t, body, host)
+	code, _ = get("/readyz")
+	assert.Equal(t, 503, code, "the upstream is down")
+}
+
+func TestProxyReadyNeedsTheIssuer(t *testing.T) {
+	is, err := testissuer.Start()
+	require.NoError(t, err)
+	cfg := legacyConfig(is)
+	is.Close() // the issuer is gone before the authenticator starts
+	a, err := authn.New(context.Background(), cfg)
+	require.NoError(t, err)
+	defer a.Close()
+	u, _ := url.Parse("https://upstream.invalid")
+	rec := httptest.NewRecorder()
+	(&Handler{Upstream: u, Authenticator: a, Ready: ReadyCheck(u, noopRT{}, a.HealthCheck)}).ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	assert.Equal(t, 503, rec.Code)
+	assert.Contains(t, rec.Body.String(), "issuer")
 }
 
 func TestProxyStreamsWithoutBuffering(t *testing.T) {
 	release := make(chan struct{})
-	p, _ := newProxy(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	is, a := issuerAndAuthn(t, legacyConfig)
+	tok, err := is.Mint(is.Claims("sub-1", "kube", time.Hour, aliceClaims), testissuer.Valid)
+	require.NoError(t, err)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "event-1\n")
 		w.(http.Flusher).Flush()
 		<-release
 		_, _ = io.WriteString(w, "event-2\n")
 	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	p := httptest.NewServer(&Handler{Upstream: u, Transport: HeaderTimeout(http.DefaultTransport, 2*time.Second), Authenticator: a})
+	defer p.Close()
 	defer close(release)
 	req, _ := http.NewRequest("GET", p.URL+"/api/v1/pods?watch=true", nil)
-	req.Header.Set("Authorization", "Bearer good-token")
+	req.Header.Set("Authorization", "Bearer "+tok)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -148,13 +487,16 @@ func TestProxyStreamsWithoutBuffering(t *testing.T) {
 	case l := <-line:
 		assert.Equal(t, "event-1\n", l, "the first event arrives while the upstream still streams")
 	case <-time.After(5 * time.Second):
-		t.Fatal("the proxy buffered the stream")
+		t.Error("the proxy buffered the stream")
 	}
 }
 
 func TestProxyUpgrades(t *testing.T) {
-	p, _ := newProxy(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Upgrade") != "SPDY/3.1" || r.Header.Get("Impersonate-User") == "" {
+	is, a := issuerAndAuthn(t, legacyConfig)
+	tok, err := is.Mint(is.Claims("sub-1", "kube", time.Hour, aliceClaims), testissuer.Valid)
+	require.NoError(t, err)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "SPDY/3.1" || r.Header.Get("Impersonate-User") != "alice@example.com" {
 			http.Error(w, "no upgrade", 400)
 			return
 		}
@@ -171,10 +513,14 @@ func TestProxyUpgrades(t *testing.T) {
 			_ = rw.Flush()
 		}
 	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	p := httptest.NewServer(&Handler{Upstream: u, Transport: HeaderTimeout(http.DefaultTransport, 2*time.Second), Authenticator: a})
+	defer p.Close()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(p.URL, "http://"))
 	require.NoError(t, err)
 	defer conn.Close()
-	_, err = io.WriteString(conn, "POST /api/v1/namespaces/a/pods/p/exec HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good-token\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n")
+	_, err = io.WriteString(conn, "POST /api/v1/namespaces/a/pods/p/exec HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+tok+"\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n")
 	require.NoError(t, err)
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
@@ -186,7 +532,7 @@ func TestProxyUpgrades(t *testing.T) {
 	got := make([]byte, 10)
 	_, err = io.ReadFull(br, got)
 	require.NoError(t, err)
-	assert.Equal(t, "echo:hello", string(got), "bytes flow both ways over the upgraded connection")
+	assert.Equal(t, "echo:hello", string(got), "bytes flow both ways over the upgraded connection (after the header timeout's wrapper)")
 }
 
 type countingRT struct {
@@ -226,4 +572,50 @@ func TestUpgradeSplit(t *testing.T) {
 			assert.Equal(t, tc.wantUpgr, upgr.n)
 		})
 	}
+}
+
+// A request without an identity in its context never leaves.
+func TestImpersonateRefusesAnonymous(t *testing.T) {
+	req, _ := http.NewRequest("GET", "https://upstream.invalid/api", nil)
+	_, err := impersonate{next: noopRT{}}.RoundTrip(req)
+	assert.Error(t, err)
+}
+
+// The serving certificate is loaded again when its files change.
+func TestCertReloader(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	write := func(cn string) {
+		c, k := selfSigned(t, cn)
+		require.NoError(t, os.WriteFile(certFile, c, 0o600))
+		require.NoError(t, os.WriteFile(keyFile, k, 0o600))
+	}
+	write("one")
+	var errs []error
+	r := &CertReloader{CertFile: certFile, KeyFile: keyFile, OnError: func(err error) { errs = append(errs, err) }}
+	require.NoError(t, r.Load())
+	cn := func() string {
+		c, err := r.GetCertificate(&tls.ClientHelloInfo{})
+		require.NoError(t, err)
+		return c.Leaf.Subject.CommonName
+	}
+	assert.Equal(t, "one", cn())
+	write("two")
+	r.lastCheck = time.Time{}
+	assert.Equal(t, "two", cn(), "reloaded after the files changed")
+	require.NoError(t, os.WriteFile(keyFile, []byte("garbage"), 0o600))
+	r.lastCheck = time.Time{}
+	assert.Equal(t, "two", cn(), "a broken pair keeps the previous one")
+	assert.Len(t, errs, 1)
+}
+
+// A groups prefix makes a system: claim harmless, as kube-apiserver maps
+// it: "oidc:system:masters" is forwarded.
+func TestProxyPrefixedSystemGroupIsForwarded(t *testing.T) {
+	p := newTestProxy(t, legacyConfig, false)
+	tok := p.mint(t, mergeClaims(aliceClaims, map[string]any{"groups": []any{"system:masters"}}), testissuer.Valid)
+	assert.Equal(t, 200, rawRequest(t, p.url, "GET", "/api", [][2]string{{"Authorization", "Bearer " + tok}}))
+	seen := p.upstream.take()
+	require.Len(t, seen, 1)
+	assert.Equal(t, []string{"oidc:system:masters"}, seen[0].Header.Values("Impersonate-Group"))
 }

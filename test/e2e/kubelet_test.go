@@ -8,7 +8,7 @@ package e2e
 // /exec/{namespace}/{pod}/{container}, /containerLogs/{namespace}/{pod}/{container}
 // and /portForward/{namespace}/{pod}, from pkg/kubelet/server/server.go) and
 // serves the upgrades with the kubelet's own streaming server packages
-// (k8s.io/kubelet/pkg/cri/streaming: SPDY and WebSocket remotecommand v1-v5,
+// (k8s.io/cri-streaming/pkg/streaming, formerly in k8s.io/kubelet: SPDY and WebSocket remotecommand v1-v5,
 // port-forward); only the "container" behind them is fake. Everything between
 // kubectl and this server - kubectl, the impersonating proxy and
 // kube-apiserver - is real.
@@ -22,11 +22,9 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	remotecommandconsts "k8s.io/apimachinery/pkg/util/remotecommand"
-	"k8s.io/client-go/tools/remotecommand"
-	"k8s.io/kubelet/pkg/cri/streaming/portforward"
-	kubeletexec "k8s.io/kubelet/pkg/cri/streaming/remotecommand"
+	"k8s.io/cri-streaming/pkg/streaming/portforward"
+	kubeletexec "k8s.io/cri-streaming/pkg/streaming/remotecommand"
 	utilexec "k8s.io/utils/exec"
 )
 
@@ -68,7 +66,7 @@ func serveExec(w http.ResponseWriter, r *http.Request) {
 // exit N (a non-zero exit status kubectl must report).
 type fakeContainer struct{}
 
-func (fakeContainer) ExecInContainer(_ context.Context, _ string, _ types.UID, _ string, cmd []string, in io.Reader, out, _ io.WriteCloser, _ bool, _ <-chan remotecommand.TerminalSize, _ time.Duration) error {
+func (fakeContainer) ExecInContainer(_ context.Context, _ string, _ string, _ string, cmd []string, in io.Reader, out, _ io.WriteCloser, _ bool, _ <-chan kubeletexec.TerminalSize, _ time.Duration) error {
 	if len(cmd) == 0 {
 		return fmt.Errorf("no command")
 	}
@@ -128,7 +126,7 @@ func servePortForward(w http.ResponseWriter, r *http.Request) {
 // echoPort answers every forwarded connection by echoing what it reads.
 type echoPort struct{}
 
-func (echoPort) PortForward(_ context.Context, _ string, _ types.UID, _ int32, stream io.ReadWriteCloser) error {
+func (echoPort) PortForward(_ context.Context, _ string, _ string, _ int32, stream io.ReadWriteCloser) error {
 	defer stream.Close()
 	_, err := io.Copy(stream, stream)
 	return err

@@ -266,15 +266,17 @@ func TestBrowserLoginAndRBAC(t *testing.T) {
 			assert.True(t, me.TokenSource.Cached)
 			assert.NotRegexp(t, `eyJ[A-Za-z0-9_-]+\.eyJ`, r.stdout+r.stderr, "no token printed")
 
-			rules := []string{"--username-claim=email", "--groups-claim=groups", "--client-id=" + publicClient}
+			// kube-apiserver's own flag names, as this API server runs them.
+			rules := []string{"--oidc-issuer-url=" + st.issuer, "--oidc-ca-file=" + st.caFile, "--oidc-client-id=" + publicClient,
+				"--oidc-username-claim=email", "--oidc-groups-claim=groups"}
 			wrong := []string{"--username-claim=email", "--username-prefix=oidc:", "--groups-claim=groups"}
 			if mode == "structured" {
 				rules = []string{"--authentication-config=" + st.authConfig}
 				wrong = []string{"--username-claim=email", "--groups-claim=groups"}
 			}
-			r = alice.plugin(nil, append([]string{"claims", "--compare", "--kubeconfig=" + alice.kubeconfig, "--issuer-certificate-authority=" + st.caFile}, rules...)...)
+			r = alice.plugin(nil, append([]string{"claims", "--compare", "--kubeconfig=" + alice.kubeconfig}, rules...)...)
 			require.Equal(t, 0, r.code, "claims --compare: %s %s", r.stdout, r.stderr)
-			assert.Contains(t, r.stdout, "verified against the issuer's JWKS")
+			assert.Contains(t, r.stdout, "verified against the trusted issuer's keys")
 			assert.Regexp(t, `differences\s+none`, r.stdout)
 			r = alice.plugin(nil, append([]string{"claims", "--compare", "--kubeconfig=" + alice.kubeconfig, "--skip-signature-check"}, wrong...)...)
 			assert.Equal(t, 1, r.code, "a wrong prefix is flagged: %s", r.stdout)
@@ -632,6 +634,17 @@ func TestIdentityPlatformFirebaseEmulator(t *testing.T) {
 // its URL once ready; it is stopped when the test ends.
 func startProxy(t *testing.T) (proxyURL string) {
 	t.Helper()
+	return startProxyWith(t, "proxy", proxyToken, "",
+		"--oidc-issuer-url="+st.issuer, "--oidc-ca-file="+st.caFile, "--oidc-audience="+publicClient,
+		"--username-claim=email", "--username-prefix=proxy:", "--groups-claim=groups")
+}
+
+// startProxyWith runs the proxy in front of the legacy API server with
+// upstreamToken as its own credential (upstream: the API server's URL plus
+// upstreamPath), and the given authentication flags. Its audit log and
+// output go to the logs folder as <test>-<name>-*.log.
+func startProxyWith(t *testing.T, name, upstreamToken, upstreamPath string, authFlags ...string) (proxyURL string) {
+	t.Helper()
 	api := st.api["legacy"]
 	upstream := filepath.Join(t.TempDir(), "upstream.kubeconfig")
 	require.NoError(t, os.WriteFile(upstream, []byte(fmt.Sprintf(`apiVersion: v1
@@ -640,22 +653,28 @@ clusters: [{name: up, cluster: {server: %q, certificate-authority: %q}}]
 users: [{name: proxy, user: {token: %s}}]
 contexts: [{name: up, context: {cluster: up, user: proxy}}]
 current-context: up
-`, api.url, st.caFile, proxyToken)), 0o600))
+`, api.url, st.caFile, upstreamToken)), 0o600))
 	port, err := freePort()
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, st.ki, "proxy", fmt.Sprintf("--listen=127.0.0.1:%d", port),
-		"--tls-cert-file="+st.certFile, "--tls-private-key-file="+st.keyFile, "--upstream-kubeconfig="+upstream,
-		"--oidc-issuer-url="+st.issuer, "--oidc-ca-file="+st.caFile, "--oidc-audience="+publicClient,
-		"--username-claim=email", "--username-prefix=proxy:", "--groups-claim=groups",
-		"--audit-log="+filepath.Join(st.logs, t.Name()+"-proxy-audit.log"))
-	logf, err := os.Create(filepath.Join(st.logs, t.Name()+"-proxy.log"))
+	logName := strings.ReplaceAll(t.Name(), "/", "_") + "-" + name
+	argv := append([]string{"proxy", fmt.Sprintf("--listen=127.0.0.1:%d", port),
+		"--tls-cert-file=" + st.certFile, "--tls-private-key-file=" + st.keyFile, "--upstream-kubeconfig=" + upstream,
+		"--upstream=" + api.url + upstreamPath,
+		"--audit-log=" + filepath.Join(st.logs, logName+"-audit.log")}, authFlags...)
+	cmd := exec.CommandContext(ctx, st.ki, argv...)
+	logf, err := os.Create(filepath.Join(st.logs, logName+".log"))
 	require.NoError(t, err)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { cancel(); _ = cmd.Wait(); _ = logf.Close() })
 	proxyURL = fmt.Sprintf("https://127.0.0.1:%d", port)
-	require.NoError(t, waitHTTP(proxyURL+"/readyz", nil, 30*time.Second, st.tlsClient()))
+	if upstreamPath == "" {
+		require.NoError(t, waitHTTP(proxyURL+"/readyz", nil, 30*time.Second, st.tlsClient()))
+	} else {
+		// A prefixed upstream has no /readyz of its own: wait for liveness.
+		require.NoError(t, waitHTTP(proxyURL+"/healthz", nil, 30*time.Second, st.tlsClient()))
+	}
 	return proxyURL
 }
 
@@ -747,12 +766,27 @@ func TestImpersonatingProxy(t *testing.T) {
 		require.Equal(t, 0, tr.code, tr.stderr)
 		return credentialToken(t, tr.stdout)
 	}
-	direct := loadTest(t, api.url, freshToken())
-	proxied := loadTest(t, proxyURL, freshToken())
-	t.Logf("200 clients × 30 s, GET pods in team-a: direct %.0f req/s, p50 %s, p99 %s; through the proxy %.0f req/s, p50 %s, p99 %s (p99 overhead %s)",
-		direct.rate, direct.p50, direct.p99, proxied.rate, proxied.p50, proxied.p99, proxied.p99-direct.p99)
-	assert.Zero(t, direct.errors, "no failed request direct")
-	assert.Zero(t, proxied.errors, "no failed request through the proxy")
+	// Latency at 1 and 8 concurrent clients: direct, through a plain
+	// httputil.ReverseProxy that verifies nothing (the floor: same
+	// credential, fixed identity headers) and through the proxy.
+	floor := startFloorProxy(t, api.url, "proxy:alice@example.com", "developers")
+	for _, clients := range []int{1, 8} {
+		tok := freshToken()
+		res := map[string]loadResult{}
+		for _, target := range []struct{ name, base string }{{"direct", api.url}, {"floor", floor}, {"proxy", proxyURL}} {
+			res[target.name] = loadTest(t, target.base, tok, clients, 5*time.Second)
+		}
+		d, f, p := res["direct"], res["floor"], res["proxy"]
+		t.Logf("latency, %d client(s), GET pods in team-a, 5 s each: direct p50 %s p99 %s (%d req); plain ReverseProxy p50 %s p99 %s (%d req); proxy p50 %s p99 %s (%d req); proxy/floor p50 %.2f",
+			clients, d.p50, d.p99, d.completed, f.p50, f.p99, f.completed, p.p50, p.p99, p.completed, float64(p.p50)/float64(f.p50))
+		for name, r := range res {
+			assert.Zero(t, r.errors, "%s: no failed request", name)
+			assert.Greater(t, r.completed, 20, "%s: requests completed in 5 s", name)
+		}
+		// Generous on a shared 2-core machine; the closing note reports
+		// the measured ratio against the 1.2x target.
+		assert.LessOrEqual(t, float64(p.p50), 2*float64(f.p50)+float64(2*time.Millisecond), "the proxy's p50 stays near the floor's")
+	}
 
 	audit, err := os.ReadFile(filepath.Join(st.logs, t.Name()+"-proxy-audit.log"))
 	_ = admin
@@ -768,17 +802,17 @@ type loadResult struct {
 	completed int
 }
 
-// loadTest sends GETs from 200 goroutines for 30 s to base (bounded in time).
-func loadTest(t *testing.T, base, token string) loadResult {
+// loadTest sends GETs from clients goroutines for d to base (bounded in time).
+func loadTest(t *testing.T, base, token string, clients int, d time.Duration) loadResult {
 	t.Helper()
 	client := st.tlsClient()
-	client.Transport.(*http.Transport).MaxIdleConnsPerHost = 200
-	deadline := time.Now().Add(30 * time.Second)
+	client.Transport.(*http.Transport).MaxIdleConnsPerHost = clients
+	deadline := time.Now().Add(d)
 	var mu sync.Mutex
 	var lat []time.Duration
 	errs := 0
 	var wg sync.WaitGroup
-	for range 200 {
+	for range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -787,15 +821,15 @@ func loadTest(t *testing.T, base, token string) loadResult {
 				req.Header.Set("Authorization", "Bearer "+token)
 				start := time.Now()
 				resp, err := client.Do(req)
-				d := time.Since(start)
 				ok := err == nil && resp.StatusCode == 200
 				if err == nil {
 					_, _ = io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
 				}
+				elapsed := time.Since(start)
 				mu.Lock()
 				if ok {
-					lat = append(lat, d)
+					lat = append(lat, elapsed)
 				} else {
 					errs++
 				}
@@ -805,11 +839,32 @@ func loadTest(t *testing.T, base, token string) loadResult {
 	}
 	wg.Wait()
 	slices.Sort(lat)
-	r := loadResult{errors: errs, completed: len(lat), rate: float64(len(lat)) / 30}
+	r := loadResult{errors: errs, completed: len(lat), rate: float64(len(lat)) / d.Seconds()}
 	if len(lat) > 0 {
-		r.p50, r.p99 = lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*99/100].Round(time.Millisecond)
+		r.p50, r.p99 = lat[len(lat)/2].Round(10*time.Microsecond), lat[len(lat)*99/100].Round(10*time.Microsecond)
 	}
 	return r
+}
+
+// startFloorProxy runs test/e2e/floorproxy in front of upstream: a plain
+// httputil.ReverseProxy in a process of its own that verifies nothing and
+// sends the proxy's credential and a fixed identity. It is the lower bound
+// of any impersonating proxy's latency.
+func startFloorProxy(t *testing.T, upstream, user, group string) string {
+	t.Helper()
+	port, err := freePort()
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, st.floor, fmt.Sprintf("-listen=127.0.0.1:%d", port), "-upstream="+upstream, "-ca="+st.caFile,
+		"-cert="+st.certFile, "-key="+st.keyFile, "-token="+proxyToken, "-user="+user, "-group="+group)
+	logf, err := os.Create(filepath.Join(st.logs, strings.ReplaceAll(t.Name(), "/", "_")+"-floorproxy.log"))
+	require.NoError(t, err)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cancel(); _ = cmd.Wait(); _ = logf.Close() })
+	u := fmt.Sprintf("https://127.0.0.1:%d", port)
+	require.NoError(t, waitHTTP(u+"/livez", nil, 30*time.Second, st.tlsClient()))
+	return u
 }
 
 // The deploy manifests of the proxy apply to a real API server, and the

@@ -63,6 +63,7 @@ type stack struct {
 	tools      string // kube-apiserver, kubectl, dex
 	ki         string // the plugin under test
 	browser    string // test/e2e/browser
+	floor      string // test/e2e/floorproxy
 	kubectl    string
 	caFile     string
 	caPEM      []byte
@@ -96,6 +97,9 @@ type apiserver struct {
 	url            string
 	usernamePrefix string
 	groupPrefix    string
+	// auditLog is kube-apiserver's own audit log (JSON lines of
+	// audit.k8s.io/v1 Events, level Metadata).
+	auditLog string
 }
 
 var st *stack
@@ -151,10 +155,11 @@ func startStack() (*stack, error) {
 func (s *stack) buildBinaries() error {
 	s.ki = filepath.Join(s.work, "bin", "kubectl-impersonate")
 	s.browser = filepath.Join(s.work, "bin", "e2e-browser")
+	s.floor = filepath.Join(s.work, "bin", "e2e-floorproxy")
 	// The fast get-token binary sits next to the full one, as installed:
 	// setup then points the kubeconfig at it.
 	fast := filepath.Join(s.work, "bin", "kubectl-impersonate-get_token")
-	for out, pkg := range map[string]string{s.ki: "../../cmd/kubectl-impersonate", fast: "../../cmd/kubectl-impersonate-get_token", s.browser: "./browser"} {
+	for out, pkg := range map[string]string{s.ki: "../../cmd/kubectl-impersonate", fast: "../../cmd/kubectl-impersonate-get_token", s.browser: "./browser", s.floor: "./floorproxy"} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Run(); err != nil {
@@ -431,13 +436,13 @@ func (s *stack) startEtcdAndAPIServers() error {
 	if err != nil {
 		return err
 	}
-	// /dev/shm keeps etcd's fsyncs cheap; Debian's etcd 3.4 has no --unsafe-no-fsync.
+	// /dev/shm and --unsafe-no-fsync keep etcd's writes cheap (the data is thrown away).
 	dataDir, err := os.MkdirTemp("/dev/shm", "ki-e2e-etcd-")
 	if err != nil {
 		dataDir = filepath.Join(s.work, "etcd")
 	}
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", clientPort)
-	if err := s.start("etcd", "etcd", "--name=e2e", "--data-dir="+dataDir,
+	if err := s.start("etcd", filepath.Join(s.tools, "etcd"), "--name=e2e", "--data-dir="+dataDir, "--unsafe-no-fsync",
 		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
 		fmt.Sprintf("--listen-peer-urls=http://127.0.0.1:%d", peerPort),
 		fmt.Sprintf("--initial-advertise-peer-urls=http://127.0.0.1:%d", peerPort),
@@ -455,7 +460,7 @@ func (s *stack) startEtcdAndAPIServers() error {
 	authConfig := filepath.Join(s.work, "authentication-config.yaml")
 	s.authConfig = authConfig
 	ac := map[string]any{
-		"apiVersion": "apiserver.config.k8s.io/v1beta1",
+		"apiVersion": "apiserver.config.k8s.io/v1",
 		"kind":       "AuthenticationConfiguration",
 		"jwt": []map[string]any{{
 			"issuer": map[string]any{
@@ -493,6 +498,10 @@ func (s *stack) startEtcdAndAPIServers() error {
 		"structured": {"--authentication-config=" + authConfig},
 	}
 	prefixes := map[string]string{"legacy": "", "structured": "oidc:"}
+	auditPolicy := filepath.Join(s.work, "audit-policy.yaml")
+	if err := os.WriteFile(auditPolicy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"), 0o600); err != nil {
+		return err
+	}
 	for mode, flags := range modes {
 		port, err := freePort()
 		if err != nil {
@@ -509,11 +518,14 @@ func (s *stack) startEtcdAndAPIServers() error {
 			"--service-cluster-ip-range=10.96.0.0/24",
 			"--authorization-mode=Node,RBAC", "--endpoint-reconciler-type=none",
 			"--token-auth-file=" + tokens, "--enable-priority-and-fairness=false", "--profiling=false",
+			"--audit-policy-file=" + auditPolicy, "--audit-log-path=" + filepath.Join(s.logs, "kube-apiserver-"+mode+"-audit.log"),
+			"--audit-log-mode=blocking",
 		}, flags...)
 		if err := s.start("kube-apiserver-"+mode, argv...); err != nil {
 			return err
 		}
-		s.api[mode] = &apiserver{mode: mode, url: fmt.Sprintf("https://127.0.0.1:%d", port), usernamePrefix: prefixes[mode], groupPrefix: prefixes[mode]}
+		s.api[mode] = &apiserver{mode: mode, url: fmt.Sprintf("https://127.0.0.1:%d", port), usernamePrefix: prefixes[mode], groupPrefix: prefixes[mode],
+			auditLog: filepath.Join(s.logs, "kube-apiserver-"+mode+"-audit.log")}
 	}
 	for _, a := range s.api {
 		if err := waitHTTP(a.url+"/readyz", http.Header{"Authorization": {"Bearer " + adminToken}}, 90*time.Second, s.tlsClient()); err != nil {

@@ -1,6 +1,6 @@
 //go:build tools
 
-// Package tools pins the kube-apiserver and kubectl that the end-to-end tests run.
+// Package tools pins the kube-apiserver 1.37 and kubectl that the end-to-end tests run.
 // It is never compiled: build.sh builds the main packages it names.
 package tools
 

@@ -1,0 +1,171 @@
+// Package testissuer is an OIDC issuer for tests whose tokens the test
+// mints with any claims: a discovery document and a JWKS
+// (https://openid.net/specs/openid-connect-discovery-1_0.html) over TLS on
+// 127.0.0.1, RS256 signatures, and tampered variants that each break
+// exactly one property of a valid token.
+package testissuer
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Tamper names one way a token is made invalid.
+type Tamper string
+
+const (
+	Valid Tamper = ""
+	// AlgNone is unsigned with "alg": "none".
+	AlgNone Tamper = "alg-none"
+	// HS256PublicKey is the algorithm-confusion attack: HS256 with the
+	// issuer's PEM-encoded public key as the HMAC secret, and the real kid.
+	HS256PublicKey Tamper = "hs256-public-key"
+	// UnknownKid is signed with the issuer's real key under a kid the JWKS
+	// does not list.
+	UnknownKid Tamper = "unknown-kid"
+	// BadSignature carries the real kid but is signed with another key.
+	BadSignature Tamper = "bad-signature"
+)
+
+// Issuer serves discovery and keys; Mint signs tokens.
+type Issuer struct {
+	URL   string
+	srv   *httptest.Server
+	key   *rsa.PrivateKey
+	other *rsa.PrivateKey
+	// JWKSFetches counts key set requests.
+	JWKSFetches atomic.Int64
+}
+
+const kid = "test-key-1"
+
+// Start runs an issuer on 127.0.0.1; Close stops it.
+func Start() (*Issuer, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	other, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	is := &Issuer{key: key, other: other}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, map[string]any{"issuer": is.URL, "jwks_uri": is.URL + "/keys",
+			"authorization_endpoint": is.URL + "/auth", "token_endpoint": is.URL + "/token",
+			"response_types_supported": []string{"code"}, "subject_types_supported": []string{"public"},
+			"id_token_signing_alg_values_supported": []string{"RS256"}})
+	})
+	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, _ *http.Request) {
+		is.JWKSFetches.Add(1)
+		writeJSON(w, is.JWKS())
+	})
+	is.srv = httptest.NewTLSServer(mux)
+	is.URL = is.srv.URL
+	return is, nil
+}
+
+// Close stops the server.
+func (is *Issuer) Close() { is.srv.Close() }
+
+// Client trusts the issuer's certificate.
+func (is *Issuer) Client() *http.Client { return is.srv.Client() }
+
+// CAPEM is the issuer's serving certificate, to trust it as a CA.
+func (is *Issuer) CAPEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: is.srv.Certificate().Raw})
+}
+
+// PublicKeyPEM is the signing key's public half (PKIX).
+func (is *Issuer) PublicKeyPEM() []byte {
+	der, _ := x509.MarshalPKIXPublicKey(&is.key.PublicKey)
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+}
+
+// JWKS is the key set document.
+func (is *Issuer) JWKS() map[string]any {
+	b64 := base64.RawURLEncoding.EncodeToString
+	e := big(is.key.E)
+	return map[string]any{"keys": []map[string]any{{"kty": "RSA", "use": "sig", "alg": "RS256", "kid": kid,
+		"n": b64(is.key.N.Bytes()), "e": b64(e)}}}
+}
+
+func big(e int) []byte {
+	var b []byte
+	for ; e > 0; e >>= 8 {
+		b = append([]byte{byte(e)}, b...)
+	}
+	return b
+}
+
+// Claims are a valid token's claims for sub and aud, with iat now and exp
+// now+lifetime; extra claims are merged over them.
+func (is *Issuer) Claims(sub, aud string, lifetime time.Duration, extra map[string]any) map[string]any {
+	now := time.Now()
+	c := map[string]any{"iss": is.URL, "sub": sub, "aud": aud, "iat": now.Unix(), "exp": now.Add(lifetime).Unix()}
+	for k, v := range extra {
+		if v == nil {
+			delete(c, k)
+			continue
+		}
+		c[k] = v
+	}
+	return c
+}
+
+// Mint signs claims, tampered as asked.
+func (is *Issuer) Mint(claims map[string]any, t Tamper) (string, error) {
+	mc := jwt.MapClaims(claims)
+	switch t {
+	case Valid:
+		return sign(jwt.SigningMethodRS256, kid, mc, is.key)
+	case UnknownKid:
+		return sign(jwt.SigningMethodRS256, "not-in-the-jwks", mc, is.key)
+	case BadSignature:
+		return sign(jwt.SigningMethodRS256, kid, mc, is.other)
+	case AlgNone:
+		tok := jwt.NewWithClaims(jwt.SigningMethodNone, mc)
+		tok.Header["kid"] = kid
+		return tok.SignedString(jwt.UnsafeAllowNoneSignatureType)
+	case HS256PublicKey:
+		// Built by hand: golang-jwt would sign it too, but this keeps the
+		// exact bytes of the attack visible (HMAC over header.payload with
+		// the public key's PEM as the secret).
+		enc := base64.RawURLEncoding
+		h, _ := json.Marshal(map[string]any{"alg": "HS256", "typ": "JWT", "kid": kid})
+		p, err := json.Marshal(claims)
+		if err != nil {
+			return "", err
+		}
+		signing := enc.EncodeToString(h) + "." + enc.EncodeToString(p)
+		mac := hmac.New(sha256.New, is.PublicKeyPEM())
+		mac.Write([]byte(signing))
+		return signing + "." + enc.EncodeToString(mac.Sum(nil)), nil
+	}
+	return "", fmt.Errorf("unknown tamper %q", t)
+}
+
+func sign(m jwt.SigningMethod, k string, c jwt.MapClaims, key *rsa.PrivateKey) (string, error) {
+	tok := jwt.NewWithClaims(m, c)
+	tok.Header["kid"] = k
+	return tok.SignedString(key)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}

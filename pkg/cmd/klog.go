@@ -1,0 +1,23 @@
+package cmd
+
+import (
+	"flag"
+	"io"
+
+	"k8s.io/klog/v2"
+)
+
+// routeKlog sends the log lines of the Kubernetes libraries (klog) to w, or
+// nowhere: k8s.io/apiserver's authenticator logs its discovery and key
+// fetches there, which a server wants and a one-shot command does not.
+func routeKlog(w io.Writer, on bool) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("alsologtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	if !on {
+		w = io.Discard
+	}
+	klog.SetOutput(w)
+}

@@ -1,0 +1,86 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// HeaderTimeout bounds the wait for the API server's response headers;
+// the body (a watch, logs -f, an upgraded stream) is not bounded.
+func HeaderTimeout(next http.RoundTripper, d time.Duration) http.RoundTripper {
+	return headerTimeout{next: next, d: d}
+}
+
+type headerTimeout struct {
+	next http.RoundTripper
+	d    time.Duration
+}
+
+var errUpstreamTimeout = errors.New("no response headers from the API server in time (--upstream-timeout)")
+
+func (t headerTimeout) RoundTrip(r *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancelCause(r.Context())
+	timer := time.AfterFunc(t.d, func() { cancel(errUpstreamTimeout) })
+	resp, err := t.next.RoundTrip(r.WithContext(ctx))
+	if !timer.Stop() {
+		if err == nil {
+			resp.Body.Close()
+		}
+		cancel(nil)
+		return nil, fmt.Errorf("%w: %s", errUpstreamTimeout, t.d)
+	}
+	if err != nil {
+		cancel(nil)
+		return nil, err
+	}
+	// The request's context ends with the caller's request; the body
+	// closes it too, so that nothing is kept past the response.
+	resp.Body = cancelOnClose{ReadCloser: resp.Body, cancel: func() { cancel(nil) }}
+	return resp, nil
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel func()
+}
+
+func (c cancelOnClose) Close() error { err := c.ReadCloser.Close(); c.cancel(); return err }
+
+// Write lets a 101 Switching Protocols body (the upgraded connection) be
+// written to, as httputil.ReverseProxy requires.
+func (c cancelOnClose) Write(p []byte) (int, error) {
+	if w, ok := c.ReadCloser.(io.Writer); ok {
+		return w.Write(p)
+	}
+	return 0, errors.New("the upstream body is not writable")
+}
+
+// ReadyCheck is ready when the API server answers its /readyz with the
+// proxy's credential and every issuer's keys are loaded (health).
+func ReadyCheck(upstream *url.URL, rt http.RoundTripper, health func() error) func(ctx context.Context) error {
+	readyz := upstream.JoinPath("/readyz").String()
+	return func(ctx context.Context) error {
+		if err := health(); err != nil {
+			return fmt.Errorf("issuer: %w", err)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyz, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			return errors.New("upstream unavailable")
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("upstream /readyz answered %d", resp.StatusCode)
+		}
+		return nil
+	}
+}
