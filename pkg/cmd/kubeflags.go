@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -160,25 +161,39 @@ var errNotOurs = errors.New("the current kubeconfig user does not run kubectl-im
 // CachedToken reads the current kubeconfig user's token from our cache,
 // without logging in: the user's exec entry must run this plugin.
 func (k *KubeFlags) CachedToken(ctx context.Context, getenv func(string) string) (string, *TokenSource, error) {
-	raw, err := k.clientConfig().RawConfig()
+	exec, err := k.currentExec()
 	if err != nil {
-		return "", nil, fmt.Errorf("loading the kubeconfig: %w", err)
+		return "", nil, err
 	}
-	ctxName := raw.CurrentContext
-	if k.overrides.CurrentContext != "" {
-		ctxName = k.overrides.CurrentContext
-	}
-	user := k.overrides.Context.AuthInfo
-	if user == "" {
-		if c, ok := raw.Contexts[ctxName]; ok {
-			user = c.AuthInfo
-		}
-	}
-	ai, ok := raw.AuthInfos[user]
-	if !ok || ai.Exec == nil {
+	if exec == nil {
 		return "", nil, errNotOurs
 	}
-	return cachedTokenOf(ctx, ai.Exec, getenv)
+	return cachedTokenOf(ctx, exec, getenv)
+}
+
+// ExecCommand is the current kubeconfig user's exec command, "" without one.
+func (k *KubeFlags) ExecCommand() string {
+	if exec, err := k.currentExec(); err == nil && exec != nil {
+		return exec.Command
+	}
+	return ""
+}
+
+// currentExec is the exec entry of the current context's user (the
+// flags' --context and --user win), nil without one.
+func (k *KubeFlags) currentExec() (*clientcmdapi.ExecConfig, error) {
+	raw, err := k.clientConfig().RawConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	user := k.overrides.Context.AuthInfo
+	if c, ok := raw.Contexts[cmp.Or(k.overrides.CurrentContext, raw.CurrentContext)]; ok && user == "" {
+		user = c.AuthInfo
+	}
+	if ai, ok := raw.AuthInfos[user]; ok {
+		return ai.Exec, nil
+	}
+	return nil, nil
 }
 
 func cachedTokenOf(ctx context.Context, exec *clientcmdapi.ExecConfig, getenv func(string) string) (string, *TokenSource, error) {

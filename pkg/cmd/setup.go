@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/fastpath"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeconfig"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kuberc"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
@@ -32,6 +33,9 @@ type SetupOptions struct {
 	Cluster   string
 	// InteractiveMode is the exec entry's interactiveMode.
 	InteractiveMode string
+	// WriteKuberc adds the exec command to kubectl's kuberc allowlist
+	// when its credential plugin policy is Allowlist.
+	WriteKuberc bool
 	genericiooptions.IOStreams
 	global *GlobalOptions
 
@@ -79,6 +83,7 @@ Client secrets never go into the kubeconfig: give them to kubectl through
 	cmd.Flags().StringVar(&o.ClusterCA, "cluster-certificate-authority", "", "With --server, the CA file that signed its serving certificate")
 	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "With --server, the name of the cluster entry (default: the context's name)")
 	cmd.Flags().StringVar(&o.InteractiveMode, "exec-interactive-mode", o.InteractiveMode, "interactiveMode of the exec entry: IfAvailable, Never (robots, CI: never prompt) or Always")
+	cmd.Flags().BoolVar(&o.WriteKuberc, "write-kuberc", false, "Add the exec command to kubectl's kuberc allowlist ($KUBERC or ~/.kube/kuberc) when its credentialPluginPolicy is Allowlist (kubectl >= 1.35); the file's other preferences and mode are kept")
 	return cmd
 }
 
@@ -185,9 +190,44 @@ func (o *SetupOptions) Run(context.Context) error {
 		}
 		fmt.Fprintln(o.Out, strings.Join(quoteArgs(args), " \\\n  "))
 		fmt.Fprintf(o.Out, "\n# then: kubectl config set-context --current --user=%s\n", shellQuote(o.User))
+		fmt.Fprintf(o.Out, "# kubectl >= 1.35 with credentialPluginPolicy: Allowlist in its kuberc runs only listed plugins;\n# this entry allows it (setup --write-kuberc adds it):\n#   credentialPluginAllowlist:\n#   - name: %s\n", exec.Command)
+		return o.kuberc(exec.Command)
+	}
+	if err := o.write(exec); err != nil {
+		return err
+	}
+	return o.kuberc(exec.Command)
+}
+
+// kuberc reports kubectl's credential plugin policy for command, and with
+// --write-kuberc allows it.
+func (o *SetupOptions) kuberc(command string) error {
+	path, off, err := kuberc.Path(o.global.Getenv)
+	if err != nil || off {
+		return err
+	}
+	if !o.WriteKuberc {
+		v, err := kuberc.Check(path, command)
+		if err != nil {
+			return err
+		}
+		if v == kuberc.NotListed || v == kuberc.DenyAll {
+			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: kubectl will refuse to run %s: %s has credentialPluginPolicy %s without it; run setup again with --write-kuberc\n", command, path, map[kuberc.Verdict]string{kuberc.NotListed: "Allowlist", kuberc.DenyAll: "DenyAll"}[v])
+		}
 		return nil
 	}
-	return o.write(exec)
+	v, changed, err := kuberc.Allow(path, command)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: %w", path, err)
+	case changed:
+		fmt.Fprintf(o.Out, "Added %s to the credential plugin allowlist of %s.\n", command, path)
+	case v == kuberc.Listed:
+		fmt.Fprintf(o.Out, "%s already allows %s.\n", path, command)
+	default:
+		fmt.Fprintf(o.Out, "%s sets no credential plugin policy: kubectl runs every plugin, nothing to add.\n", path)
+	}
+	return nil
 }
 
 func (o *SetupOptions) write(exec *kubeconfig.ExecConfig) error {

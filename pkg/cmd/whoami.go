@@ -15,6 +15,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/util/jsonpath"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kuberc"
 )
 
 // WhoAmIOptions is the whoami command.
@@ -92,6 +94,7 @@ func (o *WhoAmIOptions) Run(ctx context.Context) error {
 	res := WhoAmIResult{APIVersion: "authentication.k8s.io/" + version, Username: ui.Username, UID: ui.UID, Groups: ui.Groups, Extra: extraOf(ui.Extra)}
 	if _, ts, err := o.Kube.CachedToken(ctx, o.global.Getenv); !errors.Is(err, errNotOurs) {
 		res.TokenSource = ts
+		warnKuberc(o.ErrOut, o.Kube.ExecCommand(), o.global.Getenv)
 	}
 	return printResult(o.Out, o.Output, res, func(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
@@ -177,4 +180,17 @@ func extraOf[V ~[]string](extra map[string]V) map[string][]string {
 		out[k] = v
 	}
 	return out
+}
+
+// warnKuberc says when kubectl (>= 1.35) would refuse to run command as a
+// credential plugin under its kuberc policy; this command's own client
+// does not read the kuberc, so it still got an answer.
+func warnKuberc(w io.Writer, command string, getenv func(string) string) {
+	path, off, err := kuberc.Path(getenv)
+	if err != nil || off || command == "" {
+		return
+	}
+	if v, err := kuberc.Check(path, command); err == nil && (v == kuberc.NotListed || v == kuberc.DenyAll) {
+		fmt.Fprintf(w, "kubectl-impersonate: kubectl refuses to run %s: the credentialPluginPolicy of %s does not allow it; run \"kubectl impersonate setup --write-kuberc ...\" with your setup flags, or add it to credentialPluginAllowlist\n", command, path)
+	}
 }

@@ -12,6 +12,33 @@ import (
 // ErrNoSelfSubjectReview is returned when no version is served.
 var ErrNoSelfSubjectReview = errors.New("the API server does not serve SelfSubjectReview: it needs Kubernetes ≥ 1.28 (1.26-1.27 with the APISelfSubjectReview feature gate)")
 
+// UnsupportedVersionError names the Kubernetes version that lacks an API
+// and what works without it.
+type UnsupportedVersionError struct {
+	Version string
+}
+
+func (e *UnsupportedVersionError) Error() string {
+	v := e.Version
+	if v == "" {
+		v = "an unknown version"
+	}
+	return fmt.Sprintf("the API server is Kubernetes %s and does not serve SelfSubjectReview (1.28+, v1 from 1.30; supported releases are 1.35 to 1.37): whoami, groups and claims --compare are unavailable; access, list, who-can and why still work", v)
+}
+
+func (e *UnsupportedVersionError) Unwrap() error { return ErrNoSelfSubjectReview }
+
+// ServerVersion is the API server's /version gitVersion ("" when unknown).
+func (c *Client) ServerVersion(ctx context.Context) string {
+	var v struct {
+		GitVersion string `json:"gitVersion"`
+	}
+	if err := c.get(ctx, "/version", &v); err != nil {
+		return ""
+	}
+	return v.GitVersion
+}
+
 // selfSubjectReviewVersions in order of preference; the v1beta1 and
 // v1alpha1 shapes are the same as v1's.
 var selfSubjectReviewVersions = []string{"v1", "v1beta1", "v1alpha1"}
@@ -34,5 +61,5 @@ func (c *Client) WhoAmI(ctx context.Context) (*authnv1.UserInfo, string, error) 
 		}
 		return &out.Status.UserInfo, v, nil
 	}
-	return nil, "", ErrNoSelfSubjectReview
+	return nil, "", &UnsupportedVersionError{Version: c.ServerVersion(ctx)}
 }

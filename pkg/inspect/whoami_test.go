@@ -34,6 +34,10 @@ func fakeAPIServer(t *testing.T, versions ...string) (*Client, *http.Header) {
 			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"selfsubjectreviews.authentication.k8s.io is forbidden: User \"x\" cannot create","reason":"Forbidden","code":403}`))
 			return
 		}
+		if r.URL.Path == "/version" {
+			_, _ = w.Write([]byte(`{"major":"1","minor":"25","gitVersion":"v1.25.16"}`))
+			return
+		}
 		w.WriteHeader(404)
 		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
 	}))
@@ -53,7 +57,7 @@ func TestWhoAmI(t *testing.T) {
 		{name: "v1", versions: []string{"v1", "v1beta1"}, wantVersion: "v1"},
 		{name: "falls back to v1beta1", versions: []string{"v1beta1"}, wantVersion: "v1beta1"},
 		{name: "falls back to v1alpha1", versions: []string{"v1alpha1"}, wantVersion: "v1alpha1"},
-		{name: "not served", wantErrSubstr: "needs Kubernetes ≥ 1.28"},
+		{name: "not served: the version found and what is unavailable", wantErrSubstr: "the API server is Kubernetes v1.25.16 and does not serve SelfSubjectReview (1.28+, v1 from 1.30; supported releases are 1.35 to 1.37): whoami, groups and claims --compare are unavailable"},
 		{name: "forbidden, as kubectl shows it", versions: []string{"forbidden"}, wantErrSubstr: "Error from server (Forbidden): selfsubjectreviews.authentication.k8s.io is forbidden"},
 	}
 	for _, tt := range tests {

@@ -40,6 +40,8 @@ type person struct {
 	kubeconfig string
 	browserLog string
 	env        []string
+	// setup is the "setup --write" command line that made the user entry.
+	setup []string
 }
 
 func baseEnv(home string) []string {
@@ -83,6 +85,7 @@ current-context: e2e
 	if !containsPrefix(setupArgs, "--oidc-client-id=") {
 		args = append(args, "--oidc-client-id="+publicClient)
 	}
+	p.setup = args
 	r := p.plugin(nil, args...)
 	require.Equal(t, 0, r.code, "setup: %s", r.stderr)
 	require.Equal(t, 0, p.plugin(nil, "logout", "--all").code)
@@ -1339,4 +1342,52 @@ func findProcesses(t *testing.T, name, envEntry string) []int {
 		}
 	}
 	return pids
+}
+
+// kubectl >= 1.35 reads a kuberc whose credential plugin policy may list
+// the plugins it runs: a list without this plugin stops kubectl, whoami
+// says why and how to fix it, and "setup --write-kuberc" fixes it without
+// touching the user's other preferences.
+func TestKubercAllowlist(t *testing.T) {
+	alice := newPerson(t, "alice", st.api["structured"])
+	kuberc := filepath.Join(alice.home, ".kube", "kuberc")
+	require.NoError(t, os.WriteFile(kuberc, []byte(`apiVersion: kubectl.config.k8s.io/v1beta1
+kind: Preference
+aliases:
+- name: podsa
+  command: get
+  prependArgs: [pods]
+  appendArgs: [-n, team-a]
+credentialPluginPolicy: Allowlist
+credentialPluginAllowlist:
+- name: /bin/true
+`), 0o640))
+	require.NoError(t, os.Chmod(kuberc, 0o640))
+	r := alice.kubectl("get", "pods", "-n", "team-a")
+	require.NotEqual(t, 0, r.code, "kubectl runs no plugin outside the allowlist")
+	assert.Contains(t, r.stderr, "is not permitted by the credential plugin allowlist")
+	assert.Equal(t, 0, alice.browserStarts(), "the plugin never ran")
+
+	// On a terminal: whoami's own client logs in (it does not read the kuberc).
+	r = run(t, alice.env, true, st.ki, "whoami", "--kubeconfig="+alice.kubeconfig)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, 1, alice.browserStarts())
+	assert.Contains(t, r.stderr, "kubectl refuses to run")
+	assert.Contains(t, r.stderr, "setup --write-kuberc")
+
+	r = alice.plugin(nil, append(alice.setup, "--write-kuberc")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "Added ")
+	fi, err := os.Stat(kuberc)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o640), fi.Mode().Perm(), "the kuberc keeps its mode")
+
+	r = run(t, append(append([]string{}, alice.env...), "KUBECONFIG="+alice.kubeconfig), true, st.kubectl, "podsa")
+	require.Equal(t, 0, r.code, "the alias (kept) runs and the plugin is allowed: %s", r.stderr)
+	r = alice.plugin(nil, "whoami", "--kubeconfig="+alice.kubeconfig)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "kubectl refuses to run")
+	r = alice.plugin(nil, append(alice.setup, "--write-kuberc")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "already allows")
 }

@@ -1,0 +1,200 @@
+// Package kuberc reads and edits kubectl's preferences file, the kuberc
+// (kubectl.config.k8s.io/v1beta1 Preference, kubectl ≥ 1.35), for its
+// credential plugin policy: with credentialPluginPolicy "Allowlist",
+// kubectl runs only the exec plugins its credentialPluginAllowlist names,
+// matched by resolving both with exec.LookPath (k8s.io/kubectl pkg/config,
+// client-go plugin/pkg/client/auth/exec).
+//
+// Entries are written as "name": kubectl 1.35 knows only that field, and
+// 1.36+ converts it to "command". Everything else in the file is kept.
+package kuberc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"sigs.k8s.io/yaml"
+)
+
+// EnvKuberc is kubectl's variable for the kuberc path ("off" disables it).
+const EnvKuberc = "KUBERC"
+
+const (
+	apiVersion = "kubectl.config.k8s.io/v1beta1"
+	kind       = "Preference"
+)
+
+// Path is the kuberc kubectl reads: $KUBERC, else ~/.kube/kuberc. off is
+// true when KUBERC=off.
+func Path(getenv func(string) string) (path string, off bool, err error) {
+	switch v := getenv(EnvKuberc); v {
+	case "off":
+		return "", true, nil
+	case "":
+	default:
+		return v, false, nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", false, fmt.Errorf("finding the kuberc: %w", err)
+		}
+		home = h
+	}
+	return filepath.Join(home, ".kube", "kuberc"), false, nil
+}
+
+// Verdict is what kubectl's policy says of a plugin.
+type Verdict string
+
+const (
+	// NoPolicy: no kuberc, no policy, or AllowAll: every plugin runs.
+	NoPolicy Verdict = "no policy"
+	Listed   Verdict = "allowed by the allowlist"
+	// NotListed: policy Allowlist without the plugin: kubectl refuses it.
+	NotListed Verdict = "not in the allowlist"
+	DenyAll   Verdict = "DenyAll"
+)
+
+// ErrDenyAll means the kuberc forbids every credential plugin.
+var ErrDenyAll = errors.New("the kuberc's credentialPluginPolicy is DenyAll: kubectl runs no credential plugin; set it to Allowlist first")
+
+type doc map[string]any
+
+func read(path string) (doc, os.FileMode, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, 0o600, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading the kuberc: %w", err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading the kuberc: %w", err)
+	}
+	var d doc
+	if err := yaml.Unmarshal(b, &d); err != nil {
+		return nil, 0, fmt.Errorf("%s is not a single kuberc document (edit it by hand): %w", path, err)
+	}
+	return d, fi.Mode().Perm(), nil
+}
+
+func (d doc) policy() string { s, _ := d["credentialPluginPolicy"].(string); return s }
+
+func (d doc) entries() []any { l, _ := d["credentialPluginAllowlist"].([]any); return l }
+
+// sameCommand matches as kubectl does: both resolved with exec.LookPath.
+func sameCommand(entry, command string) bool {
+	if entry == "" {
+		return false
+	}
+	a, err1 := exec.LookPath(entry)
+	b, err2 := exec.LookPath(command)
+	if err1 != nil || err2 != nil {
+		return filepath.Clean(entry) == filepath.Clean(command)
+	}
+	return a == b
+}
+
+func (d doc) lists(command string) bool {
+	for _, e := range d.entries() {
+		m, _ := e.(map[string]any)
+		name, _ := m["name"].(string)
+		cmd, _ := m["command"].(string)
+		if sameCommand(name, command) || sameCommand(cmd, command) {
+			return true
+		}
+	}
+	return false
+}
+
+// Check says whether kubectl would run command under the kuberc at path.
+func Check(path, command string) (Verdict, error) {
+	d, _, err := read(path)
+	if err != nil || d == nil {
+		return NoPolicy, err
+	}
+	switch d.policy() {
+	case "", "AllowAll":
+		return NoPolicy, nil
+	case "DenyAll":
+		return DenyAll, nil
+	case "Allowlist":
+		if d.lists(command) {
+			return Listed, nil
+		}
+		return NotListed, nil
+	}
+	return NoPolicy, fmt.Errorf("%s: credentialPluginPolicy %q is not one of AllowAll, DenyAll, Allowlist", path, d.policy())
+}
+
+// Allow adds command to the allowlist of the kuberc at path when its
+// policy is Allowlist and the command is not listed yet; without a policy
+// there is nothing to add (an allowlist would stop the user's other
+// plugins). It keeps the file's other content and mode, and says what it
+// did.
+func Allow(path, command string) (Verdict, bool, error) {
+	d, mode, err := read(path)
+	if err != nil {
+		return NoPolicy, false, err
+	}
+	v, err := Check(path, command)
+	if err != nil {
+		return v, false, err
+	}
+	switch v {
+	case DenyAll:
+		return v, false, ErrDenyAll
+	case NoPolicy, Listed:
+		return v, false, nil
+	}
+	d["credentialPluginAllowlist"] = append(d.entries(), map[string]any{"name": command})
+	if d["apiVersion"] == nil {
+		d["apiVersion"] = apiVersion
+	}
+	if d["kind"] == nil {
+		d["kind"] = kind
+	}
+	b, err := yaml.Marshal(d)
+	if err != nil {
+		return v, false, err
+	}
+	if err := writeAtomic(path, b, mode); err != nil {
+		return v, false, fmt.Errorf("writing the kuberc: %w", err)
+	}
+	return v, true, nil
+}
+
+// writeAtomic replaces path (following a symlink to its target) with b.
+func writeAtomic(path string, b []byte, mode os.FileMode) error {
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		path = target
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".kuberc-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// Snippet is the YAML a user adds by hand.
+func Snippet(command string) string {
+	return fmt.Sprintf("apiVersion: %s\nkind: %s\ncredentialPluginPolicy: Allowlist\ncredentialPluginAllowlist:\n- name: %s\n", apiVersion, kind, command)
+}
