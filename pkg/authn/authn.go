@@ -215,6 +215,11 @@ func New(ctx context.Context, opts Options) (*Authenticator, error) {
 	var keySet keySet
 	switch opts.Keys {
 	case KeysStatic:
+		// One file of keys for several issuers would let the holder of one
+		// issuer's key sign tokens for the others.
+		if len(opts.Config.JWT) > 1 {
+			return nil, fmt.Errorf("static signing keys serve one issuer, the configuration has %d: give each issuer's keys through its discovery document, or configure one issuer", len(opts.Config.JWT))
+		}
 		ks, err := parseStaticKeys(opts.StaticKeys)
 		if err != nil {
 			return nil, err

@@ -209,6 +209,13 @@ func TestStaticAndUnverifiedKeys(t *testing.T) {
 		_, err = a.Authenticate(context.Background(), expired)
 		assert.ErrorContains(t, err, "expired")
 	})
+	t.Run("static keys for two issuers refused", func(t *testing.T) {
+		two, _ := LegacyFlags{IssuerURL: is.URL, ClientIDs: []string{"kube"}, UsernamePrefix: "-"}.Config()
+		other, _ := LegacyFlags{IssuerURL: "https://b.example", ClientIDs: []string{"kube"}, UsernamePrefix: "-"}.Config()
+		two.JWT = append(two.JWT, other.JWT...)
+		_, err := New(context.Background(), Options{Config: two, Keys: KeysStatic, StaticKeys: is.PublicKeyPEM()})
+		assert.ErrorContains(t, err, "static signing keys serve one issuer")
+	})
 	t.Run("bad static keys", func(t *testing.T) {
 		for _, k := range []string{"", "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n", `{"keys": []}`} {
 			_, err := New(context.Background(), Options{Config: cfg, Keys: KeysStatic, StaticKeys: []byte(k)})

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -358,11 +357,12 @@ func printMap(w io.Writer, m map[string]any) {
 	}
 }
 
-// printable escapes control characters (a claim is the token author's
-// text: an escape sequence must not reach the terminal) and tabs, which
-// would break the table.
+// printable escapes what is not printable (a claim is the token author's
+// text: an escape sequence must not reach the terminal, and a
+// bidirectional override or zero-width character must not disguise a
+// name), and tabs, which would break the table.
 func printable(s string) string {
-	if !strings.ContainsFunc(s, unicode.IsControl) {
+	if !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) {
 		return s
 	}
 	q := strconv.Quote(s)

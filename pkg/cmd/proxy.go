@@ -263,13 +263,13 @@ func (o *ProxyOptions) Run(ctx context.Context) error {
 		Transport:        proxy.HeaderTimeout(transport, o.UpstreamTimeout),
 		UpgradeTransport: proxy.HeaderTimeout(upgradeTransport, o.UpstreamTimeout),
 		Authenticator:    authenticator, AllowSystemIdentities: o.AllowSystemIdentities,
-		Ready: proxy.ReadyCheck(u, proxy.HeaderTimeout(transport, o.UpstreamTimeout), authenticator.HealthCheck),
+		Ready: proxy.ReadyCheck(u, proxy.HeaderTimeout(transport, o.UpstreamTimeout), authenticator.HealthCheck, time.Second),
 		Audit: audit, Metrics: metrics, CacheSize: cmp.Or(o.TokenCacheSize, -1)}
 	l, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", o.Listen, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second,
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 90 * time.Second,
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}}
 	servers := []*http.Server{srv}
 	if o.MetricsAddress != "" {

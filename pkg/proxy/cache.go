@@ -11,8 +11,13 @@ import (
 // DefaultCacheSize bounds the verified-token cache.
 const DefaultCacheSize = 4096
 
-// identityCache remembers the identity of a verified token until the
-// token's exp, keyed by the token's SHA-256 (tokens themselves are not
+// cacheTTL bounds how long an authentication is reused: kube-apiserver
+// caches successful token authentications for 10 s, so a key the issuer
+// retires, or a changed distributed claim, takes effect as soon here.
+const cacheTTL = 10 * time.Second
+
+// identityCache remembers the identity of a verified token for cacheTTL,
+// never past the token's exp, keyed by the token's SHA-256 (tokens themselves are not
 // kept). A token is immutable, so its signature check and claim mapping
 // give the same answer until it expires; kubectl sends the same token for
 // many requests, and an RSA verification plus CEL per request is the
@@ -54,6 +59,9 @@ func (c *identityCache) get(raw string, now time.Time) (user.Info, bool) {
 func (c *identityCache) put(raw string, u user.Info, expiry, now time.Time) {
 	if c == nil || !now.Before(expiry) {
 		return
+	}
+	if limit := now.Add(cacheTTL); expiry.After(limit) {
+		expiry = limit
 	}
 	e := cachedIdentity{user: u, expiry: expiry}
 	k := tokenKey(raw)

@@ -51,7 +51,8 @@ func TestIdentityCache(t *testing.T) {
 		wantCode  int
 		wantCalls int32
 	}{
-		{"cached until exp", valid, 0, 0, 200, 1},
+		{"cached", valid, 0, 0, 200, 1},
+		{"authenticated again after 10 s, as kube-apiserver's cache", valid, 0, 11 * time.Second, 200, 2},
 		{"authenticated again after exp", valid, 0, 2 * time.Minute, 401, 2},
 		{"cache disabled", valid, -1, 0, 200, 3},
 		{"bad signature: never cached", forged, 0, 0, 401, 3},

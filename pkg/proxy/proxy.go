@@ -23,6 +23,7 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -30,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -99,6 +101,11 @@ func (h *Handler) init() {
 			r.SetURL(h.Upstream)
 			r.Out.Host = h.Upstream.Host
 			stripIdentityHeaders(r.Out.Header)
+			// The caller's address, as kube-apiserver's audit reads it
+			// (sourceIPs): X-Forwarded-For set from the connection, and no
+			// X-Real-Ip of the caller's choosing.
+			r.Out.Header.Del("X-Real-Ip")
+			r.SetXForwarded()
 		},
 		Transport: impersonate{upgradeSplit{plain: h.Transport, upgrade: h.UpgradeTransport}},
 		// Watches and logs stream: flush every write.
@@ -187,8 +194,18 @@ func (r *recorder) Flush() {
 	}
 }
 
-// Unwrap lets http.ResponseController reach the connection (upgrades).
+// Unwrap lets http.ResponseController reach the connection.
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Hijack records an upgrade (httputil.ReverseProxy writes the 101 on the
+// hijacked connection itself, not through WriteHeader).
+func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(r.ResponseWriter).Hijack()
+	if err == nil {
+		r.code = http.StatusSwitchingProtocols
+	}
+	return c, rw, err
+}
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.once.Do(h.init)
@@ -208,7 +225,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	elapsed := time.Since(start)
 	h.Metrics.observe(rec.code, elapsed)
 	if h.Audit != nil {
-		line := map[string]any{"time": time.Now().UTC().Format(time.RFC3339Nano),
+		line := map[string]any{"time": time.Now().UTC().Format(time.RFC3339Nano), "remote": r.RemoteAddr,
 			"verb": r.Method, "path": r.URL.Path, "code": rec.code, "latencyMs": elapsed.Milliseconds()}
 		if l.user != nil {
 			line["user"], line["groups"], line["uid"] = l.user.GetName(), l.user.GetGroups(), l.user.GetUID()
@@ -246,6 +263,12 @@ func (h *Handler) refuse(w http.ResponseWriter, l *requestLog, code int, failure
 }
 
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
+	if r.Method == http.MethodConnect || r.Method == http.MethodTrace {
+		// CONNECT would tunnel through the proxy (and loses the
+		// upstream's path prefix); the Kubernetes API uses neither.
+		h.refuse(w, l, http.StatusMethodNotAllowed, "request", "method "+r.Method, "the method "+r.Method+" is not served by the impersonating proxy")
+		return
+	}
 	for _, v := range r.Header.Values("Connection") {
 		for _, name := range strings.Split(v, ",") {
 			n := strings.ToLower(strings.TrimSpace(name))
@@ -315,6 +338,8 @@ func hasDotSegment(u *url.URL) bool {
 				seg = d
 			}
 			for _, s := range strings.Split(strings.ReplaceAll(seg, `\`, "/"), "/") {
+				// "..;x" is ".." to servers that read path parameters.
+				s, _, _ = strings.Cut(s, ";")
 				if s == "." || s == ".." {
 					return true
 				}

@@ -191,6 +191,7 @@ func TestProxyAttacks(t *testing.T) {
 	}
 	type attack struct {
 		name     string
+		method   string
 		path     string
 		headers  [][2]string
 		wantCode int
@@ -245,9 +246,13 @@ func TestProxyAttacks(t *testing.T) {
 			attack{name: "upgrade, token: " + tamper, headers: [][2]string{{"Authorization", "Bearer " + tok}, {"Connection", "Upgrade"}, {"Upgrade", "SPDY/3.1"}}, wantCode: 401},
 		)
 	}
-	for _, path := range []string{"/../../c-2" + pods, "/api/../../c-2" + pods, "/%2e%2e/c-2" + pods, "/api/%2E%2E/%2e%2e/c-2/api", "/api/..%2f..%2fc-2/api", "/api/./v1/pods", `/api/..\..\c-2/api`} {
+	for _, path := range []string{"/../../c-2" + pods, "/api/../../c-2" + pods, "/%2e%2e/c-2" + pods, "/api/%2E%2E/%2e%2e/c-2/api", "/api/..%2f..%2fc-2/api", "/api/./v1/pods", `/api/..\..\c-2/api`,
+		"/..;/..;/c-2/api", "/api/..%3b/x"} {
 		attacks = append(attacks, attack{name: "path " + path, path: path, headers: [][2]string{bearer}, wantCode: 400})
 	}
+	attacks = append(attacks,
+		attack{name: "CONNECT tunnels", method: "CONNECT", path: "evil.example:443", headers: [][2]string{bearer}, wantCode: 405},
+		attack{name: "TRACE", method: "TRACE", headers: [][2]string{bearer}, wantCode: 405})
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
 			p.upstream.take()
@@ -255,7 +260,11 @@ func TestProxyAttacks(t *testing.T) {
 			if path == "" {
 				path = pods
 			}
-			code := rawRequest(t, p.url, "GET", path, a.headers)
+			method := a.method
+			if method == "" {
+				method = "GET"
+			}
+			code := rawRequest(t, p.url, method, path, a.headers)
 			assert.Equal(t, a.wantCode, code)
 			seen := p.upstream.take()
 			if a.wantCode != 200 {
@@ -304,6 +313,8 @@ func TestProxyForwardsTheIdentity(t *testing.T) {
 	req.Header.Set("X-Remote-User", "system:admin")
 	req.Header.Set("X-Remote-Group", "system:masters")
 	req.Header.Set("X-Remote-Extra-Scopes", "x")
+	req.Header.Set("X-Real-Ip", "10.9.9.9")
+	req.Header.Set("X-Forwarded-For", "10.8.8.8")
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
@@ -314,6 +325,8 @@ func TestProxyForwardsTheIdentity(t *testing.T) {
 	assertForwardedAsAlice(t, seen[0])
 	assert.Equal(t, "/clusters/c-1/api/v1/namespaces/a/pods", seen[0].URL.Path)
 	assert.Equal(t, []string{"acme"}, seen[0].Header.Values("Impersonate-Extra-Example.com%2ftenant"))
+	assert.Empty(t, seen[0].Header.Get("X-Real-Ip"), "no source address of the caller's choosing")
+	assert.Equal(t, []string{"127.0.0.1"}, seen[0].Header.Values("X-Forwarded-For"), "the caller's real address, for kube-apiserver's sourceIPs")
 	// The audit line names the caller, never the token.
 	for i := 0; i < 100 && !strings.Contains(p.audit.String(), "alice"); i++ {
 		time.Sleep(10 * time.Millisecond)
@@ -411,7 +424,7 @@ func TestProxyReadyAndUpstreamErrors(t *testing.T) {
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
 	h := &Handler{Upstream: u, Transport: HeaderTimeout(http.DefaultTransport, 300*time.Millisecond), Authenticator: a,
-		Ready: ReadyCheck(u, http.DefaultTransport, a.HealthCheck)}
+		Ready: ReadyCheck(u, http.DefaultTransport, a.HealthCheck, 0)}
 	p := httptest.NewServer(h)
 	defer p.Close()
 	get := func(path string) (int, string) {
@@ -455,7 +468,7 @@ func TestProxyReadyNeedsTheIssuer(t *testing.T) {
 	defer a.Close()
 	u, _ := url.Parse("https://upstream.invalid")
 	rec := httptest.NewRecorder()
-	(&Handler{Upstream: u, Authenticator: a, Ready: ReadyCheck(u, noopRT{}, a.HealthCheck)}).ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	(&Handler{Upstream: u, Authenticator: a, Ready: ReadyCheck(u, noopRT{}, a.HealthCheck, 0)}).ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
 	assert.Equal(t, 503, rec.Code)
 	assert.Contains(t, rec.Body.String(), "issuer")
 }
@@ -618,4 +631,31 @@ func TestProxyPrefixedSystemGroupIsForwarded(t *testing.T) {
 	seen := p.upstream.take()
 	require.Len(t, seen, 1)
 	assert.Equal(t, []string{"oidc:system:masters"}, seen[0].Header.Values("Impersonate-Group"))
+}
+
+// The readiness answer is reused: probes cannot make the proxy send an
+// upstream request each.
+func TestReadyCheckIsReused(t *testing.T) {
+	var n int
+	var mu sync.Mutex
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { mu.Lock(); n++; mu.Unlock() }))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	ready := ReadyCheck(u, http.DefaultTransport, func() error { return nil }, time.Minute)
+	for range 20 {
+		require.NoError(t, ready(context.Background()))
+	}
+	assert.Equal(t, 1, n)
+}
+
+// An upgrade is audited as 101, not 200.
+func TestUpgradeAuditedAs101(t *testing.T) {
+	p := newTestProxy(t, legacyConfig, false)
+	tok := p.mint(t, aliceClaims, testissuer.Valid)
+	assert.Equal(t, 101, rawRequest(t, p.url, "POST", "/api/v1/namespaces/a/pods/p/exec", [][2]string{{"Authorization", "Bearer " + tok}, {"Connection", "Upgrade"}, {"Upgrade", "SPDY/3.1"}}))
+	for i := 0; i < 100 && !strings.Contains(p.audit.String(), `"code":101`); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	assert.Contains(t, p.audit.String(), `"code":101`)
+	assert.Contains(t, p.audit.String(), `"remote":"127.0.0.1:`)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 )
 
@@ -60,27 +61,50 @@ func (c cancelOnClose) Write(p []byte) (int, error) {
 	return 0, errors.New("the upstream body is not writable")
 }
 
+// CloseWrite passes a half-close on to an upgraded connection.
+func (c cancelOnClose) CloseWrite() error {
+	if cw, ok := c.ReadCloser.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 // ReadyCheck is ready when the API server answers its /readyz with the
 // proxy's credential and every issuer's keys are loaded (health).
-func ReadyCheck(upstream *url.URL, rt http.RoundTripper, health func() error) func(ctx context.Context) error {
+// The answer is reused for reuse: probes are frequent and unauthenticated,
+// and each check costs an upstream request.
+func ReadyCheck(upstream *url.URL, rt http.RoundTripper, health func() error, reuse time.Duration) func(ctx context.Context) error {
 	readyz := upstream.JoinPath("/readyz").String()
+	var mu sync.Mutex
+	var last time.Time
+	var lastErr error
 	return func(ctx context.Context) error {
-		if err := health(); err != nil {
-			return fmt.Errorf("issuer: %w", err)
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last) < reuse {
+			return lastErr
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyz, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := rt.RoundTrip(req)
-		if err != nil {
-			return errors.New("upstream unavailable")
-		}
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("upstream /readyz answered %d", resp.StatusCode)
-		}
-		return nil
+		last, lastErr = time.Now(), check(ctx, readyz, rt, health)
+		return lastErr
 	}
+}
+
+func check(ctx context.Context, readyz string, rt http.RoundTripper, health func() error) error {
+	if err := health(); err != nil {
+		return fmt.Errorf("issuer: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyz, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return errors.New("upstream unavailable")
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("upstream /readyz answered %d", resp.StatusCode)
+	}
+	return nil
 }
