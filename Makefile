@@ -15,7 +15,7 @@ TOOLS = $(shell hack/tools/build.sh)
 # The version in the archive names of a goreleaser output directory.
 snapshot_version = $$(ls $(1)/kubectl-impersonate_*_linux_amd64.tar.gz | sed -E 's/.*kubectl-impersonate_(.*)_linux_amd64.tar.gz/\1/')
 
-.PHONY: help build install test unit e2e bench lint fmt fuzz clean tools release-snapshot release-test krew-manifest krew-validate docs
+.PHONY: help build install test unit e2e demo demo-check bench lint fmt fuzz clean tools release-snapshot release-test krew-manifest krew-validate docs
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -33,7 +33,13 @@ unit: ## Unit and integration tests (in-process OIDC provider, the built binary)
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-test: lint unit e2e release-test ## Everything CI runs: lint, unit, integration, end-to-end and Krew install tests
+test: lint unit e2e demo-check release-test ## Everything CI runs: lint, unit, integration, end-to-end (Kubernetes 1.37 and 1.35), the demo checked, Krew install
+
+demo: ## A local kube-apiserver + etcd + Dex + proxy and a kubeconfig with two users; prints the commands to try (Ctrl-C stops it)
+	hack/demo.sh
+
+demo-check: ## Run the demo non-interactively (headless Chromium answers the logins) and check what its commands print
+	hack/demo.sh --check
 
 e2e: ## End-to-end tests on real kube-apiserver, etcd, Dex, kubectl, keyring and Chromium
 	test/e2e/run.sh

@@ -96,15 +96,60 @@ func (s *Source) minValidity() time.Duration {
 	return MinValidity
 }
 
+// margin is how long before its expiry a token is renewed, and how much
+// earlier than the real expiry kubectl is told it expires: the configured
+// margin, but at most a third of the token's lifetime. A provider's short
+// tokens (Keycloak's 300 s by default, shorter than CloudSigma's 5 minute
+// margin) are then used for two thirds of their life instead of refused.
+// Entries without ObtainedAt (older caches) get the configured margin.
+func (s *Source) margin(e *tokencache.Entry, exp time.Time) time.Duration {
+	m := s.minValidity()
+	if !e.ObtainedAt.IsZero() && exp.After(e.ObtainedAt) {
+		if third := exp.Sub(e.ObtainedAt) / 3; third < m {
+			m = third
+		}
+	}
+	return m
+}
+
 func (s *Source) usable(e *tokencache.Entry) (*Result, bool) {
 	if e == nil {
 		return nil, false
 	}
 	tok, exp := Select(e, s.UseAccessToken)
-	if tok == "" || !s.now().Add(s.minValidity()).Before(exp) {
+	m := s.margin(e, exp)
+	if tok == "" || !s.now().Add(m).Before(exp) {
 		return nil, false
 	}
-	return &Result{Token: tok, Expiry: exp.Add(-s.minValidity()), Entry: e}, true
+	return &Result{Token: tok, Expiry: exp.Add(-m), Entry: e}, true
+}
+
+// graceMin is the least validity a cached token must have left to be
+// served while the provider cannot renew it: less is spent before a
+// request reaches the API server.
+const graceMin = 2 * time.Second
+
+// stillValid is e's token while it is valid for graceMin more, to serve
+// when renewing it failed for a passing reason: kubectl is told it
+// expires halfway to its real expiry (at most MinValidity early), so it
+// asks again before then and never holds an expired token.
+func (s *Source) stillValid(e *tokencache.Entry) (*Result, bool) {
+	if e == nil {
+		return nil, false
+	}
+	tok, exp := Select(e, s.UseAccessToken)
+	left := exp.Sub(s.now())
+	if tok == "" || left <= graceMin {
+		return nil, false
+	}
+	return &Result{Token: tok, Expiry: exp.Add(-min(left/2, MinValidity)), Entry: e, From: FromCache}, true
+}
+
+// transient tells a provider's passing trouble (no answer, 5xx, 429) from
+// a refusal.
+func transient(err error) bool {
+	var passing interface{ Transient() bool }
+	return errors.As(err, &passing) && passing.Transient()
 }
 
 // read returns the cached entry, nil on a miss. A corrupted entry is a miss
@@ -196,10 +241,24 @@ func (s *Source) getLocked(ctx context.Context, id string, opts Options) (*Resul
 
 	var fresh *tokencache.Entry
 	from := FromGrant
+	// outage serves the cached token, still valid though inside its
+	// renewal window, when the provider cannot renew it for now.
+	outage := func(err error) (*Result, bool) {
+		if opts.ForceLogin || !transient(err) {
+			return nil, false
+		}
+		r, ok := s.stillValid(e)
+		if ok {
+			s.notify(fmt.Sprintf("could not renew the token (%v); using the cached one, valid until %s", err, r.Expiry.Format(time.RFC3339)))
+		}
+		return r, ok
+	}
 	if e != nil && e.RefreshToken != "" && !opts.ForceLogin {
 		fresh, err = auth.Refresh(ctx, e.RefreshToken)
-		var passing interface{ Transient() bool }
-		if err != nil && errors.As(err, &passing) && passing.Transient() {
+		if r, ok := outage(err); ok {
+			return r, nil
+		}
+		if err != nil && transient(err) {
 			// The provider is in trouble, the refresh token is not refused:
 			// keep it for the next call rather than asking for a login.
 			return nil, fmt.Errorf("%w (the cached refresh token is kept: the next call tries again)", err)
@@ -214,18 +273,27 @@ func (s *Source) getLocked(ctx context.Context, id string, opts Options) (*Resul
 	}
 	if fresh == nil {
 		fresh, err = auth.Grant(ctx)
+		if r, ok := outage(err); ok {
+			return r, nil
+		}
 		if err != nil {
 			return nil, err
 		}
 	}
-	r, ok := s.usable(fresh)
-	if !ok {
-		tok, exp := Select(fresh, s.UseAccessToken)
-		if tok == "" {
-			return nil, errors.New("the identity provider issued no usable token")
-		}
-		return nil, fmt.Errorf("the identity provider issued a token that expires at %s, less than %s from now: check the clocks of this machine and the provider", exp.Format(time.RFC3339), s.minValidity())
+	tok, exp := Select(fresh, s.UseAccessToken)
+	if tok == "" {
+		return nil, errors.New("the identity provider issued no usable token")
 	}
+	if now := s.now(); !now.Before(exp) {
+		return nil, fmt.Errorf("the identity provider issued a token that had already expired (expiry %s, this machine's time %s): check the clocks of this machine and the provider", exp.Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	// A fresh token is used however short its life: its margin is at most
+	// a third of its lifetime (for an entry without ObtainedAt, taken from
+	// now), and it is reported at least that early.
+	if fresh.ObtainedAt.IsZero() {
+		fresh.ObtainedAt = s.now().UTC()
+	}
+	r := &Result{Token: tok, Expiry: exp.Add(-s.margin(fresh, exp)), Entry: fresh}
 	r.From = from
 	b, err := fresh.Encode()
 	if err == nil {

@@ -3,6 +3,7 @@ package credential
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -183,11 +184,97 @@ func (unavailableStore) Get(context.Context, string) ([]byte, error) {
 	return nil, tokencache.ErrUnavailable
 }
 
-func TestGetTokenTooShortLived(t *testing.T) {
-	auth := &fakeAuth{lifetime: 10 * time.Second}
+// Lifetimes of real providers: a fresh token is used however short its
+// life, renewed when a third of it is left (or the configured margin,
+// whichever is less), and reported to kubectl that early.
+func TestLifetimes(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		lifetime, minValidity, wantMargin time.Duration
+	}{
+		{20 * time.Second, 0, 20 * time.Second / 3},
+		{60 * time.Second, 0, 20 * time.Second},
+		{300 * time.Second, 0, 30 * time.Second},
+		{3600 * time.Second, 0, 30 * time.Second},
+		// CloudSigma's 5 minute margin with Keycloak's 300 s default.
+		{20 * time.Second, 5 * time.Minute, 20 * time.Second / 3},
+		{300 * time.Second, 5 * time.Minute, 100 * time.Second},
+		{900 * time.Second, 5 * time.Minute, 5 * time.Minute},
+		{3600 * time.Second, 5 * time.Minute, 5 * time.Minute},
+	} {
+		t.Run(fmt.Sprintf("%s token, %s margin", tc.lifetime, tc.minValidity), func(t *testing.T) {
+			clock := t0
+			auth := &fakeAuth{lifetime: tc.lifetime}
+			s, _ := newSource(t, tokencache.NewDisk(t.TempDir()), auth, func() time.Time { return clock })
+			s.MinValidity = tc.minValidity
+			r, err := s.Get(context.Background(), Options{})
+			require.NoError(t, err, "a fresh token is never refused for being short-lived")
+			assert.Equal(t, t0.Add(tc.lifetime-tc.wantMargin), r.Expiry, "reported to kubectl the margin early")
+			clock = t0.Add(tc.lifetime - tc.wantMargin - time.Second)
+			r, err = s.Get(context.Background(), Options{})
+			require.NoError(t, err)
+			assert.Equal(t, FromCache, r.From, "used until its margin")
+			clock = t0.Add(tc.lifetime - tc.wantMargin + time.Second)
+			r, err = s.Get(context.Background(), Options{})
+			require.NoError(t, err)
+			assert.Equal(t, FromRefresh, r.From, "renewed inside its margin")
+			assert.Equal(t, int32(1), auth.refreshes.Load())
+			assert.True(t, r.Expiry.After(clock), "never reported as already expired")
+		})
+	}
+}
+
+func TestGetTokenAlreadyExpired(t *testing.T) {
+	auth := &fakeAuth{lifetime: -10 * time.Second}
 	s, _ := newSource(t, tokencache.None{}, auth, time.Now)
 	_, err := s.Get(context.Background(), Options{})
-	require.ErrorContains(t, err, "check the clocks")
+	require.ErrorContains(t, err, "had already expired")
+	assert.ErrorContains(t, err, "check the clocks")
+}
+
+type passingErr struct{}
+
+func (passingErr) Error() string   { return "HTTP 503" }
+func (passingErr) Transient() bool { return true }
+
+// During a provider outage inside the renewal window, the still-valid
+// cached token is served with a notice; never past its expiry; a refusal
+// is not an outage.
+func TestOutageInsideRenewalWindow(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name       string
+		at         time.Duration // after t0; the cached token expires at t0+300s
+		refreshErr error
+		wantToken  string
+		wantErr    string
+	}{
+		{name: "outage, token valid for 20 s more", at: 280 * time.Second, refreshErr: passingErr{}, wantToken: "cached-at"},
+		{name: "outage, token valid for 1 s more", at: 299 * time.Second, refreshErr: passingErr{}, wantErr: "HTTP 503"},
+		{name: "outage, token expired", at: 301 * time.Second, refreshErr: passingErr{}, wantErr: "HTTP 503"},
+		{name: "refused refresh: a new grant", at: 280 * time.Second, refreshErr: errors.New("invalid_grant"), wantToken: "grant-at"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := t0.Add(tc.at)
+			auth := &fakeAuth{refreshErr: tc.refreshErr}
+			s, notices := newSource(t, tokencache.NewDisk(t.TempDir()), auth, func() time.Time { return clock })
+			s.UseAccessToken = true
+			put(t, s, &tokencache.Entry{AccessToken: "cached-at", RefreshToken: "rt", AccessTokenExpiry: t0.Add(300 * time.Second), ObtainedAt: t0})
+			r, err := s.Get(context.Background(), Options{})
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantToken, r.Token)
+			assert.True(t, r.Expiry.After(clock), "reported valid from now on")
+			if tc.wantToken == "cached-at" {
+				assert.False(t, r.Expiry.After(t0.Add(300*time.Second)), "never past the real expiry")
+				require.NotEmpty(t, *notices)
+				assert.Contains(t, (*notices)[len(*notices)-1], "using the cached one")
+			}
+		})
+	}
 }
 
 func TestForceLogin(t *testing.T) {

@@ -26,8 +26,11 @@ const (
 	// before it expires.
 	CloudSigmaRenewBefore = settings.CloudSigmaRenewBefore
 	// defaultImpersonatedLifetime applies when the answer's expires_in is 0
-	// or absent.
+	// or absent and the token is not a JWT with exp.
 	defaultImpersonatedLifetime = 15 * time.Minute
+	// defaultKeycloakLifetime is Keycloak's default access token lifespan,
+	// for a service token or RPT with neither expires_in nor exp.
+	defaultKeycloakLifetime = 5 * time.Minute
 )
 
 // ErrNoUserEmail is returned before any network call.
@@ -49,6 +52,9 @@ type CloudSigma struct {
 	settings.CloudSigma
 	ClientSecret   string `datapolicy:"secret"`
 	LegacyPassword string `datapolicy:"password"`
+	// ClientAuthMethod is AuthPost (default: the client secret in the form
+	// body, as CloudSigma's documents show) or AuthBasic.
+	ClientAuthMethod string
 
 	HTTPClient *http.Client
 	Retry      RetryPolicy
@@ -97,9 +103,14 @@ func (c *CloudSigma) hc() *http.Client {
 	return http.DefaultClient
 }
 
-// Source is the credential source of the impersonated token.
+// Source is the credential source of the impersonated token. In legacy
+// mode it is the legacy account's own token: the documents describe legacy
+// credentials as acting directly as that account, not as impersonation.
 func (c *CloudSigma) Source() *credential.Source {
 	service := c.source(c.ServiceKey(), c.serviceToken)
+	if c.LegacyUsername != "" {
+		return service
+	}
 	rpt := c.source(c.RPTKey(), func(ctx context.Context) (*tokencache.Entry, error) {
 		svc, err := service.Get(ctx, credential.Options{})
 		if err != nil {
@@ -130,16 +141,28 @@ func (c *CloudSigma) record(step string, err error) {
 	c.Audit.Record(AuditRecord{Exchange: "cloudsigma", UserEmail: c.UserEmail, Region: c.Region, Step: step, Outcome: o, Error: msg})
 }
 
+// retry is the retry policy of step: every attempt that is retried (a
+// 429, a 5xx, no answer) is recorded in the audit log too.
+func (c *CloudSigma) retry(step string) RetryPolicy {
+	p := c.Retry
+	p.Observe = func(attempt int, err error) {
+		c.record(fmt.Sprintf("%s (attempt %d, retried)", step, attempt), err)
+	}
+	return p
+}
+
 const (
 	stepService     = "1/3 client_credentials"
 	stepRPT         = "2/3 uma-ticket"
 	stepImpersonate = "3/3 impersonate"
 )
 
-func (c *CloudSigma) entry(t *tokenResponse, lifetime time.Duration) *tokencache.Entry {
+// entry caches t; its expiry follows the one rule (expires_in, else the
+// JWT's exp, else def).
+func (c *CloudSigma) entry(t *tokenResponse, def time.Duration) *tokencache.Entry {
 	now := c.now()
 	return &tokencache.Entry{
-		AccessToken: t.AccessToken, TokenType: t.TokenType, AccessTokenExpiry: now.Add(lifetime).UTC(),
+		AccessToken: t.AccessToken, TokenType: t.TokenType, AccessTokenExpiry: expiryOr(t, now, def),
 		Issuer: c.Issuer(), ClientID: c.ClientID, ObtainedAt: now.UTC(),
 	}
 }
@@ -149,24 +172,34 @@ func (c *CloudSigma) serviceToken(ctx context.Context) (*tokencache.Entry, error
 	step := stepService
 	if c.LegacyUsername != "" {
 		form = url.Values{"grant_type": {"password"}, "username": {c.LegacyUsername}, "password": {c.LegacyPassword}}
-		step = "1/3 password (legacy credentials)"
+		step = "password (legacy credentials: acting directly as " + c.LegacyUsername + ", no impersonation)"
+		if c.Notify != nil {
+			c.Notify("LEGACY CloudSigma credentials: acting directly as the account " + c.LegacyUsername + ", not impersonating anyone")
+		}
 	}
 	c.Log.Printf(1, "cloudsigma: %s at %s", step, c.tokenURL())
-	auth := clientAuth(form, c.ClientID, c.ClientSecret)
-	t, err := postToken(ctx, c.hc(), c.Retry, c.tokenURL(), form, auth)
+	method := c.ClientAuthMethod
+	if method == "" {
+		method = AuthPost
+	}
+	auth := clientAuth(form, method, c.ClientID, c.ClientSecret)
+	t, err := postToken(ctx, c.hc(), c.retry(step), c.tokenURL(), form, auth)
 	c.record(step, err)
 	if err != nil {
 		return nil, c.stepError(step, err)
 	}
-	e := c.entry(t, t.lifetime(5*time.Minute+CloudSigmaRenewBefore))
+	e := c.entry(t, defaultKeycloakLifetime)
 	e.GrantType = "client-credentials"
+	if c.LegacyUsername != "" {
+		e.GrantType = "password"
+	}
 	return e, nil
 }
 
 func (c *CloudSigma) requestingPartyToken(ctx context.Context, serviceToken string) (*tokencache.Entry, error) {
 	c.Log.Printf(1, "cloudsigma: %s at %s", stepRPT, c.tokenURL())
 	form := url.Values{"grant_type": {umaGrant}, "audience": {serviceProviderAudience}}
-	t, err := postToken(ctx, c.hc(), c.Retry, c.tokenURL(), form, bearerAuth(serviceToken))
+	t, err := postToken(ctx, c.hc(), c.retry(stepRPT), c.tokenURL(), form, bearerAuth(serviceToken))
 	var he *HTTPError
 	if errors.As(err, &he) && he.Status == http.StatusForbidden {
 		err = fmt.Errorf("%w: grant the client's service account the permission on %s in Keycloak's Authorization settings", err, serviceProviderAudience)
@@ -175,7 +208,7 @@ func (c *CloudSigma) requestingPartyToken(ctx context.Context, serviceToken stri
 	if err != nil {
 		return nil, c.stepError(stepRPT, err)
 	}
-	e := c.entry(t, t.lifetime(5*time.Minute+CloudSigmaRenewBefore))
+	e := c.entry(t, defaultKeycloakLifetime)
 	e.GrantType = "uma-ticket"
 	return e, nil
 }
@@ -184,52 +217,50 @@ func (c *CloudSigma) impersonate(ctx context.Context, rpt, serviceToken string) 
 	u := c.APIURL() + "/service_provider/api/v1/user/impersonate"
 	c.Log.Printf(1, "cloudsigma: %s of %s at %s", stepImpersonate, c.UserEmail, u)
 	var answer json.RawMessage
-	err := postJSON(ctx, c.hc(), c.Retry, u, map[string]string{"user_email": c.UserEmail, "subject_token": serviceToken}, bearerAuth(rpt), &answer)
-	var tok string
-	var lifetime time.Duration
+	err := postJSON(ctx, c.hc(), c.retry(stepImpersonate), u, map[string]string{"user_email": c.UserEmail, "subject_token": serviceToken}, bearerAuth(rpt), &answer)
+	var t *tokenResponse
 	if err == nil {
-		tok, lifetime, err = parseImpersonation(answer)
+		t, err = parseImpersonation(answer)
 	}
 	c.record(stepImpersonate, err)
 	if err != nil {
 		return nil, c.stepError(stepImpersonate, err)
 	}
-	e := c.entry(&tokenResponse{AccessToken: tok, TokenType: "Bearer"}, lifetime)
+	e := c.entry(t, defaultImpersonatedLifetime)
 	e.GrantType = "cloudsigma-impersonate"
 	return e, nil
 }
 
 // parseImpersonation reads the impersonate endpoint's answer: the token
-// (access_token, or impersonated_token) and its lifetime (expires_in as a
-// number or a string; 0 or absent: the default).
-func parseImpersonation(b []byte) (string, time.Duration, error) {
+// (access_token, or impersonated_token) and expires_in (a number or a
+// string; 0 or absent: the token's own exp decides, else the default).
+func parseImpersonation(b []byte) (*tokenResponse, error) {
 	var answer struct {
 		AccessToken       string `json:"access_token" datapolicy:"token"`
 		ImpersonatedToken string `json:"impersonated_token" datapolicy:"token"`
 		ExpiresIn         any    `json:"expires_in"`
 	}
 	if err := json.Unmarshal(b, &answer); err != nil {
-		return "", 0, fmt.Errorf("the answer is not the expected JSON object: %s", oneLine(err.Error()))
+		return nil, fmt.Errorf("the answer is not the expected JSON object: %s", oneLine(err.Error()))
 	}
-	tok := answer.AccessToken
-	if tok == "" {
-		tok = answer.ImpersonatedToken
+	t := &tokenResponse{AccessToken: answer.AccessToken, TokenType: "Bearer"}
+	if t.AccessToken == "" {
+		t.AccessToken = answer.ImpersonatedToken
 	}
-	if tok == "" {
-		return "", 0, errors.New("the answer holds neither access_token nor impersonated_token")
+	if t.AccessToken == "" {
+		return nil, errors.New("the answer holds neither access_token nor impersonated_token")
 	}
-	lifetime := defaultImpersonatedLifetime
 	switch v := answer.ExpiresIn.(type) {
 	case float64:
 		if v > 0 && v < float64(maxLifetime/time.Second) {
-			lifetime = time.Duration(v) * time.Second
+			t.ExpiresIn = json.Number(strconv.FormatInt(int64(v), 10))
 		}
 	case string:
-		if n, perr := strconv.ParseInt(v, 10, 64); perr == nil && n > 0 && n < int64(maxLifetime/time.Second) {
-			lifetime = time.Duration(n) * time.Second
+		if n, perr := strconv.ParseInt(v, 10, 64); perr == nil && n > 0 {
+			t.ExpiresIn = json.Number(strconv.FormatInt(n, 10))
 		}
 	}
-	return tok, lifetime, nil
+	return t, nil
 }
 
 // maxLifetime caps a lifetime a provider states (a year): larger numbers

@@ -45,9 +45,13 @@ func FuzzCloudSigmaResponses(f *testing.F) {
 	f.Add([]byte(`{"error_type":"permission","error_message":"no","error_point":{"a":1}}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		tok, lifetime, err := parseImpersonation(body)
-		if err == nil && (tok == "" || lifetime <= 0 || lifetime > maxLifetime) {
-			t.Fatalf("token %q lifetime %v", tok, lifetime)
+		tr, err := parseImpersonation(body)
+		if err == nil {
+			now := time.Now()
+			exp := expiryOr(tr, now, defaultImpersonatedLifetime)
+			if tr.AccessToken == "" || !exp.After(now) || exp.After(now.Add(maxLifetime+time.Minute)) {
+				t.Fatalf("token %q expiry %v", tr.AccessToken, exp)
+			}
 		}
 		if err != nil && strings.Contains(err.Error(), "\n") {
 			t.Fatalf("multi-line error: %q", err)

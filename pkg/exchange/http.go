@@ -32,6 +32,9 @@ type RetryPolicy struct {
 	// Sleep and Jitter are stubbable for tests.
 	Sleep  func(context.Context, time.Duration) error
 	Jitter func(max time.Duration) time.Duration
+	// Observe, when set, is told of every failed attempt that will be
+	// retried (for the audit log).
+	Observe func(attempt int, err error)
 }
 
 // DefaultRetryPolicy: 4 attempts, 250 ms doubling to 4 s, 20 s in all.
@@ -62,7 +65,7 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.Budget > 0 {
 		d.Budget = p.Budget
 	}
-	d.Sleep, d.Jitter = p.Sleep, p.Jitter
+	d.Sleep, d.Jitter, d.Observe = p.Sleep, p.Jitter, p.Observe
 	if d.Sleep == nil {
 		d.Sleep = sleepCtx
 	}
@@ -125,7 +128,7 @@ func do(ctx context.Context, hc *http.Client, p RetryPolicy, newReq func() (*htt
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			lastErr = fmt.Errorf("no answer from %s: %w", req.URL.Host, err)
+			lastErr = &NetworkError{Host: req.URL.Host, Err: err}
 		} else {
 			body, rerr := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			_ = resp.Body.Close()
@@ -143,6 +146,9 @@ func do(ctx context.Context, hc *http.Client, p RetryPolicy, newReq func() (*htt
 		if attempt == p.Attempts-1 {
 			break
 		}
+		if p.Observe != nil {
+			p.Observe(attempt+1, lastErr)
+		}
 		wait := p.delay(attempt, retryAfter)
 		if time.Since(start)+wait > p.Budget {
 			return nil, fmt.Errorf("%w (gave up: the next retry, in %s, would pass the %s retry budget)", lastErr, wait.Round(time.Millisecond), p.Budget)
@@ -159,6 +165,22 @@ type HTTPError struct {
 	Status int
 	Detail string
 }
+
+// Transient is true for the provider's passing trouble (5xx, 429): a
+// cached token still valid may be served meanwhile.
+func (e *HTTPError) Transient() bool {
+	return e.Status >= 500 || e.Status == http.StatusTooManyRequests
+}
+
+// NetworkError is a request that got no answer; it is transient.
+type NetworkError struct {
+	Host string
+	Err  error
+}
+
+func (e *NetworkError) Error() string   { return fmt.Sprintf("no answer from %s: %v", e.Host, e.Err) }
+func (e *NetworkError) Unwrap() error   { return e.Err }
+func (e *NetworkError) Transient() bool { return true }
 
 func (e *HTTPError) Error() string {
 	if e.Detail == "" {
@@ -268,9 +290,23 @@ func parseTokenResponse(r *response) (*tokenResponse, error) {
 // clientAuth authenticates a client with client_secret_basic (RFC 6749
 // §2.3.1: form-encoded id and secret), or with client_id alone in the form
 // for a public client.
-func clientAuth(form url.Values, id, secret string) func(*http.Request) {
-	if secret == "" {
+// Client authentication methods at a token endpoint (RFC 6749 2.3.1).
+const (
+	// AuthPost sends client_id and client_secret in the form body
+	// (client_secret_post), as CloudSigma's documents show.
+	AuthPost = "post"
+	// AuthBasic sends them with HTTP Basic (client_secret_basic).
+	AuthBasic = "basic"
+)
+
+// clientAuth authenticates the client with method (AuthPost or AuthBasic;
+// "" is basic); a public client sends only client_id.
+func clientAuth(form url.Values, method, id, secret string) func(*http.Request) {
+	if secret == "" || method == AuthPost {
 		form.Set("client_id", id)
+		if secret != "" {
+			form.Set("client_secret", secret)
+		}
 		return func(*http.Request) {}
 	}
 	return func(r *http.Request) { r.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret)) }

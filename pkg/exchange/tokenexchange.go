@@ -37,6 +37,8 @@ type TokenExchange struct {
 	TokenURL     func(ctx context.Context) (string, error)
 	ClientID     string
 	ClientSecret string `datapolicy:"secret"`
+	// ClientAuthMethod is AuthBasic (default) or AuthPost.
+	ClientAuthMethod string
 
 	HTTPClient *http.Client
 	Retry      RetryPolicy
@@ -83,7 +85,7 @@ func (x *TokenExchange) Grant(ctx context.Context) (*tokencache.Entry, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	t, err := postToken(ctx, hc, x.Retry, tokenURL, form, clientAuth(form, x.ClientID, x.ClientSecret))
+	t, err := postToken(ctx, hc, x.Retry, tokenURL, form, clientAuth(form, x.ClientAuthMethod, x.ClientID, x.ClientSecret))
 	err = keycloakHint(x.ClientID, err)
 	o, msg := outcome(err)
 	x.Audit.Record(AuditRecord{Exchange: "token-exchange", Subject: x.RequestedSubject, Step: "token-exchange", Outcome: o, Error: msg})
@@ -103,11 +105,21 @@ func (x *TokenExchange) Grant(ctx context.Context) (*tokencache.Entry, error) {
 // expiryOf is expires_in, else the exp of a JWT, else 5 minutes: RFC 8693
 // makes expires_in optional.
 func expiryOf(t *tokenResponse, now time.Time) time.Time {
+	return expiryOr(t, now, 0)
+}
+
+// expiryOr is the one lifetime rule of every token the exchanges obtain:
+// expires_in (capped at a year) when stated, else the JWT's exp, else def
+// (0: login's default).
+func expiryOr(t *tokenResponse, now time.Time, def time.Duration) time.Time {
 	var expiresAt time.Time
-	if n, err := t.ExpiresIn.Int64(); err == nil && n > 0 {
-		expiresAt = now.Add(time.Duration(n) * time.Second)
+	if l := t.lifetime(0); l > 0 {
+		expiresAt = now.Add(l)
 	}
-	return login.TokenExpiry(t.AccessToken, expiresAt, now)
+	if def == 0 {
+		return login.TokenExpiry(t.AccessToken, expiresAt, now)
+	}
+	return login.TokenExpiryOr(t.AccessToken, expiresAt, now, def)
 }
 
 // keycloakHint adds which Keycloak setting to check to Keycloak's token

@@ -257,6 +257,13 @@ func accessTokenExpiry(tok *oauth2.Token, now time.Time) time.Time {
 // JWT token (not verified: it only decides when to renew), else a short
 // default: expires_in is optional in RFC 6749 and RFC 8693 alike.
 func TokenExpiry(token string, expiresAt, now time.Time) time.Time {
+	return TokenExpiryOr(token, expiresAt, now, defaultAccessTokenLifetime)
+}
+
+// TokenExpiryOr is TokenExpiry with the provider's stated default lifetime
+// (CloudSigma's impersonated tokens: 15 minutes) for a token that is
+// neither described by expires_in nor a JWT with exp.
+func TokenExpiryOr(token string, expiresAt, now time.Time, def time.Duration) time.Time {
 	if !expiresAt.IsZero() {
 		return expiresAt.UTC()
 	}
@@ -264,5 +271,5 @@ func TokenExpiry(token string, expiresAt, now time.Time) time.Time {
 	if _, _, err := jwt.NewParser().ParseUnverified(token, &claims); err == nil && claims.ExpiresAt != nil {
 		return claims.ExpiresAt.UTC()
 	}
-	return now.Add(defaultAccessTokenLifetime).UTC()
+	return now.Add(def).UTC()
 }

@@ -108,7 +108,12 @@ func (c CloudSigma) RPTKey() tokencache.Key {
 }
 
 // Key is the cache key of the impersonated token: per user and region.
+// With legacy credentials the token is the legacy account's own (no
+// impersonation), so the key is the service token's.
 func (c CloudSigma) Key() tokencache.Key {
+	if c.LegacyUsername != "" {
+		return c.ServiceKey()
+	}
 	k := c.ServiceKey()
 	k.GrantType = "cloudsigma-impersonate"
 	k.Extra = map[string]string{"region": c.Region, "user_email": strings.ToLower(c.UserEmail), "api_url": c.APIURL(), "username": c.LegacyUsername}

@@ -92,10 +92,15 @@ type Sim struct {
 	Users       map[string]string // username -> email
 	// V1 selects legacy token exchange (requested_subject) instead of V2.
 	V1 bool
-	// Lifetimes of issued tokens; ImpersonatedExpiresIn < 0 omits expires_in.
+	// Lifetimes of issued tokens: Keycloak's realm default (300 s) for
+	// access tokens and RPTs (an RPT inherits the access token lifespan);
+	// ImpersonatedExpiresIn < 0 omits expires_in (the JWT still has exp).
 	AccessTokenLifetime   time.Duration
 	RPTLifetime           time.Duration
 	ImpersonatedExpiresIn int
+	// ImpersonatedLifetime is the impersonated JWT's real lifetime (its
+	// exp); 0: expires_in, or 15 minutes when that is 0 or absent.
+	ImpersonatedLifetime time.Duration
 	// ImpersonatedField names the token field of the impersonate answer.
 	ImpersonatedField string
 
@@ -106,7 +111,13 @@ type Sim struct {
 	faults   map[string][]Fault
 	tokens   map[string]tokenInfo
 	now      func() time.Time
+	// outageFrom, outageTo: every request fails with 503 in between.
+	outageFrom, outageTo time.Time
 }
+
+// KeycloakAccessTokenLifespan is Keycloak's default "Access Token
+// Lifespan" of a realm (Realm settings > Sessions/Tokens): 5 minutes.
+const KeycloakAccessTokenLifespan = 300 * time.Second
 
 type tokenInfo struct {
 	kind    string // "service", "rpt", "impersonated", "exchanged"
@@ -141,8 +152,8 @@ func NewSim() (*Sim, error) {
 		Clients:               map[string]*Client{"robot": {Secret: "robot-secret", UMA: true, Exchange: true, Impersonation: true}},
 		RegionUsers:           map[string][]string{"zrh": {"alice@example.com"}, "sjc": {"alice@example.com", "bob@example.com"}},
 		Users:                 map[string]string{"alice": "alice@example.com", "bob": "bob@example.com"},
-		AccessTokenLifetime:   time.Hour,
-		RPTLifetime:           time.Hour,
+		AccessTokenLifetime:   KeycloakAccessTokenLifespan,
+		RPTLifetime:           KeycloakAccessTokenLifespan,
 		ImpersonatedExpiresIn: 3600,
 		ImpersonatedField:     "access_token",
 		key:                   key,
@@ -180,6 +191,7 @@ type settings struct {
 	accessTokenLifetime   time.Duration
 	rptLifetime           time.Duration
 	impersonatedExpiresIn int
+	impersonatedLifetime  time.Duration
 	impersonatedField     string
 }
 
@@ -188,7 +200,7 @@ func (s *Sim) settings() settings {
 	defer s.mu.Unlock()
 	c := settings{v1: s.V1, clients: map[string]Client{}, regionUsers: s.RegionUsers, users: s.Users,
 		accessTokenLifetime: s.AccessTokenLifetime, rptLifetime: s.RPTLifetime,
-		impersonatedExpiresIn: s.ImpersonatedExpiresIn, impersonatedField: s.ImpersonatedField}
+		impersonatedExpiresIn: s.ImpersonatedExpiresIn, impersonatedLifetime: s.ImpersonatedLifetime, impersonatedField: s.ImpersonatedField}
 	for id, cl := range s.Clients {
 		c.clients[id] = *cl
 	}
@@ -215,6 +227,14 @@ func (s *Sim) Requests() int { s.mu.Lock(); defer s.mu.Unlock(); return s.reques
 func (s *Sim) Calls(kind string) int { s.mu.Lock(); defer s.mu.Unlock(); return s.calls[kind] }
 
 // FailNext queues faults for the next requests of kind.
+// Outage answers every request 503 while the simulator's clock is in
+// [from, to).
+func (s *Sim) Outage(from, to time.Time) {
+	s.mu.Lock()
+	s.outageFrom, s.outageTo = from, to
+	s.mu.Unlock()
+}
+
 func (s *Sim) FailNext(kind string, faults ...Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -231,6 +251,9 @@ func (s *Sim) count(kind string) *Fault {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls[kind]++
+	if now := s.now(); !now.Before(s.outageFrom) && now.Before(s.outageTo) {
+		return &Fault{Status: http.StatusServiceUnavailable, ContentType: "text/html", Body: "<html>503 Service Unavailable</html>"}
+	}
 	if q := s.faults[kind]; len(q) > 0 {
 		s.faults[kind] = q[1:]
 		return &q[0]
@@ -582,6 +605,9 @@ func (s *Sim) cloudsigma(w http.ResponseWriter, r *http.Request) {
 		lifetime := time.Duration(cfg.impersonatedExpiresIn) * time.Second
 		if cfg.impersonatedExpiresIn <= 0 {
 			lifetime = 15 * time.Minute
+		}
+		if cfg.impersonatedLifetime > 0 {
+			lifetime = cfg.impersonatedLifetime
 		}
 		info := tokenInfo{kind: "impersonated", client: rpt.client, subject: body.UserEmail, region: region, expiry: s.clock().Add(lifetime)}
 		tok, err := s.sign(info, []string{"cloudsigma-" + region}, map[string]any{"email": body.UserEmail})
