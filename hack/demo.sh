@@ -39,7 +39,7 @@ pids=()
 cleanup() {
   trap - EXIT INT TERM
   for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
-  for _ in $(seq 50); do
+  for _ in $(seq 150); do
     alive=0
     for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
     [ $alive = 0 ] && break

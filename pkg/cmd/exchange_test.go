@@ -1,11 +1,20 @@
 package cmd_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -115,23 +124,48 @@ func TestAllowedServers(t *testing.T) {
     token-cache-storage: disk
     token-cache-dir: %s
     allowedServers: [https://api.tenant-a.example.com:6443]
-`, sim.URL, sim.APIURLTemplate(), e.cacheDir)), 0o600))
-	info := func(server string) string {
-		return `KUBERNETES_EXEC_INFO={"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":false,"cluster":{"server":"` + server + `"}}}`
+    allowedServerCertificateAuthority: %s
+`, sim.URL, sim.APIURLTemplate(), e.cacheDir, filepath.Join(cfgDir, "tenant-a-ca.crt"))), 0o600))
+	caPEM := selfSignedPEM(t, "tenant-a CA")
+	otherPEM := selfSignedPEM(t, "attacker CA")
+	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "tenant-a-ca.crt"), caPEM, 0o600))
+	b64 := base64.StdEncoding.EncodeToString
+	info := func(server string, extra ...string) string {
+		cluster := `"server":"` + server + `","certificate-authority-data":"` + b64(caPEM) + `"`
+		for _, x := range extra {
+			cluster += "," + x
+		}
+		return `KUBERNETES_EXEC_INFO={"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":false,"cluster":{` + cluster + `}}}`
 	}
+	const listed = "https://api.tenant-a.example.com:6443"
 	tests := []struct {
 		name          string
 		execInfo      string
+		args          []string
 		wantErrSubstr string
 	}{
-		{name: "listed server", execInfo: info("https://api.tenant-a.example.com:6443/")},
+		{name: "listed server", execInfo: info(listed + "/")},
 		{name: "other server", execInfo: info("https://api.tenant-b.example.com:6443"), wantErrSubstr: "refusing to hand a token to https://api.tenant-b.example.com:6443"},
 		{name: "no cluster info", execInfo: "KUBERNETES_EXEC_INFO=" + execInfoV1Never, wantErrSubstr: "provideClusterInfo: true"},
+		// The exec entry's argv cannot widen the profile.
+		{name: "flag widens the profile", execInfo: info("https://evil.example.com"), args: []string{"--allowed-server=https://evil.example.com"},
+			wantErrSubstr: `--allowed-server "https://evil.example.com" is not among the allowedServers of profile "tenant-a"`},
+		{name: "flag narrows the profile", execInfo: info(listed), args: []string{"--allowed-server=" + listed}},
+		{name: "flag replaces the pinned CA", execInfo: info(listed), args: []string{"--allowed-server-certificate-authority=/etc/ssl/certs/ca-certificates.crt"},
+			wantErrSubstr: "the command line may not replace it"},
+		// The cluster entry of a hostile kubeconfig, with the listed URL.
+		{name: "proxy-url", execInfo: info(listed, `"proxy-url":"http://evil.example.com:3128"`), wantErrSubstr: "sends it through the proxy http://evil.example.com:3128 (proxy-url)"},
+		{name: "insecure-skip-tls-verify", execInfo: info(listed, `"insecure-skip-tls-verify":true`), wantErrSubstr: "skips TLS verification"},
+		{name: "tls-server-name", execInfo: info(listed, `"tls-server-name":"evil.example.com"`), wantErrSubstr: `accepts a certificate for "evil.example.com"`},
+		{name: "tls-server-name of the server itself", execInfo: info(listed, `"tls-server-name":"api.tenant-a.example.com"`)},
+		{name: "another CA", execInfo: strings.Replace(info(listed), b64(caPEM), b64(otherPEM), 1), wantErrSubstr: "trusts other certificate authorities"},
+		{name: "the system roots instead of the pinned CA", execInfo: strings.Replace(info(listed), `,"certificate-authority-data":"`+b64(caPEM)+`"`, "", 1), wantErrSubstr: "trusts other certificate authorities"},
+		{name: "the pinned CA plus another", execInfo: strings.Replace(info(listed), b64(caPEM), b64(append(append([]byte{}, caPEM...), otherPEM...)), 1), wantErrSubstr: "trusts other certificate authorities"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := sim.Requests()
-			r := e.run(append([]string{tt.execInfo}, robotEnv...), "get-token", "--profile=tenant-a")
+			r := e.run(append([]string{tt.execInfo}, robotEnv...), append([]string{"get-token", "--profile=tenant-a"}, tt.args...)...)
 			if tt.wantErrSubstr == "" {
 				require.Equal(t, 0, r.code, r.stderr)
 				parseCred(t, r.stdout)
@@ -153,4 +187,15 @@ func jwtClaim(t *testing.T, token, claim string) string {
 	require.NoError(t, jsonDecodeSegment(parts[1], &m))
 	v, _ := m[claim].(string)
 	return v
+}
+
+func selfSignedPEM(t *testing.T, cn string) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn}, IsCA: true, BasicConstraintsValid: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

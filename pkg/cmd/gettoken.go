@@ -166,11 +166,7 @@ func loginCommand(a *AuthOptions) string {
 
 // checkAllowedServer applies --allowed-server to the cluster kubectl named.
 func (o *GetTokenOptions) checkAllowedServer() error {
-	server := ""
-	if o.request.Cluster != nil {
-		server = o.request.Cluster.Server
-	}
-	return o.Auth.CheckAllowedServer(server)
+	return o.Auth.CheckAllowedServer(o.request.Cluster.Settings())
 }
 
 // newIdentityPlatform signs in with Google (the browser flow of the same

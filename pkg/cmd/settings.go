@@ -35,6 +35,7 @@ func loginConfig(a *AuthOptions) login.Config {
 		BrowserCommand:  a.BrowserCommand,
 		SkipOpenBrowser: a.SkipOpenBrowser,
 		AuthTimeout:     a.AuthTimeout,
+		AuthMethod:      a.ClientAuthMethod,
 	}
 }
 
@@ -42,11 +43,11 @@ func loginConfig(a *AuthOptions) login.Config {
 func cloudSigma(a *AuthOptions) *exchange.CloudSigma {
 	return &exchange.CloudSigma{
 		CloudSigma:   a.CloudSigma(),
-		ClientSecret: a.ClientSecret, LegacyPassword: a.CSLegacyPassword,
+		ClientSecret: a.ClientSecret, LegacyPassword: a.CSLegacyPassword, ClientAuthMethod: a.ClientAuthMethod,
 	}
 }
 
 // tokenExchange is the RFC 8693 exchange of a, without its runtime seams.
 func tokenExchange(a *AuthOptions) *exchange.TokenExchange {
-	return &exchange.TokenExchange{TokenExchange: a.TokenExchange(), ClientID: a.ClientID, ClientSecret: a.ClientSecret}
+	return &exchange.TokenExchange{TokenExchange: a.TokenExchange(), ClientID: a.ClientID, ClientSecret: a.ClientSecret, ClientAuthMethod: a.ClientAuthMethod}
 }

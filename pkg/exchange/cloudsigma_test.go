@@ -177,7 +177,15 @@ func TestCloudSigmaValidate(t *testing.T) {
 	}{
 		{name: "missing email", mutate: func(c *CloudSigma) { c.UserEmail = "" }, wantErrSubstr: "--impersonate-user-email is required"},
 		{name: "not an email", mutate: func(c *CloudSigma) { c.UserEmail = "alice" }, wantErrSubstr: "is not an email address"},
-		{name: "missing region", mutate: func(c *CloudSigma) { c.Region = "" }, wantErrSubstr: "--cloudsigma-region is required"},
+		{name: "missing region", mutate: func(c *CloudSigma) { c.Region = "" }, wantErrSubstr: "--cloudsigma-region (or $CLOUDSIGMA_REGION) is required"},
+		// The region goes into the API host: the RPT and the service token
+		// would go wherever it points.
+		{name: "region injecting a host", mutate: func(c *CloudSigma) { c.Region = "x@evil.example/" }, wantErrSubstr: "is not a region name"},
+		{name: "region with a dot", mutate: func(c *CloudSigma) { c.Region = "zrh.evil.example" }, wantErrSubstr: "is not a region name"},
+		{name: "region with a port", mutate: func(c *CloudSigma) { c.Region = "zrh:443" }, wantErrSubstr: "is not a region name"},
+		{name: "region in upper case", mutate: func(c *CloudSigma) { c.Region = "ZRH" }, wantErrSubstr: "is not a region name"},
+		{name: "region too long", mutate: func(c *CloudSigma) { c.Region = strings.Repeat("a", 33) }, wantErrSubstr: "is not a region name"},
+		{name: "template with the region outside the host", mutate: func(c *CloudSigma) { c.APIURLTemplate = "https://direct.cloudsigma.com/{region}" }},
 		{name: "missing client", mutate: func(c *CloudSigma) { c.ClientID = "" }, wantErrSubstr: "client ID is required"},
 		{name: "missing secret", mutate: func(c *CloudSigma) { c.ClientSecret = "" }, wantErrSubstr: "client secret is required"},
 		{name: "plain http API", mutate: func(c *CloudSigma) { c.APIURLTemplate = "http://direct.{region}.cloudsigma.com" }, wantErrSubstr: "must be an https URL"},
@@ -186,6 +194,10 @@ func TestCloudSigmaValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := f.cloudsigma("zrh", "alice@example.com")
 			tt.mutate(c)
+			if tt.wantErrSubstr == "" {
+				require.NoError(t, c.Validate())
+				return
+			}
 			require.ErrorContains(t, c.Validate(), tt.wantErrSubstr)
 		})
 	}
@@ -432,4 +444,47 @@ func TestCloudSigmaLegacyCredentials(t *testing.T) {
 	_, err = cs.Source().Get(context.Background(), credential.Options{})
 	require.ErrorContains(t, err, "step password (legacy credentials: acting directly as bob, no impersonation): HTTP 401: invalid_grant: Invalid user credentials")
 	assert.Zero(t, f.sim.Calls("client_credentials"), "no fallback to the client's own identity")
+}
+
+// Step 1 authenticates the client in the form body (client_secret_post),
+// as CloudSigma's documents show; --oidc-client-auth-method=basic switches.
+func TestCloudSigmaClientAuthMethod(t *testing.T) {
+	for method, want := range map[string]string{"": "post", AuthPost: "post", AuthBasic: "basic"} {
+		f := newFixture(t)
+		cs := f.cloudsigma("zrh", "alice@example.com")
+		cs.ClientAuthMethod = method
+		_, err := cs.Source().Get(context.Background(), credential.Options{})
+		require.NoError(t, err)
+		assert.Equal(t, want, f.sim.LastClientAuth(), "method %q", method)
+	}
+}
+
+// A 2-minute impersonated JWT without expires_in is reported to kubectl
+// with its real expiry, a third of its life early, not the 15-minute
+// default.
+func TestCloudSigmaShortImpersonatedJWT(t *testing.T) {
+	f := newFixture(t)
+	f.sim.ImpersonatedExpiresIn = -1
+	f.sim.ImpersonatedLifetime = 2 * time.Minute
+	now := f.clock.Now()
+	r, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), credential.Options{})
+	require.NoError(t, err)
+	exp := time.Unix(int64(claims(t, r.Token)["exp"].(float64)), 0)
+	assert.WithinDuration(t, now.Add(2*time.Minute), exp, time.Second)
+	assert.WithinDuration(t, exp.Add(-40*time.Second), r.Expiry, time.Second, "expiry minus a third of 2 minutes")
+}
+
+// Retried attempts (429, 5xx) are in the audit log, each.
+func TestCloudSigmaRetriesAudited(t *testing.T) {
+	f := newFixture(t)
+	f.sim.FailNext("client_credentials", idp.Fault{Status: 429, RetryAfter: "1", ContentType: "application/json", Body: `{"error":"slow_down"}`},
+		idp.Fault{Status: 503, ContentType: "text/html", Body: "<html></html>"})
+	_, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), credential.Options{})
+	require.NoError(t, err)
+	audit, err := os.ReadFile(filepath.Join(f.dir, "audit.log"))
+	require.NoError(t, err)
+	assert.Contains(t, string(audit), "1/3 client_credentials (attempt 1, retried)")
+	assert.Contains(t, string(audit), "1/3 client_credentials (attempt 2, retried)")
+	assert.Contains(t, string(audit), "HTTP 429")
+	assert.Contains(t, string(audit), "HTTP 503")
 }

@@ -67,11 +67,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return false, nil
 	}
-	server := ""
-	if req.Cluster != nil {
-		server = req.Cluster.Server
-	}
-	if o.CheckAllowedServer(server) != nil {
+	if o.CheckAllowedServer(req.Cluster.Settings()) != nil {
 		return false, nil
 	}
 	store, err := o.NewStore(say)

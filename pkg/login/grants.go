@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
 func randomString() (string, error) {
@@ -65,16 +68,26 @@ func (c *Client) authCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token,
 	ready := make(chan string, 1)
 	done := make(chan struct{})
 	defer close(done)
-	go c.promptBrowser(ctx, ready, done)
+	conf := c.oauth2Config(p)
+	// The authorization URL, for the redirect URL oauth2cli gives its
+	// loopback server (http://localhost:PORT): printed and opened directly,
+	// since the server has no index page that would hand it out.
+	authURL := func(localURL string) string {
+		cc := *conf
+		cc.RedirectURL = strings.TrimSuffix(localURL, "/")
+		return cc.AuthCodeURL(req.state, req.options()...)
+	}
+	go c.promptBrowser(ctx, ready, done, authURL)
 
 	tok, err := oauth2cli.GetToken(ctx, oauth2cli.Config{
-		OAuth2Config:           *c.oauth2Config(p),
+		OAuth2Config:           *conf,
 		State:                  req.state,
 		AuthCodeOptions:        req.options(),
 		TokenRequestOptions:    []oauth2.AuthCodeOption{oauth2.VerifierOption(req.verifier)},
 		LocalServerBindAddress: c.cfg.ListenAddresses,
 		LocalServerReadyChan:   ready,
 		LocalServerSuccessHTML: successHTML,
+		LocalServerMiddleware:  callbackOnly(req.state),
 		Logf: func(format string, args ...any) {
 			c.cfg.Log.Printf(2, format, args...)
 		},
@@ -99,8 +112,32 @@ func (c *Client) open(url string) error {
 	return openBrowser(c.cfg.BrowserCommand, url, c.cfg.Stderr)
 }
 
-// promptBrowser shows the local URL, opens the browser, and counts down.
-func (c *Client) promptBrowser(ctx context.Context, ready <-chan string, done <-chan struct{}) {
+// callbackOnly lets only this login's callback reach oauth2cli's loopback
+// server. Its index page would redirect any local user to the
+// authorization URL with this login's state and PKCE challenge, letting
+// them finish the login with their own account; and a callback with
+// another state (a code or an error) would end this login. Both are
+// refused without ending it.
+func callbackOnly(state string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			q := r.URL.Query()
+			if r.Method != http.MethodGet || (q.Get("code") == "" && q.Get("error") == "") {
+				http.NotFound(w, r)
+				return
+			}
+			if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(state)) != 1 {
+				http.Error(w, "this answer is not for the login in progress (state does not match)", http.StatusBadRequest)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// promptBrowser shows the authorization URL, opens the browser, and
+// counts down.
+func (c *Client) promptBrowser(ctx context.Context, ready <-chan string, done <-chan struct{}, authURL func(localURL string) string) {
 	var localURL string
 	select {
 	case localURL = <-ready:
@@ -110,9 +147,10 @@ func (c *Client) promptBrowser(ctx context.Context, ready <-chan string, done <-
 		return
 	}
 	deadline, _ := ctx.Deadline()
-	fmt.Fprintf(c.cfg.Stderr, "Open %s in your browser to log in (waiting %s).\n", localURL, c.cfg.AuthTimeout.Round(time.Second))
+	u := authURL(localURL)
+	fmt.Fprintf(c.cfg.Stderr, "Open %s in your browser to log in (waiting %s).\n", u, c.cfg.AuthTimeout.Round(time.Second))
 	if !c.cfg.SkipOpenBrowser {
-		if err := c.open(localURL); err != nil {
+		if err := c.open(u); err != nil {
 			fmt.Fprintf(c.cfg.Stderr, "Could not open a browser (%v); open the URL yourself.\n", err)
 		}
 	}
@@ -214,6 +252,17 @@ func (c *Client) deviceCode(ctx context.Context, p *oidc.Provider) (*oauth2.Toke
 	da, err := conf.DeviceAuth(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("starting the device login: %w", describeTokenError(err))
+	}
+	// The provider's answer decides what is shown and opened: only an
+	// https page (http on loopback, for test providers), never another
+	// scheme an opener would run (file:, javascript:, a custom handler).
+	for _, u := range []string{da.VerificationURI, da.VerificationURIComplete} {
+		if u != "" && !webURL(u) {
+			return nil, fmt.Errorf("the provider's device verification URL %s is not an https URL: refusing to show or open it", strconv.Quote(u))
+		}
+	}
+	if da.VerificationURI == "" || strings.ContainsFunc(da.UserCode, func(r rune) bool { return !strconv.IsPrint(r) }) {
+		return nil, errors.New("the provider's device authorization answer has no verification URL or an unprintable user code")
 	}
 	target := da.VerificationURIComplete
 	if target == "" {
@@ -324,4 +373,13 @@ func oneLine(s string, max int) string {
 		s = s[:max] + "…"
 	}
 	return s
+}
+
+// webURL accepts https URLs, and http ones on a loopback host.
+func webURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.User != nil {
+		return false
+	}
+	return u.Scheme == "https" || (u.Scheme == "http" && settings.IsLoopbackHost(u.Hostname()))
 }

@@ -55,6 +55,8 @@ var DefaultListenAddresses = settings.DefaultListenAddresses
 
 // Config says whom to ask for a token and how.
 type Config struct {
+	// AuthMethod is "basic", "post" or "" (x/oauth2 tries both).
+	AuthMethod     string
 	IssuerURL      string
 	ClientID       string
 	ClientSecret   string `datapolicy:"secret"`
@@ -148,9 +150,14 @@ func (c *Client) oauth2Config(p *oidc.Provider) *oauth2.Config {
 
 func (c *Client) endpoint(p *oidc.Provider) oauth2.Endpoint {
 	e := p.Endpoint
-	if c.cfg.ClientSecret == "" {
+	switch {
+	case c.cfg.ClientSecret == "":
 		// A public client authenticates with client_id in the body only.
 		e.AuthStyle = oauth2.AuthStyleInParams
+	case c.cfg.AuthMethod == "post":
+		e.AuthStyle = oauth2.AuthStyleInParams
+	case c.cfg.AuthMethod == "basic":
+		e.AuthStyle = oauth2.AuthStyleInHeader
 	}
 	return e
 }

@@ -305,3 +305,82 @@ func TestMissingIDToken(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(e.AccessToken, "at-"))
 }
+
+// The login CSRF: while alice's browser login waits, another local user
+// reaches the loopback server. Its index would have redirected them to the
+// authorization URL with alice's state and PKCE challenge, to finish her
+// login with their own account; answers with another state would have
+// ended her login. Both are refused, and her login completes.
+func TestAuthCodeLoopbackServerRefusesOtherLocalUsers(t *testing.T) {
+	srv := oidctest.New(t)
+	type probe struct {
+		name string
+		path string
+		want int
+	}
+	probes := []probe{
+		{"index page", "/", http.StatusNotFound},
+		{"another page", "/favicon.ico", http.StatusNotFound},
+		{"an error with another state", "/?error=access_denied&state=forged", http.StatusBadRequest},
+		{"an error without state", "/?error=access_denied", http.StatusBadRequest},
+		{"a code with another state", "/?code=attacker-code&state=forged", http.StatusBadRequest},
+	}
+	got := make(chan map[string]int, 1)
+	var authURL string
+	c, _ := newClient(t, srv, func(c *Config) {
+		c.OpenURL = func(u string) error {
+			authURL = u
+			go func() {
+				// The other local user knows only the port.
+				au, _ := url.Parse(u)
+				redirect, _ := url.Parse(au.Query().Get("redirect_uri"))
+				noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+				codes := map[string]int{}
+				for _, p := range probes {
+					resp, err := noRedirects.Get("http://" + redirect.Host + p.path)
+					if err != nil {
+						codes[p.name] = -1
+						continue
+					}
+					_ = resp.Body.Close()
+					codes[p.name] = resp.StatusCode
+				}
+				got <- codes
+				// Then alice's browser.
+				resp, err := http.Get(u)
+				if err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+				}
+			}()
+			return nil
+		}
+	})
+	e, err := c.Grant(context.Background())
+	require.NoError(t, err, "the login survives the other user's requests")
+	assert.NotEmpty(t, e.IDToken)
+	codes := <-got
+	for _, p := range probes {
+		assert.Equal(t, p.want, codes[p.name], p.name)
+	}
+	assert.Contains(t, authURL, srv.URL+"/auth?", "the browser is sent to the provider directly, not to a loopback index")
+	assert.Equal(t, 1, srv.AuthRequests())
+}
+
+// A provider's device verification URL is shown and opened only when it is
+// an https page.
+func TestDeviceCodeRefusesNonWebVerificationURL(t *testing.T) {
+	for _, u := range []string{"file:///etc/passwd", "javascript:alert(1)", "http://evil.example.com/device", "ms-settings:privacy", "https://user:pw@evil.example.com/"} {
+		t.Run(u, func(t *testing.T) {
+			srv := oidctest.New(t)
+			srv.DeviceVerificationURI = u
+			c, stderr := newClient(t, srv, func(c *Config) {
+				c.GrantType = GrantDeviceCode
+				c.OpenURL = func(string) error { t.Error("opened"); return nil }
+			})
+			_, err := c.Grant(context.Background())
+			require.ErrorContains(t, err, "is not an https URL: refusing to show or open it")
+			assert.NotContains(t, stderr.String(), "enter the code")
+		})
+	}
+}

@@ -7,7 +7,9 @@ package settings
 
 import (
 	"fmt"
+	"net/netip"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -123,14 +125,24 @@ func (c CloudSigma) Key() tokencache.Key {
 // Validate checks the settings without any network call; clientSecret is
 // only checked for presence.
 func (c CloudSigma) Validate(clientSecret string) error {
-	if strings.TrimSpace(c.UserEmail) == "" {
-		return ErrNoUserEmail
-	}
-	if !strings.Contains(c.UserEmail, "@") {
-		return fmt.Errorf("--impersonate-user-email %q is not an email address", c.UserEmail)
+	// With legacy credentials the token is the legacy account's own: no
+	// user to impersonate.
+	if c.LegacyUsername == "" {
+		if strings.TrimSpace(c.UserEmail) == "" {
+			return ErrNoUserEmail
+		}
+		if !strings.Contains(c.UserEmail, "@") {
+			return fmt.Errorf("--impersonate-user-email %q is not an email address", c.UserEmail)
+		}
 	}
 	if c.Region == "" {
-		return fmt.Errorf("--cloudsigma-region is required with --exchange=cloudsigma (e.g. zrh, sjc, mnl)")
+		return fmt.Errorf("--cloudsigma-region (or $CLOUDSIGMA_REGION) is required with --exchange=cloudsigma (e.g. zrh, sjc, mnl)")
+	}
+	if !regionPattern.MatchString(c.Region) {
+		return fmt.Errorf("--cloudsigma-region %q is not a region name (lowercase letters, digits and -, at most 32): it goes into the API host name", c.Region)
+	}
+	if err := c.checkAPIHost(); err != nil {
+		return err
 	}
 	if c.ClientID == "" {
 		return fmt.Errorf("a CloudSigma client ID is required: --oidc-client-id or $CLOUDSIGMA_CLIENT_ID")
@@ -143,6 +155,24 @@ func (c CloudSigma) Validate(clientSecret string) error {
 		if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && IsLoopbackHost(u.Hostname()))) {
 			return fmt.Errorf("%s %q must be an https URL", name, raw)
 		}
+	}
+	return nil
+}
+
+var regionPattern = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
+
+// checkAPIHost makes sure the region only filled in the template's host:
+// the RPT and the service token go to that host.
+func (c CloudSigma) checkAPIHost() error {
+	t := c.APIURLTemplate
+	if t == "" {
+		t = DefaultCloudSigmaAPIURL
+	}
+	const mark = "cloudsigmaregionmark"
+	tu, err1 := url.Parse(strings.ReplaceAll(t, "{region}", mark))
+	u, err2 := url.Parse(c.APIURL())
+	if err1 != nil || err2 != nil || u.Host != strings.ReplaceAll(tu.Host, mark, c.Region) {
+		return fmt.Errorf("the CloudSigma API URL %q for region %q is not the template's host %q", c.APIURL(), c.Region, t)
 	}
 	return nil
 }
@@ -187,10 +217,13 @@ func (x TokenExchange) KeyExtra() map[string]string {
 	}
 }
 
-// IsLoopbackHost reports 127.0.0.0/8, ::1 and localhost.
+// IsLoopbackHost reports a loopback IP address (127.0.0.0/8, ::1) or
+// "localhost"; "127.evil.example.com" is a name, not a loopback address.
 func IsLoopbackHost(h string) bool {
-	if h == "localhost" || h == "::1" {
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	if strings.EqualFold(h, "localhost") {
 		return true
 	}
-	return strings.HasPrefix(h, "127.") && strings.Count(h, ".") == 3
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.IsLoopback()
 }

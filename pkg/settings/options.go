@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"encoding/pem"
 	"fmt"
 	"net"
 	"net/url"
@@ -54,6 +55,8 @@ const (
 	flagImpersonateUser     = "impersonate-user"
 	flagAuditLog            = "audit-log"
 	flagAllowedServer       = "allowed-server"
+	flagAllowedServerCA     = "allowed-server-certificate-authority"
+	flagClientAuthMethod    = "oidc-client-auth-method"
 	flagIPAPIKey            = "identity-platform-api-key"
 	flagIPTenant            = "identity-platform-tenant"
 	flagIPEndpoint          = "identity-platform-endpoint"
@@ -85,6 +88,8 @@ const (
 // Environment of the CloudSigma controller, honoured with --exchange=cloudsigma.
 const (
 	envCSClientID     = "CLOUDSIGMA_CLIENT_ID"
+	envCSOAuthURL     = "CLOUDSIGMA_OAUTH_URL"
+	envCSRegion       = "CLOUDSIGMA_REGION"
 	envCSClientSecret = "CLOUDSIGMA_CLIENT_SECRET"
 	envCSLegacy       = "CLOUDSIGMA_ENABLE_LEGACY_CREDENTIALS"
 	envCSUsername     = "CLOUDSIGMA_USERNAME"
@@ -93,7 +98,8 @@ const (
 
 // profileAliases maps profile keys in the style of other tools' configs to
 // flag names.
-var profileAliases = map[string]string{"allowedServers": flagAllowedServer, "allowed-servers": flagAllowedServer}
+var profileAliases = map[string]string{"allowedServers": flagAllowedServer, "allowed-servers": flagAllowedServer,
+	"allowedServerCertificateAuthority": flagAllowedServerCA}
 
 // secretFlags never appear in a generated kubeconfig.
 var secretFlags = []string{flagClientSecret}
@@ -121,19 +127,25 @@ type AuthOptions struct {
 	// RequestTimeout bounds each request to the identity provider.
 	RequestTimeout time.Duration
 
-	Exchange           string
-	CSOAuthURL         string
-	CSRegion           string
-	CSAPIURL           string
-	CSLegacy           bool
-	UserEmail          string
-	ExchangeAudiences  []string
-	ExchangeScopes     []string
-	ExchangeRequested  string
-	ExchangeSubject    string
-	ImpersonateUser    string
-	AuditLog           string
-	AllowedServers     []string
+	Exchange          string
+	CSOAuthURL        string
+	CSRegion          string
+	CSAPIURL          string
+	CSLegacy          bool
+	UserEmail         string
+	ExchangeAudiences []string
+	ExchangeScopes    []string
+	ExchangeRequested string
+	ExchangeSubject   string
+	ImpersonateUser   string
+	AuditLog          string
+	AllowedServers    []string
+	// AllowedServerCA pins the CA the allowed servers' kubeconfig cluster
+	// must name (a PEM file).
+	AllowedServerCA string
+	// ClientAuthMethod is how the client authenticates at the token
+	// endpoint: "basic", "post", or "" (the grant's default).
+	ClientAuthMethod   string
 	IPAPIKey           string
 	IPTenant           string
 	IPEndpoint         string
@@ -179,6 +191,7 @@ func (o *AuthOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClientID, flagClientID, o.ClientID, "OAuth client ID (required)")
 	fs.StringVar(&o.ClientSecret, flagClientSecret, o.ClientSecret, "OAuth client secret. Visible in the process list: prefer --"+flagClientSecretFile+" or $"+EnvClientSecret)
 	fs.StringVar(&o.ClientSecretFile, flagClientSecretFile, o.ClientSecretFile, "File holding the OAuth client secret")
+	fs.StringVar(&o.ClientAuthMethod, flagClientAuthMethod, o.ClientAuthMethod, "How a confidential client authenticates at the token endpoint: basic (HTTP Basic) or post (in the form body); default: post for CloudSigma, basic for token exchange, either for logins")
 	fs.StringSliceVar(&o.ExtraScopes, flagExtraScope, o.ExtraScopes, "Scope to request besides openid (repeatable, or comma-separated)")
 	fs.StringVar(&o.GrantType, flagGrantType, o.GrantType, "Grant: "+strings.Join(GrantTypes, "|")+" (auto: authcode, for people)")
 	fs.BoolVar(&o.UseAccessToken, flagUseAccessToken, o.UseAccessToken, "Give kubectl the access token instead of the ID token")
@@ -194,8 +207,8 @@ func (o *AuthOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RequestTimeout, flagRequestTimeout, o.RequestTimeout, "How long to wait for each answer of the identity provider (and the exchange's endpoints)")
 
 	fs.StringVar(&o.Exchange, flagExchange, o.Exchange, "Exchange the token for one that acts as another user: cloudsigma|token-exchange (default none)")
-	fs.StringVar(&o.CSOAuthURL, flagCSOAuthURL, o.CSOAuthURL, "CloudSigma's Keycloak (realm cloudsigma)")
-	fs.StringVar(&o.CSRegion, flagCSRegion, o.CSRegion, "CloudSigma region (location) of the user, e.g. zrh")
+	fs.StringVar(&o.CSOAuthURL, flagCSOAuthURL, o.CSOAuthURL, "CloudSigma's Keycloak (realm cloudsigma); unset: $"+envCSOAuthURL+", else the default")
+	fs.StringVar(&o.CSRegion, flagCSRegion, o.CSRegion, "CloudSigma region (location) of the user, e.g. zrh; unset: $"+envCSRegion)
 	fs.StringVar(&o.CSAPIURL, flagCSAPIURL, o.CSAPIURL, "CloudSigma API URL template; {region} is replaced")
 	fs.BoolVar(&o.CSLegacy, flagCSLegacy, o.CSLegacy, "Allow legacy $"+envCSUsername+"/$"+envCSPassword+" for the service identity (or $"+envCSLegacy+"=true)")
 	fs.StringVar(&o.UserEmail, flagUserEmail, o.UserEmail, "With --exchange=cloudsigma: the email of the user to act as")
@@ -211,7 +224,8 @@ func (o *AuthOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.SecureTokenURL, flagSecureTokenEndpoint, o.SecureTokenURL, "Secure Token API endpoint (tests, emulators)")
 	fs.BoolVar(&o.IPEmulator, "identity-platform-emulator", o.IPEmulator, "Accept the Firebase Auth emulator's unsigned tokens (its endpoints must be on loopback)")
 	fs.StringVar(&o.GoogleIssuer, flagGoogleIssuer, o.GoogleIssuer, "With --grant-type=identity-platform: the issuer of the Google sign-in")
-	fs.StringSliceVar(&o.AllowedServers, flagAllowedServer, o.AllowedServers, "Hand tokens only to these API servers (needs provideClusterInfo: true); repeatable")
+	fs.StringSliceVar(&o.AllowedServers, flagAllowedServer, o.AllowedServers, "Hand tokens only to these API servers (needs provideClusterInfo: true); repeatable; on the command line it may only narrow a profile's allowedServers")
+	fs.StringVar(&o.AllowedServerCA, flagAllowedServerCA, o.AllowedServerCA, "With --allowed-server: the kubeconfig cluster must name exactly these CA certificates (PEM file; profile key allowedServerCertificateAuthority)")
 	o.names = map[string]bool{}
 	fs.VisitAll(func(f *pflag.Flag) { o.names[f.Name] = true })
 }
@@ -250,6 +264,13 @@ func (o *AuthOptions) Complete(getenv func(string) string, warn func(string)) er
 	if o.Exchange == ExchangeCloudSigma {
 		if o.ClientID == "" {
 			o.ClientID = getenv(envCSClientID)
+		}
+		// The deployment's own variables; flags and profiles win.
+		if v := getenv(envCSOAuthURL); v != "" && o.CSOAuthURL == DefaultCloudSigmaOAuthURL && !o.changed(flagCSOAuthURL) {
+			o.CSOAuthURL = v
+		}
+		if v := getenv(envCSRegion); v != "" && o.CSRegion == "" {
+			o.CSRegion = v
 		}
 		if o.ClientSecret == "" {
 			o.ClientSecret = getenv(envCSClientSecret)
@@ -321,12 +342,24 @@ func (o *AuthOptions) applyProfile(getenv func(string) string, warn func(string)
 		if slices.Contains(secretFlags, key) && file.ReadableByOthers {
 			return fmt.Errorf("profile %q holds a client secret but %s is readable by others: chmod 600 %s", o.Profile, path, path)
 		}
-		if f.Changed {
-			continue
-		}
 		values, err := config.Values(settings[raw])
 		if err != nil {
 			return fmt.Errorf("profile %q in %s: key %q: %w", o.Profile, path, key, err)
+		}
+		if f.Changed {
+			// The profile's allowed servers are a limit: the command line
+			// (which a kubeconfig's exec entry writes) may only narrow it.
+			if key == flagAllowedServer {
+				for _, s := range o.AllowedServers {
+					if !slices.ContainsFunc(values, func(v string) bool { return sameServer(v, s) }) {
+						return fmt.Errorf("--%s %q is not among the allowedServers of profile %q (%s): on the command line it may only narrow them", flagAllowedServer, s, o.Profile, strings.Join(values, ", "))
+					}
+				}
+			}
+			if key == flagAllowedServerCA && o.AllowedServerCA != expandHome(values[0]) && o.AllowedServerCA != values[0] {
+				return fmt.Errorf("--%s differs from profile %q's: the command line may not replace it", flagAllowedServerCA, o.Profile)
+			}
+			continue
 		}
 		for _, v := range values {
 			// Value.Set, not FlagSet.Set: the flag stays "not changed", so
@@ -380,8 +413,15 @@ func (o *AuthOptions) Validate() error {
 	return o.validateCommon()
 }
 
+func (o *AuthOptions) changed(name string) bool { return o.flags != nil && o.flags.Changed(name) }
+
 // validateCommon checks the settings every mode shares.
 func (o *AuthOptions) validateCommon() error {
+	switch o.ClientAuthMethod {
+	case "", "basic", "post":
+	default:
+		return fmt.Errorf("--%s %q is not one of basic, post", flagClientAuthMethod, o.ClientAuthMethod)
+	}
 	if !slices.Contains(tokencache.Storages, o.TokenCacheStorage) {
 		return fmt.Errorf("--%s %q is not one of %s", flagStorage, o.TokenCacheStorage, strings.Join(tokencache.Storages, ", "))
 	}
@@ -518,25 +558,84 @@ func (o *AuthOptions) Args() []string {
 // SecretOnCommandLine reports a secret given with --oidc-client-secret.
 func (o *AuthOptions) SecretOnCommandLine() bool { return o.secretFromFlag }
 
+// Cluster is what kubectl says of the cluster a token is for
+// (ExecCredential spec.cluster, with provideClusterInfo: true).
+type Cluster struct {
+	Server, TLSServerName, ProxyURL string
+	InsecureSkipTLSVerify           bool
+	CertificateAuthorityData        []byte
+}
+
+func sameServer(a, b string) bool {
+	return strings.EqualFold(strings.TrimSuffix(a, "/"), strings.TrimSuffix(b, "/"))
+}
+
 // CheckAllowedServer refuses to hand a token to a cluster the settings do
 // not list, so that a token meant for one tenant's clusters cannot be sent
-// to another's by a mistaken or hostile kubeconfig. server is
-// spec.cluster.server of the ExecCredential request ("" when kubectl gave
-// no cluster information).
-func (o *AuthOptions) CheckAllowedServer(server string) error {
+// to another's by a mistaken or hostile kubeconfig. c is spec.cluster of
+// the ExecCredential request (nil when kubectl gave no cluster
+// information). Besides the server URL, everything in the cluster entry
+// that could hand the token to someone else is checked: proxy-url,
+// insecure-skip-tls-verify, a tls-server-name other than the server's
+// host, and, with --allowed-server-certificate-authority, the CA.
+func (o *AuthOptions) CheckAllowedServer(c *Cluster) error {
 	if len(o.AllowedServers) == 0 {
 		return nil
 	}
-	if server == "" {
+	if c == nil || c.Server == "" {
 		return fmt.Errorf("--%s is set, but kubectl did not say which server the token is for: set provideClusterInfo: true in the kubeconfig exec entry (setup writes it)", flagAllowedServer)
 	}
-	server = strings.TrimSuffix(server, "/")
-	for _, allowed := range o.AllowedServers {
-		if strings.EqualFold(strings.TrimSuffix(allowed, "/"), server) {
-			return nil
+	server := strings.TrimSuffix(c.Server, "/")
+	if !slices.ContainsFunc(o.AllowedServers, func(a string) bool { return sameServer(a, server) }) {
+		return fmt.Errorf("refusing to hand a token to %s: it is not among the allowed servers (%s); add it with --%s if it is yours", server, strings.Join(o.AllowedServers, ", "), flagAllowedServer)
+	}
+	refuse := func(why string) error {
+		return fmt.Errorf("refusing to hand a token to %s: its kubeconfig cluster %s; remove that from the cluster entry", server, why)
+	}
+	switch {
+	case c.InsecureSkipTLSVerify:
+		return refuse("skips TLS verification (insecure-skip-tls-verify), so anyone on the way could take the token")
+	case c.ProxyURL != "":
+		return refuse(fmt.Sprintf("sends it through the proxy %s (proxy-url)", c.ProxyURL))
+	}
+	if c.TLSServerName != "" {
+		u, err := url.Parse(server)
+		if err != nil || !strings.EqualFold(c.TLSServerName, u.Hostname()) {
+			return refuse(fmt.Sprintf("accepts a certificate for %q (tls-server-name), not for the server's own name", c.TLSServerName))
 		}
 	}
-	return fmt.Errorf("refusing to hand a token to %s: it is not among the allowed servers (%s); add it with --%s if it is yours", server, strings.Join(o.AllowedServers, ", "), flagAllowedServer)
+	if o.AllowedServerCA != "" {
+		pinned, err := os.ReadFile(o.AllowedServerCA)
+		if err != nil {
+			return fmt.Errorf("reading --%s: %w", flagAllowedServerCA, err)
+		}
+		if !samePEMCertificates(pinned, c.CertificateAuthorityData) {
+			return refuse(fmt.Sprintf("trusts other certificate authorities than %s (--%s)", o.AllowedServerCA, flagAllowedServerCA))
+		}
+	}
+	return nil
+}
+
+// samePEMCertificates compares the CERTIFICATE blocks of two PEM bundles
+// byte for byte (no x509 parsing: this runs in the fast binary).
+func samePEMCertificates(a, b []byte) bool {
+	set := func(b []byte) []string {
+		var out []string
+		for {
+			var blk *pem.Block
+			blk, b = pem.Decode(b)
+			if blk == nil {
+				break
+			}
+			if blk.Type == "CERTIFICATE" {
+				out = append(out, string(blk.Bytes))
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	sa, sb := set(a), set(b)
+	return len(sa) > 0 && slices.Equal(sa, sb)
 }
 
 // MinValidity is how long before its expiry the selected token is renewed

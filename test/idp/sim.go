@@ -113,6 +113,7 @@ type Sim struct {
 	now      func() time.Time
 	// outageFrom, outageTo: every request fails with 503 in between.
 	outageFrom, outageTo time.Time
+	lastClientAuth       string
 }
 
 // KeycloakAccessTokenLifespan is Keycloak's default "Access Token
@@ -305,14 +306,24 @@ func (s *Sim) realm(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// LastClientAuth is how the last confidential client authenticated:
+// "basic" (client_secret_basic) or "post" (client_secret_post), both of
+// which Keycloak accepts.
+func (s *Sim) LastClientAuth() string { s.mu.Lock(); defer s.mu.Unlock(); return s.lastClientAuth }
+
 func (s *Sim) clientAuth(cfg settings, r *http.Request) (string, *Client, bool) {
 	id, secret, ok := r.BasicAuth()
+	method := "basic"
 	if ok {
 		id, _ = url.QueryUnescape(id)
 		secret, _ = url.QueryUnescape(secret)
 	} else {
 		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+		method = "post"
 	}
+	s.mu.Lock()
+	s.lastClientAuth = method
+	s.mu.Unlock()
 	c, found := cfg.clients[id]
 	if !found || c.Secret != secret || secret == "" {
 		return id, nil, false

@@ -53,6 +53,9 @@ type Server struct {
 	Groups       []string
 	// TokenLifetime is the lifetime of issued ID and access tokens.
 	TokenLifetime time.Duration
+	// DeviceVerificationURI replaces the device authorization answer's
+	// verification_uri and verification_uri_complete (a hostile provider).
+	DeviceVerificationURI string
 
 	mu               sync.Mutex
 	key              *rsa.PrivateKey
@@ -426,10 +429,14 @@ func (s *Server) deviceAuthorize(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.devices["dc-"+userCode] = &deviceRequest{scope: r.PostForm.Get("scope")}
 	s.mu.Unlock()
+	verify, complete := s.URL+"/device", s.URL+"/device?user_code="+userCode
+	if s.DeviceVerificationURI != "" {
+		verify, complete = s.DeviceVerificationURI, s.DeviceVerificationURI
+	}
 	WriteJSON(w, 200, map[string]any{
 		"device_code": "dc-" + userCode, "user_code": userCode,
-		"verification_uri":          s.URL + "/device",
-		"verification_uri_complete": s.URL + "/device?user_code=" + userCode,
+		"verification_uri":          verify,
+		"verification_uri_complete": complete,
 		"expires_in":                300, "interval": 1,
 	})
 }
