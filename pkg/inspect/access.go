@@ -100,17 +100,14 @@ func RuleAllows(rule authzv1.ResourceRule, group, resource, verb string) (allowe
 	if !matches(rule.Verbs, verb) || !matches(rule.APIGroups, group) {
 		return false, false
 	}
-	ok := false
-	for _, r := range rule.Resources {
-		switch {
-		case r == "*" || r == resource:
-			ok = true
-		case strings.HasSuffix(r, "/*") && strings.HasPrefix(resource, strings.TrimSuffix(r, "*")):
-			ok = true // "pods/*": every subresource of pods
-		case strings.HasPrefix(r, "*/") && strings.Contains(resource, "/") && strings.HasSuffix(resource, strings.TrimPrefix(r, "*")):
-			ok = true // "*/scale": that subresource of every resource
-		}
-	}
+	// Kubernetes' RBAC (pkg/apis/rbac/v1 ResourceMatches): "*" matches
+	// every resource and subresource, "resource" or "resource/sub" only
+	// itself, and "*/sub" that subresource of every resource. There is no
+	// "resource/*" form: such a rule matches nothing but itself.
+	_, sub, _ := strings.Cut(resource, "/")
+	ok := slices.ContainsFunc(rule.Resources, func(r string) bool {
+		return r == "*" || r == resource || (sub != "" && r == "*/"+sub)
+	})
 	if !ok {
 		return false, false
 	}

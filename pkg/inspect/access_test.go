@@ -30,7 +30,13 @@ func TestRuleAllows(t *testing.T) {
 		{"resourceNames: partial", rule([]string{""}, []string{"configmaps"}, []string{"get"}, []string{"a", "b"}), "", "configmaps", "get", false, true},
 		{"subresource needs its own rule", rule([]string{""}, []string{"pods"}, []string{"get"}, nil), "", "pods/log", "get", false, false},
 		{"subresource exact", rule([]string{""}, []string{"pods/log"}, []string{"get"}, nil), "", "pods/log", "get", true, false},
-		{"pods/*", rule([]string{""}, []string{"pods/*"}, []string{"get"}, nil), "", "pods/exec", "get", true, false},
+		// Kubernetes' RBAC has no "resource/*" form: the rule matches nothing
+		// (a review found the earlier expansion over-reporting).
+		{"pods/* is not every subresource", rule([]string{""}, []string{"pods/*"}, []string{"get"}, nil), "", "pods/exec", "get", false, false},
+		{"pods/* is not pods", rule([]string{""}, []string{"pods/*"}, []string{"get"}, nil), "", "pods", "get", false, false},
+		{"* matches subresources", rule([]string{""}, []string{"*"}, []string{"get"}, nil), "", "pods/log", "get", true, false},
+		{"*/log is not */logs", rule([]string{""}, []string{"*/log"}, []string{"get"}, nil), "", "pods/logs", "get", false, false},
+		{"*/scale needs the group", rule([]string{""}, []string{"*/scale"}, []string{"update"}, nil), "apps", "deployments/scale", "update", false, false},
 		{"*/scale", rule([]string{"apps"}, []string{"*/scale"}, []string{"update"}, nil), "apps", "deployments/scale", "update", true, false},
 		{"*/scale is not the resource", rule([]string{"apps"}, []string{"*/scale"}, []string{"update"}, nil), "apps", "deployments", "update", false, false},
 	}

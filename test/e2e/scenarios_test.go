@@ -315,7 +315,14 @@ func TestRefreshAfterExpiry(t *testing.T) {
 }
 
 func refreshesOnce(t *testing.T, name string, after time.Duration) {
-	p := newPerson(t, name, st.api["structured"])
+	// The tests share one Secret Service, and a cache entry is per
+	// provider, client and scopes, not per person: bob asks for one scope
+	// more, so that the two parallel tests never read each other's token.
+	var extra []string
+	if name == "bob" {
+		extra = []string{"--oidc-extra-scope=profile"}
+	}
+	p := newPerson(t, name, st.api["structured"], extra...)
 	ns := map[string]string{"alice": "team-a", "bob": "default"}[name]
 	r := p.kubectl("get", "configmaps", "-n", ns)
 	loggedIn := time.Now()
