@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
@@ -53,20 +52,6 @@ type ClaimsResult struct {
 	Differences []string       `json:"differences,omitempty"`
 }
 
-// normalizeClaimsFlag accepts kube-apiserver's --oidc-* names for the
-// legacy rules.
-func normalizeClaimsFlag(_ *pflag.FlagSet, name string) pflag.NormalizedName {
-	switch name {
-	case "oidc-client-id":
-		name = "client-id"
-	case "oidc-username-claim", "oidc-username-prefix", "oidc-groups-claim", "oidc-groups-prefix":
-		name = strings.TrimPrefix(name, "oidc-")
-	case "oidc-ca-file":
-		name = "issuer-certificate-authority"
-	}
-	return pflag.NormalizedName(name)
-}
-
 // NewCmdClaims builds claims.
 func NewCmdClaims(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &ClaimsOptions{IOStreams: streams, global: g, Legacy: authn.LegacyFlags{UsernameClaim: "sub"}}
@@ -94,7 +79,7 @@ difference, a refusal (401) included.`,
 	o.Kube = NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
 	f := cmd.Flags()
-	f.SetNormalizeFunc(normalizeClaimsFlag)
+	f.SetNormalizeFunc(kubeAPIServerFlagNames("client-id", "issuer-certificate-authority"))
 	f.StringVar(&o.TokenFile, "token-file", "", "Read the token from this file (- for stdin) instead of the cache")
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml|jsonpath=... (default a table)")
 	f.BoolVar(&o.Compare, "compare", false, "Ask the API server who the token is and list the differences")

@@ -46,20 +46,28 @@ type ProxyOptions struct {
 }
 
 // legacyProxyFlags are kube-apiserver's --oidc-* flags as the proxy names
-// them; kube-apiserver's own names are accepted too (normalizeProxyFlag).
+// them; kube-apiserver's own names are accepted too (kubeAPIServerFlagNames).
 var legacyProxyFlags = []string{"oidc-issuer-url", "oidc-audience", "oidc-ca-file", "username-claim", "username-prefix",
 	"groups-claim", "groups-prefix", "oidc-required-claim", "oidc-signing-algs"}
 
-// normalizeProxyFlag maps kube-apiserver's flag names onto the proxy's, so
-// that an API server's --oidc-* flags can be pasted as they are.
-func normalizeProxyFlag(_ *pflag.FlagSet, name string) pflag.NormalizedName {
-	switch name {
-	case "oidc-client-id":
-		name = "oidc-audience"
-	case "oidc-username-claim", "oidc-username-prefix", "oidc-groups-claim", "oidc-groups-prefix":
-		name = strings.TrimPrefix(name, "oidc-")
+// kubeAPIServerFlagNames maps kube-apiserver's --oidc-* flag names onto a
+// command's own (--oidc-client-id onto clientID, --oidc-ca-file onto ca
+// when given, --oidc-username-claim onto --username-claim ...), so that an
+// API server's flags can be pasted as they are.
+func kubeAPIServerFlagNames(clientID, ca string) func(*pflag.FlagSet, string) pflag.NormalizedName {
+	return func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		switch name {
+		case "oidc-client-id":
+			name = clientID
+		case "oidc-ca-file":
+			if ca != "" {
+				name = ca
+			}
+		case "oidc-username-claim", "oidc-username-prefix", "oidc-groups-claim", "oidc-groups-prefix":
+			name = strings.TrimPrefix(name, "oidc-")
+		}
+		return pflag.NormalizedName(name)
 	}
-	return pflag.NormalizedName(name)
 }
 
 // NewCmdProxy builds proxy.
@@ -96,7 +104,7 @@ issuers' keys; metrics are served on --metrics-address only.`,
 		RunE: runE(o),
 	}
 	f := cmd.Flags()
-	f.SetNormalizeFunc(normalizeProxyFlag)
+	f.SetNormalizeFunc(kubeAPIServerFlagNames("oidc-audience", ""))
 	f.StringVar(&o.Listen, "listen", o.Listen, "Address to serve HTTPS on")
 	f.StringVar(&o.CertFile, "tls-cert-file", "", "Serving certificate (PEM); reloaded when the file changes")
 	f.StringVar(&o.KeyFile, "tls-private-key-file", "", "Serving key (PEM); reloaded when the file changes")

@@ -27,9 +27,10 @@ import (
 
 // auditEvent is the part of an audit.k8s.io/v1 Event the attack test reads.
 type auditEvent struct {
-	Stage      string `json:"stage"`
-	RequestURI string `json:"requestURI"`
-	UserAgent  string `json:"userAgent"`
+	Stage      string   `json:"stage"`
+	RequestURI string   `json:"requestURI"`
+	UserAgent  string   `json:"userAgent"`
+	SourceIPs  []string `json:"sourceIPs"`
 	User       struct {
 		Username string `json:"username"`
 	} `json:"user"`
@@ -62,13 +63,13 @@ func auditEvents(t *testing.T, path, ua string) []auditEvent {
 
 // rawHTTP1 sends a request byte for byte over TLS (header names and the
 // Connection header exactly as given) and returns the status code.
-func rawHTTP1(t *testing.T, base, path string, headers [][2]string) int {
+func rawHTTP1(t *testing.T, base, method, path string, headers [][2]string) int {
 	t.Helper()
 	conn, err := tls.Dial("tcp", strings.TrimPrefix(base, "https://"), &tls.Config{RootCAs: caPool(), NextProtos: []string{"http/1.1"}})
 	require.NoError(t, err)
 	defer conn.Close()
 	var b strings.Builder
-	fmt.Fprintf(&b, "GET %s HTTP/1.1\r\nHost: %s\r\n", path, strings.TrimPrefix(base, "https://"))
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, path, strings.TrimPrefix(base, "https://"))
 	for _, h := range headers {
 		fmt.Fprintf(&b, "%s: %s\r\n", h[0], h[1])
 	}
@@ -187,6 +188,7 @@ jwt:
 	type attack struct {
 		name    string
 		base    string
+		method  string
 		path    string
 		headers [][2]string
 		h2      bool
@@ -254,10 +256,15 @@ jwt:
 		)
 	}
 	for _, path := range []string{"/../api/v1/namespaces/kube-system/secrets", "/%2e%2e/api/v1/namespaces/kube-system/secrets",
-		"/api/..%2f..%2fapi/v1/namespaces/kube-system/secrets", "/api/v1/../../api/v1/namespaces/kube-system/secrets"} {
+		"/api/..%2f..%2fapi/v1/namespaces/kube-system/secrets", "/api/v1/../../api/v1/namespaces/kube-system/secrets",
+		"/..;/api/v1/namespaces/kube-system/secrets"} {
 		attacks = append(attacks, attack{name: "prefixed upstream, path " + path, base: prefixed, path: path, headers: [][2]string{bearer}, want: 400})
 	}
 
+	attacks = append(attacks,
+		attack{name: "CONNECT through the proxy", method: "CONNECT", path: "kubernetes.default.svc:443", headers: [][2]string{bearer}, want: 405},
+		attack{name: "CONNECT, prefixed upstream", base: prefixed, method: "CONNECT", path: "kubernetes.default.svc:443", headers: [][2]string{bearer}, want: 405},
+		attack{name: "X-Real-Ip spoofing", path: "/api/v1/namespaces/team-a/pods", headers: [][2]string{bearer, {"X-Real-Ip", "10.9.9.9"}}, want: 200, forwarded: true})
 	for i, a := range attacks {
 		ua := fmt.Sprintf("ki-attack/%d", i)
 		base := a.base
@@ -270,10 +277,14 @@ jwt:
 		}
 		headers := append([][2]string{{"User-Agent", ua}}, a.headers...)
 		var code int
+		method := a.method
+		if method == "" {
+			method = "GET"
+		}
 		if a.h2 {
 			code = rawHTTP2(t, base, path, headers)
 		} else {
-			code = rawHTTP1(t, base, path, headers)
+			code = rawHTTP1(t, base, method, path, headers)
 		}
 		assert.Equal(t, a.want, code, "%s: status", a.name)
 		attacks[i].base = ua // the user agent, for the audit check below
@@ -301,6 +312,7 @@ jwt:
 			forwarded++
 			require.NotEmpty(t, events, "%s: the forwarded request is in kube-apiserver's audit log", a.name)
 			assert.NotNil(t, events[0].ImpersonatedUser, a.name)
+			assert.NotContains(t, events[0].SourceIPs, "10.9.9.9", "%s: no source address of the caller's choosing", a.name)
 		} else {
 			assert.Empty(t, events, "%s: refused by the proxy, never reached kube-apiserver", a.name)
 		}
