@@ -70,20 +70,41 @@ func TestAccessRequestCounts(t *testing.T) {
 		}
 		resources = append(resources, r)
 	}
+	// What the authorizer answers, written from the two rules by hand: read
+	// verbs on pods and configmaps, every verb on the two apps resources.
+	allow := map[string]bool{}
+	want := map[string]bool{}
+	for _, v := range []string{"get", "list", "watch"} {
+		for _, r := range []string{"pods", "configmaps"} {
+			allow[allowKey("team-a", v, "", r, "")] = true
+			want[r+" "+v] = true
+		}
+	}
+	for _, v := range DefaultVerbs {
+		for _, r := range []string{"res02", "res03"} {
+			allow[allowKey("team-a", v, "apps", r, "")] = true
+			want[r+".apps "+v] = true
+		}
+	}
 	count := func(force bool) (*Matrix, int) {
-		srv := httptest.NewServer(&fakeAuthz{rules: map[string][]authzv1.ResourceRule{"team-a": rules}})
+		f := &fakeAuthz{rules: map[string][]authzv1.ResourceRule{"team-a": rules}, allow: allow}
+		srv := httptest.NewServer(f)
 		defer srv.Close()
 		c, err := NewClient(&rest.Config{Host: srv.URL})
 		require.NoError(t, err)
 		m, err := c.Access(context.Background(), resources, AccessOptions{Namespace: "team-a", ForceSSAR: force})
 		require.NoError(t, err)
-		return m, c.Requests()
+		ssrr, ssar := f.counts()
+		assert.Equal(t, ssrr+ssar, m.Requests, "the matrix reports the requests the server received")
+		return m, ssrr + ssar
 	}
 	byRules, nRules := count(false)
 	bySSAR, nSSAR := count(true)
-	for i := range byRules.Rows {
-		for _, v := range DefaultVerbs {
-			assert.Equal(t, bySSAR.Rows[i].Cells[v].Allowed, byRules.Rows[i].Cells[v].Allowed, "%s %s", byRules.Rows[i].Resource, v)
+	for _, m := range []*Matrix{byRules, bySSAR} {
+		for _, row := range m.Rows {
+			for _, v := range DefaultVerbs {
+				assert.Equal(t, want[row.Resource+" "+v], row.Cells[v].Allowed, "%s %s", row.Resource, v)
+			}
 		}
 	}
 	assert.Equal(t, 1, nRules)
