@@ -183,4 +183,3 @@ current-context: c
 	return run(t, baseEnv(t.TempDir()), false, st.ki, "claims", "--compare", "-o", "json", "--kubeconfig="+kc,
 		"--token-file="+tokenFile, "--authentication-config="+cfgFile)
 }
-
