@@ -48,7 +48,7 @@ bench: ## Benchmark the cached get-token (disk and keyring) against a Go hello w
 	hack/bench.sh
 
 lint: tools ## gofmt, go vet, staticcheck, goreleaser check, Krew manifest validation
-	@out="$$(gofmt -l cmd pkg test hack)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out="$$(gofmt -l cmd pkg test hack internal)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/...
 	$(GO) vet -tags release ./test/release/...
@@ -89,7 +89,7 @@ docs: ## Regenerate the command reference in docs/reference from the command tre
 	$(GO) run ./hack/gendocs docs/reference
 
 fmt: ## Format the code
-	gofmt -w cmd pkg test hack
+	gofmt -w cmd pkg test hack internal
 
 clean: ## Remove build output
 	rm -rf bin dist dist-host

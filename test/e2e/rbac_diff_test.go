@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -72,6 +73,9 @@ func genRBAC(seed uint64, ns string) (manifest string, users map[string][]string
 	}
 	var docs []any
 	docs = append(docs, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
+	for _, name := range []string{"named-1", "other-1", "other-2"} {
+		docs = append(docs, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": ns}})
+	}
 	for i := range 4 {
 		docs = append(docs, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
 			"metadata": map[string]any{"name": fmt.Sprintf("%s-role-%d", p, i), "namespace": ns}, "rules": genRules(r)})
@@ -149,9 +153,11 @@ func (s sarClient) allowed(user string, groups []string, attrs map[string]string
 }
 
 // TestRBACDifferential: for seeded random RBAC applied to the real
-// kube-apiserver, every cell of `access --subresources` (namespaced and --cluster-scope)
-// for every generated identity is compared with a SubjectAccessReview the
-// server answers. A difference prints the seed and the cell.
+// kube-apiserver, every cell of `access --subresources` (namespaced and
+// --cluster-scope) for every generated identity, the objects `list` keeps
+// per verb, and whether `who-can` names each identity, are compared with a
+// SubjectAccessReview the server answers. A difference prints the seed and
+// the case.
 func TestRBACDifferential(t *testing.T) {
 	api := st.api["legacy"]
 	admin, err := st.adminKubeconfig(api)
@@ -160,7 +166,7 @@ func TestRBACDifferential(t *testing.T) {
 	hc := st.tlsClient()
 	hc.Transport.(*http.Transport).MaxIdleConnsPerHost = 16
 	oracle := sarClient{url: api.url, hc: hc}
-	total, diffs := 0, 0
+	total, diffs, objects, subjects, allowedObjects, allowedSubjects := 0, 0, 0, 0, 0, 0
 	for seed := uint64(1); seed <= 5; seed++ {
 		ns := fmt.Sprintf("rbac-diff-%d", seed)
 		manifest, users := genRBAC(seed, ns)
@@ -232,6 +238,93 @@ func TestRBACDifferential(t *testing.T) {
 		t.Logf("seed %d: %d cells compared with SubjectAccessReview", seed, cells)
 		assert.GreaterOrEqual(t, cells, 2000, "seed %d", seed)
 		total += cells
+		objs, subs, okObjs, okSubs := listAndWhoCan(t, env, admin, oracle, seed, ns, users, &diffs)
+		objects += objs
+		subjects += subs
+		allowedObjects += okObjs
+		allowedSubjects += okSubs
 	}
-	t.Logf("RBAC differential: 5 seeds, %d cells, %d differences", total, diffs)
+	t.Logf("RBAC differential: 5 seeds, %d access cells, %d list decisions (object × verb × identity, %d allowed), %d who-can decisions (target × identity, %d allowed), %d differences",
+		total, objects, allowedObjects, subjects, allowedSubjects, diffs)
+	// Neither side may be trivially all-or-nothing.
+	assert.Positive(t, allowedObjects)
+	assert.Less(t, allowedObjects, objects)
+	assert.Positive(t, allowedSubjects)
+	assert.Less(t, allowedSubjects, subjects)
+}
+
+// listAndWhoCan compares, for every generated identity, the objects `list`
+// keeps per verb, and whether `who-can` names the identity (as a user or
+// one of its groups) per target, with the server's SubjectAccessReview.
+func listAndWhoCan(t *testing.T, env []string, admin string, oracle sarClient, seed uint64, ns string, users map[string][]string, diffs *int) (objects, subjects, allowedObjects, allowedSubjects int) {
+	t.Helper()
+	names := []string{"named-1", "other-1", "other-2"}
+	for user, groups := range users {
+		as := []string{"--kubeconfig=" + admin, "--as=" + user}
+		for _, g := range groups {
+			as = append(as, "--as-group="+g)
+		}
+		for _, verb := range []string{"get", "delete", "update"} {
+			r := run(t, env, false, append([]string{st.ki, "list", "configmaps", "-n", ns, "--verb=" + verb, "-o", "name"}, as...)...)
+			require.Equal(t, 0, r.code, "list: %s", r.stderr)
+			for _, name := range names {
+				kept := strings.Contains(r.stdout, "configmap/"+name+"\n")
+				want, err := oracle.allowed(user, groups, map[string]string{"verb": verb, "resource": "configmaps", "namespace": ns, "name": name})
+				require.NoError(t, err)
+				objects++
+				if want {
+					allowedObjects++
+				}
+				if kept != want {
+					*diffs++
+					t.Errorf("seed %d, %s %v: list --verb=%s keeps configmap/%s: %v, kube-apiserver says %v", seed, user, groups, verb, name, kept, want)
+				}
+			}
+		}
+	}
+	type target struct{ verb, resource, group, sub string }
+	var targets []target
+	for _, v := range []string{"get", "list", "create", "update", "patch", "delete", "deletecollection", "watch"} {
+		for _, r := range []target{{resource: "pods"}, {resource: "pods", sub: "log"}, {resource: "pods", sub: "exec"},
+			{resource: "deployments", group: "apps"}, {resource: "deployments", group: "apps", sub: "scale"},
+			{resource: "configmaps"}, {resource: "secrets"}, {resource: "jobs", group: "batch"}} {
+			r.verb = v
+			targets = append(targets, r)
+		}
+	}
+	for _, tg := range targets {
+		arg := tg.resource
+		if tg.group != "" {
+			arg += "." + tg.group
+		}
+		if tg.sub != "" {
+			arg += "/" + tg.sub
+		}
+		r := run(t, env, false, st.ki, "who-can", tg.verb, arg, "-n", ns, "-o", "json", "--kubeconfig="+admin)
+		require.Equal(t, 0, r.code, "who-can: %s", r.stderr)
+		var grants []struct {
+			Subjects []struct{ Kind, Name string } `json:"subjects"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &grants), r.stdout)
+		for user, groups := range users {
+			named := false
+			for _, g := range grants {
+				for _, s := range g.Subjects {
+					named = named || (s.Kind == "User" && s.Name == user) ||
+						(s.Kind == "Group" && (s.Name == "system:authenticated" || slices.Contains(groups, s.Name)))
+				}
+			}
+			want, err := oracle.allowed(user, groups, map[string]string{"verb": tg.verb, "group": tg.group, "resource": tg.resource, "subresource": tg.sub, "namespace": ns})
+			require.NoError(t, err)
+			subjects++
+			if want {
+				allowedSubjects++
+			}
+			if named != want {
+				*diffs++
+				t.Errorf("seed %d, %s %v: who-can %s %s -n %s names it: %v, kube-apiserver says %v", seed, user, groups, tg.verb, arg, ns, named, want)
+			}
+		}
+	}
+	return objects, subjects, allowedObjects, allowedSubjects
 }
