@@ -26,15 +26,18 @@ type WhoCanOptions struct {
 func NewCmdWhoCan(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &WhoCanOptions{IOStreams: streams, global: g}
 	cmd := &cobra.Command{
-		Use:   "who-can VERB RESOURCE[.GROUP][/SUBRESOURCE] [NAME]",
+		Use:   "who-can VERB (RESOURCE[.GROUP][/SUBRESOURCE] [NAME] | /NON-RESOURCE-URL)",
 		Short: "The subjects whose RoleBindings and ClusterRoleBindings grant something, with the binding names",
 		Long: `who-can reads the RoleBindings (of the namespace, or -A all namespaces) and
 ClusterRoleBindings and their roles, and lists the users, groups and service
 accounts granted VERB on RESOURCE, matching wildcards, subresources
-(pods/log, */scale) and resourceNames as RBAC does. It needs read access to
-RBAC objects; other authorizers (webhooks) are not seen.`,
+(pods/log, */scale) and resourceNames as RBAC does. For a non-resource URL
+(a path such as /metrics) only ClusterRoleBindings count, and "/logs/*" style
+rules match by prefix, as in kube-apiserver. It needs read access to RBAC
+objects; other authorizers (webhooks) are not seen.`,
 		Example: `  kubectl impersonate who-can list pods -n team-a
-  kubectl impersonate who-can get configmaps app-settings -A -o yaml`,
+  kubectl impersonate who-can get configmaps app-settings -A -o yaml
+  kubectl impersonate who-can get /metrics`,
 		Args: cobra.RangeArgs(2, 3),
 		RunE: func(c *cobra.Command, args []string) error { o.args = args; return runE(o)(c, args) },
 	}

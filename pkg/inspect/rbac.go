@@ -12,7 +12,8 @@ import (
 )
 
 // Target is what a question is about: a verb on a resource (resource.group,
-// optionally resource/subresource), maybe one name, in a namespace.
+// optionally resource/subresource), maybe one name, in a namespace; or a
+// verb on a non-resource URL such as /metrics.
 type Target struct {
 	Verb        string
 	Group       string
@@ -20,10 +21,17 @@ type Target struct {
 	Subresource string
 	Name        string
 	Namespace   string
+	// NonResourceURL is a path (it starts with "/"); the other fields but
+	// Verb are then empty.
+	NonResourceURL string
 }
 
-// ParseTarget reads "VERB RESOURCE[.GROUP][/SUBRESOURCE] [NAME]".
+// ParseTarget reads "VERB RESOURCE[.GROUP][/SUBRESOURCE] [NAME]", or
+// "VERB /PATH" for a non-resource URL.
 func ParseTarget(verb, resource, name, namespace string) Target {
+	if strings.HasPrefix(resource, "/") {
+		return Target{Verb: verb, NonResourceURL: resource}
+	}
 	t := Target{Verb: verb, Name: name, Namespace: namespace}
 	res, sub, _ := strings.Cut(resource, "/")
 	t.Resource, t.Group, _ = strings.Cut(res, ".")
@@ -40,6 +48,9 @@ func (t Target) resourceWithSub() string {
 
 // PolicyRuleAllows tells whether rule grants t.
 func PolicyRuleAllows(rule rbacv1.PolicyRule, t Target) bool {
+	if t.NonResourceURL != "" {
+		return matches(rule.Verbs, t.Verb) && nonResourceURLMatches(rule.NonResourceURLs, t.NonResourceURL)
+	}
 	if !matches(rule.Verbs, t.Verb) || !matches(rule.APIGroups, t.Group) {
 		return false
 	}
@@ -48,6 +59,15 @@ func PolicyRuleAllows(rule rbacv1.PolicyRule, t Target) bool {
 		return false
 	}
 	return len(rule.ResourceNames) == 0 || (t.Name != "" && slices.Contains(rule.ResourceNames, t.Name))
+}
+
+// nonResourceURLMatches is Kubernetes' rule for non-resource URLs: "*"
+// matches every path, a path matches itself, and a path ending in "*"
+// matches every path with that prefix.
+func nonResourceURLMatches(urls []string, path string) bool {
+	return slices.ContainsFunc(urls, func(u string) bool {
+		return u == "*" || u == path || (strings.HasSuffix(u, "*") && strings.HasPrefix(path, strings.TrimSuffix(u, "*")))
+	})
 }
 
 // Grant is a binding that grants the target.
@@ -111,7 +131,12 @@ func anyAllows(rules []rbacv1.PolicyRule, t Target) bool {
 // namespaces when it is empty) and ClusterRoleBindings.
 func (r *RBAC) WhoCan(t Target) []Grant {
 	var out []Grant
+	// Non-resource URLs have no namespace: only ClusterRoleBindings grant
+	// them, as in kube-apiserver's RBAC authorizer.
 	for _, b := range r.RoleBindings {
+		if t.NonResourceURL != "" {
+			break
+		}
 		if t.Namespace != "" && b.Namespace != t.Namespace {
 			continue
 		}
@@ -164,6 +189,9 @@ func ForIdentity(grants []Grant, username string, groups []string) []Grant {
 func (c *Client) Why(ctx context.Context, t Target) (*authzv1.SubjectAccessReviewStatus, error) {
 	in := authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authzv1.ResourceAttributes{
 		Namespace: t.Namespace, Verb: t.Verb, Group: t.Group, Resource: t.Resource, Subresource: t.Subresource, Name: t.Name}}}
+	if t.NonResourceURL != "" {
+		in.Spec = authzv1.SelfSubjectAccessReviewSpec{NonResourceAttributes: &authzv1.NonResourceAttributes{Path: t.NonResourceURL, Verb: t.Verb}}
+	}
 	in.APIVersion, in.Kind = "authorization.k8s.io/v1", "SelfSubjectAccessReview"
 	var out authzv1.SelfSubjectAccessReview
 	if err := c.Post(ctx, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", &in, &out); err != nil {
@@ -172,8 +200,11 @@ func (c *Client) Why(ctx context.Context, t Target) (*authzv1.SubjectAccessRevie
 	return &out.Status, nil
 }
 
-// ResourceDisplay is resource[.group][/subresource] [name].
+// ResourceDisplay is resource[.group][/subresource] [name], or the path.
 func (t Target) ResourceDisplay() string {
+	if t.NonResourceURL != "" {
+		return t.NonResourceURL
+	}
 	s := t.Resource
 	if t.Group != "" {
 		s += "." + t.Group
@@ -189,6 +220,9 @@ func (t Target) ResourceDisplay() string {
 
 // Where is "in namespace X", "in every namespace" or "".
 func (t Target) Where() string {
+	if t.NonResourceURL != "" {
+		return "(a non-resource URL)"
+	}
 	if t.Namespace == "" {
 		return "in any namespace"
 	}

@@ -66,3 +66,35 @@ func TestParseTarget(t *testing.T) {
 	assert.Equal(t, Target{Verb: "update", Group: "apps", Resource: "deployments", Subresource: "scale", Name: "web", Namespace: "ns"},
 		ParseTarget("update", "deployments.apps/scale", "web", "ns"))
 }
+
+// Non-resource URLs as Kubernetes' RBAC reads them: "*", exact paths, a
+// trailing "*" as a prefix; granted only through ClusterRoleBindings.
+func TestNonResourceURLs(t *testing.T) {
+	for _, tt := range []struct {
+		urls []string
+		path string
+		want bool
+	}{
+		{[]string{"/metrics"}, "/metrics", true},
+		{[]string{"/metrics"}, "/metrics/cadvisor", false},
+		{[]string{"/metrics*"}, "/metrics/cadvisor", true},
+		{[]string{"/metrics*"}, "/metricsx", true},
+		{[]string{"/logs/*"}, "/logs", false},
+		{[]string{"*"}, "/healthz", true},
+		{[]string{"/healthz"}, "/readyz", false},
+	} {
+		assert.Equal(t, tt.want, PolicyRuleAllows(rbacv1.PolicyRule{Verbs: []string{"get"}, NonResourceURLs: tt.urls}, ParseTarget("get", tt.path, "", "")), "%v %s", tt.urls, tt.path)
+	}
+	rule := []rbacv1.PolicyRule{{Verbs: []string{"get"}, NonResourceURLs: []string{"/metrics"}}}
+	r := &RBAC{Roles: map[string][]rbacv1.PolicyRule{"ns/r": rule}, ClusterRoles: map[string][]rbacv1.PolicyRule{"m": rule},
+		RoleBindings: []rbacv1.RoleBinding{
+			{ObjectMeta: metav1.ObjectMeta{Name: "rb", Namespace: "ns"}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "m"}, Subjects: []rbacv1.Subject{{Kind: "User", Name: "via-rolebinding"}}}},
+		ClusterRoleBindings: []rbacv1.ClusterRoleBinding{
+			{ObjectMeta: metav1.ObjectMeta{Name: "crb"}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "m"}, Subjects: []rbacv1.Subject{{Kind: "User", Name: "via-clusterrolebinding"}}}},
+	}
+	grants := r.WhoCan(ParseTarget("get", "/metrics", "", "ns"))
+	if assert.Len(t, grants, 1) {
+		assert.Equal(t, "crb", grants[0].Binding, "a RoleBinding never grants a non-resource URL")
+	}
+	assert.Empty(t, r.WhoCan(ParseTarget("post", "/metrics", "", "")))
+}

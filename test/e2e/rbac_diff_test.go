@@ -80,9 +80,19 @@ func genRBAC(seed uint64, ns string) (manifest string, users map[string][]string
 		docs = append(docs, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
 			"metadata": map[string]any{"name": fmt.Sprintf("%s-role-%d", p, i), "namespace": ns}, "rules": genRules(r)})
 	}
+	// Non-resource URLs, in ClusterRoles only (a Role cannot hold them),
+	// from a stream of their own so that the resource rules stay as they were.
+	nr := rand.New(rand.NewPCG(seed, seed+1))
+	nonResource := func(rules []map[string]any) []map[string]any {
+		if nr.IntN(3) > 0 {
+			rules = append(rules, map[string]any{"verbs": pick(nr, []string{"get", "post", "*"}, 1, 2),
+				"nonResourceURLs": pick(nr, []string{"/healthz", "/metrics", "/metrics*", "/logs/*", "/api", "*"}, 1, 2)})
+		}
+		return rules
+	}
 	for i := range 3 {
 		docs = append(docs, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-			"metadata": map[string]any{"name": fmt.Sprintf("%s-clusterrole-%d", p, i), "labels": map[string]any{p + "-agg": "true"}}, "rules": genRules(r)})
+			"metadata": map[string]any{"name": fmt.Sprintf("%s-clusterrole-%d", p, i), "labels": map[string]any{p + "-agg": "true"}}, "rules": nonResource(genRules(r))})
 	}
 	// Aggregated: kube-controller-manager fills its rules from the labelled
 	// roles; without one (as here) the server uses the rules it has.
@@ -128,8 +138,12 @@ type sarClient struct {
 }
 
 func (s sarClient) allowed(user string, groups []string, attrs map[string]string) (bool, error) {
-	body, _ := json.Marshal(map[string]any{"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-		"spec": map[string]any{"user": user, "groups": append(append([]string{}, groups...), "system:authenticated"), "resourceAttributes": attrs}})
+	spec := map[string]any{"user": user, "groups": append(append([]string{}, groups...), "system:authenticated"), "resourceAttributes": attrs}
+	if path, ok := attrs["path"]; ok {
+		delete(spec, "resourceAttributes")
+		spec["nonResourceAttributes"] = map[string]string{"path": path, "verb": attrs["verb"]}
+	}
+	body, _ := json.Marshal(map[string]any{"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec})
 	req, _ := http.NewRequest(http.MethodPost, s.url+"/apis/authorization.k8s.io/v1/subjectaccessreviews", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+adminToken)
 	req.Header.Set("Content-Type", "application/json")
@@ -282,8 +296,13 @@ func listAndWhoCan(t *testing.T, env []string, admin string, oracle sarClient, s
 			}
 		}
 	}
-	type target struct{ verb, resource, group, sub string }
+	type target struct{ verb, resource, group, sub, path string }
 	var targets []target
+	for _, v := range []string{"get", "post"} {
+		for _, path := range []string{"/healthz", "/metrics", "/metrics/cadvisor", "/logs/kube-apiserver.log", "/logs", "/api", "/version"} {
+			targets = append(targets, target{verb: v, path: path})
+		}
+	}
 	for _, v := range []string{"get", "list", "create", "update", "patch", "delete", "deletecollection", "watch"} {
 		for _, r := range []target{{resource: "pods"}, {resource: "pods", sub: "log"}, {resource: "pods", sub: "exec"},
 			{resource: "deployments", group: "apps"}, {resource: "deployments", group: "apps", sub: "scale"},
@@ -300,6 +319,10 @@ func listAndWhoCan(t *testing.T, env []string, admin string, oracle sarClient, s
 		if tg.sub != "" {
 			arg += "/" + tg.sub
 		}
+		attrs := map[string]string{"verb": tg.verb, "group": tg.group, "resource": tg.resource, "subresource": tg.sub, "namespace": ns}
+		if tg.path != "" {
+			arg, attrs = tg.path, map[string]string{"verb": tg.verb, "path": tg.path}
+		}
 		r := run(t, env, false, st.ki, "who-can", tg.verb, arg, "-n", ns, "-o", "json", "--kubeconfig="+admin)
 		require.Equal(t, 0, r.code, "who-can: %s", r.stderr)
 		var grants []struct {
@@ -314,7 +337,7 @@ func listAndWhoCan(t *testing.T, env []string, admin string, oracle sarClient, s
 						(s.Kind == "Group" && (s.Name == "system:authenticated" || slices.Contains(groups, s.Name)))
 				}
 			}
-			want, err := oracle.allowed(user, groups, map[string]string{"verb": tg.verb, "group": tg.group, "resource": tg.resource, "subresource": tg.sub, "namespace": ns})
+			want, err := oracle.allowed(user, groups, attrs)
 			require.NoError(t, err)
 			subjects++
 			if want {
