@@ -26,7 +26,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,6 +41,8 @@ import (
 
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/transport"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
 )
 
 // Authenticator returns the user of a bearer token, as kube-apiserver would.
@@ -122,11 +123,17 @@ func (h *Handler) init() {
 // authentication.
 func stripIdentityHeaders(h http.Header) {
 	for name := range h {
-		l := strings.ToLower(name)
-		if l == "authorization" || strings.HasPrefix(l, "impersonate-") || strings.HasPrefix(l, "x-remote-") {
+		if identityHeader(name) {
 			delete(h, name)
 		}
 	}
+}
+
+// identityHeader is a header that carries an identity: Authorization,
+// Impersonate-* or X-Remote-* (request-header authentication), in any case.
+func identityHeader(name string) bool {
+	l := strings.ToLower(strings.TrimSpace(name))
+	return l == "authorization" || strings.HasPrefix(l, "impersonate-") || strings.HasPrefix(l, "x-remote-")
 }
 
 // impersonate is the last round tripper before the proxy's credential:
@@ -272,7 +279,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 	for _, v := range r.Header.Values("Connection") {
 		for _, name := range strings.Split(v, ",") {
 			n := strings.ToLower(strings.TrimSpace(name))
-			if n == "authorization" || strings.HasPrefix(n, "impersonate-") || strings.HasPrefix(n, "x-remote-") {
+			if identityHeader(n) {
 				h.refuse(w, l, http.StatusForbidden, "request", "Connection names "+n,
 					fmt.Sprintf("the Connection header may not name %q through the impersonating proxy", n))
 				return
@@ -394,27 +401,14 @@ func forwardable(u user.Info, allowSystem bool) error {
 	return nil
 }
 
-// expiry reads exp from a token the authenticator has just accepted.
+// expiry reads exp from a token the authenticator has just accepted
+// (inspect's decoder: the one the claims command prints with).
 func expiry(raw string) (time.Time, bool) {
-	parts := strings.Split(raw, ".")
-	if len(parts) != 3 {
-		return time.Time{}, false
-	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	tok, err := inspect.DecodeJWT(raw)
 	if err != nil {
 		return time.Time{}, false
 	}
-	var c struct {
-		Exp *json.Number `json:"exp"`
-	}
-	if json.Unmarshal(b, &c) != nil || c.Exp == nil {
-		return time.Time{}, false
-	}
-	f, err := c.Exp.Float64()
-	if err != nil || f <= 0 || f > 1e11 {
-		return time.Time{}, false
-	}
-	return time.Unix(int64(f), 0), true
+	return tok.Expiry()
 }
 
 func oneLine(s string) string {
