@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -65,18 +66,6 @@ func TestClaimsDifferential(t *testing.T) {
 		{"two audiences, MatchAny", map[string]any{"issuerAudiences": []string{"claims-diff", "other-app"}, "claimMappings": map[string]any{
 			"username": map[string]any{"claim": "sub", "prefix": "c5:"}}}},
 	}
-	cases := []claimsCase{
-		{name: "plain", claims: map[string]any{"groups": []any{"dev", "ops"}}},
-		{name: "spaces and unicode", claims: map[string]any{"sub": "Zoë Ünïcode user", "groups": []any{"dev team", "Ωmega", " lead"}}},
-		{name: "numbers, booleans, nested", claims: map[string]any{"tenant": 42, "admin": true, "org": map[string]any{"team": "blue", "size": 7}, "groups": []any{"a"}}},
-		{name: "groups as a string", claims: map[string]any{"groups": "solo"}},
-		{name: "no groups claim", claims: map[string]any{"groups": nil}},
-		{name: "unverified email", claims: map[string]any{"email": "eve@example.com", "email_verified": false}},
-		{name: "email without email_verified", claims: map[string]any{"email": "nov@example.com", "email_verified": nil}},
-		{name: "hd present", claims: map[string]any{"hd": "example.com", "sub": "with-hd"}},
-		{name: "an admin, long-lived", claims: map[string]any{"hd": "example.com", "sub": "super-admin"}, life: 2 * time.Hour},
-		{name: "other audience", claims: map[string]any{"aud": "other-app"}},
-	}
 	dir := t.TempDir()
 	total, agreed, refusedBoth := 0, 0, 0
 	for ci, cfg := range configs {
@@ -109,7 +98,7 @@ func TestClaimsDifferential(t *testing.T) {
 		canary := mintFor(t, is, claimsCase{name: "canary", claims: map[string]any{"sub": fmt.Sprintf("canary-%d", ci), "hd": "example.com"}})
 		loaded := false
 		for range 150 {
-			r := claimsCompare(t, api, cfgFile, canary)
+			r := claimsCompare(t, api, canary, "--authentication-config="+cfgFile)
 			if r.code == 0 {
 				loaded = true
 				break
@@ -118,30 +107,19 @@ func TestClaimsDifferential(t *testing.T) {
 		}
 		require.True(t, loaded, "%s: kube-apiserver did not load the configuration within 30 s", cfg.name)
 
-		for _, c := range cases {
+		for _, c := range claimsCases {
 			tok := mintFor(t, is, c)
-			r := claimsCompare(t, api, cfgFile, tok)
 			total++
-			var out struct {
-				Predicted struct {
-					Username string `json:"username"`
-					Refused  string `json:"refused"`
-				} `json:"predicted"`
-				Server      struct{ APIVersion string } `json:"server"`
-				Differences []string                    `json:"differences"`
+			agree, refused := comparePair(t, api, cfg.name, c.name, tok, "--authentication-config="+cfgFile)
+			if agree {
+				agreed++
 			}
-			_ = json.Unmarshal([]byte(r.stdout), &out)
-			if r.code != 0 || len(out.Differences) > 0 {
-				t.Errorf("%s / %s: claims --compare disagrees with kube-apiserver: %v %s", cfg.name, c.name, out.Differences, r.stderr)
-				continue
-			}
-			agreed++
-			if out.Predicted.Refused != "" {
+			if agree && refused {
 				refusedBoth++
 			}
 		}
 	}
-	t.Logf("claims differential: %d configurations × %d tokens = %d pairs; %d agree with SelfSubjectReview (%d refused by both)", len(configs), len(cases), total, agreed, refusedBoth)
+	t.Logf("claims differential: %d configurations × %d tokens = %d pairs; %d agree with SelfSubjectReview (%d refused by both)", len(configs), len(claimsCases), total, agreed, refusedBoth)
 	assert.GreaterOrEqual(t, total, 30)
 	assert.Positive(t, refusedBoth, "some pairs are refusals")
 	assert.Less(t, refusedBoth, total, "some pairs are accepted")
@@ -166,9 +144,24 @@ func mintFor(t *testing.T, is *testissuer.Issuer, c claimsCase) string {
 	return raw
 }
 
+// claimsCases are the tokens every configuration is asked about.
+var claimsCases = []claimsCase{
+	{name: "plain", claims: map[string]any{"groups": []any{"dev", "ops"}}},
+	{name: "spaces and unicode", claims: map[string]any{"sub": "Zoë Ünïcode user", "groups": []any{"dev team", "Ωmega", " lead"}}},
+	{name: "numbers, booleans, nested", claims: map[string]any{"tenant": 42, "admin": true, "org": map[string]any{"team": "blue", "size": 7}, "groups": []any{"a"}}},
+	{name: "groups as a string", claims: map[string]any{"groups": "solo"}},
+	{name: "no groups claim", claims: map[string]any{"groups": nil}},
+	{name: "unverified email", claims: map[string]any{"email": "eve@example.com", "email_verified": false}},
+	{name: "email without email_verified", claims: map[string]any{"email": "nov@example.com", "email_verified": nil}},
+	{name: "hd present", claims: map[string]any{"hd": "example.com", "sub": "with-hd"}},
+	{name: "an admin, long-lived", claims: map[string]any{"hd": "example.com", "sub": "super-admin"}, life: 2 * time.Hour},
+	{name: "other audience", claims: map[string]any{"aud": "other-app"}},
+	{name: "tenant as a string", claims: map[string]any{"tenant": "acme", "hd": "example.com", "groups": []any{"acme-admins"}}},
+}
+
 // claimsCompare runs `claims --compare -o json` with the token as both the
 // input and the credential of the SelfSubjectReview.
-func claimsCompare(t *testing.T, api *apiserver, cfgFile, token string) result {
+func claimsCompare(t *testing.T, api *apiserver, token string, rules ...string) result {
 	t.Helper()
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(token), 0o600))
@@ -180,6 +173,81 @@ users: [{name: u, user: {tokenFile: %q}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
 `, api.url, st.caFile, tokenFile)), 0o600))
-	return run(t, baseEnv(t.TempDir()), false, st.ki, "claims", "--compare", "-o", "json", "--kubeconfig="+kc,
-		"--token-file="+tokenFile, "--authentication-config="+cfgFile)
+	return run(t, baseEnv(t.TempDir()), false, append([]string{st.ki, "claims", "--compare", "-o", "json", "--kubeconfig=" + kc,
+		"--token-file=" + tokenFile}, rules...)...)
+}
+
+// comparePair runs claims --compare for one token and reports whether the
+// prediction agrees with SelfSubjectReview, and whether both refused it.
+func comparePair(t *testing.T, api *apiserver, cfg, tokenCase, token string, rules ...string) (agree, refused bool) {
+	t.Helper()
+	r := claimsCompare(t, api, token, rules...)
+	var out struct {
+		Predicted struct {
+			Username string `json:"username"`
+			Refused  string `json:"refused"`
+		} `json:"predicted"`
+		Server      *struct{ Username string } `json:"server"`
+		Differences []string                   `json:"differences"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 || len(out.Differences) > 0 {
+		t.Errorf("%s / %s: claims --compare disagrees with kube-apiserver (exit %d): %v %s", cfg, tokenCase, r.code, out.Differences, r.stderr)
+		return false, false
+	}
+	return true, out.Predicted.Refused != ""
+}
+
+// TestClaimsDifferentialLegacyFlags: kube-apiserver's legacy --oidc-*
+// flags cannot be reloaded, so each flag set is a kube-apiserver of its own
+// (started together, own etcd prefix). The same tokens go to `claims
+// --compare` with the same flags, which must agree with SelfSubjectReview.
+func TestClaimsDifferentialLegacyFlags(t *testing.T) {
+	is, err := testissuer.Start()
+	require.NoError(t, err)
+	defer is.Close()
+	caFile := filepath.Join(t.TempDir(), "issuer-ca.pem")
+	require.NoError(t, os.WriteFile(caFile, is.CAPEM(), 0o600))
+	common := []string{"--oidc-issuer-url=" + is.URL, "--oidc-client-id=claims-diff", "--oidc-ca-file=" + caFile}
+	flagSets := []struct {
+		name  string
+		flags []string
+	}{
+		// sub with no prefix flag: kube-apiserver's "<issuer>#" default.
+		{"defaults (sub, <issuer># prefix)", []string{"--oidc-groups-claim=groups"}},
+		{"email, group prefix, required hd", []string{"--oidc-username-claim=email", "--oidc-groups-claim=groups",
+			"--oidc-groups-prefix=g:", "--oidc-required-claim=hd=example.com"}},
+		{"sub without prefix, required tenant, RS256", []string{"--oidc-username-claim=sub", "--oidc-username-prefix=-",
+			"--oidc-groups-claim=groups", "--oidc-groups-prefix=", "--oidc-required-claim=tenant=acme", "--oidc-signing-algs=RS256"}},
+	}
+	apis := make([]*apiserver, len(flagSets))
+	for i, fs := range flagSets {
+		a, cmd, err := st.startAPIServer(fmt.Sprintf("legacy-claims-%d", i), append(append([]string{}, common...), fs.flags...))
+		require.NoError(t, err)
+		t.Cleanup(func() { st.stopCmd(cmd) })
+		apis[i] = a
+	}
+	for i, a := range apis {
+		require.NoError(t, waitHTTP(a.url+"/readyz", http.Header{"Authorization": {"Bearer " + adminToken}}, 120*time.Second, st.tlsClient()),
+			"%s: kube-apiserver did not become ready", flagSets[i].name)
+	}
+	total, agreed, refusedBoth := 0, 0, 0
+	for i, fs := range flagSets {
+		// claims takes kube-apiserver's flags as they are.
+		rules := append(append([]string{}, common...), fs.flags...)
+		for _, c := range claimsCases {
+			total++
+			agree, refused := comparePair(t, apis[i], fs.name, c.name, mintFor(t, is, c), rules...)
+			if agree {
+				agreed++
+			}
+			if agree && refused {
+				refusedBoth++
+			}
+		}
+	}
+	t.Logf("claims differential, legacy flags: %d flag sets × %d tokens = %d pairs; %d agree with SelfSubjectReview (%d refused by both)",
+		len(flagSets), len(claimsCases), total, agreed, refusedBoth)
+	assert.Equal(t, total, agreed)
+	assert.Positive(t, refusedBoth, "some pairs are refusals")
+	assert.Less(t, refusedBoth, total, "some pairs are accepted")
 }

@@ -87,6 +87,8 @@ type stack struct {
 	etcdData string
 	// authConfig is the structured API server's AuthenticationConfiguration.
 	authConfig string
+	// etcdURL, tokens and auditPolicy let a test start another API server.
+	etcdURL, tokens, auditPolicy string
 
 	mu    sync.Mutex
 	procs []*exec.Cmd
@@ -248,36 +250,47 @@ func freePort() (int, error) {
 
 // start runs a process in its own process group, output to logs/name.log.
 func (s *stack) start(name string, argv ...string) error {
+	_, err := s.startCmd(name, argv...)
+	return err
+}
+
+// startCmd is start, returning the process.
+func (s *stack) startCmd(name string, argv ...string) (*exec.Cmd, error) {
 	logf, err := os.Create(filepath.Join(s.logs, name+".log"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s: %w", name, err)
+		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	s.mu.Lock()
 	s.procs = append(s.procs, cmd)
 	s.mu.Unlock()
-	return nil
+	return cmd, nil
+}
+
+// stopProcess sends SIGTERM to the process group, then SIGKILL after 10 s,
+// and waits.
+func stopProcess(p *exec.Cmd) {
+	_ = syscall.Kill(-p.Process.Pid, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = p.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
 }
 
 func (s *stack) stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := len(s.procs) - 1; i >= 0; i-- {
-		p := s.procs[i]
-		_ = syscall.Kill(-p.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = p.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
+		stopProcess(s.procs[i])
 	}
 	if s.proxy != nil {
 		s.proxy.srv.Close()
@@ -498,34 +511,18 @@ func (s *stack) startEtcdAndAPIServers() error {
 		"structured": {"--authentication-config=" + authConfig},
 	}
 	prefixes := map[string]string{"legacy": "", "structured": "oidc:"}
-	auditPolicy := filepath.Join(s.work, "audit-policy.yaml")
-	if err := os.WriteFile(auditPolicy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"), 0o600); err != nil {
+	s.etcdURL, s.tokens = etcdURL, tokens
+	s.auditPolicy = filepath.Join(s.work, "audit-policy.yaml")
+	if err := os.WriteFile(s.auditPolicy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"), 0o600); err != nil {
 		return err
 	}
 	for mode, flags := range modes {
-		port, err := freePort()
+		a, _, err := s.startAPIServer(mode, flags)
 		if err != nil {
 			return err
 		}
-		certDir := filepath.Join(s.work, "apiserver-"+mode)
-		argv := append([]string{filepath.Join(s.tools, "kube-apiserver"),
-			"--etcd-servers=" + etcdURL, "--etcd-prefix=/" + mode,
-			"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
-			"--tls-cert-file=" + s.certFile, "--tls-private-key-file=" + s.keyFile, "--cert-dir=" + certDir,
-			"--service-account-issuer=https://kubernetes.default.svc",
-			"--service-account-key-file=" + filepath.Join(s.work, "sa.pub"),
-			"--service-account-signing-key-file=" + filepath.Join(s.work, "sa.key"),
-			"--service-cluster-ip-range=10.96.0.0/24",
-			"--authorization-mode=Node,RBAC", "--endpoint-reconciler-type=none",
-			"--token-auth-file=" + tokens, "--enable-priority-and-fairness=false", "--profiling=false",
-			"--audit-policy-file=" + auditPolicy, "--audit-log-path=" + filepath.Join(s.logs, "kube-apiserver-"+mode+"-audit.log"),
-			"--audit-log-mode=blocking",
-		}, flags...)
-		if err := s.start("kube-apiserver-"+mode, argv...); err != nil {
-			return err
-		}
-		s.api[mode] = &apiserver{mode: mode, url: fmt.Sprintf("https://127.0.0.1:%d", port), usernamePrefix: prefixes[mode], groupPrefix: prefixes[mode],
-			auditLog: filepath.Join(s.logs, "kube-apiserver-"+mode+"-audit.log")}
+		a.usernamePrefix, a.groupPrefix = prefixes[mode], prefixes[mode]
+		s.api[mode] = a
 	}
 	for _, a := range s.api {
 		if err := waitHTTP(a.url+"/readyz", http.Header{"Authorization": {"Bearer " + adminToken}}, 90*time.Second, s.tlsClient()); err != nil {
@@ -533,6 +530,50 @@ func (s *stack) startEtcdAndAPIServers() error {
 		}
 	}
 	return nil
+}
+
+// startAPIServer starts a kube-apiserver named mode (its etcd prefix, log
+// and audit log) with the stack's common flags and these. It does not wait
+// for it to be ready.
+func (s *stack) startAPIServer(mode string, flags []string) (*apiserver, *exec.Cmd, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, nil, err
+	}
+	certDir := filepath.Join(s.work, "apiserver-"+mode)
+	auditLog := filepath.Join(s.logs, "kube-apiserver-"+mode+"-audit.log")
+	argv := append([]string{filepath.Join(s.tools, "kube-apiserver"),
+		"--etcd-servers=" + s.etcdURL, "--etcd-prefix=/" + mode,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
+		"--tls-cert-file=" + s.certFile, "--tls-private-key-file=" + s.keyFile, "--cert-dir=" + certDir,
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file=" + filepath.Join(s.work, "sa.pub"),
+		"--service-account-signing-key-file=" + filepath.Join(s.work, "sa.key"),
+		"--service-cluster-ip-range=10.96.0.0/24",
+		"--authorization-mode=Node,RBAC", "--endpoint-reconciler-type=none",
+		"--token-auth-file=" + s.tokens, "--enable-priority-and-fairness=false", "--profiling=false",
+		"--audit-policy-file=" + s.auditPolicy, "--audit-log-path=" + auditLog,
+		"--audit-log-mode=blocking",
+	}, flags...)
+	cmd, err := s.startCmd("kube-apiserver-"+mode, argv...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &apiserver{mode: mode, url: fmt.Sprintf("https://127.0.0.1:%d", port), auditLog: auditLog}, cmd, nil
+}
+
+// stopCmd stops a process started by start (SIGTERM, then SIGKILL after
+// 10 s) and forgets it.
+func (s *stack) stopCmd(cmd *exec.Cmd) {
+	s.mu.Lock()
+	for i, p := range s.procs {
+		if p == cmd {
+			s.procs = append(s.procs[:i], s.procs[i+1:]...)
+			break
+		}
+	}
+	s.mu.Unlock()
+	stopProcess(cmd)
 }
 
 // adminKubeconfig returns a kubeconfig for the static admin token.
