@@ -119,5 +119,5 @@ PY
 # Request counts of the access matrix (not a timing: from the unit test that
 # asserts them against a stand-in authorizer; the e2e figures are in
 # docs/inspection.md).
-( cd "$(dirname "$0")/.." && go test -count=1 -run '^TestAccessRequestCounts$' -v ./pkg/inspect 2>/dev/null \
+( cd "$(dirname "$0")/.." && go test -count=1 -run '^TestAccessRequestCounts$' -v ./pkg/rbac 2>/dev/null \
   | grep -o 'access matrix.*' ) || echo "bench: the access matrix count failed" >&2

@@ -7,7 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-60s}
 targets=(
-  "./pkg/inspect FuzzDecodeJWT"
+  "./pkg/authn FuzzDecodeJWT"
   "./pkg/execcred FuzzParseRequest"
   "./pkg/config FuzzParse"
   "./pkg/exchange FuzzTokenResponse"

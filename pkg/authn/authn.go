@@ -15,6 +15,8 @@
 //     CEL) and user validation rules, one per jwt entry, tried as a union
 //     that fails on the first error, as kube-apiserver does.
 //
+// It also decodes a JWT without verifying it (DecodeJWT), for display.
+//
 // Nothing here is re-implemented: a difference between this package and
 // kube-apiserver is a difference in how the authenticator is configured.
 package authn

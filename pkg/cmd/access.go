@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 )
 
 // AccessOptions is the access command (alias can-i-matrix).
@@ -54,7 +54,7 @@ In the table, ✔ is allowed, ✗ denied, ~ allowed for some resourceNames only,
 	f := cmd.Flags()
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "One matrix per namespace")
 	f.BoolVar(&o.ClusterScope, "cluster-scope", false, "The cluster-scoped resources instead of a namespace's")
-	f.StringSliceVar(&o.Verbs, "verbs", inspect.DefaultVerbs, "The verb columns")
+	f.StringSliceVar(&o.Verbs, "verbs", rbac.DefaultVerbs, "The verb columns")
 	f.BoolVar(&o.Subresources, "subresources", false, "Include subresources (pods/log, deployments/scale, ...)")
 	f.StringVar(&o.Method, "method", "rules", "rules (a rules review, then access reviews where needed) or ssar (one access review per cell)")
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml (default a table)")
@@ -92,7 +92,7 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	var other *inspect.Client
+	var other *rbac.Client
 	if o.DiffAs != "" {
 		if other, err = ImpersonatingClient(cfg, o.DiffAs, o.DiffAsGroups, "", nil); err != nil {
 			return err
@@ -102,7 +102,7 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var resources []inspect.Resource
+	var resources []rbac.Resource
 	for _, r := range all {
 		if r.Namespaced != o.ClusterScope {
 			resources = append(resources, r)
@@ -123,9 +123,9 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 		}
 		namespaces = []string{ns}
 	}
-	var out []*inspect.Matrix
+	var out []*rbac.Matrix
 	for _, ns := range namespaces {
-		opts := inspect.AccessOptions{Namespace: ns, Verbs: o.Verbs, ForceSSAR: o.Method == "ssar" || o.ClusterScope}
+		opts := rbac.AccessOptions{Namespace: ns, Verbs: o.Verbs, ForceSSAR: o.Method == "ssar" || o.ClusterScope}
 		if o.global.IsTerminal(o.ErrOut) {
 			opts.Progress = func(done, total int) {
 				if total < 20 {
@@ -146,7 +146,7 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("as %s: %w", o.DiffAs, err)
 			}
-			m = inspect.Diff(m, m2)
+			m = rbac.Diff(m, m2)
 		}
 		out = append(out, m)
 	}
@@ -164,7 +164,7 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 	})
 }
 
-func printMatrix(w io.Writer, m *inspect.Matrix) {
+func printMatrix(w io.Writer, m *rbac.Matrix) {
 	scope := "cluster scope"
 	if m.Namespace != "" {
 		scope = "namespace " + m.Namespace

@@ -1,7 +1,7 @@
 package cmd_test
 
 // These tests run the built binary as kubectl would, against the in-process
-// OIDC provider of pkg/oidc/oidctest, with "curl" standing in for the
+// OIDC provider of internal/oidctest, with "curl" standing in for the
 // browser (it follows the redirects of a login that the provider approves at
 // once). The real-browser, real-kubectl, real-keyring runs live in test/e2e.
 
@@ -28,7 +28,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc/oidctest"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 

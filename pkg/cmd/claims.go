@@ -18,7 +18,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 )
 
 // ClaimsOptions is the claims command.
@@ -40,7 +40,7 @@ type ClaimsOptions struct {
 
 // ClaimsResult is what claims prints with -o json|yaml.
 type ClaimsResult struct {
-	inspect.Token
+	authn.Token
 	Expires           time.Time `json:"expires,omitzero"`
 	SignatureVerified bool      `json:"signatureVerified"`
 	// Signature says how the signature was checked, or why not.
@@ -140,7 +140,7 @@ func (o *ClaimsOptions) token(ctx context.Context) (string, error) {
 
 // authnOptions builds the authenticator kube-apiserver would run, and
 // says whether its issuers were named by the user (trusted).
-func (o *ClaimsOptions) authnOptions(tok *inspect.Token, res *ClaimsResult) (authn.Options, bool, error) {
+func (o *ClaimsOptions) authnOptions(tok *authn.Token, res *ClaimsResult) (authn.Options, bool, error) {
 	if o.AuthConfig != "" {
 		cfg, err := authn.LoadConfigFile(o.AuthConfig)
 		if err != nil {
@@ -232,7 +232,7 @@ func (o *ClaimsOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tok, err := inspect.DecodeJWT(raw)
+	tok, err := authn.DecodeJWT(raw)
 	if err != nil {
 		return err
 	}
@@ -251,7 +251,7 @@ func (o *ClaimsOptions) Run(ctx context.Context) error {
 			return err
 		}
 		ui, version, err := client.WhoAmI(ctx)
-		var ae *inspect.APIError
+		var ae *kubeapi.APIError
 		refused := errors.As(err, &ae) && ae.Code == http.StatusUnauthorized
 		switch {
 		case refused:

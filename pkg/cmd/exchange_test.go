@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/test/idp"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
 )
 
 func cloudsigmaArgs(sim *idp.Sim, e *env, extra ...string) []string {

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
 )
 
 // GroupsOptions is the groups command.
@@ -64,7 +64,7 @@ func (o *GroupsOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tok, err := inspect.DecodeJWT(raw)
+	tok, err := authn.DecodeJWT(raw)
 	if err != nil {
 		return err
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
-	"github.com/kubectl-impersonate/kubectl-impersonate/test/idp"
 )
 
 // The identity-platform grant through the built binaries: Google sign-in at

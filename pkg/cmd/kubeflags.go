@@ -17,7 +17,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/fastpath"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
@@ -61,27 +62,27 @@ func (k *KubeFlags) Config() (*rest.Config, error) {
 }
 
 // Client builds the API client.
-func (k *KubeFlags) Client() (*inspect.Client, *rest.Config, error) {
+func (k *KubeFlags) Client() (*rbac.Client, *rest.Config, error) {
 	cfg, err := k.Config()
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := inspect.NewClient(cfg)
+	c, err := newRBACClient(cfg)
 	return c, cfg, err
 }
 
 // ImpersonatingClient is a client whose requests carry impersonation
 // headers for user and groups, on top of the kubeconfig's identity.
-func ImpersonatingClient(cfg *rest.Config, user string, groups []string, uid string, extra map[string][]string) (*inspect.Client, error) {
+func ImpersonatingClient(cfg *rest.Config, user string, groups []string, uid string, extra map[string][]string) (*rbac.Client, error) {
 	c := rest.CopyConfig(cfg)
 	c.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups, UID: uid, Extra: extra}
-	return inspect.NewClient(c)
+	return newRBACClient(c)
 }
 
 // TokenIdentityClient impersonates exactly the username, groups, UID and
 // extra the API server reports for caller's credentials (what --as alone
 // loses), and describes that identity.
-func TokenIdentityClient(ctx context.Context, caller *inspect.Client, cfg *rest.Config) (*inspect.Client, string, error) {
+func TokenIdentityClient(ctx context.Context, caller *rbac.Client, cfg *rest.Config) (*rbac.Client, string, error) {
 	ui, _, err := caller.WhoAmI(ctx)
 	if err != nil {
 		return nil, "", err
@@ -242,4 +243,13 @@ func cachedTokenOf(ctx context.Context, exec *clientcmdapi.ExecConfig, getenv fu
 		ts.Storage = a.Where()
 	}
 	return r.Token, ts, nil
+}
+
+// newRBACClient is an rbac.Client for cfg.
+func newRBACClient(cfg *rest.Config) (*rbac.Client, error) {
+	c, err := kubeapi.NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return rbac.New(c), nil
 }

@@ -17,7 +17,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 )
 
 // ListOptions is the list command.
@@ -126,11 +126,11 @@ func (o *ListOptions) Validate() error {
 
 // ListResult is the outcome, for the table and the counts.
 type ListResult struct {
-	Resource   inspect.Resource
+	Resource   rbac.Resource
 	Identity   string
 	Namespaces []string
-	Decisions  []inspect.Decision
-	Stats      inspect.FilterStats
+	Decisions  []rbac.Decision
+	Stats      rbac.FilterStats
 	// Lists counts the list requests (namespaces and objects).
 	Lists int
 }
@@ -144,7 +144,7 @@ func (o *ListOptions) Run(ctx context.Context) error {
 	// The caller lists; the target identity is reviewed.
 	callerCfg := rest.CopyConfig(cfg)
 	callerCfg.Impersonate = rest.ImpersonationConfig{}
-	caller, err := inspect.NewClient(callerCfg)
+	caller, err := newRBACClient(callerCfg)
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func (o *ListOptions) Run(ctx context.Context) error {
 			return err
 		}
 	case cfg.Impersonate.UserName != "" || len(cfg.Impersonate.Groups) > 0:
-		if target, err = inspect.NewClient(cfg); err != nil {
+		if target, err = newRBACClient(cfg); err != nil {
 			return err
 		}
 		identity = describeIdentity(cfg.Impersonate.UserName, cfg.Impersonate.Groups)
@@ -164,7 +164,7 @@ func (o *ListOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := inspect.ResolveResource(all, o.Resource)
+	res, err := rbac.ResolveResource(all, o.Resource)
 	if err != nil {
 		return err
 	}
@@ -191,7 +191,7 @@ func (o *ListOptions) Run(ctx context.Context) error {
 		r.Namespaces = []string{ns}
 	}
 	full := o.Output == "json" || o.Output == "yaml"
-	var objs []inspect.Object
+	var objs []rbac.Object
 	for _, ns := range r.Namespaces {
 		got, err := caller.List(ctx, res, ns, o.Selector, full)
 		if err != nil {
@@ -206,7 +206,7 @@ func (o *ListOptions) Run(ctx context.Context) error {
 		}
 		return objs[i].Name < objs[j].Name
 	})
-	r.Decisions, r.Stats, err = target.Filter(ctx, res, objs, inspect.FilterOptions{Verbs: o.Verbs, ForceSSAR: o.Method == "ssar"})
+	r.Decisions, r.Stats, err = target.Filter(ctx, res, objs, rbac.FilterOptions{Verbs: o.Verbs, ForceSSAR: o.Method == "ssar"})
 	if err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func (o *ListOptions) Run(ctx context.Context) error {
 }
 
 func (o *ListOptions) print(r *ListResult) error {
-	var kept []inspect.Decision
+	var kept []rbac.Decision
 	for _, d := range r.Decisions {
 		if len(d.Allowed) > 0 {
 			kept = append(kept, d)
@@ -256,7 +256,7 @@ func (o *ListOptions) print(r *ListResult) error {
 	return nil
 }
 
-func (o *ListOptions) printTable(w io.Writer, r *ListResult, rows []inspect.Decision) {
+func (o *ListOptions) printTable(w io.Writer, r *ListResult, rows []rbac.Decision) {
 	if len(rows) == 0 {
 		return // as kubectl get: the count went to stderr
 	}

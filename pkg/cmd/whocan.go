@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 )
 
 // WhoCanOptions is the who-can command.
@@ -16,7 +16,7 @@ type WhoCanOptions struct {
 	Kube          *KubeFlags
 	AllNamespaces bool
 	Output        string
-	target        inspect.Target
+	target        rbac.Target
 	args          []string
 	genericiooptions.IOStreams
 	global *GlobalOptions
@@ -61,7 +61,7 @@ func (o *WhoCanOptions) Complete() error {
 	if len(o.args) == 3 {
 		name = o.args[2]
 	}
-	o.target = inspect.ParseTarget(o.args[0], o.args[1], name, ns)
+	o.target = rbac.ParseTarget(o.args[0], o.args[1], name, ns)
 	return nil
 }
 
@@ -74,13 +74,13 @@ func (o *WhoCanOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rbac, err := client.ReadRBAC(ctx, o.target.Namespace)
+	bindings, err := client.ReadRBAC(ctx, o.target.Namespace)
 	if err != nil {
 		return fmt.Errorf("%w (who-can needs to list roles and bindings)", err)
 	}
-	grants := rbac.WhoCan(o.target)
+	grants := bindings.WhoCan(o.target)
 	if grants == nil {
-		grants = []inspect.Grant{}
+		grants = []rbac.Grant{}
 	}
 	return printResult(o.Out, o.Output, grants, func(w io.Writer) {
 		if len(grants) == 0 {

@@ -11,14 +11,15 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 )
 
 // WhyOptions is the why command.
 type WhyOptions struct {
 	Kube   *KubeFlags
 	Output string
-	target inspect.Target
+	target rbac.Target
 	args   []string
 	genericiooptions.IOStreams
 	global *GlobalOptions
@@ -26,13 +27,13 @@ type WhyOptions struct {
 
 // WhyResult is what why prints with -o json|yaml.
 type WhyResult struct {
-	Allowed  bool            `json:"allowed"`
-	Denied   bool            `json:"denied,omitempty"`
-	Reason   string          `json:"reason,omitempty"`
-	Username string          `json:"username"`
-	Groups   []string        `json:"groups"`
-	Grants   []inspect.Grant `json:"grants,omitempty"`
-	RBACNote string          `json:"rbacNote,omitempty"`
+	Allowed  bool         `json:"allowed"`
+	Denied   bool         `json:"denied,omitempty"`
+	Reason   string       `json:"reason,omitempty"`
+	Username string       `json:"username"`
+	Groups   []string     `json:"groups"`
+	Grants   []rbac.Grant `json:"grants,omitempty"`
+	RBACNote string       `json:"rbacNote,omitempty"`
 }
 
 // NewCmdWhy builds why.
@@ -67,7 +68,7 @@ func (o *WhyOptions) Complete() error {
 	if len(o.args) == 3 {
 		name = o.args[2]
 	}
-	o.target = inspect.ParseTarget(o.args[0], o.args[1], name, ns)
+	o.target = rbac.ParseTarget(o.args[0], o.args[1], name, ns)
 	return nil
 }
 
@@ -89,15 +90,15 @@ func (o *WhyOptions) Run(ctx context.Context) error {
 		return err
 	}
 	res := WhyResult{Allowed: st.Allowed, Denied: st.Denied, Reason: st.Reason, Username: ui.Username, Groups: ui.Groups}
-	rbac, err := client.ReadRBAC(ctx, o.target.Namespace)
-	var ae *inspect.APIError
+	bindings, err := client.ReadRBAC(ctx, o.target.Namespace)
+	var ae *kubeapi.APIError
 	switch {
 	case errors.As(err, &ae) && ae.Code == 403:
 		res.RBACNote = "you may not read RBAC objects here, so only the authorizer's reason is shown"
 	case err != nil:
 		return err
 	default:
-		res.Grants = inspect.ForIdentity(rbac.WhoCan(o.target), ui.Username, ui.Groups)
+		res.Grants = rbac.ForIdentity(bindings.WhoCan(o.target), ui.Username, ui.Groups)
 	}
 	return printResult(o.Out, o.Output, res, func(w io.Writer) {
 		verdict := "no"
@@ -115,7 +116,7 @@ func (o *WhyOptions) Run(ctx context.Context) error {
 	})
 }
 
-func printGrants(w io.Writer, grants []inspect.Grant) {
+func printGrants(w io.Writer, grants []rbac.Grant) {
 	if len(grants) == 0 {
 		return
 	}

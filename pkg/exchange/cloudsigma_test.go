@@ -15,10 +15,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
-	"github.com/kubectl-impersonate/kubectl-impersonate/test/idp"
 )
 
 // fakeClock is shared by the simulator and the client.

@@ -9,11 +9,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
-	"github.com/kubectl-impersonate/kubectl-impersonate/test/idp"
 )
 
 // newTokenExchange logs in to the simulator's realm with client credentials

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc/oidctest"
-	"github.com/kubectl-impersonate/kubectl-impersonate/test/idp"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
 )
 
 func newIdentityPlatform(t *testing.T) (*IdentityPlatform, *oidctest.Server, *idp.GoogleSim) {

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc/oidctest"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
 )
 
 // browser follows redirects like a browser whose user approves at once.

@@ -42,7 +42,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/transport"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
 )
 
 // Authenticator returns the user of a bearer token, as kube-apiserver would.
@@ -402,9 +402,9 @@ func forwardable(u user.Info, allowSystem bool) error {
 }
 
 // expiry reads exp from a token the authenticator has just accepted
-// (inspect's decoder: the one the claims command prints with).
+// (authn.DecodeJWT: the decoder the claims command prints with).
 func expiry(raw string) (time.Time, bool) {
-	tok, err := inspect.DecodeJWT(raw)
+	tok, err := authn.DecodeJWT(raw)
 	if err != nil {
 		return time.Time{}, false
 	}

@@ -38,7 +38,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/test/idp"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
 )
 
 // Users of the Dex password database.

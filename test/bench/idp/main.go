@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc/oidctest"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 

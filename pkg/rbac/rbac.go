@@ -1,4 +1,4 @@
-package inspect
+package rbac
 
 import (
 	"context"
@@ -102,7 +102,7 @@ func (c *Client) ReadRBAC(ctx context.Context, namespace string) (*RBAC, error) 
 	var crbs rbacv1.ClusterRoleBindingList
 	for path, out := range map[string]any{nsPath + "roles": &roles, nsPath + "rolebindings": &rbs,
 		"/apis/rbac.authorization.k8s.io/v1/clusterroles": &croles, "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings": &crbs} {
-		if err := c.get(ctx, path, out); err != nil {
+		if err := c.Get(ctx, path, out); err != nil {
 			return nil, fmt.Errorf("reading RBAC (%s): %w", path, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package inspect
+package kubeapi
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func (c *Client) ServerVersion(ctx context.Context) string {
 	var v struct {
 		GitVersion string `json:"gitVersion"`
 	}
-	if err := c.get(ctx, "/version", &v); err != nil {
+	if err := c.Get(ctx, "/version", &v); err != nil {
 		return ""
 	}
 	return v.GitVersion

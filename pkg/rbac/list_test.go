@@ -1,4 +1,4 @@
-package inspect
+package rbac
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authzv1 "k8s.io/api/authorization/v1"
-	"k8s.io/client-go/rest"
 )
 
 func TestObjectAllowed(t *testing.T) {
@@ -167,8 +166,7 @@ func TestFilter(t *testing.T) {
 				incomplete: map[string]bool{"p1": tc.incomplete}}
 			srv := httptest.NewServer(f)
 			defer srv.Close()
-			c, err := NewClient(&rest.Config{Host: srv.URL})
-			require.NoError(t, err)
+			c := newClient(t, srv.URL)
 			ds, st, err := c.Filter(context.Background(), cm, objs, FilterOptions{Verbs: tc.verbs, ForceSSAR: tc.forceSSAR})
 			require.NoError(t, err)
 			var got []string
@@ -193,8 +191,7 @@ func TestFilterDenialReasons(t *testing.T) {
 	getNamed := authzv1.ResourceRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}, ResourceNames: []string{"a"}}
 	srv := httptest.NewServer(&fakeAuthz{rules: map[string][]authzv1.ResourceRule{"p1": {getNamed}}})
 	defer srv.Close()
-	c, err := NewClient(&rest.Config{Host: srv.URL})
-	require.NoError(t, err)
+	c := newClient(t, srv.URL)
 	ds, _, err := c.Filter(context.Background(), Resource{Version: "v1", Name: "configmaps", Namespaced: true},
 		[]Object{{Namespace: "p1", Name: "z"}}, FilterOptions{Verbs: []string{"get", "delete"}})
 	require.NoError(t, err)

@@ -210,7 +210,7 @@ func (s *Server) ApproveDevice(userCode string) bool {
 }
 
 // WriteJSON answers v as JSON with status, not cacheable, as token
-// endpoints do (RFC 6749 §5.1). The other simulators (test/idp) use it too.
+// endpoints do (RFC 6749 §5.1). The other simulators (internal/idp) use it too.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

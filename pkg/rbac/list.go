@@ -1,4 +1,4 @@
-package inspect
+package rbac
 
 import (
 	"context"
@@ -96,7 +96,7 @@ func (c *Client) List(ctx context.Context, r Resource, namespace, selector strin
 			} `json:"metadata"`
 			Items []json.RawMessage `json:"items"`
 		}
-		if err := c.getAs(ctx, r.path(namespace)+"?"+q.Encode(), accept, &list); err != nil {
+		if err := c.GetAs(ctx, r.path(namespace)+"?"+q.Encode(), accept, &list); err != nil {
 			return nil, fmt.Errorf("listing %s%s: %w", r, inNamespace(namespace), err)
 		}
 		for _, raw := range list.Items {

@@ -1,4 +1,4 @@
-package inspect
+package rbac
 
 import (
 	"context"
@@ -70,7 +70,7 @@ func (c *Client) Discover(ctx context.Context, subresources bool) ([]Resource, e
 	var lists []struct{ group, version, path string }
 	lists = append(lists, struct{ group, version, path string }{"", "v1", "/api/v1"})
 	var groups metav1.APIGroupList
-	if err := c.get(ctx, "/apis", &groups); err != nil {
+	if err := c.Get(ctx, "/apis", &groups); err != nil {
 		return nil, fmt.Errorf("discovering API groups: %w", err)
 	}
 	for _, g := range groups.Groups {
@@ -79,7 +79,7 @@ func (c *Client) Discover(ctx context.Context, subresources bool) ([]Resource, e
 	var out []Resource
 	for _, l := range lists {
 		var rl metav1.APIResourceList
-		if err := c.get(ctx, l.path, &rl); err != nil {
+		if err := c.Get(ctx, l.path, &rl); err != nil {
 			return nil, fmt.Errorf("discovering %s: %w", l.path, err)
 		}
 		for _, r := range rl.APIResources {

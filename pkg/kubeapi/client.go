@@ -1,7 +1,8 @@
-// Package inspect answers "who am I to this cluster, and why": the API
-// server's view of the current identity (SelfSubjectReview), the token's
-// claims, and the identity the API server's OIDC settings predict for them.
-package inspect
+// Package kubeapi talks to the API server with the transport client-go
+// builds for a kubeconfig, and asks it who the caller is (SelfSubjectReview)
+// and which version it runs. It decodes plain JSON into k8s.io/api types:
+// client-go's typed clients would link the scheme of every API group.
+package kubeapi
 
 import (
 	"bytes"
@@ -62,14 +63,14 @@ func (c *Client) Post(ctx context.Context, path string, in, out any) error {
 	return c.do(ctx, http.MethodPost, path, "", bytes.NewReader(body), 4<<20, out)
 }
 
-// get decodes the answer to a GET of path into out. Discovery documents
+// Get decodes the answer to a GET of path into out. Discovery documents
 // and lists of RBAC objects can be large: up to 16 MiB.
-func (c *Client) get(ctx context.Context, path string, out any) error {
+func (c *Client) Get(ctx context.Context, path string, out any) error {
 	return c.do(ctx, http.MethodGet, path, "", nil, 16<<20, out)
 }
 
-// getAs is get with another Accept (e.g. metadata-only lists).
-func (c *Client) getAs(ctx context.Context, path, accept string, out any) error {
+// GetAs is Get with another Accept (e.g. metadata-only lists).
+func (c *Client) GetAs(ctx context.Context, path, accept string, out any) error {
 	return c.do(ctx, http.MethodGet, path, accept, nil, 64<<20, out)
 }
 

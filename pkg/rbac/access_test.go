@@ -1,4 +1,4 @@
-package inspect
+package rbac
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authzv1 "k8s.io/api/authorization/v1"
-	"k8s.io/client-go/rest"
 )
 
 func TestRuleAllows(t *testing.T) {
@@ -90,8 +89,7 @@ func TestAccessRequestCounts(t *testing.T) {
 		f := &fakeAuthz{rules: map[string][]authzv1.ResourceRule{"team-a": rules}, allow: allow}
 		srv := httptest.NewServer(f)
 		defer srv.Close()
-		c, err := NewClient(&rest.Config{Host: srv.URL})
-		require.NoError(t, err)
+		c := newClient(t, srv.URL)
 		m, err := c.Access(context.Background(), resources, AccessOptions{Namespace: "team-a", ForceSSAR: force})
 		require.NoError(t, err)
 		ssrr, ssar := f.counts()

@@ -34,7 +34,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc/oidctest"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
 )
 
 // GoogleSim is a running Identity Platform simulator.

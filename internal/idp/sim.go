@@ -50,7 +50,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc/oidctest"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
 )
 
 // Token types of RFC 8693.
