@@ -39,7 +39,6 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -207,9 +206,6 @@ func (s *Sim) settings() settings {
 	}
 	return c
 }
-
-// Listen replaces the listener (e.g. a fixed port); call before Start.
-func (s *Sim) Listen(l net.Listener) { s.Listener = l }
 
 // Issuer is the realm's issuer URL.
 func (s *Sim) Issuer() string { return s.URL + "/realms/" + s.Realm }

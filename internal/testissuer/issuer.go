@@ -82,9 +82,6 @@ func Start() (*Issuer, error) {
 // Close stops the server.
 func (is *Issuer) Close() { is.srv.Close() }
 
-// Client trusts the issuer's certificate.
-func (is *Issuer) Client() *http.Client { return is.srv.Client() }
-
 // CAPEM is the issuer's serving certificate, to trust it as a CA.
 func (is *Issuer) CAPEM() []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: is.srv.Certificate().Raw})

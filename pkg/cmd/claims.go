@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 )
 
 // ClaimsOptions is the claims command.
@@ -195,7 +196,7 @@ func (o *ClaimsOptions) predict(ctx context.Context, raw string, opts authn.Opti
 	case err != nil:
 		// The rules built from the token's own iss: kube-apiserver could
 		// not be configured to accept it (an http issuer, say).
-		res.Predicted = authn.Identity{Refused: oneLine(err.Error())}
+		res.Predicted = authn.Identity{Refused: logging.OneLine(err.Error(), 0)}
 		res.Signature = "not verified: no trusted issuer given (--oidc-issuer-url or --authentication-config)"
 		return nil
 	}
@@ -211,7 +212,7 @@ func (o *ClaimsOptions) predict(ctx context.Context, raw string, opts authn.Opti
 	verified, err := run(authn.KeysDiscovered)
 	switch {
 	case err != nil:
-		res.Signature = "not verified: " + oneLine(err.Error())
+		res.Signature = "not verified: " + logging.OneLine(err.Error(), 0)
 	case verified.Refused == "":
 		res.SignatureVerified = true
 		res.Signature = "verified against the trusted issuer's keys"
@@ -352,9 +353,4 @@ func printable(s string) string {
 	}
 	q := strconv.Quote(s)
 	return q[1 : len(q)-1]
-}
-
-func oneLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
 }

@@ -33,15 +33,15 @@ get-token and login run it with --impersonate-user-email and
 
 // CloudSigmaWhoAmIOptions is "cloudsigma whoami".
 type CloudSigmaWhoAmIOptions struct {
-	Auth   *AuthOptions
+	Auth   *settings.AuthOptions
 	Output string
 	genericiooptions.IOStreams
 	global *GlobalOptions
 }
 
 func newCmdCloudSigmaWhoAmI(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &CloudSigmaWhoAmIOptions{Auth: NewAuthOptions(), IOStreams: streams, global: g}
-	o.Auth.Exchange = ExchangeCloudSigma
+	o := &CloudSigmaWhoAmIOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g}
+	o.Auth.Exchange = settings.ExchangeCloudSigma
 	cmd := &cobra.Command{
 		Use:   "whoami",
 		Short: "Obtain (or reuse) the impersonated token and show the account it acts on (GET /api/2.0/profile/)",
@@ -65,8 +65,8 @@ func (o *CloudSigmaWhoAmIOptions) Complete() error {
 
 // Validate checks the settings.
 func (o *CloudSigmaWhoAmIOptions) Validate() error {
-	if o.Auth.Exchange != ExchangeCloudSigma {
-		return fmt.Errorf("cloudsigma whoami works with --%s=%s only", settings.FlagExchange, ExchangeCloudSigma)
+	if o.Auth.Exchange != settings.ExchangeCloudSigma {
+		return fmt.Errorf("cloudsigma whoami works with --%s=%s only", settings.FlagExchange, settings.ExchangeCloudSigma)
 	}
 	switch o.Output {
 	case "", "json", "yaml":

@@ -20,7 +20,7 @@ import (
 
 // GetTokenOptions is the credential plugin command.
 type GetTokenOptions struct {
-	Auth *AuthOptions
+	Auth *settings.AuthOptions
 	genericiooptions.IOStreams
 	global *GlobalOptions
 
@@ -30,7 +30,7 @@ type GetTokenOptions struct {
 
 // NewCmdGetToken builds get-token.
 func NewCmdGetToken(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &GetTokenOptions{Auth: NewAuthOptions(), IOStreams: streams, global: g}
+	o := &GetTokenOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g}
 	cmd := &cobra.Command{
 		Use:   "get-token",
 		Short: "Print an ExecCredential for kubectl (run by kubectl from a kubeconfig exec entry)",
@@ -81,7 +81,7 @@ func (o *GetTokenOptions) Run(ctx context.Context) error {
 // obtain runs the credential use case with the settings of a command: the
 // login, then the exchange when one is configured. Nothing here touches the
 // network or the provider's settings until the cache misses.
-func obtain(ctx context.Context, a *AuthOptions, g *GlobalOptions, streams genericiooptions.IOStreams, interactive bool, opts credential.Options) (*credential.Result, error) {
+func obtain(ctx context.Context, a *settings.AuthOptions, g *GlobalOptions, streams genericiooptions.IOStreams, interactive bool, opts credential.Options) (*credential.Result, error) {
 	log := g.Logger(streams.ErrOut)
 	notify := notifier(streams.ErrOut)
 	store, err := a.NewStore(notify)
@@ -127,16 +127,16 @@ func obtain(ctx context.Context, a *AuthOptions, g *GlobalOptions, streams gener
 
 	var src *credential.Source
 	switch a.Exchange {
-	case ExchangeCloudSigma:
+	case settings.ExchangeCloudSigma:
 		cs := cloudSigma(a)
 		if cs.HTTPClient, err = newHTTPClient(); err != nil {
 			return nil, err
 		}
 		cs.Audit, cs.Store, cs.LockDir, cs.Notify, cs.Log = audit, store, a.TokenCacheDir, notify, log
 		src = cs.Source()
-	case ExchangeTokenExchange:
+	case settings.ExchangeTokenExchange:
 		tx := tokenExchange(a)
-		base.UseAccessToken = exchange.TokenType(a.ExchangeSubject) != exchange.TokenType("id_token")
+		base.UseAccessToken = settings.TokenType(a.ExchangeSubject) != settings.TokenType("id_token")
 		tx.Base, tx.Audit, tx.Log = base, audit, log
 		tx.TokenURL = func(ctx context.Context) (string, error) {
 			lc, err := newLogin()
@@ -160,7 +160,7 @@ func obtain(ctx context.Context, a *AuthOptions, g *GlobalOptions, streams gener
 	return r, err
 }
 
-func loginCommand(a *AuthOptions) string {
+func loginCommand(a *settings.AuthOptions) string {
 	return strings.Join(append([]string{"kubectl", "impersonate", "login"}, quoteArgs(a.Args())...), " ")
 }
 
@@ -171,7 +171,7 @@ func (o *GetTokenOptions) checkAllowedServer() error {
 
 // newIdentityPlatform signs in with Google (the browser flow of the same
 // flags, with the Google issuer), then with Identity Platform.
-func newIdentityPlatform(a *AuthOptions, g *GlobalOptions, streams genericiooptions.IOStreams, interactive bool) (credential.Authenticator, error) {
+func newIdentityPlatform(a *settings.AuthOptions, g *GlobalOptions, streams genericiooptions.IOStreams, interactive bool) (credential.Authenticator, error) {
 	httpClient, err := login.NewHTTPClient(a.CertificateAuthority, a.InsecureSkipTLSVerify, a.RequestTimeout)
 	if err != nil {
 		return nil, err

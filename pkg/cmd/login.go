@@ -10,11 +10,12 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
 // LoginOptions is the login command: get-token's flow, run by a person.
 type LoginOptions struct {
-	Auth  *AuthOptions
+	Auth  *settings.AuthOptions
 	Force bool
 	genericiooptions.IOStreams
 	global *GlobalOptions
@@ -22,7 +23,7 @@ type LoginOptions struct {
 
 // NewCmdLogin builds login.
 func NewCmdLogin(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &LoginOptions{Auth: NewAuthOptions(), IOStreams: streams, global: g}
+	o := &LoginOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g}
 	cmd := &cobra.Command{
 		Use:   "login",
 		Short: "Log in now and fill the token cache, so that kubectl needs no browser later",

@@ -7,12 +7,13 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
 // LogoutOptions is the logout command.
 type LogoutOptions struct {
-	Auth *AuthOptions
+	Auth *settings.AuthOptions
 	All  bool
 	genericiooptions.IOStreams
 	global *GlobalOptions
@@ -20,7 +21,7 @@ type LogoutOptions struct {
 
 // NewCmdLogout builds logout.
 func NewCmdLogout(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &LogoutOptions{Auth: NewAuthOptions(), IOStreams: streams, global: g}
+	o := &LogoutOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g}
 	cmd := &cobra.Command{
 		Use:   "logout",
 		Short: "Delete cached tokens: those of the identity the flags select, or --all",

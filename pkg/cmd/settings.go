@@ -6,23 +6,8 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
-// AuthOptions are the settings shared by get-token, login, setup, logout
-// and cloudsigma whoami (pkg/settings, which the fast get-token binary
-// shares).
-type AuthOptions = settings.AuthOptions
-
-// NewAuthOptions returns the defaults.
-var NewAuthOptions = settings.NewAuthOptions
-
-// Settings names used by the commands.
-const (
-	EnvClientSecret       = settings.EnvClientSecret
-	ExchangeCloudSigma    = settings.ExchangeCloudSigma
-	ExchangeTokenExchange = settings.ExchangeTokenExchange
-)
-
 // loginConfig is the configuration of the login package for a.
-func loginConfig(a *AuthOptions) login.Config {
+func loginConfig(a *settings.AuthOptions) login.Config {
 	return login.Config{
 		IssuerURL:       a.IssuerURL,
 		ClientID:        a.ClientID,
@@ -40,7 +25,7 @@ func loginConfig(a *AuthOptions) login.Config {
 }
 
 // cloudSigma is the CloudSigma exchange of a, without its runtime seams.
-func cloudSigma(a *AuthOptions) *exchange.CloudSigma {
+func cloudSigma(a *settings.AuthOptions) *exchange.CloudSigma {
 	return &exchange.CloudSigma{
 		CloudSigma:   a.CloudSigma(),
 		ClientSecret: a.ClientSecret, LegacyPassword: a.CSLegacyPassword, ClientAuthMethod: a.ClientAuthMethod,
@@ -48,6 +33,6 @@ func cloudSigma(a *AuthOptions) *exchange.CloudSigma {
 }
 
 // tokenExchange is the RFC 8693 exchange of a, without its runtime seams.
-func tokenExchange(a *AuthOptions) *exchange.TokenExchange {
+func tokenExchange(a *settings.AuthOptions) *exchange.TokenExchange {
 	return &exchange.TokenExchange{TokenExchange: a.TokenExchange(), ClientID: a.ClientID, ClientSecret: a.ClientSecret, ClientAuthMethod: a.ClientAuthMethod}
 }

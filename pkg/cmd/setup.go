@@ -21,7 +21,7 @@ import (
 
 // SetupOptions is the setup command.
 type SetupOptions struct {
-	Auth       *AuthOptions
+	Auth       *settings.AuthOptions
 	User       string
 	Kubeconfig string
 	Context    string
@@ -50,7 +50,7 @@ type SetupOptions struct {
 
 // NewCmdSetup builds setup.
 func NewCmdSetup(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &SetupOptions{Auth: NewAuthOptions(), IOStreams: streams, global: g, User: "oidc", InteractiveMode: "IfAvailable"}
+	o := &SetupOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g, User: "oidc", InteractiveMode: "IfAvailable"}
 	cmd := &cobra.Command{
 		Use:   "setup",
 		Short: "Print, or --write, the kubeconfig user entry that runs get-token",
@@ -61,7 +61,7 @@ defaults), or with --write puts the user entry into the kubeconfig itself.
 The entry runs this binary by its absolute path, not "kubectl impersonate":
 going through kubectl would add kubectl's own start-up to every command.
 Client secrets never go into the kubeconfig: give them to kubectl through
---oidc-client-secret-file, a profile, or $` + EnvClientSecret + `.`,
+--oidc-client-secret-file, a profile, or $` + settings.EnvClientSecret + `.`,
 		Example: `  # Print the command
   kubectl impersonate setup --oidc-issuer-url=https://dex.example.com --oidc-client-id=kubernetes --oidc-extra-scope=groups
 
@@ -87,7 +87,7 @@ Client secrets never go into the kubeconfig: give them to kubectl through
 	return cmd
 }
 
-// Complete resolves the executable and the settings.
+// Complete resolves the executable, the settings and the paths.
 func (o *SetupOptions) Complete() error {
 	if err := o.Auth.Complete(o.global.Getenv, notifier(o.ErrOut)); err != nil {
 		return err
@@ -108,10 +108,22 @@ func (o *SetupOptions) Complete() error {
 	if link, ok := fastpath.KrewLink(o.Executable, o.global.Getenv); ok {
 		o.krewLink = link
 	}
+	// The kubeconfig records the CA's absolute path; the cluster entry is
+	// named after the context unless --cluster says otherwise.
+	if o.ClusterCA != "" {
+		abs, err := filepath.Abs(o.ClusterCA)
+		if err != nil {
+			return fmt.Errorf("--cluster-certificate-authority: %w", err)
+		}
+		o.ClusterCA = abs
+	}
+	if o.Server != "" && o.Cluster == "" {
+		o.Cluster = o.Context
+	}
 	return nil
 }
 
-// Validate checks the settings.
+// Validate checks the settings; it changes nothing.
 func (o *SetupOptions) Validate() error {
 	if o.User == "" {
 		return errors.New("--user must not be empty")
@@ -135,17 +147,9 @@ func (o *SetupOptions) Validate() error {
 			return fmt.Errorf("--server %q is not an https:// URL: bearer tokens go to it", o.Server)
 		}
 		if o.ClusterCA != "" {
-			abs, err := filepath.Abs(o.ClusterCA)
-			if err != nil {
+			if _, err := os.Stat(o.ClusterCA); err != nil {
 				return fmt.Errorf("--cluster-certificate-authority: %w", err)
 			}
-			if _, err := os.Stat(abs); err != nil {
-				return fmt.Errorf("--cluster-certificate-authority: %w", err)
-			}
-			o.ClusterCA = abs
-		}
-		if o.Cluster == "" {
-			o.Cluster = o.Context
 		}
 	}
 	return o.Auth.Validate()
@@ -175,7 +179,7 @@ func (o *SetupOptions) ExecConfig() *kubeconfig.ExecConfig {
 // Run prints or writes the entry.
 func (o *SetupOptions) Run(context.Context) error {
 	if o.Auth.SecretOnCommandLine() || (o.Auth.ClientSecret != "" && o.Auth.ClientSecretFile == "") {
-		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: the client secret is not written into the kubeconfig: kubectl must find it in $%s, or use --%s or a profile\n", EnvClientSecret, settings.FlagClientSecretFile)
+		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: the client secret is not written into the kubeconfig: kubectl must find it in $%s, or use --%s or a profile\n", settings.EnvClientSecret, settings.FlagClientSecretFile)
 	}
 	exec := o.ExecConfig()
 	if !o.Write {

@@ -18,13 +18,7 @@ import (
 
 // CloudSigma defaults.
 const (
-	DefaultCloudSigmaOAuthURL = settings.DefaultCloudSigmaOAuthURL
-	DefaultCloudSigmaAPIURL   = settings.DefaultCloudSigmaAPIURL
-	serviceProviderAudience   = settings.ServiceProviderAudience
-	umaGrant                  = "urn:ietf:params:oauth:grant-type:uma-ticket"
-	// CloudSigmaRenewBefore: every token of the flow is renewed this long
-	// before it expires.
-	CloudSigmaRenewBefore = settings.CloudSigmaRenewBefore
+	umaGrant = "urn:ietf:params:oauth:grant-type:uma-ticket"
 	// defaultImpersonatedLifetime applies when the answer's expires_in is 0
 	// or absent and the token is not a JWT with exp.
 	defaultImpersonatedLifetime = 15 * time.Minute
@@ -32,9 +26,6 @@ const (
 	// for a service token or RPT with neither expires_in nor exp.
 	defaultKeycloakLifetime = 5 * time.Minute
 )
-
-// ErrNoUserEmail is returned before any network call.
-var ErrNoUserEmail = settings.ErrNoUserEmail
 
 // CloudSigma obtains a token that acts as UserEmail in Region:
 //  1. client_credentials at {OAuthURL}/realms/cloudsigma → service token;
@@ -66,9 +57,6 @@ type CloudSigma struct {
 	Now        func() time.Time
 }
 
-// Validate checks the settings without any network call.
-func (c *CloudSigma) Validate() error { return c.CloudSigma.Validate(c.ClientSecret) }
-
 func (c *CloudSigma) tokenURL() string { return c.Issuer() + "/protocol/openid-connect/token" }
 
 type grantFunc func(ctx context.Context) (*tokencache.Entry, error)
@@ -85,7 +73,7 @@ func (c *CloudSigma) source(key tokencache.Key, g grantFunc) *credential.Source 
 	return &credential.Source{
 		Key: key, Store: c.Store, LockDir: c.LockDir, UseAccessToken: true,
 		NewAuthenticator: func() (credential.Authenticator, error) { return g, nil },
-		Notify:           c.Notify, Log: c.Log, Now: c.Now, MinValidity: CloudSigmaRenewBefore,
+		Notify:           c.Notify, Log: c.Log, Now: c.Now, MinValidity: settings.CloudSigmaRenewBefore,
 	}
 }
 
@@ -198,11 +186,11 @@ func (c *CloudSigma) serviceToken(ctx context.Context) (*tokencache.Entry, error
 
 func (c *CloudSigma) requestingPartyToken(ctx context.Context, serviceToken string) (*tokencache.Entry, error) {
 	c.Log.Printf(1, "cloudsigma: %s at %s", stepRPT, c.tokenURL())
-	form := url.Values{"grant_type": {umaGrant}, "audience": {serviceProviderAudience}}
+	form := url.Values{"grant_type": {umaGrant}, "audience": {settings.ServiceProviderAudience}}
 	t, err := postToken(ctx, c.hc(), c.retry(stepRPT), c.tokenURL(), form, bearerAuth(serviceToken))
 	var he *HTTPError
 	if errors.As(err, &he) && he.Status == http.StatusForbidden {
-		err = fmt.Errorf("%w: grant the client's service account the permission on %s in Keycloak's Authorization settings", err, serviceProviderAudience)
+		err = fmt.Errorf("%w: grant the client's service account the permission on %s in Keycloak's Authorization settings", err, settings.ServiceProviderAudience)
 	}
 	c.record(stepRPT, err)
 	if err != nil {
@@ -241,7 +229,7 @@ func parseImpersonation(b []byte) (*tokenResponse, error) {
 		ExpiresIn         any    `json:"expires_in"`
 	}
 	if err := json.Unmarshal(b, &answer); err != nil {
-		return nil, fmt.Errorf("the answer is not the expected JSON object: %s", oneLine(err.Error()))
+		return nil, fmt.Errorf("the answer is not the expected JSON object: %s", logging.OneLine(err.Error(), 200))
 	}
 	t := &tokenResponse{AccessToken: answer.AccessToken, TokenType: "Bearer"}
 	if t.AccessToken == "" {
@@ -293,7 +281,7 @@ func (c *CloudSigma) GetProfile(ctx context.Context, token string) (*Profile, er
 		return nil, fmt.Errorf("reading the CloudSigma profile: %w", &HTTPError{Status: r.status, Detail: describeBody(r)})
 	}
 	var p Profile
-	if err := jsonUnmarshal(r.body, &p); err != nil || p.Email == "" {
+	if err := json.Unmarshal(r.body, &p); err != nil || p.Email == "" {
 		return nil, fmt.Errorf("reading the CloudSigma profile: the answer holds no email")
 	}
 	return &p, nil

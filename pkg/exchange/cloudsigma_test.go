@@ -83,7 +83,7 @@ func TestCloudSigmaHappyPathPerRegion(t *testing.T) {
 		t.Run(region, func(t *testing.T) {
 			f := newFixture(t)
 			cs := f.cloudsigma(region, "alice@example.com")
-			require.NoError(t, cs.Validate())
+			require.NoError(t, cs.CloudSigma.Validate(cs.ClientSecret))
 			r, err := cs.Source().Get(context.Background(), credential.Options{})
 			require.NoError(t, err)
 			assert.Equal(t, "alice@example.com", claims(t, r.Token)["email"])
@@ -91,7 +91,7 @@ func TestCloudSigmaHappyPathPerRegion(t *testing.T) {
 			assert.Equal(t, 1, f.sim.Calls("client_credentials"))
 			assert.Equal(t, 1, f.sim.Calls("uma"))
 			assert.Equal(t, 1, f.sim.Calls("impersonate:"+region))
-			assert.WithinDuration(t, f.clock.Now().Add(time.Hour-CloudSigmaRenewBefore), r.Expiry, time.Second, "reported 5 minutes early")
+			assert.WithinDuration(t, f.clock.Now().Add(time.Hour-settings.CloudSigmaRenewBefore), r.Expiry, time.Second, "reported 5 minutes early")
 
 			p, err := cs.GetProfile(context.Background(), r.Token)
 			require.NoError(t, err)
@@ -195,10 +195,10 @@ func TestCloudSigmaValidate(t *testing.T) {
 			c := f.cloudsigma("zrh", "alice@example.com")
 			tt.mutate(c)
 			if tt.wantErrSubstr == "" {
-				require.NoError(t, c.Validate())
+				require.NoError(t, c.CloudSigma.Validate(c.ClientSecret))
 				return
 			}
-			require.ErrorContains(t, c.Validate(), tt.wantErrSubstr)
+			require.ErrorContains(t, c.CloudSigma.Validate(c.ClientSecret), tt.wantErrSubstr)
 		})
 	}
 	assert.Zero(t, f.sim.Calls("client_credentials"), "validation makes no network call")

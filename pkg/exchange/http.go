@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 )
 
 // RetryPolicy bounds the retries of a request that the server answered 429
@@ -199,9 +201,9 @@ func describeBody(r *response) string {
 	}
 	if json.Unmarshal(r.body, &oauth) == nil && oauth.Error != "" {
 		if oauth.Description != "" {
-			return oneLine(oauth.Error) + ": " + oneLine(oauth.Description)
+			return logging.OneLine(oauth.Error, 200) + ": " + logging.OneLine(oauth.Description, 200)
 		}
-		return oneLine(oauth.Error)
+		return logging.OneLine(oauth.Error, 200)
 	}
 	type csError struct {
 		Type    string `json:"error_type"`
@@ -216,25 +218,17 @@ func describeBody(r *response) string {
 		_ = json.Unmarshal(r.body, &one)
 	}
 	if one.Type != "" || one.Message != "" {
-		s := oneLine(one.Type) + ": " + oneLine(one.Message)
+		s := logging.OneLine(one.Type, 200) + ": " + logging.OneLine(one.Message, 200)
 		if one.Point != nil {
-			s += " (at " + oneLine(fmt.Sprint(one.Point)) + ")"
+			s += " (at " + logging.OneLine(fmt.Sprint(one.Point), 200) + ")"
 		}
 		return s
 	}
-	ct := oneLine(r.contentType)
+	ct := logging.OneLine(r.contentType, 200)
 	if ct == "" {
 		ct = "no content type"
 	}
 	return "an answer with " + ct + ", not an error document"
-}
-
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
 }
 
 // tokenResponse is an OAuth 2.0 token response (RFC 6749 §5.1, RFC 8693 §2.2.1).
@@ -279,7 +273,7 @@ func parseTokenResponse(r *response) (*tokenResponse, error) {
 	}
 	var t tokenResponse
 	if err := json.Unmarshal(r.body, &t); err != nil {
-		return nil, fmt.Errorf("the token endpoint answered 200 with %s that is not a token response: %s", oneLine(r.contentType), oneLine(err.Error()))
+		return nil, fmt.Errorf("the token endpoint answered 200 with %s that is not a token response: %s", logging.OneLine(r.contentType, 200), logging.OneLine(err.Error(), 200))
 	}
 	if t.AccessToken == "" {
 		return nil, errors.New("the token endpoint answered without an access_token")
@@ -339,9 +333,7 @@ func postJSON(ctx context.Context, hc *http.Client, p RetryPolicy, u string, v a
 		return &HTTPError{Status: r.status, Detail: describeBody(r)}
 	}
 	if err := json.Unmarshal(r.body, out); err != nil {
-		return fmt.Errorf("answered %d with %s that is not the expected JSON: %s", r.status, oneLine(r.contentType), oneLine(err.Error()))
+		return fmt.Errorf("answered %d with %s that is not the expected JSON: %s", r.status, logging.OneLine(r.contentType, 200), logging.OneLine(err.Error(), 200))
 	}
 	return nil
 }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

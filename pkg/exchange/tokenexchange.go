@@ -21,10 +21,6 @@ const (
 	GrantTokenExchange = "urn:ietf:params:oauth:grant-type:token-exchange"
 )
 
-// TokenType expands a short token type name (access_token, id_token,
-// refresh_token, jwt) to its RFC 8693 URN; a URN is kept.
-func TokenType(name string) string { return settings.TokenType(name) }
-
 // TokenExchange exchanges the token of Base's login at the provider's token
 // endpoint (RFC 8693 §2.1), as Keycloak implements it: standard token
 // exchange V2 (audience, scope) and the legacy V1 impersonation
@@ -63,13 +59,13 @@ func (x *TokenExchange) Grant(ctx context.Context) (*tokencache.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	stt := TokenType(x.SubjectTokenType)
+	stt := settings.TokenType(x.SubjectTokenType)
 	if stt == "" {
-		stt = TokenType("access_token")
+		stt = settings.TokenType("access_token")
 	}
 	form := url.Values{"grant_type": {GrantTokenExchange}, "subject_token": {subject.Token}, "subject_token_type": {stt}}
 	if x.RequestedTokenType != "" {
-		form.Set("requested_token_type", TokenType(x.RequestedTokenType))
+		form.Set("requested_token_type", settings.TokenType(x.RequestedTokenType))
 	}
 	for _, a := range x.Audiences {
 		form.Add("audience", a)

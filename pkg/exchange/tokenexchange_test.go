@@ -22,7 +22,7 @@ func newTokenExchange(t *testing.T, sim *idp.Sim, mutate func(*TokenExchange)) (
 	dir := t.TempDir()
 	store := tokencache.NewDisk(dir)
 	lc := login.New(login.Config{IssuerURL: sim.Issuer(), ClientID: "robot", ClientSecret: "robot-secret",
-		GrantType: login.GrantClientCredentials, HTTPClient: http.DefaultClient})
+		GrantType: settings.GrantClientCredentials, HTTPClient: http.DefaultClient})
 	base := &credential.Source{Key: tokencache.Key{Issuer: sim.Issuer(), ClientID: "robot", GrantType: "client-credentials"},
 		Store: store, LockDir: dir, UseAccessToken: true,
 		NewAuthenticator: func() (credential.Authenticator, error) { return lc, nil }}
@@ -117,7 +117,7 @@ func TestTokenExchangeKeyIncludesEverySetting(t *testing.T) {
 }
 
 func TestTokenType(t *testing.T) {
-	assert.Equal(t, "urn:ietf:params:oauth:token-type:access_token", TokenType("access_token"))
-	assert.Equal(t, "urn:x:custom", TokenType("urn:x:custom"))
-	assert.Equal(t, "", TokenType(""))
+	assert.Equal(t, "urn:ietf:params:oauth:token-type:access_token", settings.TokenType("access_token"))
+	assert.Equal(t, "urn:x:custom", settings.TokenType("urn:x:custom"))
+	assert.Equal(t, "", settings.TokenType(""))
 }

@@ -193,8 +193,3 @@ func writeAtomic(path string, b []byte, mode os.FileMode) error {
 	}
 	return os.Rename(tmp.Name(), path)
 }
-
-// Snippet is the YAML a user adds by hand.
-func Snippet(command string) string {
-	return fmt.Sprintf("apiVersion: %s\nkind: %s\ncredentialPluginPolicy: Allowlist\ncredentialPluginAllowlist:\n- name: %s\n", apiVersion, kind, command)
-}

@@ -1,6 +1,7 @@
 package kuberc
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -120,7 +121,7 @@ func TestAllowFollowsSymlinks(t *testing.T) {
 
 func TestSnippetDecodes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kuberc")
-	require.NoError(t, os.WriteFile(path, []byte(Snippet("/usr/local/bin/kubectl-impersonate-get_token")), 0o600))
+	require.NoError(t, os.WriteFile(path, []byte(snippet("/usr/local/bin/kubectl-impersonate-get_token")), 0o600))
 	p := decode(t, path)
 	assert.Equal(t, config.PluginPolicyAllowlist, p.CredentialPluginPolicy)
 }
@@ -135,4 +136,9 @@ func TestPath(t *testing.T) {
 	assert.Equal(t, "/etc/kuberc", p)
 	_, off, _ = Path(env(map[string]string{"KUBERC": "off"}))
 	assert.True(t, off)
+}
+
+// snippet is the YAML a user adds by hand.
+func snippet(command string) string {
+	return fmt.Sprintf("apiVersion: %s\nkind: %s\ncredentialPluginPolicy: Allowlist\ncredentialPluginAllowlist:\n- name: %s\n", apiVersion, kind, command)
 }

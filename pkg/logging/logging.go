@@ -5,6 +5,8 @@ package logging
 import (
 	"fmt"
 	"io"
+	"strings"
+	"unicode/utf8"
 )
 
 // Logger writes lines at or below its verbosity to W. The zero value and a
@@ -25,4 +27,19 @@ func (l *Logger) Printf(level int, format string, args ...any) {
 		return
 	}
 	_, _ = fmt.Fprintf(l.W, format+"\n", args...)
+}
+
+// OneLine folds s (an error or an answer's text) into one line: runs of
+// white space, newlines included, become one space, and more than max bytes
+// (0: no limit) are cut at a character boundary and end in "…".
+func OneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if max <= 0 || len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

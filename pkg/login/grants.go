@@ -20,6 +20,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
@@ -185,7 +186,7 @@ func (c *Client) authCodeKeyboard(ctx context.Context, p *oidc.Provider) (*oauth
 	conf := c.oauth2Config(p)
 	conf.RedirectURL = c.cfg.RedirectURL
 	if conf.RedirectURL == "" {
-		conf.RedirectURL = OOBRedirectURL
+		conf.RedirectURL = settings.OOBRedirectURL
 	}
 	authURL := conf.AuthCodeURL(req.state, req.options()...)
 	fmt.Fprintf(c.cfg.Stderr, "Open this URL in a browser, log in, then paste the code (or the whole address you were sent to):\n\n%s\n\nCode: ", authURL)
@@ -341,9 +342,9 @@ func describeTokenError(err error) error {
 	if !errors.As(err, &re) {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			return &ProviderError{msg: "the identity provider did not answer in time: " + oneLine(err.Error(), 300), transient: true, err: err}
+			return &ProviderError{msg: "the identity provider did not answer in time: " + logging.OneLine(err.Error(), 300), transient: true, err: err}
 		}
-		return &ProviderError{msg: oneLine(err.Error(), 300), transient: true, err: err}
+		return &ProviderError{msg: logging.OneLine(err.Error(), 300), transient: true, err: err}
 	}
 	status := 0
 	if re.Response != nil {
@@ -353,7 +354,7 @@ func describeTokenError(err error) error {
 	if re.ErrorCode != "" {
 		msg := fmt.Sprintf("the identity provider answered %d %s", status, re.ErrorCode)
 		if re.ErrorDescription != "" {
-			msg += ": " + oneLine(re.ErrorDescription, 200)
+			msg += ": " + logging.OneLine(re.ErrorDescription, 200)
 		}
 		return &ProviderError{msg: msg, transient: transient, err: err}
 	}
@@ -365,14 +366,6 @@ func describeTokenError(err error) error {
 		ct = "no content type"
 	}
 	return &ProviderError{msg: fmt.Sprintf("the identity provider answered %d with %s, not an OAuth 2.0 error: check the issuer URL and the provider's health", status, ct), transient: true, err: err}
-}
-
-func oneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > max {
-		s = s[:max] + "…"
-	}
-	return s
 }
 
 // webURL accepts https URLs, and http ones on a loopback host.

@@ -20,13 +20,6 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
-// Identity Platform defaults.
-const (
-	DefaultIdentityToolkitURL = settings.DefaultIdentityToolkitURL
-	DefaultSecureTokenURL     = settings.DefaultSecureTokenURL
-	DefaultGoogleIssuer       = settings.DefaultGoogleIssuer
-)
-
 // IdentityPlatform obtains Google Cloud Identity Platform ID tokens, whose
 // issuer is https://securetoken.google.com/PROJECT and which no plain OIDC
 // code flow issues:
@@ -151,7 +144,7 @@ func (p *IdentityPlatform) entry(ctx context.Context, idToken, refreshToken, old
 		now = p.Now()
 	}
 	return &tokencache.Entry{IDToken: idToken, RefreshToken: refreshToken, IDTokenExpiry: expiry.UTC(),
-		Issuer: p.Issuer, ClientID: p.Google.cfg.ClientID, GrantType: GrantIdentityPlatform, ObtainedAt: now.UTC()}, nil
+		Issuer: p.Issuer, ClientID: p.Google.cfg.ClientID, GrantType: settings.GrantIdentityPlatform, ObtainedAt: now.UTC()}, nil
 }
 
 // post sends body and decodes a 200 answer; Google's errors become one line.
@@ -201,7 +194,7 @@ func googleError(status int, b []byte) error {
 	if json.Unmarshal(b, &e) != nil || e.Error.Message == "" {
 		return fmt.Errorf("HTTP %d: not a Google error document", status)
 	}
-	msg := oneLine(e.Error.Message, 200)
+	msg := logging.OneLine(e.Error.Message, 200)
 	reason, _, _ := strings.Cut(msg, " ")
 	for _, r := range append(e.Error.Errors, e.Error.Details...) {
 		if r.Reason == "API_KEY_INVALID" {

@@ -22,36 +22,16 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
-// Grant types accepted by --grant-type (pkg/settings).
-const (
-	GrantAuto              = settings.GrantAuto
-	GrantAuthCode          = settings.GrantAuthCode
-	GrantAuthCodeKeyboard  = settings.GrantAuthCodeKeyboard
-	GrantDeviceCode        = settings.GrantDeviceCode
-	GrantClientCredentials = settings.GrantClientCredentials
-	GrantIdentityPlatform  = settings.GrantIdentityPlatform
-)
-
-// GrantTypes lists the accepted grant types.
-var GrantTypes = settings.GrantTypes
-
 // ErrInteractionRequired means the grant needs a person but none can be
 // asked: kubectl runs the plugin non-interactively, or there is no terminal.
 var ErrInteractionRequired = errors.New("logging in needs a person at a browser or terminal, but this run is not interactive")
 
 // Defaults.
 const (
-	DefaultAuthTimeout = settings.DefaultAuthTimeout
-	// OOBRedirectURL is the out-of-band redirect of authcode-keyboard: the
-	// provider shows the code to the user instead of redirecting.
-	OOBRedirectURL = settings.OOBRedirectURL
 	// defaultAccessTokenLifetime is assumed for an access token whose
 	// response says nothing of its lifetime and that is not a JWT.
 	defaultAccessTokenLifetime = 5 * time.Minute
 )
-
-// DefaultListenAddresses are tried in order for the loopback server.
-var DefaultListenAddresses = settings.DefaultListenAddresses
 
 // Config says whom to ask for a token and how.
 type Config struct {
@@ -93,7 +73,7 @@ func (c Config) EffectiveGrant() string { return settings.EffectiveGrant(c.Grant
 
 // NeedsPerson tells whether the grant involves a user at a browser or terminal.
 func NeedsPerson(grant string) bool {
-	return grant != GrantClientCredentials
+	return grant != settings.GrantClientCredentials
 }
 
 // Client talks to one provider. Discovery happens on first use.
@@ -114,10 +94,10 @@ func New(cfg Config) *Client {
 		cfg.Now = time.Now
 	}
 	if cfg.AuthTimeout <= 0 {
-		cfg.AuthTimeout = DefaultAuthTimeout
+		cfg.AuthTimeout = settings.DefaultAuthTimeout
 	}
 	if len(cfg.ListenAddresses) == 0 {
-		cfg.ListenAddresses = DefaultListenAddresses
+		cfg.ListenAddresses = settings.DefaultListenAddresses
 	}
 	return &Client{cfg: cfg}
 }
@@ -187,13 +167,13 @@ func (c *Client) Grant(ctx context.Context) (*tokencache.Entry, error) {
 	var tok *oauth2.Token
 	var nonce string
 	switch grant {
-	case GrantAuthCode:
+	case settings.GrantAuthCode:
 		tok, nonce, err = c.authCode(ctx, p)
-	case GrantAuthCodeKeyboard:
+	case settings.GrantAuthCodeKeyboard:
 		tok, nonce, err = c.authCodeKeyboard(ctx, p)
-	case GrantDeviceCode:
+	case settings.GrantDeviceCode:
 		tok, err = c.deviceCode(ctx, p)
-	case GrantClientCredentials:
+	case settings.GrantClientCredentials:
 		tok, err = c.clientCredentials(ctx, p)
 	default:
 		return nil, fmt.Errorf("unknown grant type %q", grant)
@@ -246,7 +226,7 @@ func (c *Client) toEntry(ctx context.Context, p *oidc.Provider, grant string, to
 		}
 		e.IDToken = raw
 		e.IDTokenExpiry = idt.Expiry.UTC()
-	} else if !c.cfg.UseAccessToken && grant != GrantClientCredentials {
+	} else if !c.cfg.UseAccessToken && grant != settings.GrantClientCredentials {
 		return nil, errors.New("the provider answered without an ID token: request the openid scope from a provider that issues ID tokens, or use --oidc-use-access-token")
 	}
 	if e.AccessToken != "" {

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
 // browser follows redirects like a browser whose user approves at once.
@@ -50,7 +51,7 @@ func newClient(t *testing.T, srv *oidctest.Server, mutate func(*Config)) (*Clien
 	stderr := &syncBuffer{}
 	cfg := Config{
 		IssuerURL: srv.Issuer(), ClientID: srv.ClientID, ExtraScopes: []string{"email", "groups"},
-		GrantType: GrantAuthCode, ListenAddresses: []string{"127.0.0.1:0"}, AuthTimeout: 10 * time.Second,
+		GrantType: settings.GrantAuthCode, ListenAddresses: []string{"127.0.0.1:0"}, AuthTimeout: 10 * time.Second,
 		Interactive: true, Stderr: stderr, OpenURL: browser(t),
 	}
 	if mutate != nil {
@@ -67,7 +68,7 @@ func TestAuthCode(t *testing.T) {
 	assert.NotEmpty(t, e.IDToken)
 	assert.NotEmpty(t, e.RefreshToken)
 	assert.WithinDuration(t, time.Now().Add(time.Hour), e.IDTokenExpiry, time.Minute)
-	assert.Equal(t, GrantAuthCode, e.GrantType)
+	assert.Equal(t, settings.GrantAuthCode, e.GrantType)
 
 	p := srv.LastAuthParams()
 	assert.Equal(t, "S256", p.Get("code_challenge_method"))
@@ -120,7 +121,7 @@ func TestAuthCodeKeyboard(t *testing.T) {
 	stdinR, stdinW := io.Pipe()
 	defer stdinW.Close()
 	c, stderr := newClient(t, srv, func(c *Config) {
-		c.GrantType = GrantAuthCodeKeyboard
+		c.GrantType = settings.GrantAuthCodeKeyboard
 		c.Stdin = stdinR
 		c.OpenURL = func(string) error { t.Error("keyboard mode must not open a browser"); return nil }
 	})
@@ -145,7 +146,7 @@ func TestAuthCodeKeyboard(t *testing.T) {
 	e, err := c.Grant(context.Background())
 	require.NoError(t, err)
 	assert.NotEmpty(t, e.IDToken)
-	assert.Equal(t, OOBRedirectURL, srv.LastAuthParams().Get("redirect_uri"))
+	assert.Equal(t, settings.OOBRedirectURL, srv.LastAuthParams().Get("redirect_uri"))
 }
 
 func TestCodeFromInput(t *testing.T) {
@@ -174,7 +175,7 @@ func TestCodeFromInput(t *testing.T) {
 func TestDeviceCode(t *testing.T) {
 	srv := oidctest.New(t)
 	c, stderr := newClient(t, srv, func(c *Config) {
-		c.GrantType = GrantDeviceCode
+		c.GrantType = settings.GrantDeviceCode
 		c.OpenURL = func(u string) error {
 			parsed, err := url.Parse(u)
 			require.NoError(t, err)
@@ -192,7 +193,7 @@ func TestDeviceCode(t *testing.T) {
 func TestDeviceCodeConfidentialClient(t *testing.T) {
 	srv := oidctest.New(t)
 	c, _ := newClient(t, srv, func(c *Config) {
-		c.GrantType = GrantDeviceCode
+		c.GrantType = settings.GrantDeviceCode
 		c.ClientSecret = srv.ClientSecret
 		c.OpenURL = func(u string) error {
 			parsed, err := url.Parse(u)
@@ -210,7 +211,7 @@ func TestClientCredentials(t *testing.T) {
 	srv := oidctest.New(t)
 	srv.OmitIDToken(true)
 	c, _ := newClient(t, srv, func(c *Config) {
-		c.GrantType = GrantClientCredentials
+		c.GrantType = settings.GrantClientCredentials
 		c.ClientSecret = srv.ClientSecret
 		c.Interactive = false
 	})
@@ -222,7 +223,7 @@ func TestClientCredentials(t *testing.T) {
 	assert.Equal(t, 1, srv.TokenCalls("client_credentials"))
 
 	bad, _ := newClient(t, srv, func(c *Config) {
-		c.GrantType = GrantClientCredentials
+		c.GrantType = settings.GrantClientCredentials
 		c.ClientSecret = "wrong"
 	})
 	_, err = bad.Grant(context.Background())
@@ -244,9 +245,27 @@ func TestRefreshKeepsScopes(t *testing.T) {
 	require.ErrorContains(t, err, "invalid_grant")
 }
 
+// TestRefreshRotation: a provider that rotates refresh tokens (Keycloak and
+// Dex do) answers with a new one and refuses the old; the entry keeps the new.
+func TestRefreshRotation(t *testing.T) {
+	srv := oidctest.New(t)
+	srv.RotateRefreshTokens(true)
+	c, _ := newClient(t, srv, nil)
+	e, err := c.Grant(context.Background())
+	require.NoError(t, err)
+	e2, err := c.Refresh(context.Background(), e.RefreshToken)
+	require.NoError(t, err)
+	require.NotEmpty(t, e2.RefreshToken)
+	assert.NotEqual(t, e.RefreshToken, e2.RefreshToken, "the rotated refresh token is kept")
+	_, err = c.Refresh(context.Background(), e.RefreshToken)
+	require.ErrorContains(t, err, "invalid_grant", "the old refresh token is spent")
+	_, err = c.Refresh(context.Background(), e2.RefreshToken)
+	require.NoError(t, err)
+}
+
 func TestNonInteractiveNeverOpensBrowser(t *testing.T) {
 	srv := oidctest.New(t)
-	for _, grant := range []string{GrantAuto, GrantAuthCode, GrantAuthCodeKeyboard, GrantDeviceCode} {
+	for _, grant := range []string{settings.GrantAuto, settings.GrantAuthCode, settings.GrantAuthCodeKeyboard, settings.GrantDeviceCode} {
 		t.Run(grant, func(t *testing.T) {
 			c, _ := newClient(t, srv, func(c *Config) {
 				c.GrantType = grant
@@ -277,7 +296,7 @@ func TestTokenEndpointFaults(t *testing.T) {
 			srv := oidctest.New(t)
 			srv.FailNext(tt.status, tt.contentType, tt.body, tt.retryAfter)
 			c, _ := newClient(t, srv, func(c *Config) {
-				c.GrantType = GrantClientCredentials
+				c.GrantType = settings.GrantClientCredentials
 				c.ClientSecret = srv.ClientSecret
 			})
 			_, err := c.Grant(context.Background())
@@ -289,7 +308,7 @@ func TestTokenEndpointFaults(t *testing.T) {
 }
 
 func TestDiscoveryFailure(t *testing.T) {
-	c := New(Config{IssuerURL: "http://127.0.0.1:1", ClientID: "x", GrantType: GrantClientCredentials})
+	c := New(Config{IssuerURL: "http://127.0.0.1:1", ClientID: "x", GrantType: settings.GrantClientCredentials})
 	_, err := c.Grant(context.Background())
 	require.ErrorContains(t, err, "discovering OIDC provider http://127.0.0.1:1")
 }
@@ -375,7 +394,7 @@ func TestDeviceCodeRefusesNonWebVerificationURL(t *testing.T) {
 			srv := oidctest.New(t)
 			srv.DeviceVerificationURI = u
 			c, stderr := newClient(t, srv, func(c *Config) {
-				c.GrantType = GrantDeviceCode
+				c.GrantType = settings.GrantDeviceCode
 				c.OpenURL = func(string) error { t.Error("opened"); return nil }
 			})
 			_, err := c.Grant(context.Background())

@@ -93,62 +93,6 @@ func (p *Provider) VerifyIDToken(ctx context.Context, raw, nonce string) (*IDTok
 	return &IDToken{Subject: tok.Subject, Expiry: tok.Expiry, Nonce: tok.Nonce}, nil
 }
 
-// VerifySignature checks raw's signature against its issuer's JWKS (found
-// by discovery) and that the issuer matches, and nothing else: for
-// inspecting a token, not for accepting one.
-func VerifySignature(ctx context.Context, client *http.Client, issuer, raw string) error {
-	ctx = gooidc.ClientContext(ctx, client)
-	p, err := gooidc.NewProvider(ctx, issuer)
-	if err != nil {
-		return fmt.Errorf("discovering %s: %w", issuer, err)
-	}
-	v := p.Verifier(&gooidc.Config{SkipClientIDCheck: true, SkipExpiryCheck: true})
-	if _, err := v.Verify(ctx, raw); err != nil {
-		return err
-	}
-	return nil
-}
-
-// ClaimsVerifier verifies tokens of one issuer for any of several
-// audiences and returns their claims (the impersonating proxy's check).
-type ClaimsVerifier struct {
-	v         *gooidc.IDTokenVerifier
-	audiences []string
-}
-
-// NewClaimsVerifier discovers issuer. go-oidc's key set refetches the JWKS
-// on an unknown kid, at most one fetch at a time.
-func NewClaimsVerifier(ctx context.Context, client *http.Client, issuer string, audiences []string) (*ClaimsVerifier, error) {
-	ctx = gooidc.ClientContext(ctx, client)
-	p, err := gooidc.NewProvider(ctx, issuer)
-	if err != nil {
-		return nil, fmt.Errorf("discovering OIDC provider %s: %w%s", issuer, err, tlsHint(err))
-	}
-	return &ClaimsVerifier{v: p.Verifier(&gooidc.Config{SkipClientIDCheck: true}), audiences: audiences}, nil
-}
-
-// Verify checks signature, iss, exp and the audience.
-func (c *ClaimsVerifier) Verify(ctx context.Context, raw string) (map[string]any, error) {
-	tok, err := c.v.Verify(ctx, raw)
-	if err != nil {
-		return nil, err
-	}
-	ok := false
-	for _, a := range tok.Audience {
-		for _, want := range c.audiences {
-			ok = ok || a == want
-		}
-	}
-	if !ok {
-		return nil, fmt.Errorf("audience %v is none of %v", tok.Audience, c.audiences)
-	}
-	claims := map[string]any{}
-	if err := tok.Claims(&claims); err != nil {
-		return nil, err
-	}
-	return claims, nil
-}
-
 // tlsHint says what to do about a certificate the provider's TLS
 // connection did not verify.
 func tlsHint(err error) string {

@@ -43,6 +43,7 @@ import (
 	"k8s.io/client-go/transport"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 )
 
 // Authenticator returns the user of a bearer token, as kube-apiserver would.
@@ -310,7 +311,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 		var err error
 		u, err = h.Authenticator.Authenticate(r.Context(), raw)
 		if err != nil {
-			h.refuse(w, l, http.StatusUnauthorized, "invalid_token", "token refused: "+oneLine(err.Error()), "Unauthorized")
+			h.refuse(w, l, http.StatusUnauthorized, "invalid_token", "token refused: "+logging.OneLine(err.Error(), 0), "Unauthorized")
 			return
 		}
 		if exp, ok := expiry(raw); ok {
@@ -409,11 +410,6 @@ func expiry(raw string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return tok.Expiry()
-}
-
-func oneLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
 }
 
 // tokenKey is the cache key of a token: its SHA-256, never the token.

@@ -1,0 +1,23 @@
+package logging
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestOneLine(t *testing.T) {
+	for _, tt := range []struct {
+		name, in string
+		max      int
+		want     string
+	}{
+		{"newlines and tabs fold", "a\nb\t\tc\r\n d", 0, "a b c d"},
+		{"short stays", "abc", 5, "abc"},
+		{"cut with ellipsis", "abcdef", 3, "abc…"},
+		{"cut never splits a character", "aéé", 2, "a…"},
+		{"empty", " \n ", 10, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, tt.want, OneLine(tt.in, tt.max)) })
+	}
+}
