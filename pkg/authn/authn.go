@@ -113,7 +113,7 @@ type LegacyFlags struct {
 	// ClientIDs is --oidc-client-id; kube-apiserver takes one. More than
 	// one becomes a MatchAny audience list, as a structured config would.
 	ClientIDs []string
-	// CA is the PEM content of --oidc-ca-file.
+	// CA is the PEM content of kube-apiserver's --oidc-ca-file.
 	CA            []byte
 	UsernameClaim string
 	// UsernamePrefix is --oidc-username-prefix: "" (unset) means

@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
 // AccessOptions is the access command (alias can-i-matrix).
@@ -44,7 +45,7 @@ SelfSubjectAccessReview. Cluster-scoped resources are always asked per cell.
 In the table, ✔ is allowed, ✗ denied, ~ allowed for some resourceNames only,
 "·" means the resource has no such verb, and * marks an answer from a SelfSubjectAccessReview.`,
 		Example: `  kubectl impersonate access -n team-a
-  kubectl impersonate access -n team-a --as=bob@example.com --verbs=get,list,create
+  kubectl impersonate access -n team-a --as=bob@example.com --verb=get,list,create
   kubectl impersonate access --cluster-scope -o json`,
 		Args: cobra.NoArgs,
 		RunE: runE(o),
@@ -54,7 +55,8 @@ In the table, ✔ is allowed, ✗ denied, ~ allowed for some resourceNames only,
 	f := cmd.Flags()
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "One matrix per namespace")
 	f.BoolVar(&o.ClusterScope, "cluster-scope", false, "The cluster-scoped resources instead of a namespace's")
-	f.StringSliceVar(&o.Verbs, "verbs", rbac.DefaultVerbs, "The verb columns")
+	f.StringSliceVar(&o.Verbs, "verb", rbac.DefaultVerbs, "The verb columns (repeatable, or comma-separated)")
+	settings.AliasFlag(f, "verbs", "verb", true)
 	f.BoolVar(&o.Subresources, "subresources", false, "Include subresources (pods/log, deployments/scale, ...)")
 	f.StringVar(&o.Method, "method", "rules", "rules (a rules review, then access reviews where needed) or ssar (one access review per cell)")
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml (default a table)")

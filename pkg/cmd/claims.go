@@ -29,14 +29,11 @@ type ClaimsOptions struct {
 	Output     string
 	Compare    bool
 	AuthConfig string
-	// Legacy are kube-apiserver's --oidc-* flags.
-	Legacy     authn.LegacyFlags
-	CA         string
+	// OIDC are kube-apiserver's --oidc-* flags.
+	OIDC       OIDCFlags
 	SkipVerify bool
 	genericiooptions.IOStreams
 	global *GlobalOptions
-
-	legacySet bool
 }
 
 // ClaimsResult is what claims prints with -o json|yaml.
@@ -55,7 +52,7 @@ type ClaimsResult struct {
 
 // NewCmdClaims builds claims.
 func NewCmdClaims(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ClaimsOptions{IOStreams: streams, global: g, Legacy: authn.LegacyFlags{UsernameClaim: "sub"}}
+	o := &ClaimsOptions{IOStreams: streams, global: g}
 	cmd := &cobra.Command{
 		Use:   "claims",
 		Short: "Decode the current token, verify its signature, and predict the Kubernetes identity its claims map to",
@@ -80,30 +77,13 @@ difference, a refusal (401) included.`,
 	o.Kube = NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
 	f := cmd.Flags()
-	f.SetNormalizeFunc(kubeAPIServerFlagNames("client-id", "issuer-certificate-authority"))
 	f.StringVar(&o.TokenFile, "token-file", "", "Read the token from this file (- for stdin) instead of the cache")
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml|jsonpath=... (default a table)")
 	f.BoolVar(&o.Compare, "compare", false, "Ask the API server who the token is and list the differences")
 	f.StringVar(&o.AuthConfig, "authentication-config", "", "kube-apiserver's AuthenticationConfiguration file (v1 or v1beta1) to predict with")
-	f.StringVar(&o.Legacy.IssuerURL, "oidc-issuer-url", "", "Legacy rules: --oidc-issuer-url, the trusted issuer (default: the token's iss, then the signature is not verified)")
-	f.StringVar(&o.Legacy.UsernameClaim, "username-claim", o.Legacy.UsernameClaim, "Legacy rules: --oidc-username-claim")
-	f.StringVar(&o.Legacy.UsernamePrefix, "username-prefix", "", "Legacy rules: --oidc-username-prefix (unset: \"<issuer>#\" unless the claim is email; - for none)")
-	f.StringVar(&o.Legacy.GroupsClaim, "groups-claim", "", "Legacy rules: --oidc-groups-claim")
-	f.StringVar(&o.Legacy.GroupsPrefix, "groups-prefix", "", "Legacy rules: --oidc-groups-prefix")
-	f.StringToStringVar(&o.Legacy.RequiredClaims, "oidc-required-claim", nil, "Legacy rules: --oidc-required-claim key=value; repeatable")
-	f.StringSliceVar(&o.Legacy.SigningAlgs, "oidc-signing-algs", nil, "Legacy rules: --oidc-signing-algs (default RS256)")
-	var clientID string
-	f.StringVar(&clientID, "client-id", "", "Legacy rules: --oidc-client-id (default: the token's aud, then the audience is not checked)")
-	f.StringVar(&o.CA, "issuer-certificate-authority", "", "Legacy rules: --oidc-ca-file, a PEM CA for the issuer's discovery and JWKS")
+	o.OIDC.AddFlags(f, map[string]string{"client-id": "oidc-client-id", "issuer-certificate-authority": "oidc-certificate-authority",
+		"username-claim": "oidc-username-claim", "username-prefix": "oidc-username-prefix", "groups-claim": "oidc-groups-claim", "groups-prefix": "oidc-groups-prefix"})
 	f.BoolVar(&o.SkipVerify, "skip-signature-check", false, "Do not fetch the issuer's keys (the prediction says the signature is not verified)")
-	cmd.PreRun = func(c *cobra.Command, _ []string) {
-		if clientID != "" {
-			o.Legacy.ClientIDs = []string{clientID}
-		}
-		for _, n := range []string{"oidc-issuer-url", "username-claim", "username-prefix", "groups-claim", "groups-prefix", "oidc-required-claim", "oidc-signing-algs", "client-id", "issuer-certificate-authority"} {
-			o.legacySet = o.legacySet || c.Flags().Changed(n)
-		}
-	}
 	return cmd
 }
 
@@ -116,7 +96,7 @@ func (o *ClaimsOptions) Complete() error {
 
 // Validate checks the flags.
 func (o *ClaimsOptions) Validate() error {
-	if o.AuthConfig != "" && o.legacySet {
+	if o.AuthConfig != "" && len(o.OIDC.Given()) > 0 {
 		return errors.New("give either --authentication-config or the legacy --oidc-* rules, not both")
 	}
 	return validateOutput(o.Output)
@@ -150,7 +130,10 @@ func (o *ClaimsOptions) authnOptions(tok *authn.Token, res *ClaimsResult) (authn
 		res.Rules = "AuthenticationConfiguration " + o.AuthConfig
 		return authn.Options{Config: cfg}, true, nil
 	}
-	l := o.Legacy
+	l, err := o.OIDC.Legacy()
+	if err != nil {
+		return authn.Options{}, false, err
+	}
 	trusted := l.IssuerURL != ""
 	if !trusted {
 		l.IssuerURL = tok.String("iss")
@@ -158,13 +141,6 @@ func (o *ClaimsOptions) authnOptions(tok *authn.Token, res *ClaimsResult) (authn
 	if len(l.ClientIDs) == 0 {
 		l.ClientIDs = tok.Audiences()
 		res.Notes = append(res.Notes, "the audience is not checked: give --oidc-client-id")
-	}
-	if o.CA != "" {
-		b, err := os.ReadFile(o.CA)
-		if err != nil {
-			return authn.Options{}, false, fmt.Errorf("reading --issuer-certificate-authority: %w", err)
-		}
-		l.CA = b
 	}
 	cfg, algs := l.Config()
 	res.Rules = "legacy --oidc-* flags"

@@ -33,7 +33,7 @@ func TestCloudSigmaGetTokenAndWhoAmI(t *testing.T) {
 	e := newEnv(t)
 	sim := idp.New(t)
 	audit := filepath.Join(e.home, "audit.log")
-	args := append([]string{"get-token", "-v", "1"}, cloudsigmaArgs(sim, e, "--impersonate-user-email=alice@example.com", "--audit-log="+audit)...)
+	args := append([]string{"get-token", "-v", "1"}, cloudsigmaArgs(sim, e, "--impersonate-user-email=alice@example.com", "--exchange-audit-log="+audit)...)
 	r := e.run(append([]string{"KUBERNETES_EXEC_INFO=" + execInfoV1Never}, robotEnv...), args...)
 	require.Equal(t, 0, r.code, r.stderr)
 	c := parseCred(t, r.stdout)

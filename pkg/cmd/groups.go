@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
 // GroupsOptions is the groups command.
@@ -36,18 +37,19 @@ func NewCmdGroups(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.C
 	cmd := &cobra.Command{
 		Use:   "groups",
 		Short: "The groups in your token beside the groups the API server reports for you",
-		Long: `groups reads the groups claim of your cached token (--groups-claim, default
+		Long: `groups reads the groups claim of your cached token (--oidc-groups-claim, default
 "groups") and asks the API server (SelfSubjectReview) which groups it gives
 you, and shows both side by side: a group in the token but not in the API
 server's answer usually means a missing --oidc-groups-prefix or claim
 mapping; "system:authenticated" is added by the API server itself.`,
-		Example: `  kubectl impersonate groups --groups-claim=groups`,
+		Example: `  kubectl impersonate groups --oidc-groups-claim=groups`,
 		Args:    cobra.NoArgs,
 		RunE:    runE(o),
 	}
 	o.Kube = NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
-	cmd.Flags().StringVar(&o.GroupsClaim, "groups-claim", "groups", "The token claim holding the groups")
+	cmd.Flags().StringVar(&o.GroupsClaim, "oidc-groups-claim", "groups", "The token claim holding the groups, as kube-apiserver's --oidc-groups-claim")
+	settings.AliasFlag(cmd.Flags(), "groups-claim", "oidc-groups-claim", true)
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml (default a table)")
 	return cmd
 }

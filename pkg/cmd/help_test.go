@@ -27,3 +27,37 @@ func TestHelpIsComplete(t *testing.T) {
 		})
 	}
 }
+
+// TestOneFlagNamePerMeaning: the provider's CA is --oidc-certificate-authority
+// wherever a command talks to a provider; --certificate-authority is the
+// cluster's CA in the commands with kubectl's connection flags (and a hidden
+// alias of the provider's CA, kubelogin's name, in the others); older names
+// are hidden or deprecated, never shown in --help.
+func TestOneFlagNamePerMeaning(t *testing.T) {
+	root := NewRootCmd(genericiooptions.NewTestIOStreamsDiscard())
+	hiddenNames := []string{"issuer-certificate-authority", "oidc-ca-file", "oidc-audience", "verbs", "client-id",
+		"username-claim", "username-prefix", "groups-claim", "groups-prefix", "audit-log"}
+	for _, c := range Commands(root) {
+		t.Run(c.CommandPath(), func(t *testing.T) {
+			f := c.Flags()
+			for _, n := range hiddenNames {
+				fl := f.Lookup(n)
+				if fl == nil || n == "audit-log" && c.Name() == "proxy" {
+					continue // the proxy's --audit-log logs every request
+				}
+				assert.True(t, fl.Hidden || fl.Deprecated != "", "--%s is an older name: hidden or deprecated", n)
+			}
+			ca := f.Lookup("certificate-authority")
+			if ca == nil {
+				return
+			}
+			if f.Lookup("as") != nil { // kubectl's connection flags
+				assert.False(t, ca.Hidden, "--certificate-authority is the cluster's CA, as in kubectl")
+				assert.Contains(t, ca.Usage, "certificate authority")
+				return
+			}
+			assert.True(t, ca.Hidden, "--certificate-authority is kubelogin's alias of --oidc-certificate-authority")
+			assert.NotNil(t, f.Lookup("oidc-certificate-authority"))
+		})
+	}
+}

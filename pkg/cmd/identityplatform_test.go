@@ -54,7 +54,7 @@ func TestIdentityPlatformGrant(t *testing.T) {
 	require.NoError(t, os.WriteFile(tokenFile, []byte(parseCred(t, r.stdout).Status.Token), 0o600))
 	// The simulator's issuer is http: kube-apiserver can never trust it,
 	// and claims says so instead of trusting the token's own iss.
-	c := e.run(nil, "claims", "--token-file="+tokenFile, "--username-claim=email", "--groups-claim=gcp.iam.roles", "-o", "jsonpath={.signatureVerified} {.predicted.refused}")
+	c := e.run(nil, "claims", "--token-file="+tokenFile, "--oidc-username-claim=email", "--oidc-groups-claim=gcp.iam.roles", "-o", "jsonpath={.signatureVerified} {.predicted.refused}")
 	require.Equal(t, 0, c.code, c.stderr)
 	assert.Contains(t, c.stdout, "false ")
 	assert.Contains(t, c.stdout, "URL scheme must be https")

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -32,48 +31,19 @@ type ProxyOptions struct {
 	UpstreamTimeout              time.Duration
 	InCluster                    bool
 	AuthConfig                   string
-	Legacy                       authn.LegacyFlags
-	IssuerCA                     string
+	OIDC                         OIDCFlags
 	SigningKeyFile               string
 	AllowSystemIdentities        bool
 	AuditLog                     string
 	TokenCacheSize               int
 	genericiooptions.IOStreams
 	global *GlobalOptions
-	// legacySet lists the legacy mapping flags given (they conflict with
-	// --authentication-config).
-	legacySet []string
-}
-
-// legacyProxyFlags are kube-apiserver's --oidc-* flags as the proxy names
-// them; kube-apiserver's own names are accepted too (kubeAPIServerFlagNames).
-var legacyProxyFlags = []string{"oidc-issuer-url", "oidc-audience", "oidc-ca-file", "username-claim", "username-prefix",
-	"groups-claim", "groups-prefix", "oidc-required-claim", "oidc-signing-algs"}
-
-// kubeAPIServerFlagNames maps kube-apiserver's --oidc-* flag names onto a
-// command's own (--oidc-client-id onto clientID, --oidc-ca-file onto ca
-// when given, --oidc-username-claim onto --username-claim ...), so that an
-// API server's flags can be pasted as they are.
-func kubeAPIServerFlagNames(clientID, ca string) func(*pflag.FlagSet, string) pflag.NormalizedName {
-	return func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
-		switch name {
-		case "oidc-client-id":
-			name = clientID
-		case "oidc-ca-file":
-			if ca != "" {
-				name = ca
-			}
-		case "oidc-username-claim", "oidc-username-prefix", "oidc-groups-claim", "oidc-groups-prefix":
-			name = strings.TrimPrefix(name, "oidc-")
-		}
-		return pflag.NormalizedName(name)
-	}
 }
 
 // NewCmdProxy builds proxy.
 func NewCmdProxy(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &ProxyOptions{IOStreams: streams, global: g, Listen: ":8443", TokenCacheSize: proxy.DefaultCacheSize,
-		UpstreamTimeout: 60 * time.Second, Legacy: authn.LegacyFlags{UsernameClaim: "sub"}}
+		UpstreamTimeout: 60 * time.Second}
 	cmd := &cobra.Command{
 		Use:   "proxy",
 		Short: "Serve an impersonating proxy in front of an API server that cannot trust the OIDC provider",
@@ -104,7 +74,6 @@ issuers' keys; metrics are served on --metrics-address only.`,
 		RunE: runE(o),
 	}
 	f := cmd.Flags()
-	f.SetNormalizeFunc(kubeAPIServerFlagNames("oidc-audience", ""))
 	f.StringVar(&o.Listen, "listen", o.Listen, "Address to serve HTTPS on")
 	f.StringVar(&o.CertFile, "tls-cert-file", "", "Serving certificate (PEM); reloaded when the file changes")
 	f.StringVar(&o.KeyFile, "tls-private-key-file", "", "Serving key (PEM); reloaded when the file changes")
@@ -114,26 +83,12 @@ issuers' keys; metrics are served on --metrics-address only.`,
 	f.BoolVar(&o.InCluster, "in-cluster", false, "Use the pod's service account as the proxy's credential")
 	f.DurationVar(&o.UpstreamTimeout, "upstream-timeout", o.UpstreamTimeout, "How long to wait for the API server's response headers (streams are not cut)")
 	f.StringVar(&o.AuthConfig, "authentication-config", "", "AuthenticationConfiguration file, as kube-apiserver's --authentication-config (instead of the --oidc-* flags)")
-	f.StringVar(&o.Legacy.IssuerURL, "oidc-issuer-url", "", "Issuer of the tokens to accept (https), as kube-apiserver's --oidc-issuer-url")
-	f.StringVar(&o.IssuerCA, "oidc-ca-file", "", "PEM file of a CA for the issuer, as kube-apiserver's --oidc-ca-file")
-	f.StringSliceVar(&o.Legacy.ClientIDs, "oidc-audience", nil, "Accepted audience, as kube-apiserver's --oidc-client-id (also accepted under that name); repeatable")
-	f.StringVar(&o.Legacy.UsernameClaim, "username-claim", o.Legacy.UsernameClaim, "Claim of the username, as --oidc-username-claim")
-	f.StringVar(&o.Legacy.UsernamePrefix, "username-prefix", "", "As --oidc-username-prefix: unset means \"<issuer>#\" unless the claim is email; - means none")
-	f.StringVar(&o.Legacy.GroupsClaim, "groups-claim", "", "Claim of the groups, as --oidc-groups-claim")
-	f.StringVar(&o.Legacy.GroupsPrefix, "groups-prefix", "", "As --oidc-groups-prefix")
-	f.StringToStringVar(&o.Legacy.RequiredClaims, "oidc-required-claim", nil, "As kube-apiserver's --oidc-required-claim: key=value a token must carry; repeatable")
-	f.StringSliceVar(&o.Legacy.SigningAlgs, "oidc-signing-algs", nil, "As --oidc-signing-algs (default RS256; with --authentication-config every algorithm kube-apiserver accepts)")
+	o.OIDC.AddFlags(f, map[string]string{"oidc-audience": "oidc-client-id", "username-claim": "oidc-username-claim",
+		"username-prefix": "oidc-username-prefix", "groups-claim": "oidc-groups-claim", "groups-prefix": "oidc-groups-prefix"})
 	f.StringVar(&o.SigningKeyFile, "oidc-signing-key-file", "", "Verify with these keys (a JWKS document or PEM public keys) instead of the issuers' discovery and JWKS")
 	f.BoolVar(&o.AllowSystemIdentities, "allow-system-identities", false, "Let tokens map to system: users and groups (refused by default: a token should not make anyone a node, a controller or system:masters)")
 	f.StringVar(&o.AuditLog, "audit-log", "-", "Audit log file, one JSON line per request with the refusal reason (- for stderr, empty for none); tokens are never written")
 	f.IntVar(&o.TokenCacheSize, "token-cache-size", o.TokenCacheSize, "Authenticated tokens whose identity is kept until their exp (0 authenticates every request)")
-	cmd.PreRun = func(c *cobra.Command, _ []string) {
-		for _, n := range legacyProxyFlags {
-			if c.Flags().Changed(n) {
-				o.legacySet = append(o.legacySet, "--"+n)
-			}
-		}
-	}
 	return cmd
 }
 
@@ -153,12 +108,12 @@ func (o *ProxyOptions) Validate() error {
 		return errors.New("--token-cache-size must not be negative (0 authenticates every request)")
 	case o.UpstreamTimeout <= 0:
 		return errors.New("--upstream-timeout must be positive")
-	case o.AuthConfig != "" && len(o.legacySet) > 0:
-		return fmt.Errorf("--authentication-config excludes the --oidc-* flags (%s): put the issuer and its mappings in the configuration", strings.Join(o.legacySet, ", "))
-	case o.AuthConfig == "" && o.Legacy.IssuerURL == "":
-		return errors.New("give --oidc-issuer-url (with --oidc-audience) or --authentication-config")
-	case o.AuthConfig == "" && len(o.Legacy.ClientIDs) == 0:
-		return errors.New("--oidc-audience (kube-apiserver's --oidc-client-id) is required: the audience the tokens are issued to")
+	case o.AuthConfig != "" && len(o.OIDC.Given()) > 0:
+		return fmt.Errorf("--authentication-config excludes the --oidc-* flags (%s): put the issuer and its mappings in the configuration", strings.Join(o.OIDC.Given(), ", "))
+	case o.AuthConfig == "" && o.OIDC.IssuerURL == "":
+		return errors.New("give --oidc-issuer-url (with --oidc-client-id) or --authentication-config")
+	case o.AuthConfig == "" && len(o.OIDC.ClientIDs) == 0:
+		return errors.New("--oidc-client-id is required: the audience the tokens are issued to")
 	case o.InCluster == (o.UpstreamKubeconfig != ""):
 		return errors.New("give exactly one of --in-cluster and --upstream-kubeconfig for the proxy's own credential")
 	}
@@ -177,13 +132,9 @@ func (o *ProxyOptions) authnOptions() (authn.Options, string, error) {
 		opts.Config = cfg
 		rule = fmt.Sprintf("the %d jwt authenticator(s) of %s", len(cfg.JWT), o.AuthConfig)
 	} else {
-		l := o.Legacy
-		if o.IssuerCA != "" {
-			b, err := os.ReadFile(o.IssuerCA)
-			if err != nil {
-				return opts, "", fmt.Errorf("reading --oidc-ca-file: %w", err)
-			}
-			l.CA = b
+		l, err := o.OIDC.Legacy()
+		if err != nil {
+			return opts, "", err
 		}
 		opts.Config, opts.SigningAlgs = l.Config()
 		m := opts.Config.JWT[0].ClaimMappings

@@ -24,10 +24,10 @@ func NewHTTPClient(caFile string, insecure bool, timeout time.Duration) (*http.C
 		}
 		pem, err := os.ReadFile(caFile)
 		if err != nil {
-			return nil, fmt.Errorf("reading --certificate-authority: %w", err)
+			return nil, fmt.Errorf("reading --oidc-certificate-authority: %w", err)
 		}
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--certificate-authority %s holds no PEM certificate", caFile)
+			return nil, fmt.Errorf("--oidc-certificate-authority %s holds no PEM certificate", caFile)
 		}
 		tlsConfig.RootCAs = pool
 	}

@@ -100,7 +100,7 @@ func tlsHint(err error) string {
 	var host x509.HostnameError
 	switch {
 	case errors.As(err, &unknown):
-		return " (give the CA that signed the provider's certificate with --certificate-authority)"
+		return " (give the CA that signed the provider's certificate with --oidc-certificate-authority)"
 	case errors.As(err, &host):
 		return " (the certificate is for another name: check --oidc-issuer-url)"
 	}

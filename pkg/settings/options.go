@@ -34,7 +34,7 @@ const (
 	flagGrantType        = "grant-type"
 	flagStorage          = "token-cache-storage"
 	flagCacheDir         = "token-cache-dir"
-	flagCA               = "certificate-authority"
+	flagCA               = "oidc-certificate-authority"
 	flagInsecure         = "insecure-skip-tls-verify"
 	flagListen           = "listen-address"
 	flagBrowserCommand   = "browser-command"
@@ -53,7 +53,7 @@ const (
 	flagExchangeRequested   = "exchange-requested-token-type"
 	flagExchangeSubjectType = "exchange-subject-token-type"
 	flagImpersonateUser     = "impersonate-user"
-	flagAuditLog            = "audit-log"
+	flagAuditLog            = "exchange-audit-log"
 	flagAllowedServer       = "allowed-server"
 	flagAllowedServerCA     = "allowed-server-certificate-authority"
 	flagClientAuthMethod    = "oidc-client-auth-method"
@@ -99,7 +99,17 @@ const (
 // profileAliases maps profile keys in the style of other tools' configs to
 // flag names.
 var profileAliases = map[string]string{"allowedServers": flagAllowedServer, "allowed-servers": flagAllowedServer,
-	"allowedServerCertificateAuthority": flagAllowedServerCA}
+	"allowedServerCertificateAuthority": flagAllowedServerCA, flagAliasCA: flagCA, flagAliasAuditLog: flagAuditLog}
+
+// Older names still accepted, hidden from --help: --certificate-authority is
+// kubelogin's name for the provider's CA (in the inspection commands it is
+// the cluster's, as in kubectl); --audit-log was get-token's name before the
+// proxy's --audit-log (every request) made it ambiguous. Kubeconfigs written
+// with them keep working; setup writes the new names.
+const (
+	flagAliasCA       = "certificate-authority"
+	flagAliasAuditLog = "audit-log"
+)
 
 // secretFlags never appear in a generated kubeconfig.
 var secretFlags = []string{flagClientSecret}
@@ -198,7 +208,7 @@ func (o *AuthOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.RedirectURL, flagRedirectURL, o.RedirectURL, "Redirect URL of --grant-type=authcode-keyboard (default "+OOBRedirectURL+")")
 	fs.StringVar(&o.TokenCacheStorage, flagStorage, o.TokenCacheStorage, "Where tokens are cached: "+strings.Join(tokencache.Storages, "|")+" (auto: the OS keyring, else disk)")
 	fs.StringVar(&o.TokenCacheDir, flagCacheDir, o.TokenCacheDir, "Directory of the disk cache and the lock files (default ~/.kube/cache/kubectl-impersonate)")
-	fs.StringVar(&o.CertificateAuthority, flagCA, o.CertificateAuthority, "PEM file of a CA for the identity provider, added to the system roots")
+	fs.StringVar(&o.CertificateAuthority, flagCA, o.CertificateAuthority, "PEM file of a CA for the identity provider, added to the system roots (also --"+flagAliasCA+", kubelogin's name)")
 	fs.BoolVar(&o.InsecureSkipTLSVerify, flagInsecure, o.InsecureSkipTLSVerify, "Do not verify the identity provider's TLS certificate (insecure)")
 	fs.StringSliceVar(&o.ListenAddresses, flagListen, o.ListenAddresses, "Loopback address of the local server for the browser login, tried in order (default "+strings.Join(DefaultListenAddresses, ",")+")")
 	fs.StringVar(&o.BrowserCommand, flagBrowserCommand, o.BrowserCommand, "Command that opens the login URL (default: the system's)")
@@ -228,6 +238,8 @@ func (o *AuthOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.AllowedServerCA, flagAllowedServerCA, o.AllowedServerCA, "With --allowed-server: the kubeconfig cluster must name exactly these CA certificates (PEM file; profile key allowedServerCertificateAuthority)")
 	o.names = map[string]bool{}
 	fs.VisitAll(func(f *pflag.Flag) { o.names[f.Name] = true })
+	AliasFlag(fs, flagAliasCA, flagCA, false)
+	AliasFlag(fs, flagAliasAuditLog, flagAuditLog, false)
 }
 
 // Complete applies the profile, reads the client secret and fills defaults.

@@ -34,3 +34,26 @@ func TestCloudSigmaEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// TestOldFlagNames: a kubeconfig written before the renames
+// (--certificate-authority, --audit-log) reads the same settings and the
+// same cache key; what setup writes now uses the new names.
+func TestOldFlagNames(t *testing.T) {
+	parse := func(args ...string) *AuthOptions {
+		o := NewAuthOptions()
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		require.NoError(t, fs.Parse(args))
+		require.NoError(t, o.Complete(func(string) string { return "" }, func(string) {}))
+		return o
+	}
+	common := []string{"--oidc-issuer-url=https://id.example.com", "--oidc-client-id=k8s"}
+	old := parse(append(common, "--certificate-authority=/etc/ca.pem", "--audit-log=/tmp/audit")...)
+	cur := parse(append(common, "--oidc-certificate-authority=/etc/ca.pem", "--exchange-audit-log=/tmp/audit")...)
+	assert.Equal(t, "/etc/ca.pem", old.CertificateAuthority)
+	assert.Equal(t, "/tmp/audit", old.AuditLog)
+	assert.Equal(t, cur.Key(), old.Key())
+	assert.Equal(t, cur.Args(), old.Args())
+	assert.Contains(t, old.Args(), "--oidc-certificate-authority=/etc/ca.pem")
+	assert.Contains(t, old.Args(), "--exchange-audit-log=/tmp/audit")
+}

@@ -77,7 +77,7 @@ contexts:
 current-context: e2e
 `, api.url, st.caFile)), 0o600))
 	args := append([]string{"setup", "--write", "--kubeconfig=" + p.kubeconfig, "--user=" + name, "--context=e2e",
-		"--certificate-authority=" + st.caFile, "--browser-command=" + st.browser, "--authentication-timeout=60s"}, setupArgs...)
+		"--oidc-certificate-authority=" + st.caFile, "--browser-command=" + st.browser, "--authentication-timeout=60s"}, setupArgs...)
 	if !containsPrefix(setupArgs, "--oidc-issuer-url=") {
 		args = append(args, "--oidc-issuer-url="+st.issuer,
 			"--oidc-extra-scope=email", "--oidc-extra-scope=groups", "--oidc-extra-scope=offline_access")
@@ -270,12 +270,12 @@ func TestBrowserLoginAndRBAC(t *testing.T) {
 			assert.NotRegexp(t, `eyJ[A-Za-z0-9_-]+\.eyJ`, r.stdout+r.stderr, "no token printed")
 
 			// kube-apiserver's own flag names, as this API server runs them.
-			rules := []string{"--oidc-issuer-url=" + st.issuer, "--oidc-ca-file=" + st.caFile, "--oidc-client-id=" + publicClient,
+			rules := []string{"--oidc-issuer-url=" + st.issuer, "--oidc-certificate-authority=" + st.caFile, "--oidc-client-id=" + publicClient,
 				"--oidc-username-claim=email", "--oidc-groups-claim=groups"}
-			wrong := []string{"--username-claim=email", "--username-prefix=oidc:", "--groups-claim=groups"}
+			wrong := []string{"--oidc-username-claim=email", "--oidc-username-prefix=oidc:", "--oidc-groups-claim=groups"}
 			if mode == "structured" {
 				rules = []string{"--authentication-config=" + st.authConfig}
-				wrong = []string{"--username-claim=email", "--groups-claim=groups"}
+				wrong = []string{"--oidc-username-claim=email", "--oidc-groups-claim=groups"}
 			}
 			r = alice.plugin(nil, append([]string{"claims", "--compare", "--kubeconfig=" + alice.kubeconfig}, rules...)...)
 			require.Equal(t, 0, r.code, "claims --compare: %s %s", r.stdout, r.stderr)
@@ -416,7 +416,7 @@ func TestKeyringAbsent(t *testing.T) {
 	assert.Len(t, alice.diskEntries(), 1)
 
 	r = alice.plugin([]string{execInfoNever}, "get-token", "--oidc-issuer-url="+st.issuer, "--oidc-client-id="+publicClient,
-		"--token-cache-storage=keyring", "--certificate-authority="+st.caFile)
+		"--token-cache-storage=keyring", "--certificate-authority="+st.caFile) // kubelogin's name of --oidc-certificate-authority
 	assert.Equal(t, 1, r.code)
 	assert.Less(t, r.elapsed, 3*time.Second)
 	assert.Contains(t, r.stderr, "OS keyring unavailable")
@@ -533,7 +533,7 @@ func TestAccessMatrix(t *testing.T) {
 	same := accessMatrix(t, baseEnv(t.TempDir()), "--kubeconfig="+admin, "-n", "team-a", "--token-identity")
 	assert.Equal(t, plain.allowed(), same.allowed())
 
-	human := run(t, alice.env, false, st.ki, "access", "--kubeconfig="+alice.kubeconfig, "-n", "team-a", "--verbs=get,create")
+	human := run(t, alice.env, false, st.ki, "access", "--kubeconfig="+alice.kubeconfig, "-n", "team-a", "--verb=get,create")
 	require.Equal(t, 0, human.code, human.stderr)
 	assert.Regexp(t, `(?m)^pods\s+✔\s+✗\s*$`, human.stdout)
 }
@@ -610,7 +610,7 @@ func TestIdentityPlatformFirebaseEmulator(t *testing.T) {
 		"--identity-platform-api-key=fake-api-key", "--identity-platform-emulator",
 		"--identity-platform-endpoint=" + st.firebase + "/identitytoolkit.googleapis.com",
 		"--securetoken-endpoint=" + st.firebase + "/securetoken.googleapis.com",
-		"--google-issuer-url=" + st.issuer, "--certificate-authority=" + st.caFile,
+		"--google-issuer-url=" + st.issuer, "--oidc-certificate-authority=" + st.caFile,
 		"--browser-command=" + st.browser, "--token-cache-storage=disk"}
 	alice := newPerson(t, "alice", st.api["structured"])
 	r := alice.plugin(nil, append([]string{"login"}, args...)...)
@@ -661,8 +661,8 @@ func TestIdentityPlatformFirebaseEmulator(t *testing.T) {
 func startProxy(t *testing.T) (proxyURL string) {
 	t.Helper()
 	return startProxyWith(t, "proxy", proxyToken, "",
-		"--oidc-issuer-url="+st.issuer, "--oidc-ca-file="+st.caFile, "--oidc-audience="+publicClient,
-		"--username-claim=email", "--username-prefix=proxy:", "--groups-claim=groups")
+		"--oidc-issuer-url="+st.issuer, "--oidc-certificate-authority="+st.caFile, "--oidc-client-id="+publicClient,
+		"--oidc-username-claim=email", "--oidc-username-prefix=proxy:", "--oidc-groups-claim=groups")
 }
 
 // startProxyWith runs the proxy in front of the legacy API server with
@@ -687,7 +687,7 @@ current-context: up
 	argv := append([]string{"proxy", fmt.Sprintf("--listen=127.0.0.1:%d", port),
 		"--tls-cert-file=" + st.certFile, "--tls-private-key-file=" + st.keyFile, "--upstream-kubeconfig=" + upstream,
 		"--upstream=" + api.url + upstreamPath,
-		"--audit-log=" + filepath.Join(st.logs, logName+"-audit.log")}, authFlags...)
+		"--exchange-audit-log=" + filepath.Join(st.logs, logName+"-audit.log")}, authFlags...)
 	cmd := exec.CommandContext(ctx, st.ki, argv...)
 	logf, err := os.Create(filepath.Join(st.logs, logName+".log"))
 	require.NoError(t, err)
@@ -965,7 +965,7 @@ spec:
 	// adds a context that goes through the proxy.
 	alice := newPerson(t, "alice", api)
 	r = alice.plugin(nil, "setup", "--write", "--kubeconfig="+alice.kubeconfig, "--user=alice", "--context=via-proxy",
-		"--server="+proxyURL, "--cluster-certificate-authority="+st.caFile, "--certificate-authority="+st.caFile,
+		"--server="+proxyURL, "--cluster-certificate-authority="+st.caFile, "--oidc-certificate-authority="+st.caFile,
 		"--browser-command="+st.browser, "--authentication-timeout=60s", "--oidc-issuer-url="+st.issuer,
 		"--oidc-extra-scope=email", "--oidc-extra-scope=groups", "--oidc-extra-scope=offline_access", "--oidc-client-id="+publicClient)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -1292,7 +1292,7 @@ func TestKeyringLockedAndHung(t *testing.T) {
 	env := []string{"HOME=" + home, "XDG_RUNTIME_DIR=" + runDir, "PATH=" + os.Getenv("PATH"), "DBUS_SESSION_BUS_ADDRESS=" + bus,
 		execInfoNever}
 	args := []string{"--oidc-issuer-url=" + st.keycloak.Issuer(), "--oidc-client-id=robot", "--grant-type=client-credentials",
-		"--oidc-client-secret-file=" + secret, "--certificate-authority=" + st.caFile, "--token-cache-dir=" + filepath.Join(home, "cache")}
+		"--oidc-client-secret-file=" + secret, "--oidc-certificate-authority=" + st.caFile, "--token-cache-dir=" + filepath.Join(home, "cache")}
 	fast := filepath.Join(filepath.Dir(st.ki), "kubectl-impersonate-get_token")
 	getToken := func(storage string) result {
 		t.Helper()

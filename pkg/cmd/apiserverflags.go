@@ -1,0 +1,71 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
+)
+
+// OIDCFlags are kube-apiserver's legacy --oidc-* flags, under
+// kube-apiserver's names (an API server's flags paste as they are), shared
+// by claims and proxy. The provider's CA is --oidc-certificate-authority,
+// as in get-token; kube-apiserver's --oidc-ca-file is a deprecated alias.
+type OIDCFlags struct {
+	authn.LegacyFlags
+	// CAFile is a PEM CA for the issuer's discovery and JWKS.
+	CAFile string
+	flags  *pflag.FlagSet
+}
+
+// oidcFlagNames are the flags of OIDCFlags, aliases excluded.
+var oidcFlagNames = []string{"oidc-issuer-url", "oidc-client-id", "oidc-certificate-authority", "oidc-username-claim",
+	"oidc-username-prefix", "oidc-groups-claim", "oidc-groups-prefix", "oidc-required-claim", "oidc-signing-algs"}
+
+// AddFlags binds the flags; aliases are older names of this tool's.
+func (o *OIDCFlags) AddFlags(f *pflag.FlagSet, aliases map[string]string) {
+	o.flags = f
+	if o.UsernameClaim == "" {
+		o.UsernameClaim = "sub"
+	}
+	f.StringVar(&o.IssuerURL, "oidc-issuer-url", "", "Issuer of the tokens (https), as kube-apiserver's --oidc-issuer-url")
+	f.StringSliceVar(&o.ClientIDs, "oidc-client-id", nil, "Accepted audience, as kube-apiserver's --oidc-client-id (repeatable here)")
+	f.StringVar(&o.CAFile, "oidc-certificate-authority", "", "PEM file of a CA for the issuer's discovery and JWKS (kube-apiserver's --oidc-ca-file)")
+	f.StringVar(&o.UsernameClaim, "oidc-username-claim", o.UsernameClaim, "Claim of the username, as kube-apiserver's --oidc-username-claim")
+	f.StringVar(&o.UsernamePrefix, "oidc-username-prefix", "", "As kube-apiserver's --oidc-username-prefix: unset means \"<issuer>#\" unless the claim is email; - means none")
+	f.StringVar(&o.GroupsClaim, "oidc-groups-claim", "", "Claim of the groups, as kube-apiserver's --oidc-groups-claim")
+	f.StringVar(&o.GroupsPrefix, "oidc-groups-prefix", "", "As kube-apiserver's --oidc-groups-prefix")
+	f.StringToStringVar(&o.RequiredClaims, "oidc-required-claim", nil, "As kube-apiserver's --oidc-required-claim: key=value a token must carry; repeatable")
+	f.StringSliceVar(&o.SigningAlgs, "oidc-signing-algs", nil, "As kube-apiserver's --oidc-signing-algs (default RS256)")
+	settings.AliasFlag(f, "oidc-ca-file", "oidc-certificate-authority", true)
+	for alias, canonical := range aliases {
+		settings.AliasFlag(f, alias, canonical, true)
+	}
+}
+
+// Given lists the flags given, as "--name".
+func (o *OIDCFlags) Given() []string {
+	var given []string
+	for _, n := range oidcFlagNames {
+		if o.flags != nil && o.flags.Changed(n) {
+			given = append(given, "--"+n)
+		}
+	}
+	return given
+}
+
+// Legacy is the flags with the CA file read.
+func (o *OIDCFlags) Legacy() (authn.LegacyFlags, error) {
+	l := o.LegacyFlags
+	if o.CAFile != "" {
+		b, err := os.ReadFile(o.CAFile)
+		if err != nil {
+			return l, fmt.Errorf("reading --oidc-certificate-authority: %w", err)
+		}
+		l.CA = b
+	}
+	return l, nil
+}
