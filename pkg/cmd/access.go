@@ -23,7 +23,7 @@ type AccessOptions struct {
 	Verbs         []string
 	Subresources  bool
 	Method        string
-	Output        string
+	Output        *OutputFlags
 	TokenIdentity bool
 	DiffAs        string
 	DiffAsGroups  []string
@@ -56,10 +56,10 @@ In the table, ✔ is allowed, ✗ denied, ~ allowed for some resourceNames only,
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "One matrix per namespace")
 	f.BoolVar(&o.ClusterScope, "cluster-scope", false, "The cluster-scoped resources instead of a namespace's")
 	f.StringSliceVar(&o.Verbs, "verb", rbac.DefaultVerbs, "The verb columns (repeatable, or comma-separated)")
-	settings.AliasFlag(f, "verbs", "verb", true)
+	settings.AliasFlag(f, "verbs", "verb", streams.ErrOut)
 	f.BoolVar(&o.Subresources, "subresources", false, "Include subresources (pods/log, deployments/scale, ...)")
 	f.StringVar(&o.Method, "method", "rules", "rules (a rules review, then access reviews where needed) or ssar (one access review per cell)")
-	f.StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml (default a table)")
+	o.Output = NewOutputFlags(f, "a table")
 	f.BoolVar(&o.TokenIdentity, "token-identity", false, "Impersonate exactly the username, groups, UID and extra the API server reports for the current credentials (what --as alone loses; needs the impersonate permission)")
 	f.StringVar(&o.DiffAs, "diff-as", "", "Also build the matrix as this user (impersonation) and show only the cells where the two differ")
 	f.StringSliceVar(&o.DiffAsGroups, "diff-as-group", nil, "Groups for --diff-as (repeatable)")
@@ -80,7 +80,7 @@ func (o *AccessOptions) Validate() error {
 	if o.Method != "rules" && o.Method != "ssar" {
 		return fmt.Errorf("--method %q is not one of rules, ssar", o.Method)
 	}
-	return validateOutput(o.Output)
+	return o.Output.Validate()
 }
 
 // Run builds the matrices.
@@ -156,7 +156,7 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 	if len(out) == 1 {
 		v = out[0]
 	}
-	return printResult(o.Out, o.Output, v, func(w io.Writer) {
+	return o.Output.Print(o.Out, v, func(w io.Writer) {
 		for i, m := range out {
 			if i > 0 {
 				fmt.Fprintln(w)

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -25,8 +26,9 @@ type OIDCFlags struct {
 var oidcFlagNames = []string{"oidc-issuer-url", "oidc-client-id", "oidc-certificate-authority", "oidc-username-claim",
 	"oidc-username-prefix", "oidc-groups-claim", "oidc-groups-prefix", "oidc-required-claim", "oidc-signing-algs"}
 
-// AddFlags binds the flags; aliases are older names of this tool's.
-func (o *OIDCFlags) AddFlags(f *pflag.FlagSet, aliases map[string]string) {
+// AddFlags binds the flags; aliases are older names of this tool's, and
+// using one writes a deprecation line to warn.
+func (o *OIDCFlags) AddFlags(f *pflag.FlagSet, aliases map[string]string, warn io.Writer) {
 	o.flags = f
 	if o.UsernameClaim == "" {
 		o.UsernameClaim = "sub"
@@ -40,9 +42,9 @@ func (o *OIDCFlags) AddFlags(f *pflag.FlagSet, aliases map[string]string) {
 	f.StringVar(&o.GroupsPrefix, "oidc-groups-prefix", "", "As kube-apiserver's --oidc-groups-prefix")
 	f.StringToStringVar(&o.RequiredClaims, "oidc-required-claim", nil, "As kube-apiserver's --oidc-required-claim: key=value a token must carry; repeatable")
 	f.StringSliceVar(&o.SigningAlgs, "oidc-signing-algs", nil, "As kube-apiserver's --oidc-signing-algs (default RS256)")
-	settings.AliasFlag(f, "oidc-ca-file", "oidc-certificate-authority", true)
+	settings.AliasFlag(f, "oidc-ca-file", "oidc-certificate-authority", warn)
 	for alias, canonical := range aliases {
-		settings.AliasFlag(f, alias, canonical, true)
+		settings.AliasFlag(f, alias, canonical, warn)
 	}
 }
 

@@ -26,7 +26,7 @@ import (
 type ClaimsOptions struct {
 	Kube       *KubeFlags
 	TokenFile  string
-	Output     string
+	Output     *OutputFlags
 	Compare    bool
 	AuthConfig string
 	// OIDC are kube-apiserver's --oidc-* flags.
@@ -78,11 +78,11 @@ difference, a refusal (401) included.`,
 	o.Kube.RegisterCompletions(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.TokenFile, "token-file", "", "Read the token from this file (- for stdin) instead of the cache")
-	f.StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml|jsonpath=... (default a table)")
+	o.Output = NewOutputFlags(f, "a table")
 	f.BoolVar(&o.Compare, "compare", false, "Ask the API server who the token is and list the differences")
 	f.StringVar(&o.AuthConfig, "authentication-config", "", "kube-apiserver's AuthenticationConfiguration file (v1 or v1beta1) to predict with")
 	o.OIDC.AddFlags(f, map[string]string{"client-id": "oidc-client-id", "issuer-certificate-authority": "oidc-certificate-authority",
-		"username-claim": "oidc-username-claim", "username-prefix": "oidc-username-prefix", "groups-claim": "oidc-groups-claim", "groups-prefix": "oidc-groups-prefix"})
+		"username-claim": "oidc-username-claim", "username-prefix": "oidc-username-prefix", "groups-claim": "oidc-groups-claim", "groups-prefix": "oidc-groups-prefix"}, streams.ErrOut)
 	f.BoolVar(&o.SkipVerify, "skip-signature-check", false, "Do not fetch the issuer's keys (the prediction says the signature is not verified)")
 	return cmd
 }
@@ -99,7 +99,7 @@ func (o *ClaimsOptions) Validate() error {
 	if o.AuthConfig != "" && len(o.OIDC.Given()) > 0 {
 		return errors.New("give either --authentication-config or the legacy --oidc-* rules, not both")
 	}
-	return validateOutput(o.Output)
+	return o.Output.Validate()
 }
 
 func (o *ClaimsOptions) token(ctx context.Context) (string, error) {
@@ -245,7 +245,7 @@ func (o *ClaimsOptions) Run(ctx context.Context) error {
 		}
 		res.Differences = authn.Differences(res.Predicted, server, refused)
 	}
-	if err := printResult(o.Out, o.Output, res, func(w io.Writer) { printClaims(w, &res) }); err != nil {
+	if err := o.Output.Print(o.Out, res, func(w io.Writer) { printClaims(w, &res) }); err != nil {
 		return err
 	}
 	if o.Compare && len(res.Differences) > 0 {

@@ -34,7 +34,7 @@ get-token and login run it with --impersonate-user-email and
 // CloudSigmaWhoAmIOptions is "cloudsigma whoami".
 type CloudSigmaWhoAmIOptions struct {
 	Auth   *settings.AuthOptions
-	Output string
+	Output *OutputFlags
 	genericiooptions.IOStreams
 	global *GlobalOptions
 }
@@ -54,7 +54,7 @@ and prints the account's email and UUID. The token is never printed.`,
 		RunE: runE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml")
+	o.Output = NewOutputFlags(cmd.Flags(), "text")
 	return cmd
 }
 
@@ -68,10 +68,8 @@ func (o *CloudSigmaWhoAmIOptions) Validate() error {
 	if o.Auth.Exchange != settings.ExchangeCloudSigma {
 		return fmt.Errorf("cloudsigma whoami works with --%s=%s only", settings.FlagExchange, settings.ExchangeCloudSigma)
 	}
-	switch o.Output {
-	case "", "json", "yaml":
-	default:
-		return fmt.Errorf("--output %q is not one of json, yaml", o.Output)
+	if err := o.Output.Validate(); err != nil {
+		return err
 	}
 	return o.Auth.Validate()
 }
@@ -99,7 +97,7 @@ func (o *CloudSigmaWhoAmIOptions) Run(ctx context.Context) error {
 		return err
 	}
 	id := cloudSigmaIdentity{Region: cs.Region, UserEmail: cs.UserEmail, Account: p.Email, UUID: p.UUID, Token: r.From}
-	if err := printResult(o.Out, o.Output, id, func(w io.Writer) {
+	if err := o.Output.Print(o.Out, id, func(w io.Writer) {
 		fmt.Fprintf(w, "The token acts as %s in %s (account %s; token from %s).\n", p.Email, cs.Region, p.UUID, r.From)
 	}); err != nil {
 		return err

@@ -83,25 +83,50 @@ func TestFastBinaryAlone(t *testing.T) {
 	assert.Contains(t, r.stderr, "kubectl-impersonate is not next to")
 }
 
+// TestOutputFormats: each command accepts exactly its formats (json, yaml,
+// jsonpath everywhere; wide and name where it prints them) and refuses the
+// rest before any request.
 func TestOutputFormats(t *testing.T) {
 	tests := []struct {
+		cmd           []string
 		output        string
 		wantErrSubstr string
 	}{
-		{output: "json"}, {output: "yaml"}, {output: "wide"}, {output: "jsonpath={.username}"},
-		{output: "xml", wantErrSubstr: `--output "xml" is not one of`},
-		{output: "jsonpath={.username", wantErrSubstr: "unclosed action"},
+		{cmd: []string{"whoami"}, output: "json"}, {cmd: []string{"whoami"}, output: "yaml"},
+		{cmd: []string{"whoami"}, output: "jsonpath={.username}"},
+		{cmd: []string{"whoami"}, output: "wide", wantErrSubstr: `--output "wide" is not one of json, yaml, jsonpath=TEMPLATE`},
+		{cmd: []string{"whoami"}, output: "xml", wantErrSubstr: `--output "xml" is not one of`},
+		{cmd: []string{"whoami"}, output: "jsonpath={.username", wantErrSubstr: "unclosed action"},
+		{cmd: []string{"list", "pods"}, output: "wide"}, {cmd: []string{"list", "pods"}, output: "name"},
+		{cmd: []string{"who-can", "get", "pods"}, output: "name", wantErrSubstr: `--output "name" is not one of json, yaml, jsonpath=TEMPLATE`},
+		{cmd: []string{"access"}, output: "jsonpath={.rows}"},
+		{cmd: []string{"why", "get", "pods"}, output: "table", wantErrSubstr: `--output "table" is not one of`},
 	}
 	e := newEnv(t)
+	// A cluster nobody listens on: accepted formats fail at the request.
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\n"+
+		"users: [{name: u, user: {token: x}}]\ncontexts: [{name: c, context: {cluster: c, user: u, namespace: team}}]\ncurrent-context: c\n"), 0o600))
 	for _, tt := range tests {
-		t.Run(tt.output, func(t *testing.T) {
-			r := e.run(nil, "whoami", "-o", tt.output, "--kubeconfig=/nonexistent")
+		t.Run(strings.Join(tt.cmd, " ")+" -o "+tt.output, func(t *testing.T) {
+			r := e.run(nil, append(tt.cmd, "-o", tt.output, "--kubeconfig="+kc, "--request-timeout=2s")...)
 			assert.Equal(t, 1, r.code)
 			if tt.wantErrSubstr != "" {
 				assert.Contains(t, r.stderr, tt.wantErrSubstr)
 			} else {
-				assert.NotContains(t, r.stderr, "--output", "accepted; fails later on the missing kubeconfig")
+				assert.NotContains(t, r.stderr, "--output", "accepted; fails later at the request")
+				assert.Contains(t, r.stderr, "127.0.0.1:1", "failed at the request")
 			}
 		})
 	}
+}
+
+// TestDeprecatedNameWarnsOnStderr: a deprecated name still works and says
+// so on stderr; stdout (kubectl's, and -o json's) stays clean.
+func TestDeprecatedNameWarnsOnStderr(t *testing.T) {
+	e := newEnv(t)
+	r := e.run(nil, "claims", "--oidc-ca-file=/nonexistent", "--token-file=/dev/null", "-o", "json")
+	assert.Equal(t, 1, r.code)
+	assert.Empty(t, r.stdout)
+	assert.Contains(t, r.stderr, "Flag --oidc-ca-file has been deprecated, use --oidc-certificate-authority\n")
 }

@@ -19,7 +19,7 @@ import (
 type GroupsOptions struct {
 	Kube        *KubeFlags
 	GroupsClaim string
-	Output      string
+	Output      *OutputFlags
 	genericiooptions.IOStreams
 	global *GlobalOptions
 }
@@ -49,8 +49,8 @@ mapping; "system:authenticated" is added by the API server itself.`,
 	o.Kube = NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
 	cmd.Flags().StringVar(&o.GroupsClaim, "oidc-groups-claim", "groups", "The token claim holding the groups, as kube-apiserver's --oidc-groups-claim")
-	settings.AliasFlag(cmd.Flags(), "groups-claim", "oidc-groups-claim", true)
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml (default a table)")
+	settings.AliasFlag(cmd.Flags(), "groups-claim", "oidc-groups-claim", streams.ErrOut)
+	o.Output = NewOutputFlags(cmd.Flags(), "a table")
 	return cmd
 }
 
@@ -58,7 +58,7 @@ mapping; "system:authenticated" is added by the API server itself.`,
 func (o *GroupsOptions) Complete() error { return nil }
 
 // Validate checks -o.
-func (o *GroupsOptions) Validate() error { return validateOutput(o.Output) }
+func (o *GroupsOptions) Validate() error { return o.Output.Validate() }
 
 // Run reads both lists.
 func (o *GroupsOptions) Run(ctx context.Context) error {
@@ -96,7 +96,7 @@ func (o *GroupsOptions) Run(ctx context.Context) error {
 		out = append(out, *r)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
-	return printResult(o.Out, o.Output, out, func(w io.Writer) {
+	return o.Output.Print(o.Out, out, func(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, "GROUP\tIN TOKEN\tFROM API SERVER")
 		yes := func(b bool) string { return map[bool]string{true: "yes", false: "-"}[b] }

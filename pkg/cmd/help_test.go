@@ -61,3 +61,4 @@ func TestOneFlagNamePerMeaning(t *testing.T) {
 		})
 	}
 }
+

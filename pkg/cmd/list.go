@@ -13,8 +13,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
@@ -31,7 +34,7 @@ type ListOptions struct {
 	TokenIdentity bool
 	ShowDenied    bool
 	Method        string
-	Output        string
+	Output        *OutputFlags
 	genericiooptions.IOStreams
 	global *GlobalOptions
 	now    func() time.Time
@@ -85,7 +88,7 @@ kept, as "kubectl get -o json" would; the verbs and reasons are in the table
 	f.BoolVar(&o.TokenIdentity, "token-identity", false, "Review as exactly the username, groups, UID and extra the API server reports for your credentials (needs the impersonate permission)")
 	f.BoolVar(&o.ShowDenied, "show-denied", false, "Also show the objects not allowed, with the reason")
 	f.StringVar(&o.Method, "method", o.Method, "rules (a rules review per namespace, access reviews where needed) or ssar (an access review per object and verb)")
-	f.StringVarP(&o.Output, "output", "o", "", "Output format: wide|name|json|yaml (default a table)")
+	o.Output = NewOutputFlags(f, "a table", "wide", "name")
 	return cmd, o
 }
 
@@ -117,11 +120,7 @@ func (o *ListOptions) Validate() error {
 			return fmt.Errorf("--verb %q: give one verb per --verb", v)
 		}
 	}
-	switch o.Output {
-	case "", "wide", "name", "json", "yaml":
-		return nil
-	}
-	return fmt.Errorf("--output %q is not one of wide, name, json, yaml", o.Output)
+	return o.Output.Validate()
 }
 
 // ListResult is the outcome, for the table and the counts.
@@ -190,7 +189,7 @@ func (o *ListOptions) Run(ctx context.Context) error {
 		}
 		r.Namespaces = []string{ns}
 	}
-	full := o.Output == "json" || o.Output == "yaml"
+	full := !o.Output.Human()
 	var objs []rbac.Object
 	for _, ns := range r.Namespaces {
 		got, err := caller.List(ctx, res, ns, o.Selector, full)
@@ -228,23 +227,24 @@ func (o *ListOptions) print(r *ListResult) error {
 	for _, ns := range r.Stats.Incomplete {
 		fmt.Fprintf(o.ErrOut, "note: the rules review in namespace %s is incomplete (an authorizer other than RBAC): denials there come from access reviews\n", ns)
 	}
-	switch o.Output {
-	case "json", "yaml":
+	switch {
+	case !o.Output.Human():
 		items := make([]json.RawMessage, 0, len(kept))
 		for _, d := range kept {
 			items = append(items, d.Raw)
 		}
-		return printResult(o.Out, o.Output, map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": ""}, "items": items}, nil)
-	case "name":
-		prefix := r.Resource.SingularName
-		if prefix == "" {
-			prefix = strings.ToLower(r.Resource.Kind)
-		}
-		if r.Resource.Group != "" {
-			prefix += "." + r.Resource.Group
-		}
+		return o.Output.Print(o.Out, map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": ""}, "items": items}, nil)
+	case o.Output.Format == "name":
+		// kubectl's -o name: kind.group/name, from the object's own kind.
+		p := &printers.NamePrinter{}
 		for _, d := range kept {
-			fmt.Fprintf(o.Out, "%s/%s\n", prefix, d.Name)
+			gvk := schema.FromAPIVersionAndKind(r.Resource.APIVersion(), r.Resource.Kind)
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gvk)
+			u.SetName(d.Name)
+			if err := p.PrintObj(u, o.Out); err != nil {
+				return err
+			}
 		}
 		return nil
 	}
@@ -261,7 +261,7 @@ func (o *ListOptions) printTable(w io.Writer, r *ListResult, rows []rbac.Decisio
 		return // as kubectl get: the count went to stderr
 	}
 	withNS := r.Resource.Namespaced && (len(r.Namespaces) != 1 || r.Namespaces[0] == "")
-	wide := o.Output == "wide"
+	wide := o.Output.Format == "wide"
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	var head []string
 	if withNS {

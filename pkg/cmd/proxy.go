@@ -84,7 +84,7 @@ issuers' keys; metrics are served on --metrics-address only.`,
 	f.DurationVar(&o.UpstreamTimeout, "upstream-timeout", o.UpstreamTimeout, "How long to wait for the API server's response headers (streams are not cut)")
 	f.StringVar(&o.AuthConfig, "authentication-config", "", "AuthenticationConfiguration file, as kube-apiserver's --authentication-config (instead of the --oidc-* flags)")
 	o.OIDC.AddFlags(f, map[string]string{"oidc-audience": "oidc-client-id", "username-claim": "oidc-username-claim",
-		"username-prefix": "oidc-username-prefix", "groups-claim": "oidc-groups-claim", "groups-prefix": "oidc-groups-prefix"})
+		"username-prefix": "oidc-username-prefix", "groups-claim": "oidc-groups-claim", "groups-prefix": "oidc-groups-prefix"}, streams.ErrOut)
 	f.StringVar(&o.SigningKeyFile, "oidc-signing-key-file", "", "Verify with these keys (a JWKS document or PEM public keys) instead of the issuers' discovery and JWKS")
 	f.BoolVar(&o.AllowSystemIdentities, "allow-system-identities", false, "Let tokens map to system: users and groups (refused by default: a token should not make anyone a node, a controller or system:masters)")
 	f.StringVar(&o.AuditLog, "audit-log", "-", "Audit log file, one JSON line per request with the refusal reason (- for stderr, empty for none); tokens are never written")

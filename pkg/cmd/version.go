@@ -39,7 +39,7 @@ func Version() VersionInfo {
 
 // NewCmdVersion builds version.
 func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
-	var output string
+	var output *OutputFlags
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
@@ -49,17 +49,15 @@ version of a go install), the commit, the Go version and the platform.`,
   kubectl impersonate version -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			switch output {
-			case "", "json", "yaml":
-			default:
-				return fmt.Errorf("--output %q is not one of json, yaml", output)
+			if err := output.Validate(); err != nil {
+				return err
 			}
 			v := Version()
-			return printResult(streams.Out, output, v, func(w io.Writer) {
+			return output.Print(streams.Out, v, func(w io.Writer) {
 				fmt.Fprintf(w, "kubectl-impersonate %s (%s, %s)\n", v.Version, v.GoVersion, v.Platform)
 			})
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json|yaml")
+	output = NewOutputFlags(cmd.Flags(), "text")
 	return cmd
 }

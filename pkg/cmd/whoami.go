@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,8 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/util/jsonpath"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kuberc"
 )
@@ -22,7 +19,7 @@ import (
 // WhoAmIOptions is the whoami command.
 type WhoAmIOptions struct {
 	Kube   *KubeFlags
-	Output string
+	Output *OutputFlags
 	genericiooptions.IOStreams
 	global *GlobalOptions
 }
@@ -57,7 +54,7 @@ issuer, client, grant, exchange, cache storage and expiry. No token is printed.`
 	}
 	o.Kube = NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml|jsonpath=TEMPLATE (default a table)")
+	o.Output = NewOutputFlags(cmd.Flags(), "a table")
 	return cmd
 }
 
@@ -65,21 +62,7 @@ issuer, client, grant, exchange, cache storage and expiry. No token is printed.`
 func (o *WhoAmIOptions) Complete() error { return nil }
 
 // Validate checks -o.
-func (o *WhoAmIOptions) Validate() error { return validateOutput(o.Output) }
-
-func validateOutput(o string) error {
-	switch {
-	case o == "", o == "table", o == "wide", o == "json", o == "yaml":
-		return nil
-	case strings.HasPrefix(o, "jsonpath="):
-		jp := jsonpath.New("output")
-		if err := jp.Parse(strings.TrimPrefix(o, "jsonpath=")); err != nil {
-			return fmt.Errorf("--output %q: %w", o, err)
-		}
-		return nil
-	}
-	return fmt.Errorf("--output %q is not one of table, wide, json, yaml, jsonpath=TEMPLATE", o)
-}
+func (o *WhoAmIOptions) Validate() error { return o.Output.Validate() }
 
 // Run asks the API server.
 func (o *WhoAmIOptions) Run(ctx context.Context) error {
@@ -96,7 +79,7 @@ func (o *WhoAmIOptions) Run(ctx context.Context) error {
 		res.TokenSource = ts
 		warnKuberc(o.ErrOut, o.Kube.ExecCommand(), o.global.Getenv)
 	}
-	return printResult(o.Out, o.Output, res, func(w io.Writer) {
+	return o.Output.Print(o.Out, res, func(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 		fmt.Fprintf(tw, "ATTRIBUTE\tVALUE\n")
 		fmt.Fprintf(tw, "Username\t%s\n", res.Username)
@@ -126,48 +109,6 @@ func (o *WhoAmIOptions) Run(ctx context.Context) error {
 		}
 		_ = tw.Flush()
 	})
-}
-
-// printResult writes v as JSON or YAML, or with table.
-func printResult(w io.Writer, output string, v any, table func(io.Writer)) error {
-	switch output {
-	case "json":
-		b, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(w, string(b))
-		return err
-	case "yaml":
-		b, err := yaml.Marshal(v)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
-	}
-	if tmpl, ok := strings.CutPrefix(output, "jsonpath="); ok {
-		// Through JSON, so that the template sees the -o json field names.
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		var data any
-		if err := json.Unmarshal(b, &data); err != nil {
-			return err
-		}
-		jp := jsonpath.New("output")
-		if err := jp.Parse(tmpl); err != nil {
-			return err
-		}
-		if err := jp.Execute(w, data); err != nil {
-			return fmt.Errorf("applying the jsonpath template: %w", err)
-		}
-		_, err = fmt.Fprintln(w)
-		return err
-	}
-	table(w)
-	return nil
 }
 
 // extraOf copies a UserInfo's extra values into plain string lists.

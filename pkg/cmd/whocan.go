@@ -15,7 +15,7 @@ import (
 type WhoCanOptions struct {
 	Kube          *KubeFlags
 	AllNamespaces bool
-	Output        string
+	Output        *OutputFlags
 	target        rbac.Target
 	args          []string
 	genericiooptions.IOStreams
@@ -44,7 +44,7 @@ objects; other authorizers (webhooks) are not seen.`,
 	o.Kube = NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "RoleBindings of every namespace")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml (default a table)")
+	o.Output = NewOutputFlags(cmd.Flags(), "a table")
 	return cmd
 }
 
@@ -66,7 +66,7 @@ func (o *WhoCanOptions) Complete() error {
 }
 
 // Validate checks -o.
-func (o *WhoCanOptions) Validate() error { return validateOutput(o.Output) }
+func (o *WhoCanOptions) Validate() error { return o.Output.Validate() }
 
 // Run reads RBAC and matches it.
 func (o *WhoCanOptions) Run(ctx context.Context) error {
@@ -82,7 +82,7 @@ func (o *WhoCanOptions) Run(ctx context.Context) error {
 	if grants == nil {
 		grants = []rbac.Grant{}
 	}
-	return printResult(o.Out, o.Output, grants, func(w io.Writer) {
+	return o.Output.Print(o.Out, grants, func(w io.Writer) {
 		if len(grants) == 0 {
 			fmt.Fprintf(w, "No binding grants %s %s %s.\n", o.target.Verb, o.target.ResourceDisplay(), o.target.Where())
 			return

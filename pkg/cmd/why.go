@@ -18,7 +18,7 @@ import (
 // WhyOptions is the why command.
 type WhyOptions struct {
 	Kube   *KubeFlags
-	Output string
+	Output *OutputFlags
 	target rbac.Target
 	args   []string
 	genericiooptions.IOStreams
@@ -54,7 +54,7 @@ system:authenticated.`,
 	}
 	o.Kube = NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json|yaml (default text)")
+	o.Output = NewOutputFlags(cmd.Flags(), "text")
 	return cmd
 }
 
@@ -73,7 +73,7 @@ func (o *WhyOptions) Complete() error {
 }
 
 // Validate checks -o.
-func (o *WhyOptions) Validate() error { return validateOutput(o.Output) }
+func (o *WhyOptions) Validate() error { return o.Output.Validate() }
 
 // Run asks the authorizer, then reads RBAC when allowed to.
 func (o *WhyOptions) Run(ctx context.Context) error {
@@ -100,7 +100,7 @@ func (o *WhyOptions) Run(ctx context.Context) error {
 	default:
 		res.Grants = rbac.ForIdentity(bindings.WhoCan(o.target), ui.Username, ui.Groups)
 	}
-	return printResult(o.Out, o.Output, res, func(w io.Writer) {
+	return o.Output.Print(o.Out, res, func(w io.Writer) {
 		verdict := "no"
 		if res.Allowed {
 			verdict = "yes"

@@ -1,30 +1,33 @@
 package settings
 
-import "github.com/spf13/pflag"
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/pflag"
+)
 
 // AliasFlag makes alias another name of the flag canonical (defined
 // before): it sets the same value, and using it marks canonical as changed,
-// so everything that asks whether canonical was given sees it. The alias
-// is hidden from --help. A deprecated alias prints pflag's one-line
-// warning ("Flag --alias has been deprecated, use --canonical") when used;
-// one kept for another tool's name (kubelogin's, kube-apiserver's) is
-// silent.
-func AliasFlag(fs *pflag.FlagSet, alias, canonical string, deprecated bool) {
+// so everything that asks whether canonical was given sees it. The alias is
+// hidden from --help. With warn (stderr), using it prints one line saying
+// it is deprecated (pflag's own deprecation message goes wherever cobra
+// prints, stdout included, which belongs to kubectl and to -o json); with
+// nil, an alias kept for another tool's name (kubelogin's) is silent.
+func AliasFlag(fs *pflag.FlagSet, alias, canonical string, warn io.Writer) {
 	c := fs.Lookup(canonical)
 	if c == nil {
 		panic("AliasFlag: no flag --" + canonical)
 	}
-	fs.Var(&aliasValue{Value: c.Value, canonical: c}, alias, "Another name of --"+canonical)
-	if deprecated {
-		_ = fs.MarkDeprecated(alias, "use --"+canonical)
-		return
-	}
+	fs.Var(&aliasValue{Value: c.Value, canonical: c, alias: alias, warn: warn}, alias, "Another name of --"+canonical)
 	_ = fs.MarkHidden(alias)
 }
 
 type aliasValue struct {
 	pflag.Value
 	canonical *pflag.Flag
+	alias     string
+	warn      io.Writer
 }
 
 func (v *aliasValue) Set(s string) error {
@@ -32,5 +35,8 @@ func (v *aliasValue) Set(s string) error {
 		return err
 	}
 	v.canonical.Changed = true
+	if v.warn != nil {
+		fmt.Fprintf(v.warn, "Flag --%s has been deprecated, use --%s\n", v.alias, v.canonical.Name)
+	}
 	return nil
 }

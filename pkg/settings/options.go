@@ -238,8 +238,8 @@ func (o *AuthOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.AllowedServerCA, flagAllowedServerCA, o.AllowedServerCA, "With --allowed-server: the kubeconfig cluster must name exactly these CA certificates (PEM file; profile key allowedServerCertificateAuthority)")
 	o.names = map[string]bool{}
 	fs.VisitAll(func(f *pflag.Flag) { o.names[f.Name] = true })
-	AliasFlag(fs, flagAliasCA, flagCA, false)
-	AliasFlag(fs, flagAliasAuditLog, flagAuditLog, false)
+	AliasFlag(fs, flagAliasCA, flagCA, nil)
+	AliasFlag(fs, flagAliasAuditLog, flagAuditLog, nil)
 }
 
 // Complete applies the profile, reads the client secret and fills defaults.

@@ -547,7 +547,7 @@ func TestWhyAndWhoCan(t *testing.T) {
 
 	r = run(t, alice.env, false, st.ki, "whoami", "-o", "jsonpath={.username} {.tokenSource.cacheStorage}", "--kubeconfig="+alice.kubeconfig)
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Equal(t, "oidc:alice@example.com keyring\n", r.stdout)
+	assert.Equal(t, "oidc:alice@example.com keyring", r.stdout)
 
 	r = run(t, alice.env, false, st.ki, "why", "list", "pods", "-n", "team-a", "--kubeconfig="+alice.kubeconfig)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -687,7 +687,7 @@ current-context: up
 	argv := append([]string{"proxy", fmt.Sprintf("--listen=127.0.0.1:%d", port),
 		"--tls-cert-file=" + st.certFile, "--tls-private-key-file=" + st.keyFile, "--upstream-kubeconfig=" + upstream,
 		"--upstream=" + api.url + upstreamPath,
-		"--exchange-audit-log=" + filepath.Join(st.logs, logName+"-audit.log")}, authFlags...)
+		"--audit-log=" + filepath.Join(st.logs, logName+"-audit.log")}, authFlags...)
 	cmd := exec.CommandContext(ctx, st.ki, argv...)
 	logf, err := os.Create(filepath.Join(st.logs, logName+".log"))
 	require.NoError(t, err)
