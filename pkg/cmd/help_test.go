@@ -61,4 +61,3 @@ func TestOneFlagNamePerMeaning(t *testing.T) {
 		})
 	}
 }
-
