@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/fastpath"
@@ -159,7 +160,7 @@ func (o *SetupOptions) Validate() error {
 // installed by Krew (the store path changes with every upgrade), else the
 // fast get-token binary when it is installed next to this one (it takes
 // get-token's flags), else this binary's get-token.
-func (o *SetupOptions) ExecConfig() *kubeconfig.ExecConfig {
+func (o *SetupOptions) ExecConfig() *clientcmdapi.ExecConfig {
 	command, args := o.Executable, append([]string{"get-token"}, o.Auth.Args()...)
 	switch {
 	case o.krewLink != "":
@@ -167,11 +168,11 @@ func (o *SetupOptions) ExecConfig() *kubeconfig.ExecConfig {
 	case o.fast != "":
 		command, args = o.fast, o.Auth.Args()
 	}
-	return &kubeconfig.ExecConfig{
+	return &clientcmdapi.ExecConfig{
 		Command:            command,
 		Args:               args,
 		APIVersion:         execcred.APIVersionV1,
-		InteractiveMode:    o.InteractiveMode,
+		InteractiveMode:    clientcmdapi.ExecInteractiveMode(o.InteractiveMode),
 		ProvideClusterInfo: true,
 	}
 }
@@ -234,24 +235,28 @@ func (o *SetupOptions) kuberc(command string) error {
 	return nil
 }
 
-func (o *SetupOptions) write(exec *kubeconfig.ExecConfig) error {
-	files := kubeconfig.Files(o.Kubeconfig, o.global.Getenv)
-	path, err := kubeconfig.SetUser(files, o.User, exec)
+func (o *SetupOptions) write(exec *clientcmdapi.ExecConfig) error {
+	kc := kubeconfig.Open(o.Kubeconfig)
+	userFile := kc.FileOf("users", o.User)
+	clusterFile := kc.FileOf("clusters", o.Cluster)
+	err := kc.Edit(func(cfg *clientcmdapi.Config) error {
+		kubeconfig.SetUser(cfg, o.User, exec)
+		if o.Server != "" {
+			kubeconfig.SetCluster(cfg, o.Cluster, o.Server, o.ClusterCA)
+		}
+		if o.Context != "" {
+			return kubeconfig.SetContext(cfg, kc.Files(), o.Context, o.Cluster, o.User)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Out, "Wrote the user %q to %s.\n", o.User, path)
+	fmt.Fprintf(o.Out, "Wrote the user %q to %s.\n", o.User, userFile)
 	if o.Server != "" {
-		path, err := kubeconfig.SetCluster(files, o.Cluster, o.Server, o.ClusterCA)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(o.Out, "Wrote the cluster %q (%s) to %s.\n", o.Cluster, o.Server, path)
+		fmt.Fprintf(o.Out, "Wrote the cluster %q (%s) to %s.\n", o.Cluster, o.Server, clusterFile)
 	}
 	if o.Context != "" {
-		if _, err := kubeconfig.SetContext(files, o.Context, o.Cluster, o.User); err != nil {
-			return err
-		}
 		fmt.Fprintf(o.Out, "The context %q now uses it: try \"kubectl --context=%s auth whoami\".\n", o.Context, o.Context)
 	} else {
 		fmt.Fprintf(o.Out, "Use it with: kubectl config set-context --current --user=%s\n", shellQuote(o.User))
