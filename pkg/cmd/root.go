@@ -13,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
 // GlobalOptions are the flags of every command.
@@ -96,6 +97,7 @@ func notifier(w io.Writer) func(string) {
 // Execute runs the command line and returns the exit code. main prints
 // nothing itself: errors are reported here, once, on stderr.
 func Execute(ctx context.Context, args []string, streams genericiooptions.IOStreams) int {
+	defer tokencache.CloseKeyring()
 	only := ""
 	if len(args) > 0 && args[0] == "get-token" {
 		only = "get-token"
