@@ -10,7 +10,7 @@ targets=(
   "./pkg/authn FuzzDecodeJWT"
   "./pkg/execcred FuzzParseRequest"
   "./pkg/config FuzzParse"
-  "./pkg/exchange FuzzTokenResponse"
+  "./pkg/oauth FuzzTokenResponse"
   "./pkg/exchange FuzzCloudSigmaResponses"
   "./pkg/tokencache FuzzDecodeEntry"
 )

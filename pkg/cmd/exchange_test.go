@@ -68,7 +68,7 @@ func TestCloudSigmaBadInput(t *testing.T) {
 			args: cloudsigmaArgs(sim, e, "--impersonate-user-email=alice@example.com"), wantErrSubstr: "legacy credentials, which are off"},
 		{name: "unknown exchange", env: robotEnv, args: []string{"--exchange=magic", "--oidc-issuer-url=https://x", "--oidc-client-id=c"}, wantErrSubstr: `--exchange "magic" is not one of`},
 		{name: "exchange flag without exchange", env: nil, args: []string{"--oidc-issuer-url=https://x", "--oidc-client-id=c", "--impersonate-user=alice"}, wantErrSubstr: "--impersonate-user takes effect with --exchange=token-exchange only"},
-		{name: "impersonation refused", env: robotEnv, args: cloudsigmaArgs(sim, e, "--impersonate-user-email=carol@example.com"), wantErrSubstr: "failed at step 3/3 impersonate: HTTP 404"},
+		{name: "impersonation refused", env: robotEnv, args: cloudsigmaArgs(sim, e, "--impersonate-user-email=carol@example.com"), wantErrSubstr: "failed at step 3/3 impersonate: CloudSigma's API answered 404 notexist"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

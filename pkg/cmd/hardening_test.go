@@ -32,20 +32,29 @@ func TestIdPFaults(t *testing.T) {
 		maxDuration  time.Duration
 		extraArgs    []string
 	}{
-		{name: "500 with an OAuth error", inject: func(e *env) {
-			e.idp.FailNext(500, "application/json", `{"error":"server_error","error_description":"database\ndown"}`, "")
-		}, wantErr: "the identity provider answered 500 server_error: database down (the cached refresh token is kept", maxRefreshes: 1},
-		{name: "429 with Retry-After", inject: func(e *env) {
+		{name: "500 with an OAuth error, every attempt", inject: func(e *env) {
+			for range 4 {
+				e.idp.FailNext(500, "application/json", `{"error":"server_error","error_description":"database\ndown"}`, "")
+			}
+		}, wantErr: "the identity provider answered 500 server_error: database down (after 4 attempts) (the cached refresh token is kept", maxRefreshes: 4},
+		{name: "429 with a Retry-After past the retry budget", inject: func(e *env) {
 			e.idp.FailNext(429, "application/json", `{"error":"slow_down"}`, "30")
-		}, wantErr: "the identity provider answered 429 slow_down", maxRefreshes: 1},
-		{name: "slow answer past the timeout", inject: func(e *env) { e.idp.SlowNext(20 * time.Second) },
-			extraArgs: []string{"--idp-request-timeout=2s"}, wantErr: "did not answer in time", maxRefreshes: 1, maxDuration: 5 * time.Second},
-		{name: "malformed JSON", inject: func(e *env) {
-			e.idp.FailNext(200, "application/json", `{"access_token":"x",`, "")
-		}, wantErr: "cannot parse json", maxRefreshes: 1},
-		{name: "HTML error page", inject: func(e *env) {
-			e.idp.FailNext(502, "text/html", "<html><body><h1>502 Bad Gateway</h1>\n<p>nginx</p></body></html>", "")
-		}, wantErr: "the identity provider answered 502 with text/html, not an OAuth 2.0 error", maxRefreshes: 1},
+		}, wantErr: "the identity provider answered 429 slow_down (gave up: the next retry, in 30s, would pass the 20s retry budget)", maxRefreshes: 1},
+		{name: "slow answers past the timeout", inject: func(e *env) {
+			for range 4 {
+				e.idp.SlowNext(20 * time.Second)
+			}
+		}, extraArgs: []string{"--idp-request-timeout=1s"}, wantErr: "did not answer in time", maxRefreshes: 4, maxDuration: 8 * time.Second},
+		{name: "malformed JSON, every attempt", inject: func(e *env) {
+			for range 4 {
+				e.idp.FailNext(200, "application/json", `{"access_token":"x",`, "")
+			}
+		}, wantErr: "answered 200 with an invalid token response: oauth2: cannot parse json: unexpected end of JSON input (after 4 attempts) (the cached refresh token is kept", maxRefreshes: 4},
+		{name: "HTML error page, every attempt", inject: func(e *env) {
+			for range 4 {
+				e.idp.FailNext(502, "text/html", "<html><body><h1>502 Bad Gateway</h1>\n<p>nginx</p></body></html>", "")
+			}
+		}, wantErr: "the identity provider answered 502 with text/html, not an error document", maxRefreshes: 4},
 		{name: "TLS certificate not trusted", issuer: tls.URL, extraArgs: []string{"--grant-type=client-credentials"},
 			wantErr: "certificate signed by unknown authority"},
 	} {

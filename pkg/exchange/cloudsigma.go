@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
@@ -43,12 +43,12 @@ type CloudSigma struct {
 	settings.CloudSigma
 	ClientSecret   string `datapolicy:"secret"`
 	LegacyPassword string `datapolicy:"password"`
-	// ClientAuthMethod is AuthPost (default: the client secret in the form
-	// body, as CloudSigma's documents show) or AuthBasic.
+	// ClientAuthMethod is oauth.AuthPost (default: the client secret in
+	// the form body, as CloudSigma's documents show) or oauth.AuthBasic.
 	ClientAuthMethod string
 
 	HTTPClient *http.Client
-	Retry      RetryPolicy
+	Retry      oauth.RetryPolicy
 	Audit      *Auditor
 	Store      tokencache.Store
 	LockDir    string
@@ -131,7 +131,7 @@ func (c *CloudSigma) record(step string, err error) {
 
 // retry is the retry policy of step: every attempt that is retried (a
 // 429, a 5xx, no answer) is recorded in the audit log too.
-func (c *CloudSigma) retry(step string) RetryPolicy {
+func (c *CloudSigma) retry(step string) oauth.RetryPolicy {
 	p := c.Retry
 	p.Observe = func(attempt int, err error) {
 		c.record(fmt.Sprintf("%s (attempt %d, retried)", step, attempt), err)
@@ -145,14 +145,24 @@ const (
 	stepImpersonate = "3/3 impersonate"
 )
 
-// entry caches t; its expiry follows the one rule (expires_in, else the
-// JWT's exp, else def).
-func (c *CloudSigma) entry(t *tokenResponse, def time.Duration) *tokencache.Entry {
+// entry caches a token; its expiry follows the one rule (expires_in, else
+// the JWT's exp, else def).
+func (c *CloudSigma) entry(token, tokenType string, lifetime, def time.Duration) *tokencache.Entry {
 	now := c.now()
 	return &tokencache.Entry{
-		AccessToken: t.AccessToken, TokenType: t.TokenType, AccessTokenExpiry: expiryOr(t, now, def),
+		AccessToken: token, TokenType: tokenType, AccessTokenExpiry: oauth.Expiry(token, lifetime, now, def),
 		Issuer: c.Issuer(), ClientID: c.ClientID, ObtainedAt: now.UTC(),
 	}
+}
+
+// tokenClient is the realm's token endpoint, with step's retry policy.
+func (c *CloudSigma) tokenClient(step string) *oauth.Client {
+	method := c.ClientAuthMethod
+	if method == "" {
+		method = oauth.AuthPost
+	}
+	return &oauth.Client{HTTPClient: c.hc(), TokenURL: c.tokenURL(), ClientID: c.ClientID, ClientSecret: c.ClientSecret,
+		AuthMethod: method, Retry: c.retry(step), Peer: "CloudSigma's Keycloak"}
 }
 
 func (c *CloudSigma) serviceToken(ctx context.Context) (*tokencache.Entry, error) {
@@ -166,17 +176,12 @@ func (c *CloudSigma) serviceToken(ctx context.Context) (*tokencache.Entry, error
 		}
 	}
 	c.Log.Printf(1, "cloudsigma: %s at %s", step, c.tokenURL())
-	method := c.ClientAuthMethod
-	if method == "" {
-		method = AuthPost
-	}
-	auth := clientAuth(form, method, c.ClientID, c.ClientSecret)
-	t, err := postToken(ctx, c.hc(), c.retry(step), c.tokenURL(), form, auth)
+	t, err := c.tokenClient(step).Token(ctx, form, "")
 	c.record(step, err)
 	if err != nil {
 		return nil, c.stepError(step, err)
 	}
-	e := c.entry(t, defaultKeycloakLifetime)
+	e := c.entry(t.AccessToken, t.TokenType, oauth.ExpiresIn(t), defaultKeycloakLifetime)
 	e.GrantType = "client-credentials"
 	if c.LegacyUsername != "" {
 		e.GrantType = "password"
@@ -187,16 +192,16 @@ func (c *CloudSigma) serviceToken(ctx context.Context) (*tokencache.Entry, error
 func (c *CloudSigma) requestingPartyToken(ctx context.Context, serviceToken string) (*tokencache.Entry, error) {
 	c.Log.Printf(1, "cloudsigma: %s at %s", stepRPT, c.tokenURL())
 	form := url.Values{"grant_type": {umaGrant}, "audience": {settings.ServiceProviderAudience}}
-	t, err := postToken(ctx, c.hc(), c.retry(stepRPT), c.tokenURL(), form, bearerAuth(serviceToken))
-	var he *HTTPError
-	if errors.As(err, &he) && he.Status == http.StatusForbidden {
+	t, err := c.tokenClient(stepRPT).Token(ctx, form, serviceToken)
+	var oe *oauth.Error
+	if errors.As(err, &oe) && oe.Status == http.StatusForbidden {
 		err = fmt.Errorf("%w: grant the client's service account the permission on %s in Keycloak's Authorization settings", err, settings.ServiceProviderAudience)
 	}
 	c.record(stepRPT, err)
 	if err != nil {
 		return nil, c.stepError(stepRPT, err)
 	}
-	e := c.entry(t, defaultKeycloakLifetime)
+	e := c.entry(t.AccessToken, t.TokenType, oauth.ExpiresIn(t), defaultKeycloakLifetime)
 	e.GrantType = "uma-ticket"
 	return e, nil
 }
@@ -205,55 +210,46 @@ func (c *CloudSigma) impersonate(ctx context.Context, rpt, serviceToken string) 
 	u := c.APIURL() + "/service_provider/api/v1/user/impersonate"
 	c.Log.Printf(1, "cloudsigma: %s of %s at %s", stepImpersonate, c.UserEmail, u)
 	var answer json.RawMessage
-	err := postJSON(ctx, c.hc(), c.retry(stepImpersonate), u, map[string]string{"user_email": c.UserEmail, "subject_token": serviceToken}, bearerAuth(rpt), &answer)
-	var t *tokenResponse
+	err := oauth.PostJSON(ctx, c.hc(), c.retry(stepImpersonate), peerAPI, u, rpt, map[string]string{"user_email": c.UserEmail, "subject_token": serviceToken}, &answer)
+	var token string
+	var lifetime time.Duration
 	if err == nil {
-		t, err = parseImpersonation(answer)
+		token, lifetime, err = parseImpersonation(answer)
 	}
 	c.record(stepImpersonate, err)
 	if err != nil {
 		return nil, c.stepError(stepImpersonate, err)
 	}
-	e := c.entry(t, defaultImpersonatedLifetime)
+	e := c.entry(token, "Bearer", lifetime, defaultImpersonatedLifetime)
 	e.GrantType = "cloudsigma-impersonate"
 	return e, nil
 }
 
 // parseImpersonation reads the impersonate endpoint's answer: the token
-// (access_token, or impersonated_token) and expires_in (a number or a
-// string; 0 or absent: the token's own exp decides, else the default).
-func parseImpersonation(b []byte) (*tokenResponse, error) {
+// (access_token, or impersonated_token) and its lifetime from expires_in (a
+// number or a string; 0 or absent: the token's own exp decides, else the
+// default).
+func parseImpersonation(b []byte) (token string, lifetime time.Duration, err error) {
 	var answer struct {
 		AccessToken       string `json:"access_token" datapolicy:"token"`
 		ImpersonatedToken string `json:"impersonated_token" datapolicy:"token"`
 		ExpiresIn         any    `json:"expires_in"`
 	}
 	if err := json.Unmarshal(b, &answer); err != nil {
-		return nil, fmt.Errorf("the answer is not the expected JSON object: %s", logging.OneLine(err.Error(), 200))
+		return "", 0, fmt.Errorf("the answer is not the expected JSON object: %s", logging.OneLine(err.Error(), 200))
 	}
-	t := &tokenResponse{AccessToken: answer.AccessToken, TokenType: "Bearer"}
-	if t.AccessToken == "" {
-		t.AccessToken = answer.ImpersonatedToken
+	token = answer.AccessToken
+	if token == "" {
+		token = answer.ImpersonatedToken
 	}
-	if t.AccessToken == "" {
-		return nil, errors.New("the answer holds neither access_token nor impersonated_token")
+	if token == "" {
+		return "", 0, errors.New("the answer holds neither access_token nor impersonated_token")
 	}
-	switch v := answer.ExpiresIn.(type) {
-	case float64:
-		if v > 0 && v < float64(maxLifetime/time.Second) {
-			t.ExpiresIn = json.Number(strconv.FormatInt(int64(v), 10))
-		}
-	case string:
-		if n, perr := strconv.ParseInt(v, 10, 64); perr == nil && n > 0 {
-			t.ExpiresIn = json.Number(strconv.FormatInt(n, 10))
-		}
-	}
-	return t, nil
+	return token, oauth.Lifetime(answer.ExpiresIn), nil
 }
 
-// maxLifetime caps a lifetime a provider states (a year): larger numbers
-// would overflow time.Duration.
-const maxLifetime = 365 * 24 * time.Hour
+// peerAPI names CloudSigma's API in errors.
+const peerAPI = "CloudSigma's API"
 
 // Profile is the account the impersonated token acts on.
 type Profile struct {
@@ -265,23 +261,20 @@ type Profile struct {
 // that the token acts as the user.
 func (c *CloudSigma) GetProfile(ctx context.Context, token string) (*Profile, error) {
 	u := c.APIURL() + "/api/2.0/profile/"
-	r, err := do(ctx, c.hc(), c.Retry, func() (*http.Request, error) {
+	r, err := oauth.Do(ctx, c.hc(), c.Retry, peerAPI, func() (*http.Request, error) {
 		req, err := http.NewRequest(http.MethodGet, u, nil)
 		if err != nil {
 			return nil, err
 		}
 		req.Header.Set("Accept", "application/json")
-		bearerAuth(token)(req)
+		req.Header.Set("Authorization", "Bearer "+token)
 		return req, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading the CloudSigma profile: %w", err)
 	}
-	if r.status != http.StatusOK {
-		return nil, fmt.Errorf("reading the CloudSigma profile: %w", &HTTPError{Status: r.status, Detail: describeBody(r)})
-	}
 	var p Profile
-	if err := json.Unmarshal(r.body, &p); err != nil || p.Email == "" {
+	if err := json.Unmarshal(r.Body, &p); err != nil || p.Email == "" {
 		return nil, fmt.Errorf("reading the CloudSigma profile: the answer holds no email")
 	}
 	return &p, nil

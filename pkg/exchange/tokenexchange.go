@@ -11,7 +11,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
@@ -33,11 +33,11 @@ type TokenExchange struct {
 	TokenURL     func(ctx context.Context) (string, error)
 	ClientID     string
 	ClientSecret string `datapolicy:"secret"`
-	// ClientAuthMethod is AuthBasic (default) or AuthPost.
+	// ClientAuthMethod is oauth.AuthBasic (default) or oauth.AuthPost.
 	ClientAuthMethod string
 
 	HTTPClient *http.Client
-	Retry      RetryPolicy
+	Retry      oauth.RetryPolicy
 	Audit      *Auditor
 	Log        *logging.Logger
 	Now        func() time.Time
@@ -81,7 +81,12 @@ func (x *TokenExchange) Grant(ctx context.Context) (*tokencache.Entry, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	t, err := postToken(ctx, hc, x.Retry, tokenURL, form, clientAuth(form, x.ClientAuthMethod, x.ClientID, x.ClientSecret))
+	method := x.ClientAuthMethod
+	if method == "" {
+		method = oauth.AuthBasic
+	}
+	tc := &oauth.Client{HTTPClient: hc, TokenURL: tokenURL, ClientID: x.ClientID, ClientSecret: x.ClientSecret, AuthMethod: method, Retry: x.Retry}
+	t, err := tc.Token(ctx, form, "")
 	err = keycloakHint(x.ClientID, err)
 	o, msg := outcome(err)
 	x.Audit.Record(AuditRecord{Exchange: "token-exchange", Subject: x.RequestedSubject, Step: "token-exchange", Outcome: o, Error: msg})
@@ -93,39 +98,19 @@ func (x *TokenExchange) Grant(ctx context.Context) (*tokencache.Entry, error) {
 		now = x.Now()
 	}
 	return &tokencache.Entry{
-		AccessToken: t.AccessToken, TokenType: t.TokenType, AccessTokenExpiry: expiryOf(t, now),
+		AccessToken: t.AccessToken, TokenType: t.TokenType, AccessTokenExpiry: oauth.Expiry(t.AccessToken, oauth.ExpiresIn(t), now, oauth.DefaultLifetime),
 		ClientID: x.ClientID, GrantType: "token-exchange", ObtainedAt: now.UTC(),
 	}, nil
-}
-
-// expiryOf is expires_in, else the exp of a JWT, else 5 minutes: RFC 8693
-// makes expires_in optional.
-func expiryOf(t *tokenResponse, now time.Time) time.Time {
-	return expiryOr(t, now, 0)
-}
-
-// expiryOr is the one lifetime rule of every token the exchanges obtain:
-// expires_in (capped at a year) when stated, else the JWT's exp, else def
-// (0: login's default).
-func expiryOr(t *tokenResponse, now time.Time, def time.Duration) time.Time {
-	var expiresAt time.Time
-	if l := t.lifetime(0); l > 0 {
-		expiresAt = now.Add(l)
-	}
-	if def == 0 {
-		return login.TokenExpiry(t.AccessToken, expiresAt, now)
-	}
-	return login.TokenExpiryOr(t.AccessToken, expiresAt, now, def)
 }
 
 // keycloakHint adds which Keycloak setting to check to Keycloak's token
 // exchange errors.
 func keycloakHint(clientID string, err error) error {
-	var he *HTTPError
-	if !errors.As(err, &he) {
+	var oe *oauth.Error
+	if !errors.As(err, &oe) {
 		return err
 	}
-	d := he.Detail
+	d := oe.Code + ": " + oe.Description
 	switch {
 	case strings.Contains(d, "requested_subject") && strings.Contains(d, "not supported"):
 		return fmt.Errorf("%w: this Keycloak runs standard token exchange (V2), which cannot impersonate; enable the legacy token-exchange and admin-fine-grained-authz features (V1) and the impersonation permission, or drop --impersonate-user", err)
@@ -133,7 +118,7 @@ func keycloakHint(clientID string, err error) error {
 		return fmt.Errorf("%w: in Keycloak, let client %q exchange tokens: enable 'Standard Token Exchange' in its Capability config (V2), or grant it the token-exchange permission on the target client, plus 'impersonation' on users for --impersonate-user (V1)", err, clientID)
 	case strings.HasPrefix(d, "invalid_client") && strings.Contains(strings.ToLower(d), "audience"):
 		return fmt.Errorf("%w: every --exchange-audience must be a client of this realm (and, for V2, within the subject token's audience)", err)
-	case he.Status == http.StatusUnauthorized:
+	case oe.Status == http.StatusUnauthorized:
 		return fmt.Errorf("%w: check the client ID and secret", err)
 	}
 	return err

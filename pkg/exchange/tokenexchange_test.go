@@ -12,6 +12,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
@@ -27,7 +28,7 @@ func newTokenExchange(t *testing.T, sim *idp.Sim, mutate func(*TokenExchange)) (
 		Store: store, LockDir: dir, UseAccessToken: true,
 		NewAuthenticator: func() (credential.Authenticator, error) { return lc, nil }}
 	tx := &TokenExchange{Base: base, TokenURL: lc.TokenURL, ClientID: "robot", ClientSecret: "robot-secret",
-		HTTPClient: http.DefaultClient, Retry: RetryPolicy{Sleep: func(context.Context, time.Duration) error { return nil }}}
+		HTTPClient: http.DefaultClient, Retry: oauth.RetryPolicy{Sleep: func(context.Context, time.Duration) error { return nil }}}
 	if mutate != nil {
 		mutate(tx)
 	}
@@ -53,9 +54,9 @@ func TestTokenExchange(t *testing.T) {
 		{name: "V1 impersonation", v1: true, mutate: func(x *TokenExchange) { x.RequestedSubject = "alice" },
 			wantSub: "alice@example.com", wantAud: []any{"robot"}},
 		{name: "V2 rejects requested_subject", mutate: func(x *TokenExchange) { x.RequestedSubject = "alice" },
-			wantErrSubstr: []string{"HTTP 400: invalid_request: Parameter 'requested_subject' is not supported", "runs standard token exchange (V2)"}},
+			wantErrSubstr: []string{"answered 400 invalid_request: Parameter 'requested_subject' is not supported", "runs standard token exchange (V2)"}},
 		{name: "client not allowed", clientMutate: func(c *idp.Client) { c.Exchange = false },
-			wantErrSubstr: []string{"HTTP 403: access_denied: Client not allowed to exchange", "Standard Token Exchange"}},
+			wantErrSubstr: []string{"answered 403 access_denied: Client not allowed to exchange", "Standard Token Exchange"}},
 		{name: "V1 without impersonation permission", v1: true, clientMutate: func(c *idp.Client) { c.Impersonation = false },
 			mutate:        func(x *TokenExchange) { x.RequestedSubject = "alice" },
 			wantErrSubstr: []string{"Client not allowed to exchange", "'impersonation'"}},

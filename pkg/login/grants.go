@@ -8,8 +8,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -18,9 +16,8 @@ import (
 
 	"github.com/int128/oauth2cli"
 	"golang.org/x/oauth2"
-	"golang.org/x/oauth2/clientcredentials"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
@@ -97,7 +94,7 @@ func (c *Client) authCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token,
 		return nil, "", fmt.Errorf("no browser login within %s: open the URL above, or raise --authentication-timeout", c.cfg.AuthTimeout)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("browser login: %w", describeTokenError(err))
+		return nil, "", fmt.Errorf("browser login: %w", c.providerError(p, err))
 	}
 	return tok, req.nonce, nil
 }
@@ -210,7 +207,7 @@ func (c *Client) authCodeKeyboard(ctx context.Context, p *oidc.Provider) (*oauth
 	}
 	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(req.verifier))
 	if err != nil {
-		return nil, "", fmt.Errorf("exchanging the code: %w", describeTokenError(err))
+		return nil, "", fmt.Errorf("exchanging the code: %w", c.providerError(p, err))
 	}
 	return tok, req.nonce, nil
 }
@@ -252,7 +249,7 @@ func (c *Client) deviceCode(ctx context.Context, p *oidc.Provider) (*oauth2.Toke
 	}
 	da, err := conf.DeviceAuth(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("starting the device login: %w", describeTokenError(err))
+		return nil, fmt.Errorf("starting the device login: %w", c.providerError(p, err))
 	}
 	// The provider's answer decides what is shown and opened: only an
 	// https page (http on loopback, for test providers), never another
@@ -285,87 +282,44 @@ func (c *Client) deviceCode(ctx context.Context, p *oidc.Provider) (*oauth2.Toke
 		return nil, fmt.Errorf("device login not completed within %s", c.cfg.AuthTimeout)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("device login: %w", describeTokenError(err))
+		return nil, fmt.Errorf("device login: %w", c.providerError(p, err))
 	}
 	return tok, nil
 }
 
 func (c *Client) clientCredentials(ctx context.Context, p *oidc.Provider) (*oauth2.Token, error) {
 	c.cfg.Log.Printf(1, "requesting a client-credentials token at %s", p.Endpoint.TokenURL)
-	tok, err := c.tokenRequest(ctx, p, nil)
+	tok, err := c.tokenRequest(ctx, p, url.Values{"grant_type": {"client_credentials"}})
 	if err != nil {
 		return nil, fmt.Errorf("client credentials grant: %w", err)
 	}
 	return tok, nil
 }
 
-// tokenRequest posts to the token endpoint with the client's authentication
-// and scopes. params may override grant_type (x/oauth2's client credentials
-// source allows exactly that), which refresh uses so that it can send the
-// scope parameter that x/oauth2's own refresh omits.
+// tokenRequest runs a grant at the token endpoint through the one token
+// client (pkg/oauth): the client's authentication, the scopes (refresh
+// sends them too, which x/oauth2's own refresh omits), retries of transient
+// failures.
 func (c *Client) tokenRequest(ctx context.Context, p *oidc.Provider, params url.Values) (*oauth2.Token, error) {
-	e := c.endpoint(p)
-	cc := clientcredentials.Config{
-		ClientID:       c.cfg.ClientID,
-		ClientSecret:   c.cfg.ClientSecret,
-		TokenURL:       e.TokenURL,
-		Scopes:         c.Scopes(),
-		EndpointParams: params,
-		AuthStyle:      e.AuthStyle,
+	if params.Get("scope") == "" {
+		params.Set("scope", strings.Join(c.Scopes(), " "))
 	}
-	tok, err := cc.Token(c.ctx(ctx))
-	if err != nil {
-		return nil, describeTokenError(err)
+	method := c.cfg.AuthMethod
+	switch c.endpoint(p).AuthStyle { // the discovery document's choice, unless the flag says
+	case oauth2.AuthStyleInHeader:
+		method = oauth.AuthBasic
+	case oauth2.AuthStyleInParams:
+		method = oauth.AuthPost
 	}
-	return tok, nil
+	tc := &oauth.Client{HTTPClient: c.cfg.HTTPClient, TokenURL: p.Endpoint.TokenURL, ClientID: c.cfg.ClientID,
+		ClientSecret: c.cfg.ClientSecret, AuthMethod: method}
+	return tc.Token(ctx, params, "")
 }
 
-// ProviderError is a failed token request, in one line. Transient tells
-// the provider's passing trouble (no answer in time, unreachable, 5xx, 429,
-// an answer that is not OAuth) from a refusal (an OAuth error such as
-// invalid_grant): a refresh that fails transiently keeps the refresh token
-// and fails the call, a refused one logs in again.
-type ProviderError struct {
-	msg       string
-	transient bool
-	err       error
-}
-
-func (e *ProviderError) Error() string   { return e.msg }
-func (e *ProviderError) Unwrap() error   { return e.err }
-func (e *ProviderError) Transient() bool { return e.transient }
-
-// describeTokenError turns x/oauth2's errors into one line without the
-// response body, which for an HTML error page is a screenful.
-func describeTokenError(err error) error {
-	var re *oauth2.RetrieveError
-	if !errors.As(err, &re) {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			return &ProviderError{msg: "the identity provider did not answer in time: " + logging.OneLine(err.Error(), 300), transient: true, err: err}
-		}
-		return &ProviderError{msg: logging.OneLine(err.Error(), 300), transient: true, err: err}
-	}
-	status := 0
-	if re.Response != nil {
-		status = re.Response.StatusCode
-	}
-	transient := status >= 500 || status == http.StatusTooManyRequests
-	if re.ErrorCode != "" {
-		msg := fmt.Sprintf("the identity provider answered %d %s", status, re.ErrorCode)
-		if re.ErrorDescription != "" {
-			msg += ": " + logging.OneLine(re.ErrorDescription, 200)
-		}
-		return &ProviderError{msg: msg, transient: transient, err: err}
-	}
-	ct := ""
-	if re.Response != nil {
-		ct, _, _ = mime.ParseMediaType(re.Response.Header.Get("Content-Type"))
-	}
-	if ct == "" {
-		ct = "no content type"
-	}
-	return &ProviderError{msg: fmt.Sprintf("the identity provider answered %d with %s, not an OAuth 2.0 error: check the issuer URL and the provider's health", status, ct), transient: true, err: err}
+// providerError is err of x/oauth2's own requests (code exchange, device
+// flow) as the one token client describes them.
+func (c *Client) providerError(p *oidc.Provider, err error) error {
+	return oauth.Classify(oauth.PeerIdP, p.Endpoint.TokenURL, err)
 }
 
 // webURL accepts https URLs, and http ones on a loopback host.

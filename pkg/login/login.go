@@ -11,12 +11,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/oauth2"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
@@ -27,11 +28,7 @@ import (
 var ErrInteractionRequired = errors.New("logging in needs a person at a browser or terminal, but this run is not interactive")
 
 // Defaults.
-const (
-	// defaultAccessTokenLifetime is assumed for an access token whose
-	// response says nothing of its lifetime and that is not a JWT.
-	defaultAccessTokenLifetime = 5 * time.Minute
-)
+const ()
 
 // Config says whom to ask for a token and how.
 type Config struct {
@@ -193,7 +190,7 @@ func (c *Client) Refresh(ctx context.Context, refreshToken string) (*tokencache.
 		return nil, err
 	}
 	c.cfg.Log.Printf(1, "refreshing the token at %s", p.Endpoint.TokenURL)
-	tok, err := c.tokenRequest(ctx, p, map[string][]string{
+	tok, err := c.tokenRequest(ctx, p, url.Values{
 		"grant_type":    {"refresh_token"},
 		"refresh_token": {refreshToken},
 	})
@@ -230,33 +227,7 @@ func (c *Client) toEntry(ctx context.Context, p *oidc.Provider, grant string, to
 		return nil, errors.New("the provider answered without an ID token: request the openid scope from a provider that issues ID tokens, or use --oidc-use-access-token")
 	}
 	if e.AccessToken != "" {
-		e.AccessTokenExpiry = accessTokenExpiry(tok, now)
+		e.AccessTokenExpiry = oauth.Expiry(tok.AccessToken, oauth.ExpiresIn(tok), now, oauth.DefaultLifetime)
 	}
 	return e, nil
-}
-
-// accessTokenExpiry is the expiry of a token response's access token.
-func accessTokenExpiry(tok *oauth2.Token, now time.Time) time.Time {
-	return TokenExpiry(tok.AccessToken, tok.Expiry, now)
-}
-
-// TokenExpiry is expiresAt (from expires_in) when known, else the exp of a
-// JWT token (not verified: it only decides when to renew), else a short
-// default: expires_in is optional in RFC 6749 and RFC 8693 alike.
-func TokenExpiry(token string, expiresAt, now time.Time) time.Time {
-	return TokenExpiryOr(token, expiresAt, now, defaultAccessTokenLifetime)
-}
-
-// TokenExpiryOr is TokenExpiry with the provider's stated default lifetime
-// (CloudSigma's impersonated tokens: 15 minutes) for a token that is
-// neither described by expires_in nor a JWT with exp.
-func TokenExpiryOr(token string, expiresAt, now time.Time, def time.Duration) time.Time {
-	if !expiresAt.IsZero() {
-		return expiresAt.UTC()
-	}
-	claims := jwt.RegisteredClaims{}
-	if _, _, err := jwt.NewParser().ParseUnverified(token, &claims); err == nil && claims.ExpiresAt != nil {
-		return claims.ExpiresAt.UTC()
-	}
-	return now.Add(def).UTC()
 }

@@ -285,21 +285,31 @@ func TestTokenEndpointFaults(t *testing.T) {
 		status                        int
 		contentType, body, retryAfter string
 		wantErrSubstr                 string
+		times                         int // default 1
 	}{
-		{name: "html 502", status: 502, contentType: "text/html", body: "<html><body>Bad gateway</body></html>", wantErrSubstr: "answered 502 with text/html, not an OAuth 2.0 error"},
+		{name: "html 502, every attempt", status: 502, contentType: "text/html", body: "<html><body>Bad gateway</body></html>", wantErrSubstr: "answered 502 with text/html, not an error document (after 4 attempts)", times: 4},
 		{name: "oauth 400", status: 400, contentType: "application/json", body: `{"error":"invalid_scope","error_description":"groups\nnot allowed"}`, wantErrSubstr: "answered 400 invalid_scope: groups not allowed"},
-		{name: "malformed json 200", status: 200, contentType: "application/json", body: `{"access_token":`, wantErrSubstr: "cannot parse json"},
-		{name: "429", status: 429, contentType: "text/plain", body: "slow down", retryAfter: "1", wantErrSubstr: "answered 429 with text/plain"},
+		{name: "malformed json 200, every attempt", status: 200, contentType: "application/json", body: `{"access_token":`, wantErrSubstr: "answered 200 with an invalid token response: oauth2: cannot parse json", times: 4},
+		{name: "429, every attempt", status: 429, contentType: "text/plain", body: "slow down", wantErrSubstr: "answered 429 with text/plain, not an error document (after 4 attempts)", times: 4},
+		{name: "502 once: the retry succeeds", status: 502, contentType: "text/html", body: "<html></html>", times: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := oidctest.New(t)
-			srv.FailNext(tt.status, tt.contentType, tt.body, tt.retryAfter)
+			for range max(tt.times, 1) {
+				srv.FailNext(tt.status, tt.contentType, tt.body, tt.retryAfter)
+			}
 			c, _ := newClient(t, srv, func(c *Config) {
 				c.GrantType = settings.GrantClientCredentials
 				c.ClientSecret = srv.ClientSecret
 			})
 			_, err := c.Grant(context.Background())
+			assert.Equal(t, max(tt.times, 1)+map[bool]int{true: 0, false: 1}[tt.wantErrSubstr != ""], srv.TokenCalls("client_credentials"),
+				"refusals are asked once, transient failures up to 4 times")
+			if tt.wantErrSubstr == "" {
+				require.NoError(t, err)
+				return
+			}
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.wantErrSubstr)
 			assert.NotContains(t, err.Error(), "\n", "one line")

@@ -1,0 +1,287 @@
+// Package oauth is the one client of token endpoints and of the JSON APIs
+// around them: every grant (refresh, client credentials, password, Keycloak's
+// UMA ticket, RFC 8693 token exchange) goes through golang.org/x/oauth2's
+// token request (its EndpointParams carry the grant's parameters), and every
+// answer that is not a success becomes one *Error that tells the provider's
+// passing trouble (no answer, 5xx, 429: Transient, retried by one
+// RetryPolicy) from a refusal. One lifetime rule (Expiry) dates every token.
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+)
+
+// Client authentication methods at a token endpoint (RFC 6749 §2.3.1).
+const (
+	// AuthPost sends client_id and client_secret in the form body
+	// (client_secret_post).
+	AuthPost = "post"
+	// AuthBasic sends them with HTTP Basic (client_secret_basic).
+	AuthBasic = "basic"
+)
+
+// PeerIdP names the identity provider in errors.
+const PeerIdP = "the identity provider"
+
+// Error is a request that failed: no answer (Status 0), or an answer that
+// is not a success, in one line.
+type Error struct {
+	// Peer names who answered ("the identity provider", "CloudSigma's API").
+	Peer   string
+	Host   string
+	Status int
+	// Code and Description are the OAuth error (or CloudSigma's
+	// error_type and error_message); empty when the answer is not an error
+	// document.
+	Code, Description string
+	// ContentType of an answer that is not an error document.
+	ContentType string
+	Err         error
+}
+
+func (e *Error) Error() string {
+	switch {
+	case e.Status == 0:
+		var ne net.Error
+		if errors.As(e.Err, &ne) && ne.Timeout() {
+			return fmt.Sprintf("%s (%s) did not answer in time: %s", e.Peer, e.Host, logging.OneLine(e.Err.Error(), 300))
+		}
+		return fmt.Sprintf("no answer from %s (%s): %s", e.Peer, e.Host, logging.OneLine(e.Err.Error(), 300))
+	case e.Status/100 == 2:
+		return fmt.Sprintf("%s answered %d with an invalid token response: %s", e.Peer, e.Status, logging.OneLine(e.Err.Error(), 300))
+	case e.Code != "":
+		msg := fmt.Sprintf("%s answered %d %s", e.Peer, e.Status, logging.OneLine(e.Code, 200))
+		if e.Description != "" {
+			msg += ": " + logging.OneLine(e.Description, 200)
+		}
+		return msg
+	}
+	ct := e.ContentType
+	if ct == "" {
+		ct = "no content type"
+	}
+	return fmt.Sprintf("%s answered %d with %s, not an error document", e.Peer, e.Status, logging.OneLine(ct, 100))
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Transient is true for the provider's passing trouble (no answer, 5xx,
+// 429, a success whose body is not a token response): retried, and a
+// cached token still valid (or a refresh token) is kept meanwhile. The
+// rest (4xx) is a refusal.
+func (e *Error) Transient() bool {
+	return e.Status == 0 || e.Status/100 == 2 || e.Status >= 500 || e.Status == http.StatusTooManyRequests
+}
+
+// newError reads an answer's error document: OAuth's error and
+// error_description, or CloudSigma's error_type and error_message (an
+// object or a list of them, with error_point).
+func newError(peer, host string, status int, contentType string, body []byte) *Error {
+	e := &Error{Peer: peer, Host: host, Status: status}
+	var oauthErr struct {
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+	}
+	if json.Unmarshal(body, &oauthErr) == nil && oauthErr.Error != "" {
+		e.Code, e.Description = oauthErr.Error, oauthErr.Description
+		return e
+	}
+	type csError struct {
+		Type    string `json:"error_type"`
+		Message string `json:"error_message"`
+		Point   any    `json:"error_point"`
+	}
+	var list []csError
+	var one csError
+	if json.Unmarshal(body, &list) == nil && len(list) > 0 && list[0].Type != "" {
+		one = list[0]
+	} else {
+		_ = json.Unmarshal(body, &one)
+	}
+	if one.Type != "" || one.Message != "" {
+		e.Code, e.Description = one.Type, one.Message
+		if one.Point != nil {
+			e.Description += " (at " + fmt.Sprint(one.Point) + ")"
+		}
+		return e
+	}
+	e.ContentType, _, _ = mime.ParseMediaType(contentType)
+	return e
+}
+
+// Client asks one token endpoint for tokens.
+type Client struct {
+	HTTPClient   *http.Client
+	TokenURL     string
+	ClientID     string
+	ClientSecret string `datapolicy:"secret"`
+	// AuthMethod is AuthBasic, AuthPost, or "" (x/oauth2 tries Basic,
+	// then the form body).
+	AuthMethod string
+	Retry      RetryPolicy
+	// Peer names the endpoint in errors (default PeerIdP).
+	Peer string
+}
+
+// Token runs one grant: params holds grant_type and the grant's
+// parameters (scope included), sent with the client's authentication, or
+// with bearer instead when it is set (Keycloak's UMA grant authenticates
+// with the service account's token). Transient failures are retried by
+// the policy.
+func (c *Client) Token(ctx context.Context, params url.Values, bearer string) (*oauth2.Token, error) {
+	cc := clientcredentials.Config{ClientID: c.ClientID, ClientSecret: c.ClientSecret, TokenURL: c.TokenURL, EndpointParams: params}
+	switch {
+	case bearer != "":
+		// No client credentials: x/oauth2 sends none in the form.
+		cc.ClientID, cc.ClientSecret, cc.AuthStyle = "", "", oauth2.AuthStyleInParams
+	case c.ClientSecret == "" || c.AuthMethod == AuthPost:
+		cc.AuthStyle = oauth2.AuthStyleInParams
+	case c.AuthMethod == AuthBasic:
+		cc.AuthStyle = oauth2.AuthStyleInHeader
+	}
+	hc := c.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	if bearer != "" {
+		inner := hc
+		hc = &http.Client{Timeout: inner.Timeout, CheckRedirect: inner.CheckRedirect, Jar: inner.Jar,
+			Transport: bearerTransport{token: bearer, next: transportOf(inner)}}
+	}
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, hc)
+	var tok *oauth2.Token
+	err := c.Retry.run(ctx, func() (time.Duration, error) {
+		var err error
+		tok, err = cc.Token(ctx)
+		if err == nil {
+			return 0, nil
+		}
+		return c.classify(err)
+	})
+	return tok, err
+}
+
+// Classify describes an error of x/oauth2's token requests to tokenURL
+// (the authorization code exchange, the device flow) as *Error.
+func Classify(peer, tokenURL string, err error) error {
+	_, e := classify(peer, tokenURL, err)
+	return e
+}
+
+func (c *Client) classify(err error) (time.Duration, error) {
+	peer := c.Peer
+	if peer == "" {
+		peer = PeerIdP
+	}
+	return classify(peer, c.TokenURL, err)
+}
+
+// classify turns x/oauth2's errors into *Error, with the answer's
+// Retry-After.
+func classify(peer, tokenURL string, err error) (time.Duration, error) {
+	host := tokenURL
+	if u, perr := url.Parse(tokenURL); perr == nil {
+		host = u.Host
+	}
+	var re *oauth2.RetrieveError
+	if !errors.As(err, &re) || re.Response == nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			return 0, &Error{Peer: peer, Host: host, Err: err}
+		}
+		// x/oauth2 read a 2xx answer that is not a token response.
+		return 0, &Error{Peer: peer, Host: host, Status: http.StatusOK, Err: err}
+	}
+	e := newError(peer, host, re.Response.StatusCode, re.Response.Header.Get("Content-Type"), re.Body)
+	e.Err = err
+	if re.ErrorCode != "" {
+		e.Code, e.Description, e.ContentType = re.ErrorCode, re.ErrorDescription, ""
+	}
+	return parseRetryAfter(re.Response.Header.Get("Retry-After"), time.Now()), e
+}
+
+type bearerTransport struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+func transportOf(hc *http.Client) http.RoundTripper {
+	if hc.Transport != nil {
+		return hc.Transport
+	}
+	return http.DefaultTransport
+}
+
+// maxLifetime caps a lifetime a provider states (a year): larger numbers
+// would overflow time.Duration.
+const maxLifetime = 365 * 24 * time.Hour
+
+// ExpiresIn is the token response's expires_in (a number, or a string as
+// some providers send it), capped at a year; 0 when absent or not positive.
+func ExpiresIn(tok *oauth2.Token) time.Duration {
+	return Lifetime(tok.Extra("expires_in"))
+}
+
+// Lifetime reads an expires_in value as JSON decoding gives it (a number,
+// or a string), capped at a year; 0 when absent or not positive.
+func Lifetime(v any) time.Duration {
+	var n float64
+	switch v := v.(type) {
+	case float64:
+		n = v
+	case json.Number:
+		n, _ = v.Float64()
+	case string:
+		n, _ = strconv.ParseFloat(v, 64)
+	default:
+		return 0
+	}
+	if n <= 0 {
+		return 0
+	}
+	if n >= maxLifetime.Seconds() {
+		return maxLifetime
+	}
+	return time.Duration(n) * time.Second
+}
+
+// Expiry is the one lifetime rule of every token: now + lifetime when the
+// answer states one (expires_in), else the exp of a JWT access token, else
+// now + def.
+func Expiry(token string, lifetime time.Duration, now time.Time, def time.Duration) time.Time {
+	if lifetime > 0 {
+		return now.Add(lifetime).UTC()
+	}
+	// Not verified: exp only decides when to renew.
+	claims := jwt.RegisteredClaims{}
+	if _, _, err := jwt.NewParser().ParseUnverified(token, &claims); err == nil && claims.ExpiresAt != nil {
+		return claims.ExpiresAt.UTC()
+	}
+	return now.Add(def).UTC()
+}
+
+// DefaultLifetime is assumed for an access token whose answer says nothing
+// of its lifetime and that is not a JWT: expires_in is optional in RFC 6749
+// and RFC 8693 alike.
+const DefaultLifetime = 5 * time.Minute
