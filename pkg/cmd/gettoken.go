@@ -4,18 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/exchange"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
 // GetTokenOptions is the credential plugin command.
@@ -79,78 +76,17 @@ func (o *GetTokenOptions) Run(ctx context.Context) error {
 }
 
 // obtain runs the credential use case with the settings of a command: the
-// login, then the exchange when one is configured. Nothing here touches the
-// network or the provider's settings until the cache misses.
+// login's source, then the exchange's, both looked up by name in
+// pkg/cmd/sources.go. Nothing here touches the network or the provider's
+// settings until the cache misses.
 func obtain(ctx context.Context, a *settings.AuthOptions, g *GlobalOptions, streams genericiooptions.IOStreams, interactive bool, opts credential.Options) (*credential.Result, error) {
-	log := g.Logger(streams.ErrOut)
-	notify := notifier(streams.ErrOut)
-	store, err := a.NewStore(notify)
+	rt, err := newSourceRuntime(a, g, streams, interactive)
 	if err != nil {
 		return nil, err
 	}
-	newHTTPClient := func() (*http.Client, error) {
-		return login.NewHTTPClient(a.CertificateAuthority, a.InsecureSkipTLSVerify, a.RequestTimeout)
-	}
-	var loginClient *login.Client
-	newLogin := func() (*login.Client, error) {
-		if loginClient != nil {
-			return loginClient, nil
-		}
-		httpClient, err := newHTTPClient()
-		if err != nil {
-			return nil, err
-		}
-		cfg := loginConfig(a)
-		cfg.HTTPClient = httpClient
-		cfg.Interactive = interactive
-		cfg.Stdin = streams.In
-		cfg.Stderr = streams.ErrOut
-		cfg.StderrIsTerminal = g.IsTerminal(streams.ErrOut)
-		cfg.Log = log
-		loginClient = login.New(cfg)
-		return loginClient, nil
-	}
-	source := func(key tokencache.Key, useAccessToken bool, auth func() (credential.Authenticator, error)) *credential.Source {
-		return &credential.Source{Key: key, Store: store, LockDir: a.TokenCacheDir, UseAccessToken: useAccessToken,
-			NewAuthenticator: auth, Notify: notify, Log: log}
-	}
-	audit := &exchange.Auditor{File: a.AuditLog}
-	if g.Verbosity >= 1 {
-		audit.W = streams.ErrOut
-	}
-	base := source(a.BaseKey(), a.UseAccessToken, func() (credential.Authenticator, error) {
-		if settings.EffectiveGrant(a.GrantType) != settings.GrantIdentityPlatform {
-			return newLogin()
-		}
-		return newIdentityPlatform(a, g, streams, interactive)
-	})
-
-	var src *credential.Source
-	switch a.Exchange {
-	case settings.ExchangeCloudSigma:
-		cs := cloudSigma(a)
-		if cs.HTTPClient, err = newHTTPClient(); err != nil {
-			return nil, err
-		}
-		cs.Audit, cs.Store, cs.LockDir, cs.Notify, cs.Log = audit, store, a.TokenCacheDir, notify, log
-		src = cs.Source()
-	case settings.ExchangeTokenExchange:
-		tx := tokenExchange(a)
-		base.UseAccessToken = settings.TokenType(a.ExchangeSubject) != settings.TokenType("id_token")
-		tx.Base, tx.Audit, tx.Log = base, audit, log
-		tx.TokenURL = func(ctx context.Context) (string, error) {
-			lc, err := newLogin()
-			if err != nil {
-				return "", err
-			}
-			return lc.TokenURL(ctx)
-		}
-		if tx.HTTPClient, err = newHTTPClient(); err != nil {
-			return nil, err
-		}
-		src = source(a.Key(), true, func() (credential.Authenticator, error) { return tx, nil })
-	default:
-		src = base
+	src, err := rt.source()
+	if err != nil {
+		return nil, err
 	}
 	r, err := src.Get(ctx, opts)
 	if errors.Is(err, login.ErrInteractionRequired) {
@@ -167,24 +103,4 @@ func loginCommand(a *settings.AuthOptions) string {
 // checkAllowedServer applies --allowed-server to the cluster kubectl named.
 func (o *GetTokenOptions) checkAllowedServer() error {
 	return o.Auth.CheckAllowedServer(o.request.Cluster.Settings())
-}
-
-// newIdentityPlatform signs in with Google (the browser flow of the same
-// flags, with the Google issuer), then with Identity Platform.
-func newIdentityPlatform(a *settings.AuthOptions, g *GlobalOptions, streams genericiooptions.IOStreams, interactive bool) (credential.Authenticator, error) {
-	httpClient, err := login.NewHTTPClient(a.CertificateAuthority, a.InsecureSkipTLSVerify, a.RequestTimeout)
-	if err != nil {
-		return nil, err
-	}
-	cfg := loginConfig(a)
-	cfg.IssuerURL = a.GoogleIssuer
-	cfg.GrantType = settings.GrantAuthCode
-	cfg.ExtraScopes = append(cfg.ExtraScopes, "email")
-	cfg.HTTPClient, cfg.Interactive, cfg.Stdin, cfg.Stderr = httpClient, interactive, streams.In, streams.ErrOut
-	cfg.StderrIsTerminal = g.IsTerminal(streams.ErrOut)
-	cfg.Log = g.Logger(streams.ErrOut)
-	return &login.IdentityPlatform{
-		Google: login.New(cfg), Issuer: a.IssuerURL, APIKey: a.IPAPIKey, Tenant: a.IPTenant,
-		ToolkitURL: a.IPEndpoint, SecureTokenURL: a.SecureTokenURL, HTTPClient: httpClient, Log: cfg.Log, Emulator: a.IPEmulator,
-	}, nil
 }

@@ -1,0 +1,166 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/exchange"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+)
+
+// A login grant is the authenticator of the base credential source: it
+// obtains and refreshes the login's tokens.
+type grantFactory func(rt *sourceRuntime) (credential.Authenticator, error)
+
+// An exchange turns the base source into the source kubectl gets its token
+// from.
+type exchangeFactory func(rt *sourceRuntime, base *credential.Source) (*credential.Source, error)
+
+// grants by effective grant type; every grant not listed is a login of
+// pkg/login (authcode, keyboard, device code, client credentials).
+var grants = map[string]grantFactory{
+	settings.GrantIdentityPlatform: identityPlatformGrant,
+}
+
+// exchanges by --exchange.
+var exchanges = map[string]exchangeFactory{
+	settings.ExchangeNone:          func(_ *sourceRuntime, base *credential.Source) (*credential.Source, error) { return base, nil },
+	settings.ExchangeCloudSigma:    cloudSigmaExchange,
+	settings.ExchangeTokenExchange: tokenExchangeExchange,
+}
+
+// sourceRuntime is what every source is built with: the settings, the
+// store, the user's streams, and one login client and HTTP client made on
+// first use.
+type sourceRuntime struct {
+	a           *settings.AuthOptions
+	g           *GlobalOptions
+	streams     genericiooptions.IOStreams
+	interactive bool
+	store       tokencache.Store
+	notify      func(string)
+	log         *logging.Logger
+	audit       *exchange.Auditor
+	loginClient *login.Client
+}
+
+func newSourceRuntime(a *settings.AuthOptions, g *GlobalOptions, streams genericiooptions.IOStreams, interactive bool) (*sourceRuntime, error) {
+	notify := notifier(streams.ErrOut)
+	store, err := a.NewStore(notify)
+	if err != nil {
+		return nil, err
+	}
+	audit := &exchange.Auditor{File: a.AuditLog}
+	if g.Verbosity >= 1 {
+		audit.W = streams.ErrOut
+	}
+	return &sourceRuntime{a: a, g: g, streams: streams, interactive: interactive, store: store, notify: notify,
+		log: g.Logger(streams.ErrOut), audit: audit}, nil
+}
+
+// source is the login's source, then the exchange's: two lookups.
+func (rt *sourceRuntime) source() (*credential.Source, error) {
+	grant, ok := grants[settings.EffectiveGrant(rt.a.GrantType)]
+	if !ok {
+		grant = func(rt *sourceRuntime) (credential.Authenticator, error) { return rt.login() }
+	}
+	exchange, ok := exchanges[rt.a.Exchange]
+	if !ok {
+		return nil, fmt.Errorf("unknown exchange %q", rt.a.Exchange)
+	}
+	base := rt.newSource(rt.a.BaseKey(), rt.a.UseAccessToken, func() (credential.Authenticator, error) { return grant(rt) })
+	return exchange(rt, base)
+}
+
+func (rt *sourceRuntime) newSource(key tokencache.Key, useAccessToken bool, auth func() (credential.Authenticator, error)) *credential.Source {
+	return &credential.Source{Key: key, Store: rt.store, LockDir: rt.a.TokenCacheDir, UseAccessToken: useAccessToken,
+		NewAuthenticator: auth, Notify: rt.notify, Log: rt.log}
+}
+
+func (rt *sourceRuntime) httpClient() (*http.Client, error) {
+	return login.NewHTTPClient(rt.a.CertificateAuthority, rt.a.InsecureSkipTLSVerify, rt.a.RequestTimeout)
+}
+
+// loginConfig is the login package's configuration for issuer, with the
+// user's streams.
+func (rt *sourceRuntime) loginConfig() (login.Config, error) {
+	httpClient, err := rt.httpClient()
+	if err != nil {
+		return login.Config{}, err
+	}
+	cfg := loginConfig(rt.a)
+	cfg.HTTPClient, cfg.Interactive, cfg.Stdin, cfg.Stderr = httpClient, rt.interactive, rt.streams.In, rt.streams.ErrOut
+	cfg.StderrIsTerminal = rt.g.IsTerminal(rt.streams.ErrOut)
+	cfg.Log = rt.log
+	return cfg, nil
+}
+
+// login is the one login client of this run.
+func (rt *sourceRuntime) login() (*login.Client, error) {
+	if rt.loginClient != nil {
+		return rt.loginClient, nil
+	}
+	cfg, err := rt.loginConfig()
+	if err != nil {
+		return nil, err
+	}
+	rt.loginClient = login.New(cfg)
+	return rt.loginClient, nil
+}
+
+// identityPlatformGrant signs in with Google (the browser flow of the same
+// flags, with the Google issuer), then with Identity Platform.
+func identityPlatformGrant(rt *sourceRuntime) (credential.Authenticator, error) {
+	cfg, err := rt.loginConfig()
+	if err != nil {
+		return nil, err
+	}
+	a := rt.a
+	cfg.IssuerURL = a.GoogleIssuer
+	cfg.GrantType = settings.GrantAuthCode
+	cfg.ExtraScopes = append(cfg.ExtraScopes, "email")
+	return &login.IdentityPlatform{
+		Google: login.New(cfg), Issuer: a.IssuerURL, APIKey: a.IPAPIKey, Tenant: a.IPTenant,
+		ToolkitURL: a.IPEndpoint, SecureTokenURL: a.SecureTokenURL, HTTPClient: cfg.HTTPClient, Log: cfg.Log, Emulator: a.IPEmulator,
+	}, nil
+}
+
+// cloudSigmaExchange is CloudSigma's three steps; it has its own service
+// identity, so the base login is not used.
+func cloudSigmaExchange(rt *sourceRuntime, _ *credential.Source) (*credential.Source, error) {
+	cs := cloudSigma(rt.a)
+	var err error
+	if cs.HTTPClient, err = rt.httpClient(); err != nil {
+		return nil, err
+	}
+	cs.Audit, cs.Store, cs.LockDir, cs.Notify, cs.Log = rt.audit, rt.store, rt.a.TokenCacheDir, rt.notify, rt.log
+	return cs.Source(), nil
+}
+
+// tokenExchangeExchange exchanges the base login's token (RFC 8693) at the
+// same provider's token endpoint.
+func tokenExchangeExchange(rt *sourceRuntime, base *credential.Source) (*credential.Source, error) {
+	a := rt.a
+	tx := tokenExchange(a)
+	base.UseAccessToken = settings.TokenType(a.ExchangeSubject) != settings.TokenType("id_token")
+	tx.Base, tx.Audit, tx.Log = base, rt.audit, rt.log
+	tx.TokenURL = func(ctx context.Context) (string, error) {
+		lc, err := rt.login()
+		if err != nil {
+			return "", err
+		}
+		return lc.TokenURL(ctx)
+	}
+	var err error
+	if tx.HTTPClient, err = rt.httpClient(); err != nil {
+		return nil, err
+	}
+	return rt.newSource(a.Key(), true, func() (credential.Authenticator, error) { return tx, nil }), nil
+}
