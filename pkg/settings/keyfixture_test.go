@@ -1,0 +1,50 @@
+package settings
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// keyFixtureArgs are get-token argument lists of every kind of login and
+// exchange; testdata/cache-keys.json holds the cache ids that release
+// commit 2510634 (before the options were split into groups) computed for
+// them.
+var keyFixtureArgs = [][]string{
+	{"--oidc-issuer-url=https://id.example.com", "--oidc-client-id=k8s"},
+	{"--oidc-issuer-url=https://id.example.com", "--oidc-client-id=k8s", "--oidc-extra-scope=groups,email", "--oidc-use-access-token"},
+	{"--oidc-issuer-url=https://id.example.com", "--oidc-client-id=robot", "--grant-type=client-credentials", "--oidc-extra-scope=groups"},
+	{"--oidc-issuer-url=https://id.example.com", "--oidc-client-id=k8s", "--grant-type=device-code"},
+	{"--oidc-issuer-url=https://id.example.com/realms/r", "--oidc-client-id=gw", "--exchange=token-exchange", "--exchange-audience=api",
+		"--exchange-scope=s1", "--impersonate-user=alice", "--exchange-requested-token-type=access_token"},
+	{"--oidc-client-id=robot", "--exchange=cloudsigma", "--cloudsigma-region=zrh", "--impersonate-user-email=alice@example.com"},
+	{"--oidc-issuer-url=https://securetoken.google.com/proj", "--oidc-client-id=proj", "--grant-type=identity-platform", "--identity-platform-api-key=k"},
+}
+
+// TestCacheKeysStable: the same settings find the entries written before
+// the change: each id equals the one recorded before it.
+func TestCacheKeysStable(t *testing.T) {
+	b, err := os.ReadFile("testdata/cache-keys.json")
+	require.NoError(t, err)
+	var want []struct {
+		Args   []string `json:"args"`
+		ID     string   `json:"id"`
+		BaseID string   `json:"baseId"`
+	}
+	require.NoError(t, json.Unmarshal(b, &want))
+	require.Len(t, want, len(keyFixtureArgs))
+	for i, w := range want {
+		assert.Equal(t, keyFixtureArgs[i], w.Args)
+		o := NewAuthOptions()
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		require.NoError(t, fs.Parse(w.Args))
+		require.NoError(t, o.Complete(func(string) string { return "" }, func(string) {}))
+		assert.Equal(t, w.ID, o.Key().ID(), "%v", w.Args)
+		assert.Equal(t, w.BaseID, o.BaseKey().ID(), "%v", w.Args)
+	}
+}
