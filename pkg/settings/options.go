@@ -114,20 +114,47 @@ const (
 // secretFlags never appear in a generated kubeconfig.
 var secretFlags = []string{flagClientSecret}
 
-// AuthOptions are the settings that select an identity provider, a grant
-// and a cache: shared by get-token, login, setup and logout.
+// AuthOptions are the settings that select an identity provider, a grant,
+// an exchange and a cache: shared by get-token, login, setup and logout (and
+// by the fast get-token binary, which is why they live here and not in the
+// packages that use them: this package links no network code). Each concern
+// is a group with its own flags and checks; AuthOptions composes them and
+// checks what depends on several (which grant an exchange needs).
 type AuthOptions struct {
-	Profile               string
-	IssuerURL             string
-	ClientID              string
-	ClientSecret          string `datapolicy:"secret"`
-	ClientSecretFile      string
+	Profile string
+	OIDCOptions
+	CacheOptions
+	// Exchange selects the exchange: ExchangeNone, ExchangeCloudSigma or
+	// ExchangeTokenExchange.
+	Exchange string
+	// AuditLog is the exchange's audit file.
+	AuditLog string
+	CloudSigmaOptions
+	TokenExchangeOptions
+	IdentityPlatformOptions
+	ServerOptions
+
+	flags *pflag.FlagSet
+	// names are the flags AddFlags registered: the command may have more.
+	names map[string]bool
+	// secretFromFlag is set when the secret was given on the command line.
+	secretFromFlag bool
+}
+
+// OIDCOptions select the OpenID Connect provider, the client and the grant
+// of the login (pkg/login).
+type OIDCOptions struct {
+	IssuerURL        string
+	ClientID         string
+	ClientSecret     string `datapolicy:"secret"`
+	ClientSecretFile string
+	// ClientAuthMethod is how the client authenticates at the token
+	// endpoint: "basic", "post", or "" (the grant's default).
+	ClientAuthMethod      string
 	ExtraScopes           []string
 	GrantType             string
 	UseAccessToken        bool
 	RedirectURL           string
-	TokenCacheStorage     string
-	TokenCacheDir         string
 	CertificateAuthority  string
 	InsecureSkipTLSVerify bool
 	ListenAddresses       []string
@@ -136,41 +163,52 @@ type AuthOptions struct {
 	AuthTimeout           time.Duration
 	// RequestTimeout bounds each request to the identity provider.
 	RequestTimeout time.Duration
+}
 
-	Exchange          string
-	CSOAuthURL        string
-	CSRegion          string
-	CSAPIURL          string
-	CSLegacy          bool
-	UserEmail         string
+// CacheOptions select where tokens are cached (pkg/tokencache).
+type CacheOptions struct {
+	TokenCacheStorage string
+	TokenCacheDir     string
+}
+
+// CloudSigmaOptions are CloudSigma's impersonation (pkg/exchange).
+type CloudSigmaOptions struct {
+	CSOAuthURL         string
+	CSRegion           string
+	CSAPIURL           string
+	CSLegacy           bool
+	UserEmail          string
+	CSLegacyUsername   string
+	CSLegacyPassword   string `datapolicy:"password"`
+	legacyWithoutOptIn bool
+}
+
+// TokenExchangeOptions are RFC 8693 token exchange (pkg/exchange).
+type TokenExchangeOptions struct {
 	ExchangeAudiences []string
 	ExchangeScopes    []string
 	ExchangeRequested string
 	ExchangeSubject   string
 	ImpersonateUser   string
-	AuditLog          string
-	AllowedServers    []string
+}
+
+// IdentityPlatformOptions are Google Cloud Identity Platform's sign-in
+// (pkg/login).
+type IdentityPlatformOptions struct {
+	IPAPIKey       string
+	IPTenant       string
+	IPEndpoint     string
+	SecureTokenURL string
+	GoogleIssuer   string
+	IPEmulator     bool
+}
+
+// ServerOptions restrict which API servers receive the token.
+type ServerOptions struct {
+	AllowedServers []string
 	// AllowedServerCA pins the CA the allowed servers' kubeconfig cluster
 	// must name (a PEM file).
 	AllowedServerCA string
-	// ClientAuthMethod is how the client authenticates at the token
-	// endpoint: "basic", "post", or "" (the grant's default).
-	ClientAuthMethod   string
-	IPAPIKey           string
-	IPTenant           string
-	IPEndpoint         string
-	SecureTokenURL     string
-	GoogleIssuer       string
-	IPEmulator         bool
-	CSLegacyUsername   string
-	CSLegacyPassword   string `datapolicy:"password"`
-	legacyWithoutOptIn bool
-
-	flags *pflag.FlagSet
-	// names are the flags AddFlags registered: the command may have more.
-	names map[string]bool
-	// secretFromFlag is set when the secret was given on the command line.
-	secretFromFlag bool
 }
 
 // DefaultRequestTimeout bounds one request to the identity provider: a
@@ -180,23 +218,34 @@ const DefaultRequestTimeout = 15 * time.Second
 // NewAuthOptions returns the defaults.
 func NewAuthOptions() *AuthOptions {
 	return &AuthOptions{
-		GrantType:         GrantAuto,
-		TokenCacheStorage: tokencache.StorageAuto,
-		AuthTimeout:       DefaultAuthTimeout,
-		RequestTimeout:    DefaultRequestTimeout,
-		CSOAuthURL:        DefaultCloudSigmaOAuthURL,
-		CSAPIURL:          DefaultCloudSigmaAPIURL,
-		ExchangeSubject:   "access_token",
-		IPEndpoint:        DefaultIdentityToolkitURL,
-		SecureTokenURL:    DefaultSecureTokenURL,
-		GoogleIssuer:      DefaultGoogleIssuer,
+		OIDCOptions:             OIDCOptions{GrantType: GrantAuto, AuthTimeout: DefaultAuthTimeout, RequestTimeout: DefaultRequestTimeout},
+		CacheOptions:            CacheOptions{TokenCacheStorage: tokencache.StorageAuto},
+		CloudSigmaOptions:       CloudSigmaOptions{CSOAuthURL: DefaultCloudSigmaOAuthURL, CSAPIURL: DefaultCloudSigmaAPIURL},
+		TokenExchangeOptions:    TokenExchangeOptions{ExchangeSubject: "access_token"},
+		IdentityPlatformOptions: IdentityPlatformOptions{IPEndpoint: DefaultIdentityToolkitURL, SecureTokenURL: DefaultSecureTokenURL, GoogleIssuer: DefaultGoogleIssuer},
 	}
 }
 
-// AddFlags binds the options to fs.
+// AddFlags binds the options to fs: each group's flags.
 func (o *AuthOptions) AddFlags(fs *pflag.FlagSet) {
 	o.flags = fs
 	fs.StringVar(&o.Profile, flagProfile, o.Profile, "Read these settings from a profile of the profiles file (see docs/profiles.md); flags override it")
+	fs.StringVar(&o.Exchange, flagExchange, o.Exchange, "Exchange the token for one that acts as another user: cloudsigma|token-exchange (default none)")
+	fs.StringVar(&o.AuditLog, flagAuditLog, o.AuditLog, "Append one JSON line per exchange step to this file (never a token)")
+	o.OIDCOptions.AddFlags(fs)
+	o.CacheOptions.AddFlags(fs)
+	o.CloudSigmaOptions.AddFlags(fs)
+	o.TokenExchangeOptions.AddFlags(fs)
+	o.IdentityPlatformOptions.AddFlags(fs)
+	o.ServerOptions.AddFlags(fs)
+	o.names = map[string]bool{}
+	fs.VisitAll(func(f *pflag.Flag) { o.names[f.Name] = true })
+	AliasFlag(fs, flagAliasCA, flagCA, nil)
+	AliasFlag(fs, flagAliasAuditLog, flagAuditLog, nil)
+}
+
+// AddFlags binds the login's flags.
+func (o *OIDCOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.IssuerURL, flagIssuerURL, o.IssuerURL, "Issuer URL of the OIDC provider (required)")
 	fs.StringVar(&o.ClientID, flagClientID, o.ClientID, "OAuth client ID (required)")
 	fs.StringVar(&o.ClientSecret, flagClientSecret, o.ClientSecret, "OAuth client secret. Visible in the process list: prefer --"+flagClientSecretFile+" or $"+EnvClientSecret)
@@ -206,8 +255,6 @@ func (o *AuthOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.GrantType, flagGrantType, o.GrantType, "Grant: "+strings.Join(GrantTypes, "|")+" (auto: authcode, for people)")
 	fs.BoolVar(&o.UseAccessToken, flagUseAccessToken, o.UseAccessToken, "Give kubectl the access token instead of the ID token")
 	fs.StringVar(&o.RedirectURL, flagRedirectURL, o.RedirectURL, "Redirect URL of --grant-type=authcode-keyboard (default "+OOBRedirectURL+")")
-	fs.StringVar(&o.TokenCacheStorage, flagStorage, o.TokenCacheStorage, "Where tokens are cached: "+strings.Join(tokencache.Storages, "|")+" (auto: the OS keyring, else disk)")
-	fs.StringVar(&o.TokenCacheDir, flagCacheDir, o.TokenCacheDir, "Directory of the disk cache and the lock files (default ~/.kube/cache/kubectl-impersonate)")
 	fs.StringVar(&o.CertificateAuthority, flagCA, o.CertificateAuthority, "PEM file of a CA for the identity provider, added to the system roots (also --"+flagAliasCA+", kubelogin's name)")
 	fs.BoolVar(&o.InsecureSkipTLSVerify, flagInsecure, o.InsecureSkipTLSVerify, "Do not verify the identity provider's TLS certificate (insecure)")
 	fs.StringSliceVar(&o.ListenAddresses, flagListen, o.ListenAddresses, "Loopback address of the local server for the browser login, tried in order (default "+strings.Join(DefaultListenAddresses, ",")+")")
@@ -215,31 +262,46 @@ func (o *AuthOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.SkipOpenBrowser, flagSkipOpenBrowser, o.SkipOpenBrowser, "Print the login URL without opening a browser")
 	fs.DurationVar(&o.AuthTimeout, flagAuthTimeout, o.AuthTimeout, "How long to wait for a login in the browser or on the device page")
 	fs.DurationVar(&o.RequestTimeout, flagRequestTimeout, o.RequestTimeout, "How long to wait for each answer of the identity provider (and the exchange's endpoints)")
+}
 
-	fs.StringVar(&o.Exchange, flagExchange, o.Exchange, "Exchange the token for one that acts as another user: cloudsigma|token-exchange (default none)")
+// AddFlags binds the cache's flags.
+func (o *CacheOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.TokenCacheStorage, flagStorage, o.TokenCacheStorage, "Where tokens are cached: "+strings.Join(tokencache.Storages, "|")+" (auto: the OS keyring, else disk)")
+	fs.StringVar(&o.TokenCacheDir, flagCacheDir, o.TokenCacheDir, "Directory of the disk cache and the lock files (default ~/.kube/cache/kubectl-impersonate)")
+}
+
+// AddFlags binds CloudSigma's flags.
+func (o *CloudSigmaOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CSOAuthURL, flagCSOAuthURL, o.CSOAuthURL, "CloudSigma's Keycloak (realm cloudsigma); unset: $"+envCSOAuthURL+", else the default")
 	fs.StringVar(&o.CSRegion, flagCSRegion, o.CSRegion, "CloudSigma region (location) of the user, e.g. zrh; unset: $"+envCSRegion)
 	fs.StringVar(&o.CSAPIURL, flagCSAPIURL, o.CSAPIURL, "CloudSigma API URL template; {region} is replaced")
 	fs.BoolVar(&o.CSLegacy, flagCSLegacy, o.CSLegacy, "Allow legacy $"+envCSUsername+"/$"+envCSPassword+" for the service identity (or $"+envCSLegacy+"=true)")
 	fs.StringVar(&o.UserEmail, flagUserEmail, o.UserEmail, "With --exchange=cloudsigma: the email of the user to act as")
+}
+
+// AddFlags binds token exchange's flags.
+func (o *TokenExchangeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.ExchangeAudiences, flagExchangeAudience, o.ExchangeAudiences, "With --exchange=token-exchange: audience to request (repeatable)")
 	fs.StringSliceVar(&o.ExchangeScopes, flagExchangeScope, o.ExchangeScopes, "With --exchange=token-exchange: scope to request (repeatable)")
 	fs.StringVar(&o.ExchangeRequested, flagExchangeRequested, o.ExchangeRequested, "With --exchange=token-exchange: requested_token_type (access_token, id_token, refresh_token or a URN)")
 	fs.StringVar(&o.ExchangeSubject, flagExchangeSubjectType, o.ExchangeSubject, "With --exchange=token-exchange: which token of the login to exchange (access_token or id_token)")
 	fs.StringVar(&o.ImpersonateUser, flagImpersonateUser, o.ImpersonateUser, "With --exchange=token-exchange: the user to act as (Keycloak V1 requested_subject)")
-	fs.StringVar(&o.AuditLog, flagAuditLog, o.AuditLog, "Append one JSON line per exchange step to this file (never a token)")
+}
+
+// AddFlags binds Identity Platform's flags.
+func (o *IdentityPlatformOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.IPAPIKey, flagIPAPIKey, o.IPAPIKey, "With --grant-type=identity-platform: the project's Web API key")
 	fs.StringVar(&o.IPTenant, flagIPTenant, o.IPTenant, "With --grant-type=identity-platform: the Identity Platform tenant, if any")
 	fs.StringVar(&o.IPEndpoint, flagIPEndpoint, o.IPEndpoint, "Identity Toolkit API endpoint (tests, emulators)")
 	fs.StringVar(&o.SecureTokenURL, flagSecureTokenEndpoint, o.SecureTokenURL, "Secure Token API endpoint (tests, emulators)")
 	fs.BoolVar(&o.IPEmulator, "identity-platform-emulator", o.IPEmulator, "Accept the Firebase Auth emulator's unsigned tokens (its endpoints must be on loopback)")
 	fs.StringVar(&o.GoogleIssuer, flagGoogleIssuer, o.GoogleIssuer, "With --grant-type=identity-platform: the issuer of the Google sign-in")
+}
+
+// AddFlags binds the allowed servers' flags.
+func (o *ServerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.AllowedServers, flagAllowedServer, o.AllowedServers, "Hand tokens only to these API servers (needs provideClusterInfo: true); repeatable; on the command line it may only narrow a profile's allowedServers")
 	fs.StringVar(&o.AllowedServerCA, flagAllowedServerCA, o.AllowedServerCA, "With --allowed-server: the kubeconfig cluster must name exactly these CA certificates (PEM file; profile key allowedServerCertificateAuthority)")
-	o.names = map[string]bool{}
-	fs.VisitAll(func(f *pflag.Flag) { o.names[f.Name] = true })
-	AliasFlag(fs, flagAliasCA, flagCA, nil)
-	AliasFlag(fs, flagAliasAuditLog, flagAuditLog, nil)
 }
 
 // Complete applies the profile, reads the client secret and fills defaults.
@@ -300,16 +362,8 @@ func (o *AuthOptions) Complete(getenv func(string) string, warn func(string)) er
 		}
 	}
 	o.AuditLog = expandHome(o.AuditLog)
-	if o.TokenCacheDir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return fmt.Errorf("finding the home directory for the token cache: %w (set --%s)", err, flagCacheDir)
-		}
-		o.TokenCacheDir = filepath.Join(home, ".kube", "cache", "kubectl-impersonate")
-	}
-	o.TokenCacheDir = expandHome(o.TokenCacheDir)
 	o.CertificateAuthority = expandHome(o.CertificateAuthority)
-	return nil
+	return o.CacheOptions.Complete()
 }
 
 func expandHome(p string) string {
@@ -427,26 +481,17 @@ func (o *AuthOptions) Validate() error {
 
 func (o *AuthOptions) changed(name string) bool { return o.flags != nil && o.flags.Changed(name) }
 
-// validateCommon checks the settings every mode shares.
+// validateCommon checks the settings every mode shares: each group's,
+// then what depends on two of them.
 func (o *AuthOptions) validateCommon() error {
-	switch o.ClientAuthMethod {
-	case "", "basic", "post":
-	default:
-		return fmt.Errorf("--%s %q is not one of basic, post", flagClientAuthMethod, o.ClientAuthMethod)
-	}
-	if !slices.Contains(tokencache.Storages, o.TokenCacheStorage) {
-		return fmt.Errorf("--%s %q is not one of %s", flagStorage, o.TokenCacheStorage, strings.Join(tokencache.Storages, ", "))
+	for _, v := range []func() error{o.OIDCOptions.Validate, o.CacheOptions.Validate, o.ServerOptions.Validate} {
+		if err := v(); err != nil {
+			return err
+		}
 	}
 	if o.GrantType == GrantIdentityPlatform {
-		if o.IPAPIKey == "" {
-			return fmt.Errorf("--%s=%s needs --%s (the project's Web API key)", flagGrantType, GrantIdentityPlatform, flagIPAPIKey)
-		}
-		if o.IPEmulator {
-			for _, e := range []string{o.IPEndpoint, o.SecureTokenURL} {
-				if u, err := url.Parse(e); err != nil || !IsLoopbackHost(u.Hostname()) {
-					return fmt.Errorf("--identity-platform-emulator accepts unsigned tokens, so its endpoints must be on loopback: %q is not", e)
-				}
-			}
+		if err := o.IdentityPlatformOptions.Validate(); err != nil {
+			return err
 		}
 		if o.ClientSecret == "" {
 			return fmt.Errorf("--%s=%s needs the Google OAuth client's secret (Google requires it even for desktop clients): --%s or $%s", flagGrantType, GrantIdentityPlatform, flagClientSecretFile, EnvClientSecret)
@@ -454,6 +499,17 @@ func (o *AuthOptions) validateCommon() error {
 	}
 	if o.Exchange != ExchangeCloudSigma && o.GrantType == GrantClientCredentials && o.ClientSecret == "" {
 		return fmt.Errorf("--%s=%s needs a client secret: --%s or $%s", flagGrantType, GrantClientCredentials, flagClientSecretFile, EnvClientSecret)
+	}
+	return nil
+}
+
+// Validate checks the login's settings that stand alone (the issuer and
+// client, which an exchange may supply, are checked by AuthOptions).
+func (o *OIDCOptions) Validate() error {
+	switch o.ClientAuthMethod {
+	case "", "basic", "post":
+	default:
+		return fmt.Errorf("--%s %q is not one of basic, post", flagClientAuthMethod, o.ClientAuthMethod)
 	}
 	for _, a := range o.ListenAddresses {
 		if err := validateListenAddress(a); err != nil {
@@ -466,6 +522,47 @@ func (o *AuthOptions) validateCommon() error {
 	if o.AuthTimeout <= 0 {
 		return fmt.Errorf("--%s must be positive", flagAuthTimeout)
 	}
+	return nil
+}
+
+// Validate checks the storage.
+func (o *CacheOptions) Validate() error {
+	if !slices.Contains(tokencache.Storages, o.TokenCacheStorage) {
+		return fmt.Errorf("--%s %q is not one of %s", flagStorage, o.TokenCacheStorage, strings.Join(tokencache.Storages, ", "))
+	}
+	return nil
+}
+
+// Complete puts the cache under ~/.kube/cache unless told otherwise.
+func (o *CacheOptions) Complete() error {
+	if o.TokenCacheDir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return fmt.Errorf("finding the home directory for the token cache: %w (set --%s)", err, flagCacheDir)
+		}
+		o.TokenCacheDir = filepath.Join(home, ".kube", "cache", "kubectl-impersonate")
+	}
+	o.TokenCacheDir = expandHome(o.TokenCacheDir)
+	return nil
+}
+
+// Validate checks the sign-in's settings.
+func (o *IdentityPlatformOptions) Validate() error {
+	if o.IPAPIKey == "" {
+		return fmt.Errorf("--%s=%s needs --%s (the project's Web API key)", flagGrantType, GrantIdentityPlatform, flagIPAPIKey)
+	}
+	if o.IPEmulator {
+		for _, e := range []string{o.IPEndpoint, o.SecureTokenURL} {
+			if u, err := url.Parse(e); err != nil || !IsLoopbackHost(u.Hostname()) {
+				return fmt.Errorf("--identity-platform-emulator accepts unsigned tokens, so its endpoints must be on loopback: %q is not", e)
+			}
+		}
+	}
+	return nil
+}
+
+// Validate checks the allowed servers are URLs.
+func (o *ServerOptions) Validate() error {
 	for _, s := range o.AllowedServers {
 		if u, err := url.Parse(s); err != nil || u.Host == "" {
 			return fmt.Errorf("--%s %q is not a URL such as https://api.example.com:6443", flagAllowedServer, s)
