@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -73,6 +74,30 @@ type Server struct {
 	authRequests     int
 	lastAuthParams   url.Values
 	lastDeviceSecret string
+	lastTokenHeader  http.Header
+	// pkceMethods are discovery's code_challenge_methods_supported; set
+	// means advertised (nil: the field is left out).
+	pkceMethods []string
+	pkceSet     bool
+}
+
+// Password is the password grant's password of every user.
+const Password = "correct horse battery staple"
+
+// SetPKCEMethods sets discovery's code_challenge_methods_supported (nil
+// leaves the field out). Without "S256" in it, the provider does not do
+// PKCE: it accepts a code without a challenge, as such providers do.
+func (s *Server) SetPKCEMethods(methods []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pkceMethods, s.pkceSet = methods, true
+}
+
+// LastTokenHeader is the header of the last token endpoint request.
+func (s *Server) LastTokenHeader() http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastTokenHeader.Clone()
 }
 
 // LastDeviceClientSecret is the client_secret of the last device
@@ -224,7 +249,10 @@ func OAuthError(w http.ResponseWriter, status int, code, desc string) {
 }
 
 func (s *Server) discovery(w http.ResponseWriter, _ *http.Request) {
-	WriteJSON(w, 200, map[string]any{
+	s.mu.Lock()
+	pkce, pkceSet := s.pkceMethods, s.pkceSet
+	s.mu.Unlock()
+	doc := map[string]any{
 		"issuer":                                s.URL,
 		"authorization_endpoint":                s.URL + "/auth",
 		"token_endpoint":                        s.URL + "/token",
@@ -234,8 +262,15 @@ func (s *Server) discovery(w http.ResponseWriter, _ *http.Request) {
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": []string{"RS256"},
 		"code_challenge_methods_supported":      []string{"S256"},
-		"grant_types_supported":                 []string{"authorization_code", "refresh_token", "client_credentials", "urn:ietf:params:oauth:grant-type:device_code"},
-	})
+		"grant_types_supported":                 []string{"authorization_code", "refresh_token", "client_credentials", "password", "urn:ietf:params:oauth:grant-type:device_code"},
+	}
+	if pkceSet {
+		delete(doc, "code_challenge_methods_supported")
+		if pkce != nil {
+			doc["code_challenge_methods_supported"] = pkce
+		}
+	}
+	WriteJSON(w, 200, doc)
 }
 
 func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
@@ -269,7 +304,10 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unknown client", http.StatusBadRequest)
 		return
 	}
-	if q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" {
+	s.mu.Lock()
+	noPKCE := s.pkceSet && !slices.Contains(s.pkceMethods, "S256")
+	s.mu.Unlock()
+	if !noPKCE && (q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "") {
 		http.Error(w, "PKCE S256 required", http.StatusBadRequest)
 		return
 	}
@@ -322,6 +360,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	grant := r.PostForm.Get("grant_type")
 	s.mu.Lock()
 	s.tokenCalls[grant]++
+	s.lastTokenHeader = r.Header.Clone()
 	var fail *failure
 	if len(s.failNext) > 0 {
 		fail = &s.failNext[0]
@@ -362,8 +401,11 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 			OAuthError(w, 400, "invalid_grant", "unknown or used code")
 			return
 		}
+		s.mu.Lock()
+		noPKCE := s.pkceSet && !slices.Contains(s.pkceMethods, "S256")
+		s.mu.Unlock()
 		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
-		if b64(sum[:]) != req.challenge {
+		if b64(sum[:]) != req.challenge && !(noPKCE && req.challenge == "") {
 			OAuthError(w, 400, "invalid_grant", "PKCE verification failed")
 			return
 		}
@@ -372,6 +414,12 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.issue(w, req.scope, req.nonce, true)
+	case "password":
+		if r.PostForm.Get("username") == "" || r.PostForm.Get("password") != Password {
+			OAuthError(w, 401, "invalid_grant", "invalid username or password")
+			return
+		}
+		s.issue(w, r.PostForm.Get("scope"), "", true)
 	case "refresh_token":
 		rt := r.PostForm.Get("refresh_token")
 		s.mu.Lock()

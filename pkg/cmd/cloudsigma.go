@@ -89,7 +89,7 @@ func (o *CloudSigmaWhoAmIOptions) Run(ctx context.Context) error {
 		return err
 	}
 	cs := cloudSigma(o.Auth)
-	if cs.HTTPClient, err = login.NewHTTPClient(o.Auth.CertificateAuthority, o.Auth.InsecureSkipTLSVerify, o.Auth.RequestTimeout); err != nil {
+	if cs.HTTPClient, err = login.NewHTTPClient(httpOptions(o.Auth)); err != nil {
 		return err
 	}
 	p, err := cs.GetProfile(ctx, r.Token)

@@ -68,7 +68,7 @@ func (o *GetTokenOptions) Run(ctx context.Context) error {
 	if err := o.checkAllowedServer(); err != nil {
 		return err
 	}
-	r, err := obtain(ctx, o.Auth, o.global, o.IOStreams, o.interactive, credential.Options{})
+	r, err := obtain(ctx, o.Auth, o.global, o.IOStreams, o.interactive, credential.Options{ForceRefresh: o.Auth.ForceRefresh})
 	if err != nil {
 		return err
 	}

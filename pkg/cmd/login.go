@@ -55,7 +55,7 @@ func (o *LoginOptions) Validate() error { return o.Auth.Validate() }
 // Run logs in (a person runs this command, so it is interactive) and says
 // who is logged in, without printing the token.
 func (o *LoginOptions) Run(ctx context.Context) error {
-	r, err := obtain(ctx, o.Auth, o.global, o.IOStreams, true, credential.Options{ForceLogin: o.Force})
+	r, err := obtain(ctx, o.Auth, o.global, o.IOStreams, true, credential.Options{ForceLogin: o.Force, ForceRefresh: o.Auth.ForceRefresh})
 	if err != nil {
 		return err
 	}

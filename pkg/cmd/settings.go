@@ -21,6 +21,13 @@ func loginConfig(a *settings.AuthOptions) login.Config {
 		SkipOpenBrowser: a.SkipOpenBrowser,
 		AuthTimeout:     a.AuthTimeout,
 		AuthMethod:      a.ClientAuthMethod,
+		ExtraParams:     a.AuthRequestExtraParams,
+		PKCEMethod:      a.PKCEMethod,
+		LocalServerCert: a.LocalServerCert,
+		LocalServerKey:  a.LocalServerKey,
+		OpenURLAfter:    a.OpenURLAfterAuthentication,
+		Username:        a.Username,
+		Password:        a.Password,
 	}
 }
 
@@ -35,4 +42,10 @@ func cloudSigma(a *settings.AuthOptions) *exchange.CloudSigma {
 // tokenExchange is the RFC 8693 exchange of a, without its runtime seams.
 func tokenExchange(a *settings.AuthOptions) *exchange.TokenExchange {
 	return &exchange.TokenExchange{TokenExchange: a.TokenExchange(), ClientID: a.ClientID, ClientSecret: a.ClientSecret, ClientAuthMethod: a.ClientAuthMethod}
+}
+
+// httpOptions are the provider's HTTP client settings of a.
+func httpOptions(a *settings.AuthOptions) login.HTTPOptions {
+	return login.HTTPOptions{CAFiles: a.CertificateAuthorities, CAData: a.CertificateAuthorityData, Insecure: a.InsecureSkipTLSVerify,
+		Timeout: a.RequestTimeout, Headers: a.RequestHeaders}
 }

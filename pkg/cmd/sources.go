@@ -85,7 +85,7 @@ func (rt *sourceRuntime) newSource(key tokencache.Key, useAccessToken bool, auth
 }
 
 func (rt *sourceRuntime) httpClient() (*http.Client, error) {
-	return login.NewHTTPClient(rt.a.CertificateAuthority, rt.a.InsecureSkipTLSVerify, rt.a.RequestTimeout)
+	return login.NewHTTPClient(httpOptions(rt.a))
 }
 
 // loginConfig is the login package's configuration for issuer, with the

@@ -65,6 +65,8 @@ type Result struct {
 type Options struct {
 	// ForceLogin skips the cache and the refresh token.
 	ForceLogin bool
+	// ForceRefresh skips the cache but uses the refresh token.
+	ForceRefresh bool
 }
 
 func (s *Source) now() time.Time {
@@ -196,7 +198,7 @@ func (s *Source) Cached(ctx context.Context) (r *Result, ok bool, err error) {
 // Get returns a valid token, from the cache when it can.
 func (s *Source) Get(ctx context.Context, opts Options) (*Result, error) {
 	id := s.Key.ID()
-	if !opts.ForceLogin {
+	if !opts.ForceLogin && !opts.ForceRefresh {
 		e, err := s.read(ctx, id)
 		if err != nil {
 			return nil, err
@@ -227,7 +229,7 @@ func (s *Source) getLocked(ctx context.Context, id string, opts Options) (*Resul
 	if err != nil {
 		return nil, err
 	}
-	if !opts.ForceLogin {
+	if !opts.ForceLogin && !opts.ForceRefresh {
 		if r, ok := s.usable(e); ok {
 			s.Log.Printf(1, "another process refreshed the token while this one waited")
 			r.From = FromCache

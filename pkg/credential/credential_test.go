@@ -286,3 +286,16 @@ func TestForceLogin(t *testing.T) {
 	assert.Equal(t, "grant-id", r.Token)
 	assert.Equal(t, int32(0), auth.refreshes.Load())
 }
+
+// TestForceRefresh: a valid cached token is refreshed (not logged in
+// again) with --force-refresh.
+func TestForceRefresh(t *testing.T) {
+	auth := &fakeAuth{}
+	s, _ := newSource(t, tokencache.NewDisk(t.TempDir()), auth, time.Now)
+	put(t, s, &tokencache.Entry{IDToken: "cached", RefreshToken: "rt", IDTokenExpiry: time.Now().Add(time.Hour)})
+	r, err := s.Get(context.Background(), Options{ForceRefresh: true})
+	require.NoError(t, err)
+	assert.NotEqual(t, "cached", r.Token)
+	assert.Equal(t, int32(1), auth.refreshes.Load())
+	assert.Equal(t, FromRefresh, r.From)
+}

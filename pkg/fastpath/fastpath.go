@@ -61,8 +61,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil || verbosity > 0 || said {
 		return false, nil
 	}
-	if err := o.Validate(); err != nil {
-		return false, nil
+	if err := o.Validate(); err != nil || o.ForceRefresh {
+		return false, nil // --force-refresh: the full binary refreshes
 	}
 	req, err := execcred.ParseRequest(getenv(execcred.EnvExecInfo))
 	if err != nil {

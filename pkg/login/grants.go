@@ -8,14 +8,18 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/int128/oauth2cli"
 	"golang.org/x/oauth2"
+	"golang.org/x/term"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc"
@@ -31,12 +35,14 @@ func randomString() (string, error) {
 }
 
 // authRequest holds the per-login secrets of an authorization request:
-// state (CSRF), nonce (ID token replay) and the PKCE verifier.
+// state (CSRF), nonce (ID token replay) and the PKCE verifier ("" without
+// PKCE), and the user's extra parameters.
 type authRequest struct {
 	state, nonce, verifier string
+	extra                  map[string]string
 }
 
-func newAuthRequest() (*authRequest, error) {
+func (c *Client) newAuthRequest(p *oidc.Provider) (*authRequest, error) {
 	state, err := randomString()
 	if err != nil {
 		return nil, err
@@ -45,18 +51,53 @@ func newAuthRequest() (*authRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &authRequest{state: state, nonce: nonce, verifier: oauth2.GenerateVerifier()}, nil
+	r := &authRequest{state: state, nonce: nonce, extra: c.cfg.ExtraParams}
+	if usePKCE(c.cfg.PKCEMethod, p.PKCEMethods) {
+		r.verifier = oauth2.GenerateVerifier()
+	}
+	return r, nil
 }
 
-// options are the authorization request parameters: PKCE S256 and nonce.
+// usePKCE decides --oidc-pkce-method: S256 always, no never, auto unless
+// the discovery document lists methods and S256 is not one of them (a
+// provider that lists none is sent S256: one that does not know PKCE
+// ignores it).
+func usePKCE(method string, supported []string) bool {
+	switch method {
+	case settings.PKCENo:
+		return false
+	case settings.PKCES256:
+		return true
+	}
+	return len(supported) == 0 || slices.Contains(supported, "S256")
+}
+
+// options are the authorization request parameters: the extra ones, PKCE
+// S256 and nonce (the login's own win: Validate refuses extras that name
+// them).
 func (a *authRequest) options() []oauth2.AuthCodeOption {
-	return []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(a.verifier), oauth2.SetAuthURLParam("nonce", a.nonce)}
+	var opts []oauth2.AuthCodeOption
+	for k, v := range a.extra {
+		opts = append(opts, oauth2.SetAuthURLParam(k, v))
+	}
+	if a.verifier != "" {
+		opts = append(opts, oauth2.S256ChallengeOption(a.verifier))
+	}
+	return append(opts, oauth2.SetAuthURLParam("nonce", a.nonce))
+}
+
+// tokenOptions go with the code exchange: the PKCE verifier.
+func (a *authRequest) tokenOptions() []oauth2.AuthCodeOption {
+	if a.verifier == "" {
+		return nil
+	}
+	return []oauth2.AuthCodeOption{oauth2.VerifierOption(a.verifier)}
 }
 
 // authCode runs the browser flow: a loopback server on the first free
 // listen address, PKCE S256, state (checked by oauth2cli) and nonce.
 func (c *Client) authCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token, string, error) {
-	req, err := newAuthRequest()
+	req, err := c.newAuthRequest(p)
 	if err != nil {
 		return nil, "", err
 	}
@@ -67,25 +108,45 @@ func (c *Client) authCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token,
 	done := make(chan struct{})
 	defer close(done)
 	conf := c.oauth2Config(p)
+	listen, callbackPath := c.cfg.ListenAddresses, ""
+	if c.cfg.RedirectURL != "" {
+		// The redirect the provider has registered (kubelogin's
+		// --oidc-redirect-url): served on its port, on loopback only.
+		u, err := url.Parse(c.cfg.RedirectURL)
+		if err != nil {
+			return nil, "", fmt.Errorf("--oidc-redirect-url: %w", err)
+		}
+		conf.RedirectURL = c.cfg.RedirectURL
+		listen, callbackPath = []string{net.JoinHostPort("127.0.0.1", u.Port())}, u.Path
+	}
 	// The authorization URL, for the redirect URL oauth2cli gives its
 	// loopback server (http://localhost:PORT): printed and opened directly,
 	// since the server has no index page that would hand it out.
 	authURL := func(localURL string) string {
 		cc := *conf
-		cc.RedirectURL = strings.TrimSuffix(localURL, "/")
+		if cc.RedirectURL == "" {
+			cc.RedirectURL = strings.TrimSuffix(localURL, "/")
+		}
 		return cc.AuthCodeURL(req.state, req.options()...)
 	}
 	go c.promptBrowser(ctx, ready, done, authURL)
 
 	tok, err := oauth2cli.GetToken(ctx, oauth2cli.Config{
-		OAuth2Config:           *conf,
-		State:                  req.state,
-		AuthCodeOptions:        req.options(),
-		TokenRequestOptions:    []oauth2.AuthCodeOption{oauth2.VerifierOption(req.verifier)},
-		LocalServerBindAddress: c.cfg.ListenAddresses,
-		LocalServerReadyChan:   ready,
-		LocalServerSuccessHTML: successHTML,
-		LocalServerMiddleware:  callbackOnly(req.state),
+		OAuth2Config:            *conf,
+		State:                   req.state,
+		AuthCodeOptions:         req.options(),
+		TokenRequestOptions:     req.tokenOptions(),
+		LocalServerBindAddress:  listen,
+		LocalServerCallbackPath: callbackPath,
+		LocalServerCertFile:     c.cfg.LocalServerCert,
+		LocalServerKeyFile:      c.cfg.LocalServerKey,
+		LocalServerReadyChan:    ready,
+		LocalServerSuccessHTML:  successHTML,
+		LocalServerMiddleware:   callbackOnly(req.state),
+		// oauth2cli takes both or neither: the page follows the login,
+		// whatever its outcome (the terminal says which).
+		SuccessRedirectURL: c.cfg.OpenURLAfter,
+		FailureRedirectURL: c.cfg.OpenURLAfter,
 		Logf: func(format string, args ...any) {
 			c.cfg.Log.Printf(2, format, args...)
 		},
@@ -176,7 +237,7 @@ func (c *Client) authCodeKeyboard(ctx context.Context, p *oidc.Provider) (*oauth
 	if c.cfg.Stdin == nil {
 		return nil, "", ErrInteractionRequired
 	}
-	req, err := newAuthRequest()
+	req, err := c.newAuthRequest(p)
 	if err != nil {
 		return nil, "", err
 	}
@@ -205,7 +266,7 @@ func (c *Client) authCodeKeyboard(ctx context.Context, p *oidc.Provider) (*oauth
 	if err != nil {
 		return nil, "", err
 	}
-	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(req.verifier))
+	tok, err := conf.Exchange(ctx, code, req.tokenOptions()...)
 	if err != nil {
 		return nil, "", fmt.Errorf("exchanging the code: %w", c.providerError(p, err))
 	}
@@ -292,6 +353,31 @@ func (c *Client) clientCredentials(ctx context.Context, p *oidc.Provider) (*oaut
 	tok, err := c.tokenRequest(ctx, p, url.Values{"grant_type": {"client_credentials"}})
 	if err != nil {
 		return nil, fmt.Errorf("client credentials grant: %w", err)
+	}
+	return tok, nil
+}
+
+// passwordGrant is the resource owner password grant (RFC 6749 §4.3): the
+// password from the settings, else asked on the terminal without echo.
+func (c *Client) passwordGrant(ctx context.Context, p *oidc.Provider) (*oauth2.Token, error) {
+	password := c.cfg.Password
+	if password == "" {
+		f, ok := c.cfg.Stdin.(*os.File)
+		if !ok || !term.IsTerminal(int(f.Fd())) {
+			return nil, fmt.Errorf("the password grant needs a password: --password-file or $%s (or a terminal to type it)", settings.EnvPassword)
+		}
+		fmt.Fprintf(c.cfg.Stderr, "Password for %s: ", c.cfg.Username)
+		b, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(c.cfg.Stderr)
+		if err != nil {
+			return nil, fmt.Errorf("reading the password: %w", err)
+		}
+		password = string(b)
+	}
+	c.cfg.Log.Printf(1, "requesting a token with the password grant at %s", p.Endpoint.TokenURL)
+	tok, err := c.tokenRequest(ctx, p, url.Values{"grant_type": {"password"}, "username": {c.cfg.Username}, "password": {password}})
+	if err != nil {
+		return nil, fmt.Errorf("password grant: %w", err)
 	}
 	return tok, nil
 }

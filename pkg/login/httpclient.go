@@ -3,41 +3,83 @@ package login
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 )
 
-// DefaultHTTPTimeout bounds one request to the identity provider.
+// DefaultHTTPTimeout bounds each request to the provider.
 const DefaultHTTPTimeout = 30 * time.Second
 
-// NewHTTPClient returns the client for the identity provider: the system
-// roots plus caFile when given, TLS verification on unless insecure, proxies
-// from the environment.
-func NewHTTPClient(caFile string, insecure bool, timeout time.Duration) (*http.Client, error) {
+// HTTPOptions configure the client of the identity provider.
+type HTTPOptions struct {
+	// CAFiles and CAData (base64 PEM) are added to the system roots.
+	CAFiles  []string
+	CAData   string
+	Insecure bool
+	Timeout  time.Duration
+	// Headers go with every request (--oidc-request-header).
+	Headers map[string]string
+}
+
+// NewHTTPClient returns the client of the identity provider: TLS 1.2 and
+// up, the given CAs on top of the system's, a timeout per request.
+func NewHTTPClient(o HTTPOptions) (*http.Client, error) {
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
-	if caFile != "" {
+	if len(o.CAFiles) > 0 || o.CAData != "" {
 		pool, err := x509.SystemCertPool()
 		if err != nil || pool == nil {
 			pool = x509.NewCertPool()
 		}
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, fmt.Errorf("reading --oidc-certificate-authority: %w", err)
+		for _, caFile := range o.CAFiles {
+			pem, err := os.ReadFile(caFile)
+			if err != nil {
+				return nil, fmt.Errorf("reading --oidc-certificate-authority: %w", err)
+			}
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("--oidc-certificate-authority %s holds no PEM certificate", caFile)
+			}
 		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--oidc-certificate-authority %s holds no PEM certificate", caFile)
+		if o.CAData != "" {
+			pem, err := base64.StdEncoding.DecodeString(strings.TrimSpace(o.CAData))
+			if err != nil {
+				return nil, fmt.Errorf("--certificate-authority-data is not base64: %w", err)
+			}
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("--certificate-authority-data holds no PEM certificate")
+			}
 		}
 		tlsConfig.RootCAs = pool
 	}
-	if insecure {
+	if o.Insecure {
 		tlsConfig.InsecureSkipVerify = true //nolint:gosec // the user asked for it with --insecure-skip-tls-verify
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.TLSClientConfig = tlsConfig
+	timeout := o.Timeout
 	if timeout <= 0 {
 		timeout = DefaultHTTPTimeout
 	}
-	return &http.Client{Transport: transport, Timeout: timeout}, nil
+	var rt http.RoundTripper = transport
+	if len(o.Headers) > 0 {
+		rt = headerTransport{headers: o.Headers, next: transport}
+	}
+	return &http.Client{Transport: rt, Timeout: timeout}, nil
+}
+
+// headerTransport adds --oidc-request-header's headers to every request.
+type headerTransport struct {
+	headers map[string]string
+	next    http.RoundTripper
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.headers {
+		r.Header.Set(k, v)
+	}
+	return h.next.RoundTrip(r)
 }

@@ -42,8 +42,19 @@ type Config struct {
 	UseAccessToken bool
 
 	ListenAddresses []string
-	// RedirectURL is the redirect of authcode-keyboard (default OOB).
-	RedirectURL     string
+	// RedirectURL is the redirect of authcode-keyboard (default OOB), or
+	// the loopback redirect of authcode (default: a free port).
+	RedirectURL string
+	// ExtraParams go into the authorization request.
+	ExtraParams map[string]string
+	// PKCEMethod is settings.PKCEAuto, PKCENo or PKCES256.
+	PKCEMethod string
+	// LocalServerCert and LocalServerKey serve the loopback redirect over
+	// https; OpenURLAfter is where the browser goes after the login.
+	LocalServerCert, LocalServerKey, OpenURLAfter string
+	// Username and Password are the password grant's.
+	Username        string
+	Password        string `datapolicy:"password"`
 	BrowserCommand  string
 	SkipOpenBrowser bool
 	// OpenURL replaces the browser (tests); nil runs BrowserCommand or
@@ -68,9 +79,16 @@ func (c Config) Scopes() []string { return settings.Scopes(c.ExtraScopes) }
 // EffectiveGrant resolves "auto".
 func (c Config) EffectiveGrant() string { return settings.EffectiveGrant(c.GrantType) }
 
-// NeedsPerson tells whether the grant involves a user at a browser or terminal.
-func NeedsPerson(grant string) bool {
-	return grant != settings.GrantClientCredentials
+// NeedsPerson tells whether the grant involves a user at a browser or
+// terminal (the password grant does when no password is given).
+func (c Config) NeedsPerson() bool {
+	switch c.EffectiveGrant() {
+	case settings.GrantClientCredentials:
+		return false
+	case settings.GrantPassword:
+		return c.Password == ""
+	}
+	return true
 }
 
 // Client talks to one provider. Discovery happens on first use.
@@ -154,7 +172,7 @@ func (c *Client) Scopes() []string { return c.cfg.Scopes() }
 // Grant runs the configured grant and returns a verified token set.
 func (c *Client) Grant(ctx context.Context) (*tokencache.Entry, error) {
 	grant := c.cfg.EffectiveGrant()
-	if NeedsPerson(grant) && !c.cfg.Interactive {
+	if c.cfg.NeedsPerson() && !c.cfg.Interactive {
 		return nil, ErrInteractionRequired
 	}
 	p, err := c.discover(ctx)
@@ -172,6 +190,8 @@ func (c *Client) Grant(ctx context.Context) (*tokencache.Entry, error) {
 		tok, err = c.deviceCode(ctx, p)
 	case settings.GrantClientCredentials:
 		tok, err = c.clientCredentials(ctx, p)
+	case settings.GrantPassword:
+		tok, err = c.passwordGrant(ctx, p)
 	default:
 		return nil, fmt.Errorf("unknown grant type %q", grant)
 	}

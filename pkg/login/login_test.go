@@ -20,10 +20,13 @@ import (
 )
 
 // browser follows redirects like a browser whose user approves at once.
-func browser(t *testing.T) func(string) error {
+func browser(t *testing.T) func(string) error { return browserWith(t, http.DefaultClient) }
+
+// browserWith follows the login URL with hc, as a browser would.
+func browserWith(t *testing.T, hc *http.Client) func(string) error {
 	return func(u string) error {
 		go func() {
-			resp, err := http.Get(u)
+			resp, err := hc.Get(u)
 			if err != nil {
 				t.Logf("browser: %v", err)
 				return

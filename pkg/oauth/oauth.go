@@ -179,6 +179,11 @@ func (c *Client) Token(ctx context.Context, params url.Values, bearer string) (*
 // Classify describes an error of x/oauth2's token requests to tokenURL
 // (the authorization code exchange, the device flow) as *Error.
 func Classify(peer, tokenURL string, err error) error {
+	var re *oauth2.RetrieveError
+	var ue *url.Error
+	if !errors.As(err, &re) && !errors.As(err, &ue) {
+		return err // not a request's failure (a configuration error, say)
+	}
 	_, e := classify(peer, tokenURL, err)
 	return e
 }

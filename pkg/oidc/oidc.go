@@ -23,7 +23,10 @@ import (
 type Provider struct {
 	Issuer   string
 	Endpoint oauth2.Endpoint
-	verifier *gooidc.IDTokenVerifier
+	// PKCEMethods is the discovery document's
+	// code_challenge_methods_supported (RFC 8414 §2), if listed.
+	PKCEMethods []string
+	verifier    *gooidc.IDTokenVerifier
 }
 
 // Discover fetches {issuer}/.well-known/openid-configuration with client and
@@ -36,10 +39,15 @@ func Discover(ctx context.Context, issuer, clientID string, client *http.Client)
 	}
 	endpoint := p.Endpoint()
 	endpoint.AuthStyle = authStyle(p)
+	var doc struct {
+		PKCE []string `json:"code_challenge_methods_supported"`
+	}
+	_ = p.Claims(&doc)
 	return &Provider{
-		Issuer:   issuer,
-		Endpoint: endpoint,
-		verifier: p.Verifier(&gooidc.Config{ClientID: clientID}),
+		Issuer:      issuer,
+		Endpoint:    endpoint,
+		PKCEMethods: doc.PKCE,
+		verifier:    p.Verifier(&gooidc.Config{ClientID: clientID}),
 	}, nil
 }
 

@@ -27,10 +27,13 @@ const (
 	// GrantIdentityPlatform: Google sign-in, then Google Cloud Identity
 	// Platform's signInWithIdp (issuer securetoken.google.com/PROJECT).
 	GrantIdentityPlatform = "identity-platform"
+	// GrantPassword: the resource owner password grant (RFC 6749 §4.3),
+	// for providers and CI systems that still use it.
+	GrantPassword = "password"
 )
 
 // GrantTypes lists the accepted grant types.
-var GrantTypes = []string{GrantAuto, GrantAuthCode, GrantAuthCodeKeyboard, GrantDeviceCode, GrantClientCredentials, GrantIdentityPlatform}
+var GrantTypes = []string{GrantAuto, GrantAuthCode, GrantAuthCodeKeyboard, GrantDeviceCode, GrantClientCredentials, GrantIdentityPlatform, GrantPassword}
 
 // Defaults.
 const (

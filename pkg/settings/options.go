@@ -21,6 +21,10 @@ import (
 // EnvClientSecret holds the client secret, so it stays out of argv.
 const EnvClientSecret = "KUBECTL_IMPERSONATE_CLIENT_SECRET"
 
+// EnvPassword holds the password of --grant-type=password, so it stays out
+// of argv.
+const EnvPassword = "KUBECTL_IMPERSONATE_PASSWORD"
+
 // Flag names shared by get-token, login, setup and logout.
 const (
 	flagProfile          = "profile"
@@ -31,6 +35,16 @@ const (
 	flagExtraScope       = "oidc-extra-scope"
 	flagUseAccessToken   = "oidc-use-access-token"
 	flagRedirectURL      = "oidc-redirect-url"
+	flagExtraParams      = "oidc-auth-request-extra-params"
+	flagRequestHeader    = "oidc-request-header"
+	flagPKCEMethod       = "oidc-pkce-method"
+	flagLocalCert        = "local-server-cert"
+	flagLocalKey         = "local-server-key"
+	flagOpenAfterAuth    = "open-url-after-authentication"
+	flagCAData           = "certificate-authority-data"
+	flagForceRefresh     = "force-refresh"
+	flagUsername         = "username"
+	flagPasswordFile     = "password-file"
 	flagGrantType        = "grant-type"
 	flagStorage          = "token-cache-storage"
 	flagCacheDir         = "token-cache-dir"
@@ -76,6 +90,13 @@ const (
 	FlagExchange         = flagExchange
 	FlagAllowedServer    = flagAllowedServer
 	FlagClientSecretFile = flagClientSecretFile
+)
+
+// PKCE methods accepted by --oidc-pkce-method.
+const (
+	PKCEAuto = "auto"
+	PKCENo   = "no"
+	PKCES256 = "S256"
 )
 
 // Exchanges accepted by --exchange.
@@ -129,6 +150,9 @@ type AuthOptions struct {
 	Exchange string
 	// AuditLog is the exchange's audit file.
 	AuditLog string
+	// ForceRefresh refreshes (or logs in) even when the cached token is
+	// valid, as kubelogin's --force-refresh.
+	ForceRefresh bool
 	CloudSigmaOptions
 	TokenExchangeOptions
 	IdentityPlatformOptions
@@ -150,19 +174,41 @@ type OIDCOptions struct {
 	ClientSecretFile string
 	// ClientAuthMethod is how the client authenticates at the token
 	// endpoint: "basic", "post", or "" (the grant's default).
-	ClientAuthMethod      string
-	ExtraScopes           []string
-	GrantType             string
-	UseAccessToken        bool
-	RedirectURL           string
-	CertificateAuthority  string
-	InsecureSkipTLSVerify bool
-	ListenAddresses       []string
-	BrowserCommand        string
-	SkipOpenBrowser       bool
-	AuthTimeout           time.Duration
+	ClientAuthMethod string
+	ExtraScopes      []string
+	GrantType        string
+	UseAccessToken   bool
+	RedirectURL      string
+	// CertificateAuthorities are PEM CA files for the provider (repeatable).
+	CertificateAuthorities []string
+	InsecureSkipTLSVerify  bool
+	ListenAddresses        []string
+	BrowserCommand         string
+	SkipOpenBrowser        bool
+	AuthTimeout            time.Duration
 	// RequestTimeout bounds each request to the identity provider.
 	RequestTimeout time.Duration
+	// CertificateAuthorityData are base64 PEM CAs, as kubelogin's
+	// --certificate-authority-data.
+	CertificateAuthorityData string
+	// AuthRequestExtraParams go into the authorization request (Auth0's
+	// audience, Entra's prompt, ADFS's resource).
+	AuthRequestExtraParams map[string]string
+	// RequestHeaders go with every request to the provider.
+	RequestHeaders map[string]string
+	// PKCEMethod is auto (S256 unless the discovery document lists
+	// methods without it), no, or S256.
+	PKCEMethod string
+	// LocalServerCert and LocalServerKey serve the loopback redirect over
+	// https.
+	LocalServerCert, LocalServerKey string
+	// OpenURLAfterAuthentication is where the browser goes after a login.
+	OpenURLAfterAuthentication string
+	// Username and Password are the password grant's (the password from a
+	// prompt, --password-file or $KUBECTL_IMPERSONATE_PASSWORD, never argv).
+	Username     string
+	PasswordFile string
+	Password     string `datapolicy:"password"`
 }
 
 // CacheOptions select where tokens are cached (pkg/tokencache).
@@ -218,7 +264,7 @@ const DefaultRequestTimeout = 15 * time.Second
 // NewAuthOptions returns the defaults.
 func NewAuthOptions() *AuthOptions {
 	return &AuthOptions{
-		OIDCOptions:             OIDCOptions{GrantType: GrantAuto, AuthTimeout: DefaultAuthTimeout, RequestTimeout: DefaultRequestTimeout},
+		OIDCOptions:             OIDCOptions{GrantType: GrantAuto, AuthTimeout: DefaultAuthTimeout, RequestTimeout: DefaultRequestTimeout, PKCEMethod: PKCEAuto},
 		CacheOptions:            CacheOptions{TokenCacheStorage: tokencache.StorageAuto},
 		CloudSigmaOptions:       CloudSigmaOptions{CSOAuthURL: DefaultCloudSigmaOAuthURL, CSAPIURL: DefaultCloudSigmaAPIURL},
 		TokenExchangeOptions:    TokenExchangeOptions{ExchangeSubject: "access_token"},
@@ -232,6 +278,7 @@ func (o *AuthOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Profile, flagProfile, o.Profile, "Read these settings from a profile of the profiles file (see docs/profiles.md); flags override it")
 	fs.StringVar(&o.Exchange, flagExchange, o.Exchange, "Exchange the token for one that acts as another user: cloudsigma|token-exchange (default none)")
 	fs.StringVar(&o.AuditLog, flagAuditLog, o.AuditLog, "Append one JSON line per exchange step to this file (never a token)")
+	fs.BoolVar(&o.ForceRefresh, flagForceRefresh, o.ForceRefresh, "Refresh the token (or log in) even when the cached one is valid")
 	o.OIDCOptions.AddFlags(fs)
 	o.CacheOptions.AddFlags(fs)
 	o.CloudSigmaOptions.AddFlags(fs)
@@ -254,8 +301,17 @@ func (o *OIDCOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.ExtraScopes, flagExtraScope, o.ExtraScopes, "Scope to request besides openid (repeatable, or comma-separated)")
 	fs.StringVar(&o.GrantType, flagGrantType, o.GrantType, "Grant: "+strings.Join(GrantTypes, "|")+" (auto: authcode, for people)")
 	fs.BoolVar(&o.UseAccessToken, flagUseAccessToken, o.UseAccessToken, "Give kubectl the access token instead of the ID token")
-	fs.StringVar(&o.RedirectURL, flagRedirectURL, o.RedirectURL, "Redirect URL of --grant-type=authcode-keyboard (default "+OOBRedirectURL+")")
-	fs.StringVar(&o.CertificateAuthority, flagCA, o.CertificateAuthority, "PEM file of a CA for the identity provider, added to the system roots (also --"+flagAliasCA+", kubelogin's name)")
+	fs.StringVar(&o.RedirectURL, flagRedirectURL, o.RedirectURL, "[authcode] the loopback redirect URL the provider has registered, e.g. http://localhost:8000/ (default: a free port); [authcode-keyboard] the redirect URL (default "+OOBRedirectURL+")")
+	fs.StringToStringVar(&o.AuthRequestExtraParams, flagExtraParams, o.AuthRequestExtraParams, "[authcode, authcode-keyboard] extra parameter of the authorization request, key=value (Auth0 audience, Entra prompt, ADFS resource); repeatable")
+	fs.StringToStringVar(&o.RequestHeaders, flagRequestHeader, o.RequestHeaders, "HTTP header sent with every request to the provider, key=value; repeatable")
+	fs.StringVar(&o.PKCEMethod, flagPKCEMethod, o.PKCEMethod, "[authcode, authcode-keyboard] PKCE: auto (S256 unless the discovery document lists other methods only), no, or S256")
+	fs.StringVar(&o.LocalServerCert, flagLocalCert, o.LocalServerCert, "[authcode] certificate (PEM) to serve the loopback redirect over https")
+	fs.StringVar(&o.LocalServerKey, flagLocalKey, o.LocalServerKey, "[authcode] key (PEM) of --"+flagLocalCert)
+	fs.StringVar(&o.OpenURLAfterAuthentication, flagOpenAfterAuth, o.OpenURLAfterAuthentication, "[authcode] send the browser to this https URL after the login (successful or not: the terminal says which)")
+	fs.StringVar(&o.CertificateAuthorityData, flagCAData, o.CertificateAuthorityData, "Base64 PEM of CAs for the identity provider, added to the system roots")
+	fs.StringVar(&o.Username, flagUsername, o.Username, "[password] the username; the password comes from a prompt, --"+flagPasswordFile+" or $"+EnvPassword+", never the command line")
+	fs.StringVar(&o.PasswordFile, flagPasswordFile, o.PasswordFile, "[password] file holding the password")
+	fs.StringArrayVar(&o.CertificateAuthorities, flagCA, o.CertificateAuthorities, "PEM file of CAs for the identity provider, added to the system roots; repeatable (also --"+flagAliasCA+", kubelogin's name)")
 	fs.BoolVar(&o.InsecureSkipTLSVerify, flagInsecure, o.InsecureSkipTLSVerify, "Do not verify the identity provider's TLS certificate (insecure)")
 	fs.StringSliceVar(&o.ListenAddresses, flagListen, o.ListenAddresses, "Loopback address of the local server for the browser login, tried in order (default "+strings.Join(DefaultListenAddresses, ",")+")")
 	fs.StringVar(&o.BrowserCommand, flagBrowserCommand, o.BrowserCommand, "Command that opens the login URL (default: the system's)")
@@ -335,6 +391,16 @@ func (o *AuthOptions) Complete(getenv func(string) string, warn func(string)) er
 	if o.ClientSecret == "" {
 		o.ClientSecret = getenv(EnvClientSecret)
 	}
+	if o.PasswordFile != "" {
+		b, err := os.ReadFile(expandHome(o.PasswordFile))
+		if err != nil {
+			return fmt.Errorf("reading --%s: %w", flagPasswordFile, err)
+		}
+		o.Password = strings.TrimRight(string(b), "\r\n")
+	}
+	if o.Password == "" {
+		o.Password = getenv(EnvPassword)
+	}
 	if o.Exchange == ExchangeCloudSigma {
 		if o.ClientID == "" {
 			o.ClientID = getenv(envCSClientID)
@@ -362,7 +428,10 @@ func (o *AuthOptions) Complete(getenv func(string) string, warn func(string)) er
 		}
 	}
 	o.AuditLog = expandHome(o.AuditLog)
-	o.CertificateAuthority = expandHome(o.CertificateAuthority)
+	for i, ca := range o.CertificateAuthorities {
+		o.CertificateAuthorities[i] = expandHome(ca)
+	}
+	o.PasswordFile = expandHome(o.PasswordFile)
 	return o.CacheOptions.Complete()
 }
 
@@ -519,6 +588,44 @@ func (o *OIDCOptions) Validate() error {
 	if o.RequestTimeout <= 0 {
 		return fmt.Errorf("--%s must be positive", flagRequestTimeout)
 	}
+	switch o.PKCEMethod {
+	case PKCEAuto, PKCENo, PKCES256:
+	default:
+		return fmt.Errorf("--%s %q is not one of %s, %s, %s", flagPKCEMethod, o.PKCEMethod, PKCEAuto, PKCENo, PKCES256)
+	}
+	for k := range o.AuthRequestExtraParams {
+		switch strings.ToLower(k) {
+		case "client_id", "redirect_uri", "response_type", "scope", "state", "nonce", "code_challenge", "code_challenge_method":
+			return fmt.Errorf("--%s %s: that parameter is the login's own (its protections would be replaced)", flagExtraParams, k)
+		}
+	}
+	for k := range o.RequestHeaders {
+		switch strings.ToLower(k) {
+		case "authorization", "host", "content-type", "content-length", "cookie":
+			return fmt.Errorf("--%s %s: that header is the request's own", flagRequestHeader, k)
+		}
+	}
+	if (o.LocalServerCert == "") != (o.LocalServerKey == "") {
+		return fmt.Errorf("--%s and --%s go together", flagLocalCert, flagLocalKey)
+	}
+	if o.RedirectURL != "" && o.GrantType != GrantAuthCodeKeyboard {
+		u, err := url.Parse(o.RedirectURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Port() == "" || !IsLoopbackHost(u.Hostname()) {
+			return fmt.Errorf("--%s %q: the browser login's redirect must be http(s)://localhost:PORT/... (a loopback host and a port)", flagRedirectURL, o.RedirectURL)
+		}
+		if (u.Scheme == "https") != (o.LocalServerCert != "") {
+			return fmt.Errorf("--%s %q: https needs --%s and --%s, and they need an https redirect", flagRedirectURL, o.RedirectURL, flagLocalCert, flagLocalKey)
+		}
+	}
+	if o.OpenURLAfterAuthentication != "" {
+		u, err := url.Parse(o.OpenURLAfterAuthentication)
+		if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && IsLoopbackHost(u.Hostname()))) {
+			return fmt.Errorf("--%s %q is not an https URL", flagOpenAfterAuth, o.OpenURLAfterAuthentication)
+		}
+	}
+	if o.GrantType == GrantPassword && o.Username == "" {
+		return fmt.Errorf("--%s=%s needs --%s", flagGrantType, GrantPassword, flagUsername)
+	}
 	if o.AuthTimeout <= 0 {
 		return fmt.Errorf("--%s must be positive", flagAuthTimeout)
 	}
@@ -650,6 +757,17 @@ func (o *AuthOptions) Args() []string {
 		if !o.names[f.Name] || !f.Changed || slices.Contains(secretFlags, f.Name) {
 			return
 		}
+		if m, ok := o.maps()[f.Name]; ok {
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				args = append(args, "--"+f.Name+"="+k+"="+m[k])
+			}
+			return
+		}
 		if sv, ok := f.Value.(pflag.SliceValue); ok {
 			for _, v := range sv.GetSlice() {
 				args = append(args, "--"+f.Name+"="+v)
@@ -662,6 +780,11 @@ func (o *AuthOptions) Args() []string {
 		args = append(args, "--"+f.Name+"="+f.Value.String())
 	})
 	return args
+}
+
+// maps are the key=value flags, which Args writes one pair per flag.
+func (o *AuthOptions) maps() map[string]map[string]string {
+	return map[string]map[string]string{flagExtraParams: o.AuthRequestExtraParams, flagRequestHeader: o.RequestHeaders}
 }
 
 // SecretOnCommandLine reports a secret given with --oidc-client-secret.

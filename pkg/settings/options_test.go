@@ -50,10 +50,58 @@ func TestOldFlagNames(t *testing.T) {
 	common := []string{"--oidc-issuer-url=https://id.example.com", "--oidc-client-id=k8s"}
 	old := parse(append(common, "--certificate-authority=/etc/ca.pem", "--audit-log=/tmp/audit")...)
 	cur := parse(append(common, "--oidc-certificate-authority=/etc/ca.pem", "--exchange-audit-log=/tmp/audit")...)
-	assert.Equal(t, "/etc/ca.pem", old.CertificateAuthority)
+	assert.Equal(t, []string{"/etc/ca.pem"}, old.CertificateAuthorities)
 	assert.Equal(t, "/tmp/audit", old.AuditLog)
 	assert.Equal(t, cur.Key(), old.Key())
 	assert.Equal(t, cur.Args(), old.Args())
 	assert.Contains(t, old.Args(), "--oidc-certificate-authority=/etc/ca.pem")
 	assert.Contains(t, old.Args(), "--exchange-audit-log=/tmp/audit")
+}
+
+// TestKubeloginFlags: kubelogin's flags parse, are checked, and setup
+// writes them back as they parse (key=value flags one pair per flag).
+func TestKubeloginFlags(t *testing.T) {
+	common := []string{"--oidc-issuer-url=https://id.example.com", "--oidc-client-id=k8s"}
+	for _, tt := range []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "extra params, headers, pkce, CAs", args: []string{"--oidc-auth-request-extra-params=audience=https://api", "--oidc-auth-request-extra-params=prompt=consent",
+			"--oidc-request-header=X-Key=v", "--oidc-pkce-method=no", "--certificate-authority=/a.pem", "--oidc-certificate-authority=/b.pem",
+			"--certificate-authority-data=QUJD", "--force-refresh"}},
+		{name: "fixed https loopback redirect", args: []string{"--oidc-redirect-url=https://localhost:8000/callback", "--local-server-cert=/c", "--local-server-key=/k",
+			"--open-url-after-authentication=https://example.com/done"}},
+		{name: "password grant", args: []string{"--grant-type=password", "--username=ci@example.com"}},
+		{name: "password grant without a username", args: []string{"--grant-type=password"}, wantErr: "--grant-type=password needs --username"},
+		{name: "pkce method", args: []string{"--oidc-pkce-method=plain"}, wantErr: `--oidc-pkce-method "plain" is not one of auto, no, S256`},
+		{name: "extra param replacing state", args: []string{"--oidc-auth-request-extra-params=state=x"}, wantErr: "that parameter is the login's own"},
+		{name: "header replacing Authorization", args: []string{"--oidc-request-header=authorization=Bearer x"}, wantErr: "that header is the request's own"},
+		{name: "redirect off loopback", args: []string{"--oidc-redirect-url=http://evil.example.com:8000/"}, wantErr: "loopback host and a port"},
+		{name: "https redirect without a certificate", args: []string{"--oidc-redirect-url=https://localhost:8000/"}, wantErr: "https needs --local-server-cert"},
+		{name: "cert without key", args: []string{"--local-server-cert=/c"}, wantErr: "go together"},
+		{name: "open url not https", args: []string{"--open-url-after-authentication=javascript:alert(1)"}, wantErr: "is not an https URL"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewAuthOptions()
+			fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			require.NoError(t, fs.Parse(append(append([]string{}, common...), tt.args...)))
+			require.NoError(t, o.Complete(func(string) string { return "" }, func(string) {}))
+			err := o.Validate()
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			// What setup writes parses to the same settings.
+			again := NewAuthOptions()
+			fs2 := pflag.NewFlagSet("t", pflag.ContinueOnError)
+			again.AddFlags(fs2)
+			require.NoError(t, fs2.Parse(o.Args()))
+			require.NoError(t, again.Complete(func(string) string { return "" }, func(string) {}))
+			assert.Equal(t, o.OIDCOptions, again.OIDCOptions)
+			assert.Equal(t, o.ForceRefresh, again.ForceRefresh)
+		})
+	}
 }

@@ -1,0 +1,173 @@
+package login
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
+)
+
+// The flags kubelogin users rely on, against the in-process provider.
+
+func TestAuthRequestExtraParams(t *testing.T) {
+	srv := oidctest.New(t)
+	c, _ := newClient(t, srv, func(c *Config) {
+		c.ExtraParams = map[string]string{"audience": "https://api.example.com", "prompt": "consent"}
+	})
+	_, err := c.Grant(context.Background())
+	require.NoError(t, err)
+	p := srv.LastAuthParams()
+	assert.Equal(t, "https://api.example.com", p.Get("audience"))
+	assert.Equal(t, "consent", p.Get("prompt"))
+	assert.Equal(t, "S256", p.Get("code_challenge_method"), "the login's own parameters stay")
+}
+
+func TestPKCEMethod(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		advertised []string // nil: left out of discovery
+		leaveOut   bool
+		method     string
+		wantPKCE   bool
+	}{
+		{name: "auto, S256 advertised", advertised: []string{"S256"}, method: settings.PKCEAuto, wantPKCE: true},
+		{name: "auto, nothing advertised", leaveOut: true, method: settings.PKCEAuto, wantPKCE: true},
+		{name: "auto, plain only", advertised: []string{"plain"}, method: settings.PKCEAuto, wantPKCE: false},
+		{name: "no", advertised: []string{"plain"}, method: settings.PKCENo, wantPKCE: false},
+		{name: "S256 forced", advertised: []string{"S256"}, method: settings.PKCES256, wantPKCE: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := oidctest.New(t)
+			if tt.leaveOut {
+				srv.SetPKCEMethods(nil)
+			} else {
+				srv.SetPKCEMethods(tt.advertised)
+			}
+			c, _ := newClient(t, srv, func(c *Config) { c.PKCEMethod = tt.method })
+			_, err := c.Grant(context.Background())
+			if !tt.wantPKCE || tt.advertised == nil || contains(tt.advertised, "S256") {
+				require.NoError(t, err)
+			}
+			p := srv.LastAuthParams()
+			assert.Equal(t, tt.wantPKCE, p.Get("code_challenge") != "", "code_challenge sent")
+		})
+	}
+}
+
+func contains(l []string, v string) bool {
+	for _, x := range l {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRequestHeaders(t *testing.T) {
+	srv := oidctest.New(t)
+	hc, err := NewHTTPClient(HTTPOptions{Headers: map[string]string{"X-Gateway-Key": "k1"}})
+	require.NoError(t, err)
+	c, _ := newClient(t, srv, func(c *Config) {
+		c.GrantType, c.ClientSecret, c.HTTPClient = settings.GrantClientCredentials, srv.ClientSecret, hc
+	})
+	_, err = c.Grant(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "k1", srv.LastTokenHeader().Get("X-Gateway-Key"))
+}
+
+func TestPasswordGrant(t *testing.T) {
+	srv := oidctest.New(t)
+	c, _ := newClient(t, srv, func(c *Config) {
+		c.GrantType, c.Username, c.Password, c.Interactive = settings.GrantPassword, "alice@example.com", oidctest.Password, false
+	})
+	e, err := c.Grant(context.Background())
+	require.NoError(t, err, "a given password needs no person")
+	assert.NotEmpty(t, e.IDToken)
+	assert.Equal(t, 1, srv.TokenCalls("password"))
+
+	bad, _ := newClient(t, srv, func(c *Config) {
+		c.GrantType, c.Username, c.Password = settings.GrantPassword, "alice@example.com", "wrong"
+	})
+	_, err = bad.Grant(context.Background())
+	require.ErrorContains(t, err, "answered 401 invalid_grant")
+
+	none, _ := newClient(t, srv, func(c *Config) {
+		c.GrantType, c.Username, c.Interactive = settings.GrantPassword, "alice@example.com", false
+	})
+	_, err = none.Grant(context.Background())
+	require.ErrorIs(t, err, ErrInteractionRequired, "no password and no person")
+}
+
+// TestHTTPSLoopbackFixedRedirect: the provider registered
+// https://localhost:PORT/callback exactly; the loopback server serves it
+// with the given certificate, and after the login the browser goes to
+// --open-url-after-authentication.
+func TestHTTPSLoopbackFixedRedirect(t *testing.T) {
+	srv := oidctest.New(t)
+	certFile, keyFile, pool := loopbackCert(t)
+	port := freePort(t)
+	var after atomic.Int32
+	landing := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { after.Add(1) }))
+	defer landing.Close()
+	redirect := "https://localhost:" + strconv.Itoa(port) + "/callback"
+	browserClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	c, _ := newClient(t, srv, func(c *Config) {
+		c.RedirectURL, c.LocalServerCert, c.LocalServerKey, c.OpenURLAfter = redirect, certFile, keyFile, landing.URL
+		c.OpenURL = browserWith(t, browserClient)
+	})
+	_, err := c.Grant(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, redirect, srv.LastAuthParams().Get("redirect_uri"))
+	require.Eventually(t, func() bool { return after.Load() == 1 }, 5*time.Second, 20*time.Millisecond, "the browser lands on the given URL")
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// loopbackCert writes a self-signed certificate for localhost and
+// 127.0.0.1, and returns a pool that trusts it.
+func loopbackCert(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"},
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	kb, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600))
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
