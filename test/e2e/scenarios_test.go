@@ -396,6 +396,31 @@ func TestDeviceCode(t *testing.T) {
 	assert.NotContains(t, string(kc), "e2e-confidential-secret", "the secret stays out of kubeconfig")
 }
 
+// TestPasswordGrant: --grant-type=password against Dex's password
+// connector, the password from $KUBECTL_IMPERSONATE_PASSWORD (never argv,
+// never the kubeconfig): kubectl runs as bob without a browser.
+func TestPasswordGrant(t *testing.T) {
+	bob := newPerson(t, "bob", st.api["structured"], "--grant-type=password", "--username="+users["bob"].email,
+		"--oidc-client-id="+confidentialClient, "--oidc-client-secret-file="+st.secretFile)
+	bob.env = append(bob.env, "KUBECTL_IMPERSONATE_PASSWORD="+users["bob"].password)
+	before := st.proxy.Count("token:password")
+	r := bob.kubectl("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+	require.Equal(t, 0, r.code, "kubectl auth whoami: %s", r.stderr)
+	assert.Equal(t, "oidc:"+users["bob"].email, r.stdout)
+	assert.Equal(t, before+1, st.proxy.Count("token:password"), "one password grant")
+	assert.Equal(t, 0, bob.browserStarts())
+	kc, err := os.ReadFile(bob.kubeconfig)
+	require.NoError(t, err)
+	assert.NotContains(t, string(kc), users["bob"].password, "the password stays out of kubeconfig")
+
+	// A wrong password: one line, and kubectl fails.
+	bob.env = append(bob.env, "KUBECTL_IMPERSONATE_PASSWORD=wrong")
+	require.Equal(t, 0, bob.plugin(nil, "logout", "--all").code)
+	r = bob.kubectl("auth", "whoami")
+	assert.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, "password grant: the identity provider answered 401 access_denied: Invalid username or password")
+}
+
 // Scenario 7: no D-Bus session. auto falls back to disk with a notice;
 // keyring fails with a clear error within 3 seconds.
 func TestKeyringAbsent(t *testing.T) {

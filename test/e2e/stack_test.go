@@ -363,12 +363,14 @@ func (s *stack) startDex() error {
 	}
 	secret, _ := os.ReadFile(s.secretFile)
 	cfg := map[string]any{
-		"issuer":           s.issuer,
-		"storage":          map[string]any{"type": "memory"},
-		"web":              map[string]any{"https": fmt.Sprintf("127.0.0.1:%d", dexPort), "tlsCert": s.certFile, "tlsKey": s.keyFile},
-		"logger":           map[string]any{"level": "debug"},
-		"expiry":           map[string]any{"idTokens": idTokenLifetime.String(), "deviceRequests": "5m"},
-		"oauth2":           map[string]any{"skipApprovalScreen": true},
+		"issuer":  s.issuer,
+		"storage": map[string]any{"type": "memory"},
+		"web":     map[string]any{"https": fmt.Sprintf("127.0.0.1:%d", dexPort), "tlsCert": s.certFile, "tlsKey": s.keyFile},
+		"logger":  map[string]any{"level": "debug"},
+		"expiry":  map[string]any{"idTokens": idTokenLifetime.String(), "deviceRequests": "5m"},
+		// passwordConnector: the password grant (RFC 6749 §4.3) against the
+		// password database.
+		"oauth2":           map[string]any{"skipApprovalScreen": true, "passwordConnector": "local"},
 		"enablePasswordDB": true,
 		"staticPasswords":  passwords,
 		"staticClients": []map[string]any{
