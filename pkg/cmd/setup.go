@@ -40,6 +40,9 @@ type SetupOptions struct {
 	genericiooptions.IOStreams
 	global *GlobalOptions
 
+	// FromKubelogin migrates the kubeconfig's kubelogin users.
+	FromKubelogin bool
+
 	// Executable is the absolute path of this binary (stubbable for tests).
 	Executable string
 	// fast is the fast get-token binary next to Executable, when installed.
@@ -84,6 +87,7 @@ Client secrets never go into the kubeconfig: give them to kubectl through
 	cmd.Flags().StringVar(&o.ClusterCA, "cluster-certificate-authority", "", "With --server, the CA file that signed its serving certificate")
 	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "With --server, the name of the cluster entry (default: the context's name)")
 	cmd.Flags().StringVar(&o.InteractiveMode, "exec-interactive-mode", o.InteractiveMode, "interactiveMode of the exec entry: IfAvailable, Never (robots, CI: never prompt) or Always")
+	cmd.Flags().BoolVar(&o.FromKubelogin, "from-kubelogin", false, "Migrate the kubeconfig's users that run int128/kubelogin (kubectl oidc-login get-token): show each change, and with --write apply it after a backup of the file (its mode kept, other entries untouched); flags with no equivalent are reported, secrets move to 0600 files")
 	cmd.Flags().BoolVar(&o.WriteKuberc, "write-kuberc", false, "Add the exec command to kubectl's kuberc allowlist ($KUBERC or ~/.kube/kuberc) when its credentialPluginPolicy is Allowlist (kubectl >= 1.35); the file's other preferences and mode are kept")
 	return cmd
 }
@@ -126,6 +130,12 @@ func (o *SetupOptions) Complete() error {
 
 // Validate checks the settings; it changes nothing.
 func (o *SetupOptions) Validate() error {
+	if o.FromKubelogin {
+		if o.Context != "" || o.Server != "" || o.Auth.Args() != nil {
+			return errors.New("--from-kubelogin takes the settings from each kubelogin entry: give only --kubeconfig and --write")
+		}
+		return nil
+	}
 	if o.User == "" {
 		return errors.New("--user must not be empty")
 	}
@@ -181,6 +191,12 @@ func (o *SetupOptions) ExecConfig() *clientcmdapi.ExecConfig {
 func (o *SetupOptions) Run(context.Context) error {
 	if o.Auth.SecretOnCommandLine() || (o.Auth.ClientSecret != "" && o.Auth.ClientSecretFile == "") {
 		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: the client secret is not written into the kubeconfig: kubectl must find it in $%s, or use --%s or a profile\n", settings.EnvClientSecret, settings.FlagClientSecretFile)
+	}
+	if o.FromKubelogin {
+		if err := o.fromKubelogin(); err != nil || !o.Write {
+			return err
+		}
+		return o.kuberc(o.ExecConfig().Command)
 	}
 	exec := o.ExecConfig()
 	if !o.Write {

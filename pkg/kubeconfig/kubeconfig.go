@@ -67,6 +67,15 @@ func defines(cfg *clientcmdapi.Config, kind, name string) bool {
 	return false
 }
 
+// Starting is the merged configuration, as kubectl reads it.
+func (k *Kubeconfig) Starting() (*clientcmdapi.Config, error) {
+	cfg, err := k.po.GetStartingConfig()
+	if err != nil {
+		return nil, fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
 // Edit loads the merged configuration, lets change modify it, and writes
 // what changed with clientcmd.ModifyConfig. When change fails nothing is
 // written.

@@ -421,6 +421,53 @@ func TestPasswordGrant(t *testing.T) {
 	assert.Contains(t, r.stderr, "password grant: the identity provider answered 401 access_denied: Invalid username or password")
 }
 
+// TestSetupFromKubelogin: a kubeconfig written for int128/kubelogin
+// (kubectl oidc-login get-token) against the stack's Dex is migrated with
+// setup --from-kubelogin --write; kubectl then logs alice in through the
+// plugin, as the same identity.
+func TestSetupFromKubelogin(t *testing.T) {
+	alice := newPerson(t, "alice", st.api["structured"])
+	kubelogin := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: e2e, cluster: {server: %q, certificate-authority: %q}}]
+contexts: [{name: e2e, context: {cluster: e2e, user: oidc}}]
+current-context: e2e
+users:
+- name: oidc
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: kubectl
+      args: [oidc-login, get-token, --oidc-issuer-url=%s, --oidc-client-id=%s, --oidc-extra-scope=email, --oidc-extra-scope=groups,
+        --certificate-authority=%s, --browser-command=%s, --authentication-timeout-sec=60, --token-cache-dir=/nonexistent]
+      interactiveMode: IfAvailable
+`, alice.api.url, st.caFile, st.issuer, publicClient, st.caFile, st.browser)
+	require.NoError(t, os.WriteFile(alice.kubeconfig, []byte(kubelogin), 0o640))
+	require.NoError(t, os.Chmod(alice.kubeconfig, 0o640))
+
+	r := alice.plugin(nil, "setup", "--from-kubelogin", "--kubeconfig="+alice.kubeconfig)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "--oidc-certificate-authority="+st.caFile)
+	assert.Contains(t, r.stdout, "note: --token-cache-dir: dropped")
+	after, _ := os.ReadFile(alice.kubeconfig)
+	assert.Equal(t, kubelogin, string(after), "without --write nothing changes")
+
+	r = alice.plugin(nil, "setup", "--from-kubelogin", "--write", "--kubeconfig="+alice.kubeconfig)
+	require.Equal(t, 0, r.code, r.stderr)
+	fi, err := os.Stat(alice.kubeconfig)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o640), fi.Mode().Perm())
+	backups, _ := filepath.Glob(alice.kubeconfig + ".kubelogin-backup-*")
+	require.Len(t, backups, 1)
+	b, _ := os.ReadFile(backups[0])
+	assert.Equal(t, kubelogin, string(b))
+
+	r = alice.kubectl("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+	require.Equal(t, 0, r.code, "kubectl after the migration: %s", r.stderr)
+	assert.Equal(t, "oidc:"+users["alice"].email, r.stdout)
+	assert.Equal(t, 1, alice.browserStarts())
+}
+
 // Scenario 7: no D-Bus session. auto falls back to disk with a notice;
 // keyring fails with a clear error within 3 seconds.
 func TestKeyringAbsent(t *testing.T) {

@@ -1,0 +1,324 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeconfig"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
+)
+
+// kubelogin is int128/kubelogin (kubectl oidc-login). Its get-token flags
+// (v1.36.3's --help) map to ours: most by the same name, a few by another
+// name or a conversion; the rest have no equivalent and are reported.
+type kubeloginFlag struct {
+	// to is our flag ("" with convert: convert decides; both "": none).
+	to      string
+	boolean bool
+	// convert turns the value into our flags.
+	convert func(v string) ([]string, error)
+	// secret: the value goes into a 0600 file named by this flag of ours.
+	secret string
+	// note says why a flag without an equivalent is dropped.
+	note string
+}
+
+var kubeloginFlags = map[string]kubeloginFlag{
+	"oidc-issuer-url":                {to: "oidc-issuer-url"},
+	"oidc-client-id":                 {to: "oidc-client-id"},
+	"oidc-client-secret":             {secret: "oidc-client-secret-file"},
+	"oidc-extra-scope":               {to: "oidc-extra-scope"},
+	"oidc-use-access-token":          {to: "oidc-use-access-token", boolean: true},
+	"oidc-redirect-url":              {to: "oidc-redirect-url"},
+	"oidc-auth-request-extra-params": {to: "oidc-auth-request-extra-params"},
+	"oidc-request-header":            {to: "oidc-request-header"},
+	"oidc-pkce-method":               {to: "oidc-pkce-method"},
+	"grant-type":                     {to: "grant-type"},
+	"listen-address":                 {to: "listen-address"},
+	"listen-port": {convert: func(v string) ([]string, error) {
+		if _, err := strconv.Atoi(v); err != nil {
+			return nil, fmt.Errorf("--listen-port %q is not a port", v)
+		}
+		return []string{"--listen-address=127.0.0.1:" + v}, nil
+	}},
+	"skip-open-browser":             {to: "skip-open-browser", boolean: true},
+	"browser-command":               {to: "browser-command"},
+	"local-server-cert":             {to: "local-server-cert"},
+	"local-server-key":              {to: "local-server-key"},
+	"open-url-after-authentication": {to: "open-url-after-authentication"},
+	"authentication-timeout-sec": {convert: func(v string) ([]string, error) {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("--authentication-timeout-sec %q is not a positive number", v)
+		}
+		return []string{"--authentication-timeout=" + (time.Duration(n) * time.Second).String()}, nil
+	}},
+	"username":                            {to: "username"},
+	"password":                            {secret: "password-file"},
+	"certificate-authority":               {to: "oidc-certificate-authority"},
+	"certificate-authority-data":          {to: "certificate-authority-data"},
+	"insecure-skip-tls-verify":            {to: "insecure-skip-tls-verify", boolean: true},
+	"token-cache-storage":                 {to: "token-cache-storage"},
+	"force-refresh":                       {to: "force-refresh", boolean: true},
+	"token-cache-dir":                     {note: "kubectl-impersonate keeps its own cache (~/.kube/cache/kubectl-impersonate): log in once after the migration"},
+	"oidc-redirect-url-hostname":          {note: "deprecated in kubelogin; give the whole --oidc-redirect-url instead"},
+	"tls-renegotiation-once":              {boolean: true, note: "TLS renegotiation is not supported (Go's default: never)"},
+	"tls-renegotiation-freely":            {boolean: true, note: "TLS renegotiation is not supported (Go's default: never)"},
+	"v":                                   {note: "verbosity is not carried over (use -v when debugging)"},
+	"oidc-redirect-url-authcode-keyboard": {note: "give --oidc-redirect-url with --grant-type=authcode-keyboard"},
+}
+
+// kubeloginArgs recognises an exec entry that runs kubelogin's get-token
+// (kubectl oidc-login get-token, kubelogin get-token, kubectl-oidc_login
+// get-token) and returns get-token's arguments.
+func kubeloginArgs(e *clientcmdapi.ExecConfig) ([]string, bool) {
+	if e == nil {
+		return nil, false
+	}
+	args := e.Args
+	switch filepath.Base(e.Command) {
+	case "kubectl", "kubectl.exe":
+		if len(args) < 1 || args[0] != "oidc-login" {
+			return nil, false
+		}
+		args = args[1:]
+	case "kubelogin", "kubelogin.exe", "kubectl-oidc_login", "kubectl-oidc_login.exe":
+	default:
+		return nil, false
+	}
+	if len(args) < 1 || args[0] != "get-token" {
+		return nil, false
+	}
+	return args[1:], true
+}
+
+// migration is one user's move from kubelogin.
+type migration struct {
+	User    string
+	Old     *clientcmdapi.ExecConfig
+	Args    []string          // our get-token flags
+	Secrets map[string]string // file -> content, written 0600 with --write
+	Notes   []string          // flags dropped, and why
+}
+
+// migrateArgs maps kubelogin's get-token args; secrets go to files under
+// secretDir named after the user.
+func migrateArgs(user string, in []string, secretDir string) (*migration, error) {
+	m := &migration{User: user, Secrets: map[string]string{}}
+	for i := 0; i < len(in); i++ {
+		a := in[i]
+		if !strings.HasPrefix(a, "-") {
+			m.Notes = append(m.Notes, fmt.Sprintf("argument %q is not a flag: dropped", a))
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		f, known := kubeloginFlags[name]
+		if !known {
+			m.Notes = append(m.Notes, fmt.Sprintf("--%s has no equivalent: dropped (check what it did)", name))
+			if !hasValue && i+1 < len(in) && !strings.HasPrefix(in[i+1], "-") {
+				i++
+			}
+			continue
+		}
+		if !hasValue {
+			if f.boolean {
+				value = "true"
+			} else if i+1 < len(in) {
+				i++
+				value = in[i]
+			} else {
+				return nil, fmt.Errorf("--%s has no value", name)
+			}
+		}
+		switch {
+		case f.secret != "":
+			file := filepath.Join(secretDir, user+"."+strings.TrimSuffix(f.secret, "-file"))
+			m.Secrets[file] = value
+			m.Args = append(m.Args, "--"+f.secret+"="+file)
+			m.Notes = append(m.Notes, fmt.Sprintf("--%s moves out of the kubeconfig into %s (mode 0600)", name, file))
+		case f.convert != nil:
+			args, err := f.convert(value)
+			if err != nil {
+				return nil, err
+			}
+			m.Args = append(m.Args, args...)
+		case f.to != "":
+			if f.boolean && value == "true" {
+				m.Args = append(m.Args, "--"+f.to)
+			} else {
+				m.Args = append(m.Args, "--"+f.to+"="+value)
+			}
+		default:
+			m.Notes = append(m.Notes, fmt.Sprintf("--%s: dropped: %s", name, f.note))
+		}
+	}
+	return m, nil
+}
+
+// fromKubelogin finds the kubelogin users of the kubeconfig, prints each
+// change, and with --write applies them after a backup of each file.
+func (o *SetupOptions) fromKubelogin() error {
+	kc := kubeconfig.Open(o.Kubeconfig)
+	cfg, err := kc.Starting()
+	if err != nil {
+		return err
+	}
+	dir, err := secretDir(o.global.Getenv)
+	if err != nil {
+		return err
+	}
+	var migrations []*migration
+	names := make([]string, 0, len(cfg.AuthInfos))
+	for name := range cfg.AuthInfos {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		args, ok := kubeloginArgs(cfg.AuthInfos[name].Exec)
+		if !ok {
+			continue
+		}
+		m, err := migrateArgs(name, args, dir)
+		if err != nil {
+			return fmt.Errorf("user %q: %w", name, err)
+		}
+		// What we write must parse and check as get-token's flags.
+		if _, err := parseGetTokenArgs(m.Args, o.global.Getenv); err != nil {
+			return fmt.Errorf("user %q: the migrated flags do not check: %w", name, err)
+		}
+		m.Old = cfg.AuthInfos[name].Exec
+		migrations = append(migrations, m)
+	}
+	if len(migrations) == 0 {
+		return fmt.Errorf("no user of %s runs kubelogin's get-token", strings.Join(kc.Files(), ", "))
+	}
+	for _, m := range migrations {
+		printMigration(o.Out, m, o.execFor(m.Args))
+	}
+	if !o.Write {
+		fmt.Fprintln(o.Out, "Nothing written: run again with --write (a backup of each kubeconfig file is made first).")
+		return nil
+	}
+	files := map[string]bool{}
+	for _, m := range migrations {
+		files[kc.FileOf("users", m.User)] = true
+	}
+	for f := range files {
+		backup, err := backupFile(f)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "Backed up %s to %s.\n", f, backup)
+	}
+	for _, m := range migrations {
+		for file, content := range m.Secrets {
+			if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+				return err
+			}
+			if err := os.WriteFile(file, []byte(content+"\n"), 0o600); err != nil {
+				return fmt.Errorf("writing %s: %w", file, err)
+			}
+		}
+	}
+	err = kc.Edit(func(cfg *clientcmdapi.Config) error {
+		for _, m := range migrations {
+			e := o.execFor(m.Args)
+			e.InteractiveMode = m.Old.InteractiveMode
+			if e.InteractiveMode == "" {
+				e.InteractiveMode = clientcmdapi.IfAvailableExecInteractiveMode
+			}
+			e.Env = m.Old.Env
+			kubeconfig.SetUser(cfg, m.User, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "Migrated %d user(s); other entries are untouched.\n", len(migrations))
+	return nil
+}
+
+// execFor is the exec entry setup writes for these get-token flags.
+func (o *SetupOptions) execFor(args []string) *clientcmdapi.ExecConfig {
+	e := o.ExecConfig()
+	if e.Command == o.Executable && o.krewLink == "" && o.fast == "" {
+		e.Args = append([]string{"get-token"}, args...)
+	} else {
+		e.Args = args
+	}
+	return e
+}
+
+func printMigration(w io.Writer, m *migration, e *clientcmdapi.ExecConfig) {
+	fmt.Fprintf(w, "user %q:\n", m.User)
+	fmt.Fprintf(w, "- %s\n", strings.Join(quoteArgs(append([]string{m.Old.Command}, m.Old.Args...)), " "))
+	fmt.Fprintf(w, "+ %s\n", strings.Join(quoteArgs(append([]string{e.Command}, e.Args...)), " "))
+	for _, n := range m.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+}
+
+// parseGetTokenArgs checks args as get-token would (without its network).
+func parseGetTokenArgs(args []string, getenv func(string) string) (*settings.AuthOptions, error) {
+	o := settings.NewAuthOptions()
+	fs := pflag.NewFlagSet("get-token", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	// Secrets are not written yet: check without reading them.
+	o.ClientSecretFile, o.PasswordFile = "", ""
+	if err := o.Complete(getenv, func(string) {}); err != nil {
+		return nil, err
+	}
+	if o.GrantType == settings.GrantClientCredentials && o.ClientSecret == "" {
+		o.ClientSecret = "(moved to a file)"
+	}
+	return o, o.Validate()
+}
+
+// secretDir holds migrated secrets: $XDG_CONFIG_HOME/kubectl-impersonate
+// (~/.config/kubectl-impersonate), where profiles live.
+func secretDir(getenv func(string) string) (string, error) {
+	if d := getenv("XDG_CONFIG_HOME"); d != "" {
+		return filepath.Join(d, "kubectl-impersonate"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the home directory: %w", err)
+	}
+	return filepath.Join(home, ".config", "kubectl-impersonate"), nil
+}
+
+// backupFile copies path (through a symlink) next to itself with the same
+// mode: path.kubelogin-backup-TIME.
+func backupFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("backing up %s: %w", path, err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		real = path
+	}
+	backup := real + ".kubelogin-backup-" + time.Now().UTC().Format("20060102T150405Z")
+	if err := os.WriteFile(backup, b, fi.Mode().Perm()); err != nil {
+		return "", fmt.Errorf("backing up %s: %w", path, err)
+	}
+	return backup, nil
+}

@@ -1,0 +1,128 @@
+package cmd
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// TestMigrateKubelogin: invocations from kubelogin's README and docs map
+// to get-token flags that check; what has no equivalent is reported.
+func TestMigrateKubelogin(t *testing.T) {
+	issuer := "--oidc-issuer-url=https://issuer.example.com"
+	for _, tt := range []struct {
+		name      string
+		command   string
+		args      []string
+		want      []string
+		wantNotes []string
+		secrets   int
+	}{
+		{name: "README setup", command: "kubectl", args: []string{"oidc-login", "get-token", issuer, "--oidc-client-id=YOUR_CLIENT_ID", "--oidc-client-secret=YOUR_CLIENT_SECRET"},
+			want: []string{issuer, "--oidc-client-id=YOUR_CLIENT_ID", "--oidc-client-secret-file=/s/u.oidc-client-secret"}, secrets: 1,
+			wantNotes: []string{"--oidc-client-secret moves out of the kubeconfig"}},
+		{name: "extra scopes, space-separated values", command: "kubectl", args: []string{"oidc-login", "get-token", "--oidc-issuer-url", "https://issuer.example.com", "--oidc-client-id", "k8s", "--oidc-extra-scope=email", "--oidc-extra-scope=groups"},
+			want: []string{issuer, "--oidc-client-id=k8s", "--oidc-extra-scope=email", "--oidc-extra-scope=groups"}},
+		{name: "keyboard, standalone binary", command: "/usr/local/bin/kubelogin", args: []string{"get-token", issuer, "--oidc-client-id=k8s", "--grant-type=authcode-keyboard"},
+			want: []string{issuer, "--oidc-client-id=k8s", "--grant-type=authcode-keyboard"}},
+		{name: "password grant with the password in argv", command: "kubectl-oidc_login", args: []string{"get-token", issuer, "--oidc-client-id=k8s", "--grant-type=password", "--username=foo", "--password=bar"},
+			want: []string{issuer, "--oidc-client-id=k8s", "--grant-type=password", "--username=foo", "--password-file=/s/u.password"}, secrets: 1},
+		{name: "device code, CA, listen port, timeout", command: "kubectl", args: []string{"oidc-login", "get-token", issuer, "--oidc-client-id=k8s", "--grant-type=device-code",
+			"--certificate-authority=/etc/ca.crt", "--listen-port=8000", "--authentication-timeout-sec=60", "--skip-open-browser"},
+			want: []string{issuer, "--oidc-client-id=k8s", "--grant-type=device-code", "--oidc-certificate-authority=/etc/ca.crt", "--listen-address=127.0.0.1:8000", "--authentication-timeout=1m0s", "--skip-open-browser"}},
+		{name: "Auth0 audience, pkce, keyring, cache dir, verbosity", command: "kubectl", args: []string{"oidc-login", "get-token", issuer, "--oidc-client-id=k8s",
+			"--oidc-auth-request-extra-params=audience=https://api", "--oidc-pkce-method=S256", "--token-cache-storage=keyring", "--token-cache-dir=/tmp/c", "-v1", "--unknown-flag=x"},
+			want:      []string{issuer, "--oidc-client-id=k8s", "--oidc-auth-request-extra-params=audience=https://api", "--oidc-pkce-method=S256", "--token-cache-storage=keyring"},
+			wantNotes: []string{"--token-cache-dir: dropped: kubectl-impersonate keeps its own cache", "--v1 has no equivalent", "--unknown-flag has no equivalent"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args, ok := kubeloginArgs(&clientcmdapi.ExecConfig{Command: tt.command, Args: tt.args})
+			require.True(t, ok)
+			m, err := migrateArgs("u", args, "/s")
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, m.Args)
+			assert.Len(t, m.Secrets, tt.secrets)
+			notes := strings.Join(m.Notes, "\n")
+			for _, n := range tt.wantNotes {
+				assert.Contains(t, notes, n)
+			}
+			_, err = parseGetTokenArgs(m.Args, func(string) string { return "" })
+			require.NoError(t, err, "what is written checks as get-token's flags")
+		})
+	}
+	for _, e := range []*clientcmdapi.ExecConfig{{Command: "kubectl", Args: []string{"other-plugin", "get-token"}}, {Command: "gke-gcloud-auth-plugin"}, nil} {
+		_, ok := kubeloginArgs(e)
+		assert.False(t, ok)
+	}
+}
+
+// TestSetupFromKubeloginWrite: --write backs up the file (mode kept),
+// rewrites only the kubelogin users, moves the secret into a 0600 file,
+// keeps interactiveMode and env, and leaves other entries alone.
+func TestSetupFromKubeloginWrite(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config")
+	require.NoError(t, os.WriteFile(path, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://k8s.example.com"}}]
+contexts: [{name: c, context: {cluster: c, user: oidc}}]
+current-context: c
+users:
+- name: oidc
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: kubectl
+      args: [oidc-login, get-token, --oidc-issuer-url=https://issuer.example.com, --oidc-client-id=k8s, --oidc-client-secret=s3cret]
+      interactiveMode: Never
+      env: [{name: HTTPS_PROXY, value: "http://proxy:3128"}]
+- name: admin
+  user: {token: admin-token}
+`), 0o640))
+	var out bytes.Buffer
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg"))
+	root := newRootCmd(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out}, "")
+	root.SetArgs([]string{"setup", "--from-kubelogin", "--write", "--kubeconfig=" + path})
+	require.NoError(t, root.Execute(), out.String())
+	assert.Contains(t, out.String(), `user "oidc":`)
+	assert.Contains(t, out.String(), "Migrated 1 user(s)")
+
+	backups, _ := filepath.Glob(path + ".kubelogin-backup-*")
+	require.Len(t, backups, 1)
+	fi, err := os.Stat(backups[0])
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o640), fi.Mode().Perm(), "the backup keeps the mode")
+	fi, err = os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o640), fi.Mode().Perm(), "the kubeconfig keeps its mode")
+
+	cfg, err := clientcmd.LoadFromFile(path)
+	require.NoError(t, err)
+	e := cfg.AuthInfos["oidc"].Exec
+	require.NotNil(t, e)
+	assert.NotEqual(t, "kubectl", e.Command)
+	assert.Contains(t, e.Args, "--oidc-issuer-url=https://issuer.example.com")
+	assert.Equal(t, clientcmdapi.NeverExecInteractiveMode, e.InteractiveMode)
+	assert.Equal(t, []clientcmdapi.ExecEnvVar{{Name: "HTTPS_PROXY", Value: "http://proxy:3128"}}, e.Env)
+	assert.Equal(t, "admin-token", cfg.AuthInfos["admin"].Token, "other entries untouched")
+	b, _ := os.ReadFile(path)
+	assert.NotContains(t, string(b), "s3cret", "the secret left the kubeconfig")
+	var secretFile string
+	for _, a := range e.Args {
+		if v, ok := strings.CutPrefix(a, "--oidc-client-secret-file="); ok {
+			secretFile = v
+		}
+	}
+	require.NotEmpty(t, secretFile)
+	fi, err = os.Stat(secretFile)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+}
