@@ -421,6 +421,18 @@ func TestPasswordGrant(t *testing.T) {
 	assert.Contains(t, r.stderr, "password grant: the identity provider answered 401 access_denied: Invalid username or password")
 }
 
+// TestFixedRedirectURL: Dex has the confidential client's redirect
+// registered exactly (http://localhost:18000); --oidc-redirect-url serves
+// the browser login there.
+func TestFixedRedirectURL(t *testing.T) {
+	bob := newPerson(t, "bob", st.api["structured"], "--oidc-client-id="+confidentialClient,
+		"--oidc-client-secret-file="+st.secretFile, "--oidc-redirect-url=http://localhost:18000")
+	r := bob.kubectl("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+	require.Equal(t, 0, r.code, "kubectl auth whoami: %s", r.stderr)
+	assert.Equal(t, "oidc:"+users["bob"].email, r.stdout)
+	assert.Contains(t, r.stderr, "redirect_uri=http%3A%2F%2Flocalhost%3A18000")
+}
+
 // TestSetupFromKubelogin: a kubeconfig written for int128/kubelogin
 // (kubectl oidc-login get-token) against the stack's Dex is migrated with
 // setup --from-kubelogin --write; kubectl then logs alice in through the
