@@ -1173,6 +1173,96 @@ subjects:
 // "viewer" may get two named ConfigMaps in one namespace of project a and
 // every ConfigMap in the other, nothing in project b. Then 10 namespaces ×
 // 100 ConfigMaps for the request counts.
+// TestListObjectsLabelledWithAProject: the seed's model (objects, here a
+// CRD's, all in one namespace, labelled with the project id) with
+// list -l project=ID, by one rules review and by one access review per
+// object: the same objects, and the request counts of each method.
+func TestListObjectsLabelledWithAProject(t *testing.T) {
+	api := st.api["legacy"]
+	admin, err := st.adminKubeconfig(api)
+	require.NoError(t, err)
+	env := baseEnv(t.TempDir())
+	kubectl := func(stdin string, args ...string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, st.kubectl, append([]string{"--kubeconfig=" + admin}, args...)...)
+		cmd.Env, cmd.Stdin = env, strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	kubectl(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets, singular: widget}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`, "apply", "--server-side", "-f", "-")
+	kubectl("", "wait", "--for=condition=Established", "--timeout=60s", "crd/widgets.example.com")
+	var m strings.Builder
+	m.WriteString("apiVersion: v1\nkind: Namespace\nmetadata: {name: shared-objects}\n")
+	for _, p := range []string{"a", "b"} {
+		for i := 1; i <= 3; i++ {
+			fmt.Fprintf(&m, "---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w-%s-%d, namespace: shared-objects, labels: {project: %s}}\n", p, i, p)
+		}
+	}
+	m.WriteString(`---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: project-a-widgets, namespace: shared-objects}
+rules:
+- {apiGroups: [example.com], resources: [widgets], verbs: [get], resourceNames: [w-a-1, w-a-2, w-b-3]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: project-a, namespace: shared-objects}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: project-a-widgets}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: project-a}]
+`)
+	// The CRD's resource can take a moment to be served after Established.
+	var applyErr error
+	for range 30 {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		cmd := exec.CommandContext(ctx, st.kubectl, "--kubeconfig="+admin, "apply", "--server-side", "-f", "-")
+		cmd.Env, cmd.Stdin = env, strings.NewReader(m.String())
+		var out []byte
+		out, applyErr = cmd.CombinedOutput()
+		cancel()
+		if applyErr == nil {
+			break
+		}
+		applyErr = fmt.Errorf("%w: %s", applyErr, out)
+		time.Sleep(time.Second)
+	}
+	require.NoError(t, applyErr)
+
+	list := func(args ...string) result {
+		t.Helper()
+		return run(t, env, false, append([]string{st.ki, "list", "widgets.example.com", "-n", "shared-objects", "-l", "project=a",
+			"--kubeconfig=" + admin, "--as=carol", "--as-group=project-a", "-v=1", "-o", "name"}, args...)...)
+	}
+	rules := list()
+	require.Equal(t, 0, rules.code, rules.stderr)
+	assert.Equal(t, "widget.example.com/w-a-1\nwidget.example.com/w-a-2\n", rules.stdout, "project a's objects carol may get")
+	assert.Contains(t, rules.stderr, "2 of 3 widgets.example.com allowed to get for carol [project-a]; requests after discovery: 1 list, 1 rules reviews, 0 access reviews")
+	ssar := list("--method=ssar")
+	require.Equal(t, 0, ssar.code, ssar.stderr)
+	assert.Equal(t, rules.stdout, ssar.stdout, "the same objects by one access review per object")
+	assert.Contains(t, ssar.stderr, "requests after discovery: 1 list, 0 rules reviews, 3 access reviews")
+	t.Logf("list -l project=a over a CRD in one namespace: %s | %s", lastLine(rules.stderr), lastLine(ssar.stderr))
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
 func TestAccessFilteredList(t *testing.T) {
 	api := st.api["legacy"]
 	admin, err := st.adminKubeconfig(api)
