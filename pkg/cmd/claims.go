@@ -147,6 +147,25 @@ func (o *ClaimsOptions) authnOptions(tok *authn.Token, res *ClaimsResult) (authn
 	return authn.Options{Config: cfg, SigningAlgs: algs}, trusted, nil
 }
 
+// identityPlatformAudience explains the audience of Google Cloud Identity
+// Platform's tokens (issuer https://securetoken.google.com/PROJECT): their
+// aud is the project ID, while a cluster configured from a Google OAuth
+// client expects the client ID, and refuses them.
+func identityPlatformAudience(tok *authn.Token, cfg *authn.Config) string {
+	iss := tok.String("iss")
+	project, ok := strings.CutPrefix(iss, "https://securetoken.google.com/")
+	if !ok || cfg == nil {
+		return ""
+	}
+	for _, j := range cfg.JWT {
+		if j.Issuer.URL == iss && !slices.Contains(j.Issuer.Audiences, project) {
+			return fmt.Sprintf("Identity Platform tokens carry the project ID %q as aud, but this configuration expects %s (an OAuth client ID?): the API server refuses them; set the audience to %q (audiences: [%s], or --oidc-client-id=%s)",
+				project, strings.Join(j.Issuer.Audiences, ", "), project, project, project)
+		}
+	}
+	return ""
+}
+
 // predict runs kube-apiserver's authenticator on raw: with the trusted
 // issuers' keys when there are some, and without a signature check to
 // tell a signature failure from the rest.
@@ -218,6 +237,9 @@ func (o *ClaimsOptions) Run(ctx context.Context) error {
 	opts, trusted, err := o.authnOptions(tok, &res)
 	if err != nil {
 		return err
+	}
+	if note := identityPlatformAudience(tok, opts.Config); note != "" {
+		res.Notes = append(res.Notes, note)
 	}
 	if err := o.predict(ctx, raw, opts, trusted, &res); err != nil {
 		return err
