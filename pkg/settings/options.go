@@ -276,7 +276,7 @@ func NewAuthOptions() *AuthOptions {
 func (o *AuthOptions) AddFlags(fs *pflag.FlagSet) {
 	o.flags = fs
 	fs.StringVar(&o.Profile, flagProfile, o.Profile, "Read these settings from a profile of the profiles file (see docs/profiles.md); flags override it")
-	fs.StringVar(&o.Exchange, flagExchange, o.Exchange, "Exchange the token for one that acts as another user: cloudsigma|token-exchange (default none)")
+	fs.StringVar(&o.Exchange, flagExchange, o.Exchange, "Exchange the token for one that acts as another user: cloudsigma or token-exchange (unset: no exchange)")
 	fs.StringVar(&o.AuditLog, flagAuditLog, o.AuditLog, "Append one JSON line per exchange step to this file (never a token)")
 	fs.BoolVar(&o.ForceRefresh, flagForceRefresh, o.ForceRefresh, "Refresh the token (or log in) even when the cached one is valid")
 	o.OIDCOptions.AddFlags(fs)
