@@ -324,6 +324,23 @@ func TestSetupWriteAndClientGoExec(t *testing.T) {
 	defer mu.Unlock()
 	require.Len(t, gotAuth, 1)
 	assert.True(t, strings.HasPrefix(gotAuth[0], "Bearer ey"), "client-go sent our ID token, got %.20q", gotAuth[0])
+
+	// "Log in again" is one command: login reads the current user's exec
+	// entry when no issuer flag or profile is given.
+	before := e.idp.AuthRequests()
+	r = e.run(nil, "login", "--force", "--kubeconfig="+kubeconfig)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, before+1, e.idp.AuthRequests(), "a new browser login")
+	r = e.run(nil, "login", "--kubeconfig="+kubeconfig, "--context=absent")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, `the kubeconfig has no context "absent"`)
+	initial.AuthInfos["static"] = &clientcmdapi.AuthInfo{Token: "x"}
+	initial.Contexts["static"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "static"}
+	other := filepath.Join(e.home, "other-kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*initial, other))
+	r = e.run(nil, "login", "--kubeconfig="+other, "--context=static")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "give --oidc-issuer-url and --oidc-client-id, or --profile: the current kubeconfig user does not run kubectl-impersonate")
 }
 
 func sortedArgs(args []string) []string {

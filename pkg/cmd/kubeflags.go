@@ -180,6 +180,26 @@ func (k *KubeFlags) ExecCommand() string {
 	return ""
 }
 
+// contextUserExec is the exec entry of context's user (default: the
+// current context) in kubeconfig (default: kubectl's files), nil without one.
+func contextUserExec(kubeconfig, context string) (*clientcmdapi.ExecConfig, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	raw, err := rules.Load()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	name := cmp.Or(context, raw.CurrentContext)
+	c, ok := raw.Contexts[name]
+	if !ok {
+		return nil, fmt.Errorf("the kubeconfig has no context %q: give --context, or the issuer flags", name)
+	}
+	if ai, ok := raw.AuthInfos[c.AuthInfo]; ok {
+		return ai.Exec, nil
+	}
+	return nil, nil
+}
+
 // currentExec is the exec entry of the current context's user (the
 // flags' --context and --user win), nil without one.
 func (k *KubeFlags) currentExec() (*clientcmdapi.ExecConfig, error) {
@@ -197,17 +217,23 @@ func (k *KubeFlags) currentExec() (*clientcmdapi.ExecConfig, error) {
 	return nil, nil
 }
 
-func cachedTokenOf(ctx context.Context, exec *clientcmdapi.ExecConfig, getenv func(string) string) (string, *TokenSource, error) {
+// settingsOfExec reads the get-token settings of an exec entry that runs
+// this plugin (the fast binary, or the full one's get-token), with the
+// entry's environment over ours.
+func settingsOfExec(exec *clientcmdapi.ExecConfig, getenv func(string) string) (*settings.AuthOptions, error) {
+	if exec == nil {
+		return nil, errNotOurs
+	}
 	args := exec.Args
 	switch filepath.Base(strings.TrimSuffix(exec.Command, ".exe")) {
 	case fastpath.BinaryName:
 	case fastpath.FullBinaryName:
 		if len(args) == 0 || args[0] != "get-token" {
-			return "", nil, errNotOurs
+			return nil, errNotOurs
 		}
 		args = args[1:]
 	default:
-		return "", nil, errNotOurs
+		return nil, errNotOurs
 	}
 	env := map[string]string{}
 	for _, e := range exec.Env {
@@ -221,7 +247,15 @@ func cachedTokenOf(ctx context.Context, exec *clientcmdapi.ExecConfig, getenv fu
 	}
 	o, _, err := fastpath.ParseArgs(args, lookup, func(string) {})
 	if err != nil {
-		return "", nil, fmt.Errorf("reading the exec entry's flags: %w", err)
+		return nil, fmt.Errorf("reading the exec entry's flags: %w", err)
+	}
+	return o, nil
+}
+
+func cachedTokenOf(ctx context.Context, exec *clientcmdapi.ExecConfig, getenv func(string) string) (string, *TokenSource, error) {
+	o, err := settingsOfExec(exec, getenv)
+	if err != nil {
+		return "", nil, err
 	}
 	store, err := o.NewStore(func(string) {})
 	if err != nil {

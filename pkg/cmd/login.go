@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,6 +18,9 @@ import (
 type LoginOptions struct {
 	Auth  *settings.AuthOptions
 	Force bool
+	// Kubeconfig and Context select the kubeconfig user whose exec entry
+	// gives the settings when no issuer flag or profile does.
+	Kubeconfig, Context string
 	genericiooptions.IOStreams
 	global *GlobalOptions
 }
@@ -30,24 +34,51 @@ func NewCmdLogin(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Co
 		Long: `login runs the login that get-token would run on a cache miss (browser,
 keyboard, device code, client credentials, and the exchange when configured),
 stores the token in the cache, and prints nothing on stdout. It takes
-get-token's flags or a --profile. --force logs in again even when the cached
-token is still valid. Use it before a script or CI job that runs kubectl with
-interactiveMode Never.`,
+get-token's flags or a --profile; without them, the settings of the current
+kubeconfig user's exec entry (--kubeconfig, --context), so "log in again" is
+"kubectl impersonate login --force". --force logs in again even when the
+cached token is still valid. Use it before a script or CI job that runs
+kubectl with interactiveMode Never.`,
 		Example: `  # Log in with the browser
   kubectl impersonate login --oidc-issuer-url=https://dex.example.com --oidc-client-id=kubernetes
 
   # Over SSH: show the URL, paste the code
-  kubectl impersonate login --profile=tenant-a --grant-type=authcode-keyboard`,
+  kubectl impersonate login --profile=tenant-a --grant-type=authcode-keyboard
+
+  # Log in again as the current context's user
+  kubectl impersonate login --force`,
 		Args: cobra.NoArgs,
 		RunE: runE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&o.Force, "force", false, "Log in again even when a valid token is cached")
+	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "Without issuer flags or --profile: the kubeconfig whose user's exec entry gives the settings")
+	cmd.Flags().StringVar(&o.Context, "context", "", "Without issuer flags or --profile: the context whose user's exec entry gives the settings (default: the current one)")
 	return cmd
 }
 
-// Complete fills the settings.
-func (o *LoginOptions) Complete() error { return o.Auth.Complete(o.global.Getenv, notifier(o.ErrOut)) }
+// Complete fills the settings: from the flags or profile, else from the
+// kubeconfig user's exec entry.
+func (o *LoginOptions) Complete() error {
+	if o.Auth.IssuerURL == "" && o.Auth.Profile == "" && o.Auth.Exchange == "" {
+		exec, err := contextUserExec(o.Kubeconfig, o.Context)
+		if err != nil {
+			return err
+		}
+		a, err := settingsOfExec(exec, o.global.Getenv)
+		if errors.Is(err, errNotOurs) {
+			return fmt.Errorf("give --oidc-issuer-url and --oidc-client-id, or --profile: %w", err)
+		}
+		if err != nil {
+			return err
+		}
+		force := o.Auth.ForceRefresh
+		o.Auth = a
+		o.Auth.ForceRefresh = o.Auth.ForceRefresh || force
+		return nil
+	}
+	return o.Auth.Complete(o.global.Getenv, notifier(o.ErrOut))
+}
 
 // Validate checks the settings.
 func (o *LoginOptions) Validate() error { return o.Auth.Validate() }
