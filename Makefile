@@ -15,7 +15,7 @@ TOOLS = $(shell hack/tools/build.sh)
 # The version in the archive names of a goreleaser output directory.
 snapshot_version = $$(ls $(1)/kubectl-impersonate_*_linux_amd64.tar.gz | sed -E 's/.*kubectl-impersonate_(.*)_linux_amd64.tar.gz/\1/')
 
-.PHONY: help build install test unit e2e demo demo-check bench lint fmt fuzz clean tools release-snapshot release-test krew-manifest krew-validate docs
+.PHONY: help build install test unit e2e demo demo-check bench bench-check lint fmt fuzz clean tools release-snapshot release-test krew-manifest krew-validate docs
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -33,7 +33,7 @@ unit: ## Unit and integration tests (in-process OIDC provider, the built binary)
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-test: lint unit e2e demo-check release-test ## Everything CI runs: lint, unit, integration, end-to-end (Kubernetes 1.37 and 1.35), the demo checked, Krew install
+test: lint unit e2e demo-check release-test bench-check ## Everything CI runs: lint, unit, integration, end-to-end (Kubernetes 1.37 and 1.35), the demo checked, Krew install, the speed bound
 
 demo: ## A local kube-apiserver + etcd + Dex + proxy and a kubeconfig with two users; prints the commands to try (Ctrl-C stops it)
 	hack/demo.sh
@@ -44,8 +44,11 @@ demo-check: ## Run the demo non-interactively (headless Chromium answers the log
 e2e: ## End-to-end tests on real kube-apiserver, etcd, Dex, kubectl, keyring and Chromium
 	test/e2e/run.sh
 
-bench: ## Benchmark the cached get-token (disk and keyring) against a Go hello world
+bench: ## Benchmark the cached get-token (disk and keyring) against a Go hello world; writes the table into README.md
 	hack/bench.sh
+
+bench-check: ## The coarse speed bound of make test: cached get-token (disk) at most 3 x hello, peak RSS at most 8 MiB
+	hack/bench.sh --check
 
 lint: tools ## gofmt, go vet, staticcheck, goreleaser check, Krew manifest validation
 	@out="$$(gofmt -l cmd pkg test hack internal)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -3,13 +3,22 @@
 # a Go hello world built in the same run: the cached path on disk and in the
 # OS keyring (gnome-keyring's Secret Service in a private D-Bus session), the
 # refresh path and the full login path against the in-process test provider
-# (test/bench/idp; curl stands in for the browser). Prints a table of medians
-# (hyperfine) and peak RSS. Not a test: numbers, for the README and notes.
+# (test/bench/idp; curl stands in for the browser). Writes a table of medians
+# (hyperfine) and peak RSS to test/bench/results.md and into README.md
+# between its bench markers (TestREADMESpeedTable keeps the two equal). Any
+# run that fails fails the script.
 #
-# Usage: hack/bench.sh [RUNS]   (default 500 runs of each cached command)
+# Usage: hack/bench.sh [RUNS]    (default 500 runs of each cached command)
+#        hack/bench.sh --check   (make test: hello and the cached disk path
+#                                 only, 200 runs; fails unless the disk path
+#                                 is at most 3 x hello and its peak RSS at
+#                                 most 8 MiB; writes nothing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+CHECK="${CHECK:-}"
+if [ "${1:-}" = "--check" ]; then CHECK=1; shift; fi
 RUNS="${1:-${RUNS:-500}}"
+[ -n "$CHECK" ] && RUNS=200
 
 need() { command -v "$1" >/dev/null 2>&1; }
 install_pkgs() {
@@ -32,7 +41,9 @@ if [ -z "${BENCH_INSIDE:-}" ]; then
   CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$work/hello" ./test/bench/hello
   go build -o "$work/idp" ./test/bench/idp
   # A private D-Bus session and keyring: nothing of the user's is touched.
-  exec env -i PATH="$PATH" HOME="$work/home" XDG_RUNTIME_DIR="$work/run" BENCH_INSIDE=1 BENCH_WORK="$work" RUNS="$RUNS" \
+  # Go's caches stay the user's: the access matrix count runs go test.
+  exec env -i PATH="$PATH" HOME="$work/home" XDG_RUNTIME_DIR="$work/run" BENCH_INSIDE=1 BENCH_WORK="$work" RUNS="$RUNS" CHECK="$CHECK" \
+    GOPATH="$(go env GOPATH)" GOCACHE="$(go env GOCACHE)" GOMODCACHE="$(go env GOMODCACHE)" GOPROXY="$(go env GOPROXY)" \
     dbus-run-session -- bash "$0"
 fi
 
@@ -64,6 +75,28 @@ export KUBERNETES_EXEC_INFO='{"kind":"ExecCredential","apiVersion":"client.authe
 
 # shellcheck disable=SC2086
 "$ki" login $disk "$browser" >/dev/null
+
+rss() { # median peak RSS in KiB over 21 runs
+  for _ in $(seq 21); do /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; done | sort -n | sed -n 11p
+}
+
+if [ -n "$CHECK" ]; then
+  # shellcheck disable=SC2086
+  "$fast" $disk >/dev/null || { echo "bench: cached get-token (disk) failed" >&2; exit 1; }
+  hyperfine -N --style none --warmup 20 --runs "$RUNS" --export-json "$work/check.json" \
+    -n hello "$work/hello" -n "get-token (disk)" "$fast $disk" >/dev/null
+  # shellcheck disable=SC2086
+  RSS_DISK=$(rss "$fast" $disk) python3 - "$work/check.json" <<'PY'
+import json, os, sys
+rows = {r["command"]: r["median"] for r in json.load(open(sys.argv[1]))["results"]}
+ratio = rows["get-token (disk)"] / rows["hello"]
+rss = int(os.environ["RSS_DISK"]) / 1024
+print(f"bench --check: hello {rows['hello']*1000:.2f} ms, cached get-token (disk) {rows['get-token (disk)']*1000:.2f} ms = {ratio:.2f} x hello (limit 3), peak RSS {rss:.1f} MiB (limit 8)")
+if ratio > 3 or rss > 8:
+    sys.exit("bench --check: over the limit")
+PY
+  exit $?
+fi
 # shellcheck disable=SC2086
 "$ki" login $keyring "$browser" >/dev/null
 # shellcheck disable=SC2086
@@ -82,42 +115,46 @@ hyperfine -N --style none --warmup 30 --runs "$RUNS" --export-json "$work/cached
   -n "full binary get-token (disk)" "$ki get-token $disk" >/dev/null
 hyperfine --style none --warmup 5 --runs 100 --export-json "$work/slow.json" \
   -n "get-token (refresh)" --prepare "cp $work/expired.json $entry" "$ki get-token $refresh" \
-  -n "login (browser, no cache)" "$ki login --force $common --token-cache-storage=none --token-cache-dir=$work/none '$browser'" >/dev/null \
-  || echo "bench: the refresh/login runs failed" >&2
+  -n "login (browser, no cache)" "$ki login --force $common --token-cache-storage=none --token-cache-dir=$work/none '$browser'" >/dev/null
 
-rss() { # median peak RSS in KiB over 21 runs
-  for _ in $(seq 21); do /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; done | sort -n | sed -n 11p
-}
 rss_hello=$(rss "$work/hello")
 # shellcheck disable=SC2086
 rss_disk=$(rss "$fast" $disk)
 # shellcheck disable=SC2086
 rss_keyring=$(rss "$fast" $keyring)
 
-export RSS_HELLO=$rss_hello RSS_DISK=$rss_disk RSS_KEYRING=$rss_keyring
-python3 - "$work/cached.json" "$work/slow.json" <<'PY' 2>/dev/null || cat "$work/cached.json"
-import json, os, sys
+export RSS_HELLO=$rss_hello RSS_DISK=$rss_disk RSS_KEYRING=$rss_keyring RUNS
+python3 - "$work/cached.json" "$work/slow.json" > "$work/results.md" <<'PY'
+import datetime, json, os, sys
 rows = []
 for f in sys.argv[1:]:
-    try:
-        rows += json.load(open(f))["results"]
-    except Exception:
-        pass
-hello = next(r["median"] for r in rows if r["command"] == "hello")
+    rows += json.load(open(f))["results"]
+med = {r["command"]: r["median"] for r in rows}
+hello, disk = med["hello"], med["get-token (disk)"]
 rss = {"hello": os.environ["RSS_HELLO"], "get-token (disk)": os.environ["RSS_DISK"], "get-token (keyring)": os.environ["RSS_KEYRING"]}
-disk = next((r["median"] for r in rows if r["command"] == "get-token (disk)"), None)
-print(f"{'command':28} {'median ms':>10} {'p95 ms':>8} {'x hello':>8} {'x disk':>7} {'max RSS MiB':>12}")
+print(f"`make bench`, {datetime.date.today()}: {os.environ['RUNS']} runs of each cached command, 100 of the others (hyperfine medians), peak RSS the median of 21 runs.")
+print()
+print("| command | median ms | p95 ms | × hello | × disk | peak RSS MiB |")
+print("| --- | --- | --- | --- | --- | --- |")
 for r in rows:
     times = sorted(r["times"])
     p95 = times[int(len(times) * 0.95) - 1]
     m = r["median"]
-    rs = f"{int(rss[r['command']]) / 1024:.1f}" if r["command"] in rss else "-"
-    xd = f"{m / disk:.2f}" if disk else "-"
-    print(f"{r['command']:28} {m * 1000:10.2f} {p95 * 1000:8.2f} {m / hello:8.2f} {xd:>7} {rs:>12}")
+    rs = f"{int(rss[r['command']]) / 1024:.1f}" if r["command"] in rss else ""
+    print(f"| {r['command']} | {m * 1000:.2f} | {p95 * 1000:.2f} | {m / hello:.2f} | {m / disk:.2f} | {rs} |")
 PY
+cp "$work/results.md" test/bench/results.md
+python3 - README.md test/bench/results.md <<'PY'
+import re, sys
+readme, table = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+new, n = re.subn(r"(<!-- bench:begin -->\n).*?(<!-- bench:end -->)", lambda m: m.group(1) + table + m.group(2), readme, flags=re.S)
+if n != 1:
+    sys.exit("bench: README.md has no bench markers")
+open(sys.argv[1], "w").write(new)
+PY
+cat test/bench/results.md
 
 # Request counts of the access matrix (not a timing: from the unit test that
 # asserts them against a stand-in authorizer; the e2e figures are in
 # docs/inspection.md).
-( cd "$(dirname "$0")/.." && go test -count=1 -run '^TestAccessRequestCounts$' -v ./pkg/rbac 2>/dev/null \
-  | grep -o 'access matrix.*' ) || echo "bench: the access matrix count failed" >&2
+go test -count=1 -run '^TestAccessRequestCounts$' -v ./pkg/rbac | grep -o 'access matrix.*'

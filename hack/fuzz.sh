@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-60s}
 targets=(
   "./pkg/authn FuzzDecodeJWT"
+  "./pkg/authn FuzzDecodeJWTStructured"
+  "./pkg/authn FuzzCELPrediction"
+  "./pkg/proxy FuzzProxyRequest"
   "./pkg/execcred FuzzParseRequest"
   "./pkg/config FuzzParse"
   "./pkg/oauth FuzzTokenResponse"

@@ -12,7 +12,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
 )
 
-func startIssuer(t *testing.T) *testissuer.Issuer {
+func startIssuer(t testing.TB) *testissuer.Issuer {
 	t.Helper()
 	is, err := testissuer.Start()
 	require.NoError(t, err)
@@ -20,7 +20,7 @@ func startIssuer(t *testing.T) *testissuer.Issuer {
 	return is
 }
 
-func newAuthn(t *testing.T, opts Options) *Authenticator {
+func newAuthn(t testing.TB, opts Options) *Authenticator {
 	t.Helper()
 	a, err := New(context.Background(), opts)
 	require.NoError(t, err)

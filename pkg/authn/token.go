@@ -29,6 +29,9 @@ func DecodeJWT(raw string) (*Token, error) {
 		if err := json.Unmarshal(b, dst); err != nil {
 			return nil, fmt.Errorf("not a JWT: part %d is not a JSON object: %v", i+1, err)
 		}
+		if *dst == nil { // JSON null decodes without an error, into no map
+			return nil, fmt.Errorf("not a JWT: part %d is null, not a JSON object", i+1)
+		}
 	}
 	return t, nil
 }

@@ -26,7 +26,8 @@ func TestDecodeJWT(t *testing.T) {
 }
 
 func TestDecodeJWTErrors(t *testing.T) {
-	for in, want := range map[string]string{"abc": "1 parts separated by dots, want 3", "a.b.c": "not base64url", "e30.YQ.c": "not a JSON object"} {
+	for in, want := range map[string]string{"abc": "1 parts separated by dots, want 3", "a.b.c": "not base64url", "e30.YQ.c": "not a JSON object",
+		"e30.bnVsbA.c": "part 2 is null, not a JSON object", "bnVsbA.e30.c": "part 1 is null"} {
 		_, err := DecodeJWT(in)
 		assert.ErrorContains(t, err, want, in)
 	}

@@ -124,7 +124,7 @@ type testProxy struct {
 
 // newTestProxy runs the proxy in front of a recording upstream whose URL
 // has a path prefix (as a multi-cluster gateway's would).
-func newTestProxy(t *testing.T, cfg func(*testissuer.Issuer) authn.Options, allowSystem bool) *testProxy {
+func newTestProxy(t testing.TB, cfg func(*testissuer.Issuer) authn.Options, allowSystem bool) *testProxy {
 	is, a := issuerAndAuthn(t, cfg)
 	rec := &recordingUpstream{}
 	up := httptest.NewServer(rec)
@@ -137,7 +137,7 @@ func newTestProxy(t *testing.T, cfg func(*testissuer.Issuer) authn.Options, allo
 	return &testProxy{url: p.URL, upstream: rec, audit: audit, is: is, handler: h}
 }
 
-func (p *testProxy) mint(t *testing.T, claims map[string]any, tamper testissuer.Tamper) string {
+func (p *testProxy) mint(t testing.TB, claims map[string]any, tamper testissuer.Tamper) string {
 	t.Helper()
 	raw, err := p.is.Mint(p.is.Claims("sub-1", "kube", time.Hour, claims), tamper)
 	require.NoError(t, err)
