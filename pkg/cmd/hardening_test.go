@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
@@ -195,33 +196,52 @@ current-context: c
 	step("claims", false, "claims", "-v", "9", "--kubeconfig="+kubeconfig, "--oidc-groups-claim=groups")
 	step("groups", false, "groups", "-v", "9", "--kubeconfig="+kubeconfig)
 	collect()
+	// An exchange, which writes the audit file: CloudSigma's three tokens
+	// and the robot's client secret join the secrets.
+	sim := idp.New(t)
+	r := e.run(append([]string{"KUBERNETES_EXEC_INFO=" + execInfoV1Never}, robotEnv...),
+		append([]string{"get-token", "-v", "9"}, cloudsigmaArgs(sim, e, "--impersonate-user-email=alice@example.com", "--exchange-audit-log="+audit)...)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	outputs["cloudsigma get-token stderr"] = r.stderr
+	collect()
+	step("logout", false, append([]string{"logout", "-v", "9"}, e.authArgs()...)...)
 	for _, name := range []string{kubeconfig, audit} {
-		b, _ := os.ReadFile(name)
+		b, err := os.ReadFile(name)
+		require.NoError(t, err, "%s exists", name)
 		outputs[filepath.Base(name)] = string(b)
 	}
-	secrets = append(secrets, e.idp.ClientSecret)
+	assert.Contains(t, outputs["audit.log"], `"step":"3/3 impersonate","outcome":"ok"`, "the exchange wrote its audit lines")
+	secrets = append(secrets, e.idp.ClientSecret, "robot-secret")
 	secrets = append(secrets, e.idp.IssuedCodes()...)
 	require.GreaterOrEqual(t, len(e.idp.IssuedCodes()), 1)
+	distinct := map[string]bool{}
+	for _, s := range secrets {
+		if s != "" {
+			distinct[s] = true
+		}
+	}
+	// ID, access and refresh token of the login; a new ID and access token
+	// after the refresh; CloudSigma's service token, RPT and impersonated
+	// token; two client secrets; at least one authorization code.
+	require.GreaterOrEqual(t, len(distinct), 11, "distinct secrets")
 
 	checked := 0
 	for where, text := range outputs {
-		for _, s := range secrets {
-			if len(s) < 8 {
-				continue
-			}
+		for s := range distinct {
 			checked++
 			assert.NotContains(t, text, s, "a secret in %s", where)
 		}
 		assert.NotRegexp(t, `eyJ[A-Za-z0-9_-]{10,}\.eyJ`, text, "a JWT in %s", where)
 	}
-	t.Logf("%d outputs × %d secrets (ID, access and refresh tokens before and after a refresh, %d authorization codes, the client secret): %d checks, no leak",
-		len(outputs), len(secrets), len(e.idp.IssuedCodes()), checked)
+	assert.Equal(t, len(outputs)*len(distinct), checked, "every output checked for every secret")
+	t.Logf("%d outputs × %d distinct secrets (%d authorization codes): %d checks, no leak", len(outputs), len(distinct), len(e.idp.IssuedCodes()), checked)
 
 	// File modes.
 	fi, err := os.Stat(e.cacheDir)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), "cache directory")
 	files, _ := filepath.Glob(filepath.Join(e.cacheDir, "*"))
+	require.NotEmpty(t, files)
 	for _, f := range files {
 		fi, err := os.Stat(f)
 		require.NoError(t, err)
@@ -230,11 +250,10 @@ current-context: c
 		}
 	}
 	for _, f := range []string{kubeconfig, audit} {
-		if fi, err := os.Stat(f); err == nil {
-			assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), f)
-		}
+		fi, err := os.Stat(f)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), f)
 	}
-	step("logout", false, append([]string{"logout", "-v", "9"}, e.authArgs()...)...)
 }
 
 // tokencacheDecode returns the tokens of a cache file.
