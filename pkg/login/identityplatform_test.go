@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/assert"
@@ -90,4 +91,30 @@ func TestIdentityPlatformErrors(t *testing.T) {
 
 func TestIdentityPlatformProject(t *testing.T) {
 	assert.Equal(t, "my-project", (&IdentityPlatform{Issuer: "https://securetoken.google.com/my-project"}).Project())
+}
+
+// TestUnsignedTokenRefusedWithoutEmulator: the Firebase Auth emulator's
+// tokens are unsigned (alg none). Without --identity-platform-emulator they
+// are verified against the issuer's keys, and refused; with it, iss, aud and
+// exp are still checked. Offline and deterministic: the issuer is the
+// simulator's, on loopback.
+func TestUnsignedTokenRefusedWithoutEmulator(t *testing.T) {
+	p, _, sim := newIdentityPlatform(t)
+	unsigned := func(iss string) string {
+		tok := jwt.NewWithClaims(jwt.SigningMethodNone, jwt.MapClaims{"iss": iss, "aud": p.Project(), "sub": "u-1",
+			"email": "alice@example.com", "exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Unix()})
+		raw, err := tok.SignedString(jwt.UnsafeAllowNoneSignatureType)
+		require.NoError(t, err)
+		return raw
+	}
+	_, err := p.entry(context.Background(), unsigned(sim.Issuer()), "rt", "")
+	require.Error(t, err, "refused without the emulator flag")
+	assert.Contains(t, err.Error(), "verifying ID token")
+
+	p.Emulator = true
+	e, err := p.entry(context.Background(), unsigned(sim.Issuer()), "rt", "")
+	require.NoError(t, err, "the emulator's token, with the flag")
+	assert.NotEmpty(t, e.IDToken)
+	_, err = p.entry(context.Background(), unsigned("https://evil.example.com"), "rt", "")
+	assert.ErrorContains(t, err, "has iss")
 }

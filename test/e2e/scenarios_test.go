@@ -727,7 +727,11 @@ func TestIdentityPlatformFirebaseEmulator(t *testing.T) {
 	assert.NotContains(t, r.stderr, "fake-api-key", "the API key stays out of logs")
 	assert.Equal(t, 1, alice.browserStarts(), "the refresh needs no browser")
 
-	// Without the emulator flag, an unsigned token is refused.
+	// Without the emulator flag the token would be verified against
+	// securetoken.google.com's keys, which this offline machine cannot
+	// reach: the login fails at discovery, before any token is accepted.
+	// (The refusal of an unsigned token itself is asserted offline by
+	// pkg/login's TestUnsignedTokenRefusedWithoutEmulator.)
 	var strict []string
 	for _, a := range args {
 		if a != "--identity-platform-emulator" {
