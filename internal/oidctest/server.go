@@ -11,8 +11,10 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"math/big"
 	"net/http"
@@ -544,12 +546,19 @@ func (s *Server) SignIDToken(tamper Tamper, nonce string, now time.Time) (string
 	case TamperBadSig:
 		key = s.otherKey
 	case TamperUnknownKid:
-		key, kid = s.otherKey, "k2"
+		// The real key under a kid the JWKS does not list: only the kid
+		// is wrong (TamperBadSig is the other key under the real kid).
+		kid = "k2"
 	case TamperAlgNone:
 		key, method = jwt.UnsafeAllowNoneSignatureType, jwt.SigningMethodNone
 	case TamperHS256PubKey:
-		der := s.key.PublicKey.N.Bytes()
-		key, method = der, jwt.SigningMethodHS256
+		// The algorithm-confusion attack: HS256 keyed with the public key
+		// as a verifier that confuses algorithms would hold it, PEM (PKIX).
+		der, err := x509.MarshalPKIXPublicKey(&s.key.PublicKey)
+		if err != nil {
+			return "", err
+		}
+		key, method = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), jwt.SigningMethodHS256
 	}
 	tok := jwt.NewWithClaims(method, claims)
 	tok.Header["kid"] = kid
