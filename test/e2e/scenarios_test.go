@@ -123,7 +123,9 @@ type result struct {
 }
 
 // run starts argv with env; with tty, its stdin is a terminal, as when a
-// person types the command.
+// person types the command. It never stops the test itself (it may run on
+// another goroutine): a command that cannot start, or runs past 120 s,
+// gives code -1 and the reason in stderr, for the caller to assert.
 func run(t *testing.T, env []string, tty bool, argv ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -134,7 +136,9 @@ func run(t *testing.T, env []string, tty bool, argv ...string) result {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if tty {
 		ptmx, tt, err := pty.Open()
-		require.NoError(t, err)
+		if err != nil {
+			return result{code: -1, stderr: fmt.Sprintf("opening a pty for %v: %v", argv, err)}
+		}
 		defer ptmx.Close()
 		defer tt.Close()
 		cmd.Stdin = tt
@@ -146,7 +150,10 @@ func run(t *testing.T, env []string, tty bool, argv ...string) result {
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("running %v: %v", argv, err)
+		r.code, r.stderr = -1, fmt.Sprintf("running %v: %v\n%s", argv, err, r.stderr)
+	}
+	if ctx.Err() != nil {
+		r.code, r.stderr = -1, fmt.Sprintf("%v ran past 120 s\n%s", argv, r.stderr)
 	}
 	return r
 }
