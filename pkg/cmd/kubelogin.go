@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
@@ -141,7 +142,7 @@ func migrateArgs(user string, in []string, secretDir string) (*migration, error)
 		}
 		switch {
 		case f.secret != "":
-			file := filepath.Join(secretDir, user+"."+strings.TrimSuffix(f.secret, "-file"))
+			file := filepath.Join(secretDir, "kubelogin-"+safeName(user)+"."+strings.TrimSuffix(f.secret, "-file"))
 			m.Secrets[file] = value
 			m.Args = append(m.Args, "--"+f.secret+"="+file)
 			m.Notes = append(m.Notes, fmt.Sprintf("--%s moves out of the kubeconfig into %s (mode 0600)", name, file))
@@ -152,6 +153,14 @@ func migrateArgs(user string, in []string, secretDir string) (*migration, error)
 			}
 			m.Args = append(m.Args, args...)
 		case f.to != "":
+			switch name {
+			case "insecure-skip-tls-verify":
+				m.Notes = append(m.Notes, "--insecure-skip-tls-verify is carried over: the provider's certificate is not checked (give its CA instead)")
+			case "browser-command":
+				m.Notes = append(m.Notes, fmt.Sprintf("--browser-command %q is carried over: it runs on every browser login", value))
+			case "oidc-request-header":
+				m.Notes = append(m.Notes, "--oidc-request-header's value stays in the kubeconfig's args")
+			}
 			if f.boolean && value == "true" {
 				m.Args = append(m.Args, "--"+f.to)
 			} else {
@@ -162,6 +171,52 @@ func migrateArgs(user string, in []string, secretDir string) (*migration, error)
 		}
 	}
 	return m, nil
+}
+
+// safeName makes a kubeconfig user name (anyone's text) a file name: no
+// separator, no dot segment; what it cannot keep it writes as _ and the
+// name's hash tells names apart.
+func safeName(user string) string {
+	var b strings.Builder
+	for _, r := range user {
+		if r < 128 && (r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	name := strings.Trim(b.String(), ".")
+	if name != user || len(name) > 64 {
+		sum := sha256.Sum256([]byte(user))
+		name = fmt.Sprintf("%.48s-%x", name, sum[:4])
+	}
+	return name
+}
+
+// writeSecretFile creates path 0600 without following a symlink or
+// reusing a file someone else made: a new file is written and renamed
+// into place.
+func writeSecretFile(path, content string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".secret-*")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(f.Name()) }()
+	if err := f.Chmod(0o600); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if _, err := f.WriteString(content + "\n"); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }
 
 // fromKubelogin finds the kubelogin users of the kubeconfig, prints each
@@ -196,6 +251,11 @@ func (o *SetupOptions) fromKubelogin() error {
 			return fmt.Errorf("user %q: the migrated flags do not check: %w", name, err)
 		}
 		m.Old = cfg.AuthInfos[name].Exec
+		for _, e := range m.Old.Env {
+			if strings.HasPrefix(e.Name, "KUBECTL_IMPERSONATE_") {
+				m.Notes = append(m.Notes, fmt.Sprintf("the exec entry's environment sets %s, which kubelogin ignored and kubectl-impersonate reads", e.Name))
+			}
+		}
 		migrations = append(migrations, m)
 	}
 	if len(migrations) == 0 {
@@ -221,10 +281,7 @@ func (o *SetupOptions) fromKubelogin() error {
 	}
 	for _, m := range migrations {
 		for file, content := range m.Secrets {
-			if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-				return err
-			}
-			if err := os.WriteFile(file, []byte(content+"\n"), 0o600); err != nil {
+			if err := writeSecretFile(file, content); err != nil {
 				return fmt.Errorf("writing %s: %w", file, err)
 			}
 		}
@@ -261,11 +318,31 @@ func (o *SetupOptions) execFor(args []string) *clientcmdapi.ExecConfig {
 
 func printMigration(w io.Writer, m *migration, e *clientcmdapi.ExecConfig) {
 	fmt.Fprintf(w, "user %q:\n", m.User)
-	fmt.Fprintf(w, "- %s\n", strings.Join(quoteArgs(append([]string{m.Old.Command}, m.Old.Args...)), " "))
+	fmt.Fprintf(w, "- %s\n", strings.Join(quoteArgs(append([]string{m.Old.Command}, redactSecrets(m.Old.Args)...)), " "))
 	fmt.Fprintf(w, "+ %s\n", strings.Join(quoteArgs(append([]string{e.Command}, e.Args...)), " "))
 	for _, n := range m.Notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
+}
+
+// redactSecrets hides the values of kubelogin's secret flags.
+func redactSecrets(args []string) []string {
+	out := append([]string{}, args...)
+	for i, a := range out {
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if f, ok := kubeloginFlags[name]; !ok || f.secret == "" {
+			continue
+		}
+		if hasValue {
+			out[i] = "--" + name + "=(secret)"
+		} else if i+1 < len(out) {
+			out[i+1] = "(secret)"
+		}
+	}
+	return out
 }
 
 // parseGetTokenArgs checks args as get-token would (without its network).

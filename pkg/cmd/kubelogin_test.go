@@ -27,14 +27,14 @@ func TestMigrateKubelogin(t *testing.T) {
 		secrets   int
 	}{
 		{name: "README setup", command: "kubectl", args: []string{"oidc-login", "get-token", issuer, "--oidc-client-id=YOUR_CLIENT_ID", "--oidc-client-secret=YOUR_CLIENT_SECRET"},
-			want: []string{issuer, "--oidc-client-id=YOUR_CLIENT_ID", "--oidc-client-secret-file=/s/u.oidc-client-secret"}, secrets: 1,
+			want: []string{issuer, "--oidc-client-id=YOUR_CLIENT_ID", "--oidc-client-secret-file=/s/kubelogin-u.oidc-client-secret"}, secrets: 1,
 			wantNotes: []string{"--oidc-client-secret moves out of the kubeconfig"}},
 		{name: "extra scopes, space-separated values", command: "kubectl", args: []string{"oidc-login", "get-token", "--oidc-issuer-url", "https://issuer.example.com", "--oidc-client-id", "k8s", "--oidc-extra-scope=email", "--oidc-extra-scope=groups"},
 			want: []string{issuer, "--oidc-client-id=k8s", "--oidc-extra-scope=email", "--oidc-extra-scope=groups"}},
 		{name: "keyboard, standalone binary", command: "/usr/local/bin/kubelogin", args: []string{"get-token", issuer, "--oidc-client-id=k8s", "--grant-type=authcode-keyboard"},
 			want: []string{issuer, "--oidc-client-id=k8s", "--grant-type=authcode-keyboard"}},
 		{name: "password grant with the password in argv", command: "kubectl-oidc_login", args: []string{"get-token", issuer, "--oidc-client-id=k8s", "--grant-type=password", "--username=foo", "--password=bar"},
-			want: []string{issuer, "--oidc-client-id=k8s", "--grant-type=password", "--username=foo", "--password-file=/s/u.password"}, secrets: 1},
+			want: []string{issuer, "--oidc-client-id=k8s", "--grant-type=password", "--username=foo", "--password-file=/s/kubelogin-u.password"}, secrets: 1},
 		{name: "device code, CA, listen port, timeout", command: "kubectl", args: []string{"oidc-login", "get-token", issuer, "--oidc-client-id=k8s", "--grant-type=device-code",
 			"--certificate-authority=/etc/ca.crt", "--listen-port=8000", "--authentication-timeout-sec=60", "--skip-open-browser"},
 			want: []string{issuer, "--oidc-client-id=k8s", "--grant-type=device-code", "--oidc-certificate-authority=/etc/ca.crt", "--listen-address=127.0.0.1:8000", "--authentication-timeout=1m0s", "--skip-open-browser"}},
@@ -125,4 +125,36 @@ users:
 	fi, err = os.Stat(secretFile)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+}
+
+// TestMigrationSecretsAreSafe: a kubeconfig user name cannot choose where a
+// secret is written; secret values are never printed; a symlink planted at
+// the secret's path is replaced, not written through.
+func TestMigrationSecretsAreSafe(t *testing.T) {
+	for _, user := range []string{"../../../.bashrc", "a/b/c", "..", "ünïcode", strings.Repeat("x", 200)} {
+		name := safeName(user)
+		assert.NotContains(t, name, "/")
+		assert.NotEqual(t, "..", name)
+		assert.False(t, strings.HasPrefix(name, "."), name)
+		m, err := migrateArgs(user, []string{"--oidc-client-secret=s3cret"}, "/s")
+		require.NoError(t, err)
+		for f := range m.Secrets {
+			assert.Equal(t, "/s", filepath.Dir(f), "%q stays in the secret directory", user)
+		}
+	}
+	assert.NotEqual(t, safeName("a/b"), safeName("a_b"), "different names, different files")
+	assert.Equal(t, []string{"get-token", "--oidc-client-secret=(secret)", "--password", "(secret)", "--username=u"},
+		redactSecrets([]string{"get-token", "--oidc-client-secret=s3cret", "--password", "pw", "--username=u"}))
+
+	dir := t.TempDir()
+	target := filepath.Join(dir, "victim")
+	require.NoError(t, os.WriteFile(target, []byte("keep"), 0o644))
+	planted := filepath.Join(dir, "secret")
+	require.NoError(t, os.Symlink(target, planted))
+	require.NoError(t, writeSecretFile(planted, "s3cret"))
+	b, _ := os.ReadFile(target)
+	assert.Equal(t, "keep", string(b), "the symlink's target is untouched")
+	fi, err := os.Lstat(planted)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode(), "a regular 0600 file replaced the link")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -60,7 +61,13 @@ kubectl with interactiveMode Never.`,
 // Complete fills the settings: from the flags or profile, else from the
 // kubeconfig user's exec entry.
 func (o *LoginOptions) Complete() error {
-	if o.Auth.IssuerURL == "" && o.Auth.Profile == "" && o.Auth.Exchange == "" {
+	fromKubeconfig := o.Auth.IssuerURL == "" && o.Auth.Profile == "" && o.Auth.Exchange == ""
+	for _, a := range o.Auth.Args() {
+		if !strings.HasPrefix(a, "--force-refresh") {
+			fromKubeconfig = false // other settings given: they are checked as given
+		}
+	}
+	if fromKubeconfig {
 		exec, err := contextUserExec(o.Kubeconfig, o.Context)
 		if err != nil {
 			return err

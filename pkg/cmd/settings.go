@@ -4,6 +4,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/exchange"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
+	"net/url"
 )
 
 // loginConfig is the configuration of the login package for a.
@@ -46,6 +47,10 @@ func tokenExchange(a *settings.AuthOptions) *exchange.TokenExchange {
 
 // httpOptions are the provider's HTTP client settings of a.
 func httpOptions(a *settings.AuthOptions) login.HTTPOptions {
+	host := ""
+	if u, err := url.Parse(a.IssuerURL); err == nil {
+		host = u.Host
+	}
 	return login.HTTPOptions{CAFiles: a.CertificateAuthorities, CAData: a.CertificateAuthorityData, Insecure: a.InsecureSkipTLSVerify,
-		Timeout: a.RequestTimeout, Headers: a.RequestHeaders}
+		Timeout: a.RequestTimeout, Headers: a.RequestHeaders, HeaderHost: host}
 }

@@ -5,6 +5,7 @@ package logging
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -30,10 +31,18 @@ func (l *Logger) Printf(level int, format string, args ...any) {
 }
 
 // OneLine folds s (an error or an answer's text) into one line: runs of
-// white space, newlines included, become one space, and more than max bytes
-// (0: no limit) are cut at a character boundary and end in "…".
+// white space, newlines included, become one space, other control and
+// format characters (terminal escapes, bidi overrides) become U+FFFD, and
+// more than max bytes (0: no limit) are cut at a character boundary and
+// end in "…".
 func OneLine(s string, max int) string {
 	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Map(func(r rune) rune {
+		if r != ' ' && !strconv.IsPrint(r) {
+			return utf8.RuneError
+		}
+		return r
+	}, s)
 	if max <= 0 || len(s) <= max {
 		return s
 	}

@@ -17,6 +17,7 @@ func TestOneLine(t *testing.T) {
 		{"cut with ellipsis", "abcdef", 3, "abc…"},
 		{"cut never splits a character", "aéé", 2, "a…"},
 		{"empty", " \n ", 10, ""},
+		{"terminal escapes and bidi replaced", "bad\x1b[31mred\u202egnp", 0, "bad\ufffd[31mred\ufffdgnp"},
 	} {
 		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, tt.want, OneLine(tt.in, tt.max)) })
 	}

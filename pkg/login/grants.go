@@ -54,6 +54,8 @@ func (c *Client) newAuthRequest(p *oidc.Provider) (*authRequest, error) {
 	r := &authRequest{state: state, nonce: nonce, extra: c.cfg.ExtraParams}
 	if usePKCE(c.cfg.PKCEMethod, p.PKCEMethods) {
 		r.verifier = oauth2.GenerateVerifier()
+	} else if c.cfg.PKCEMethod != settings.PKCENo {
+		fmt.Fprintf(c.cfg.Stderr, "Note: the provider's discovery document lists PKCE methods %v without S256: logging in without PKCE (--oidc-pkce-method=S256 forces it).\n", p.PKCEMethods)
 	}
 	return r, nil
 }

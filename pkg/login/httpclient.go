@@ -21,12 +21,17 @@ type HTTPOptions struct {
 	CAData   string
 	Insecure bool
 	Timeout  time.Duration
-	// Headers go with every request (--oidc-request-header).
-	Headers map[string]string
+	// Headers go with every request to HeaderHost (--oidc-request-header:
+	// the provider's host), never to another.
+	Headers    map[string]string
+	HeaderHost string
 }
 
 // NewHTTPClient returns the client of the identity provider: TLS 1.2 and
-// up, the given CAs on top of the system's, a timeout per request.
+// up, the given CAs on top of the system's, a timeout per request, and no
+// redirect to another host, nor of a POST at all (a token endpoint that
+// redirects would have the request body, secrets included, sent on: RFC
+// 6749 expects none, and the 3xx is reported as the answer).
 func NewHTTPClient(o HTTPOptions) (*http.Client, error) {
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
 	if len(o.CAFiles) > 0 || o.CAData != "" {
@@ -65,18 +70,32 @@ func NewHTTPClient(o HTTPOptions) (*http.Client, error) {
 	}
 	var rt http.RoundTripper = transport
 	if len(o.Headers) > 0 {
-		rt = headerTransport{headers: o.Headers, next: transport}
+		rt = headerTransport{headers: o.Headers, host: o.HeaderHost, next: transport}
 	}
-	return &http.Client{Transport: rt, Timeout: timeout}, nil
+	return &http.Client{Transport: rt, Timeout: timeout, CheckRedirect: sameHostGETOnly}, nil
 }
 
-// headerTransport adds --oidc-request-header's headers to every request.
+// sameHostGETOnly follows a redirect only for a GET to the same host
+// (discovery moved within the provider); anything else returns the 3xx.
+func sameHostGETOnly(req *http.Request, via []*http.Request) error {
+	if len(via) >= 5 || req.Method != http.MethodGet || req.URL.Host != via[0].URL.Host {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
+// headerTransport adds --oidc-request-header's headers to the requests to
+// the provider's host.
 type headerTransport struct {
 	headers map[string]string
+	host    string
 	next    http.RoundTripper
 }
 
 func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Host != h.host {
+		return h.next.RoundTrip(r)
+	}
 	r = r.Clone(r.Context())
 	for k, v := range h.headers {
 		r.Header.Set(k, v)

@@ -13,9 +13,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
@@ -85,7 +88,7 @@ func contains(l []string, v string) bool {
 
 func TestRequestHeaders(t *testing.T) {
 	srv := oidctest.New(t)
-	hc, err := NewHTTPClient(HTTPOptions{Headers: map[string]string{"X-Gateway-Key": "k1"}})
+	hc, err := NewHTTPClient(HTTPOptions{Headers: map[string]string{"X-Gateway-Key": "k1"}, HeaderHost: strings.TrimPrefix(srv.Issuer(), "http://")})
 	require.NoError(t, err)
 	c, _ := newClient(t, srv, func(c *Config) {
 		c.GrantType, c.ClientSecret, c.HTTPClient = settings.GrantClientCredentials, srv.ClientSecret, hc
@@ -170,4 +173,42 @@ func loopbackCert(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) 
 	pool = x509.NewCertPool()
 	pool.AddCert(cert)
 	return certFile, keyFile, pool
+}
+
+// TestNoRedirectCarriesSecrets: a token endpoint that redirects (307
+// replays the body) to another host gets its 3xx reported; the other host
+// receives nothing: no client secret, refresh token, bearer or provider
+// header. Headers go to the provider's host only.
+func TestNoRedirectCarriesSecrets(t *testing.T) {
+	var evilHits atomic.Int32
+	evil := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { evilHits.Add(1) }))
+	defer evil.Close()
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, evil.URL+"/token", http.StatusTemporaryRedirect)
+	}))
+	defer redirecting.Close()
+	host := strings.TrimPrefix(redirecting.URL, "http://")
+	hc, err := NewHTTPClient(HTTPOptions{Headers: map[string]string{"X-Api-Key": "hdrsecret"}, HeaderHost: host})
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		name   string
+		method string
+		bearer string
+	}{{"secret in the form", oauth.AuthPost, ""}, {"basic", oauth.AuthBasic, ""}, {"bearer (UMA)", "", "svc-token"}} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &oauth.Client{HTTPClient: hc, TokenURL: redirecting.URL + "/token", ClientID: "robot", ClientSecret: "SECRET", AuthMethod: tt.method,
+				Retry: oauth.RetryPolicy{Sleep: func(context.Context, time.Duration) error { return nil }}}
+			_, err := c.Token(context.Background(), url.Values{"grant_type": {"refresh_token"}, "refresh_token": {"RT"}}, tt.bearer)
+			require.ErrorContains(t, err, "answered 307")
+			assert.Zero(t, evilHits.Load(), "nothing reached the other host")
+		})
+	}
+	// A GET to another host (not a redirect) does not carry the provider's header.
+	var got atomic.Value
+	other := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got.Store(r.Header.Get("X-Api-Key") + "|") }))
+	defer other.Close()
+	resp, err := hc.Get(other.URL)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, "|", got.Load(), "the provider's header stays with the provider's host")
 }

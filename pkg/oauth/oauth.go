@@ -160,8 +160,12 @@ func (c *Client) Token(ctx context.Context, params url.Values, bearer string) (*
 	}
 	if bearer != "" {
 		inner := hc
+		host := ""
+		if u, err := url.Parse(c.TokenURL); err == nil {
+			host = u.Host
+		}
 		hc = &http.Client{Timeout: inner.Timeout, CheckRedirect: inner.CheckRedirect, Jar: inner.Jar,
-			Transport: bearerTransport{token: bearer, next: transportOf(inner)}}
+			Transport: bearerTransport{token: bearer, host: host, next: transportOf(inner)}}
 	}
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, hc)
 	var tok *oauth2.Token
@@ -220,12 +224,17 @@ func classify(peer, tokenURL string, err error) (time.Duration, error) {
 	return parseRetryAfter(re.Response.Header.Get("Retry-After"), time.Now()), e
 }
 
+// bearerTransport authenticates with the token at the token endpoint's
+// host only.
 type bearerTransport struct {
-	token string
-	next  http.RoundTripper
+	token, host string
+	next        http.RoundTripper
 }
 
 func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Host != b.host {
+		return b.next.RoundTrip(r)
+	}
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.next.RoundTrip(r)
@@ -271,17 +280,22 @@ func Lifetime(v any) time.Duration {
 	return time.Duration(n) * time.Second
 }
 
-// Expiry is the one lifetime rule of every token: now + lifetime when the
-// answer states one (expires_in), else the exp of a JWT access token, else
-// now + def.
+// Expiry is the one lifetime rule of every token: the earlier of now +
+// lifetime (the answer's expires_in) and the exp of a JWT token (not
+// verified: it only decides when to renew), whichever are known, else now
+// + def. The earlier, so that an answer promising more than the token
+// carries never caches a token past its exp.
 func Expiry(token string, lifetime time.Duration, now time.Time, def time.Duration) time.Time {
-	if lifetime > 0 {
-		return now.Add(lifetime).UTC()
-	}
-	// Not verified: exp only decides when to renew.
+	var exp time.Time
 	claims := jwt.RegisteredClaims{}
 	if _, _, err := jwt.NewParser().ParseUnverified(token, &claims); err == nil && claims.ExpiresAt != nil {
-		return claims.ExpiresAt.UTC()
+		exp = claims.ExpiresAt.UTC()
+	}
+	switch {
+	case lifetime > 0 && (exp.IsZero() || now.Add(lifetime).Before(exp)):
+		return now.Add(lifetime).UTC()
+	case !exp.IsZero():
+		return exp
 	}
 	return now.Add(def).UTC()
 }

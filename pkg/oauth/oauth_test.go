@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -166,4 +167,28 @@ func FuzzTokenResponse(f *testing.F) {
 			t.Fatalf("expiry %v", exp)
 		}
 	})
+}
+
+// TestExpiry: the earlier of expires_in and a JWT's exp, else the default.
+func TestExpiry(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0).UTC()
+	jwtExp := func(exp time.Time) string {
+		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"exp": exp.Unix()}).SignedString([]byte("k"))
+		require.NoError(t, err)
+		return tok
+	}
+	for _, tt := range []struct {
+		name     string
+		token    string
+		lifetime time.Duration
+		want     time.Time
+	}{
+		{"expires_in, opaque token", "opaque", time.Hour, now.Add(time.Hour)},
+		{"no expires_in: the JWT's exp", jwtExp(now.Add(5 * time.Minute)), 0, now.Add(5 * time.Minute)},
+		{"expires_in a year, exp in 5 minutes: exp", jwtExp(now.Add(5 * time.Minute)), 365 * 24 * time.Hour, now.Add(5 * time.Minute)},
+		{"expires_in shorter than exp: expires_in", jwtExp(now.Add(time.Hour)), time.Minute, now.Add(time.Minute)},
+		{"neither: the default", "opaque", 0, now.Add(DefaultLifetime)},
+	} {
+		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, tt.want, Expiry(tt.token, tt.lifetime, now, DefaultLifetime)) })
+	}
 }

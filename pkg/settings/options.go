@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -303,7 +304,7 @@ func (o *OIDCOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.UseAccessToken, flagUseAccessToken, o.UseAccessToken, "Give kubectl the access token instead of the ID token")
 	fs.StringVar(&o.RedirectURL, flagRedirectURL, o.RedirectURL, "[authcode] the loopback redirect URL the provider has registered, e.g. http://localhost:8000/ (default: a free port); [authcode-keyboard] the redirect URL (default "+OOBRedirectURL+")")
 	fs.StringToStringVar(&o.AuthRequestExtraParams, flagExtraParams, o.AuthRequestExtraParams, "[authcode, authcode-keyboard] extra parameter of the authorization request, key=value (Auth0 audience, Entra prompt, ADFS resource); repeatable")
-	fs.StringToStringVar(&o.RequestHeaders, flagRequestHeader, o.RequestHeaders, "HTTP header sent with every request to the provider, key=value; repeatable")
+	fs.StringToStringVar(&o.RequestHeaders, flagRequestHeader, o.RequestHeaders, "HTTP header sent with every request to the issuer's host (never to another host), key=value; repeatable; the value is written into the kubeconfig's args by setup")
 	fs.StringVar(&o.PKCEMethod, flagPKCEMethod, o.PKCEMethod, "[authcode, authcode-keyboard] PKCE: auto (S256 unless the discovery document lists other methods only), no, or S256")
 	fs.StringVar(&o.LocalServerCert, flagLocalCert, o.LocalServerCert, "[authcode] certificate (PEM) to serve the loopback redirect over https")
 	fs.StringVar(&o.LocalServerKey, flagLocalKey, o.LocalServerKey, "[authcode] key (PEM) of --"+flagLocalCert)
@@ -397,6 +398,9 @@ func (o *AuthOptions) Complete(getenv func(string) string, warn func(string)) er
 			return fmt.Errorf("reading --%s: %w", flagPasswordFile, err)
 		}
 		o.Password = strings.TrimRight(string(b), "\r\n")
+		if fi, err := os.Stat(expandHome(o.PasswordFile)); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			warn(fmt.Sprintf("password file %s is readable by others: chmod 600 %s", o.PasswordFile, o.PasswordFile))
+		}
 	}
 	if o.Password == "" {
 		o.Password = getenv(EnvPassword)
@@ -595,7 +599,7 @@ func (o *OIDCOptions) Validate() error {
 	}
 	for k := range o.AuthRequestExtraParams {
 		switch strings.ToLower(k) {
-		case "client_id", "redirect_uri", "response_type", "scope", "state", "nonce", "code_challenge", "code_challenge_method":
+		case "client_id", "redirect_uri", "response_type", "response_mode", "scope", "state", "nonce", "code_challenge", "code_challenge_method", "request", "request_uri":
 			return fmt.Errorf("--%s %s: that parameter is the login's own (its protections would be replaced)", flagExtraParams, k)
 		}
 	}
@@ -610,8 +614,16 @@ func (o *OIDCOptions) Validate() error {
 	}
 	if o.RedirectURL != "" && o.GrantType != GrantAuthCodeKeyboard {
 		u, err := url.Parse(o.RedirectURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Port() == "" || !IsLoopbackHost(u.Hostname()) {
-			return fmt.Errorf("--%s %q: the browser login's redirect must be http(s)://localhost:PORT/... (a loopback host and a port)", flagRedirectURL, o.RedirectURL)
+		port := 0
+		if u != nil {
+			port, _ = strconv.Atoi(u.Port())
+		}
+		// The loopback server binds 127.0.0.1: the redirect must name it
+		// (or localhost), never another address another local user could
+		// listen on.
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || port < 1 || port > 65535 ||
+			(u.Hostname() != "localhost" && u.Hostname() != "127.0.0.1") || u.User != nil {
+			return fmt.Errorf("--%s %q: the browser login's redirect must be http(s)://localhost:PORT/... or http(s)://127.0.0.1:PORT/... (the loopback server binds 127.0.0.1)", flagRedirectURL, o.RedirectURL)
 		}
 		if (u.Scheme == "https") != (o.LocalServerCert != "") {
 			return fmt.Errorf("--%s %q: https needs --%s and --%s, and they need an https redirect", flagRedirectURL, o.RedirectURL, flagLocalCert, flagLocalKey)

@@ -186,12 +186,18 @@ func (p *pipelinedAuth) Read(b []byte) (int, error) {
 		return p.fake.Read(b)
 	}
 	if !p.okRead {
-		line, err := p.in.ReadString('\n')
-		if err != nil {
-			return 0, err
+		// The answer is "OK <32 hex digits>\r\n": at most 64 bytes are read
+		// before it must have ended.
+		var line []byte
+		for len(line) < 64 && (len(line) == 0 || line[len(line)-1] != '\n') {
+			c, err := p.in.ReadByte()
+			if err != nil {
+				return 0, err
+			}
+			line = append(line, c)
 		}
-		if !strings.HasPrefix(line, "OK ") {
-			return 0, fmt.Errorf("dbus: the session bus refused EXTERNAL authentication: %q", strings.TrimSpace(line))
+		if !bytes.HasPrefix(line, []byte("OK ")) || line[len(line)-1] != '\n' {
+			return 0, fmt.Errorf("dbus: the session bus refused EXTERNAL authentication: %q", strings.TrimSpace(string(line)))
 		}
 		p.okRead = true
 	}

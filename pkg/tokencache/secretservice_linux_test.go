@@ -3,6 +3,7 @@ package tokencache
 import (
 	"bufio"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -42,6 +43,7 @@ func TestPipelinedAuth(t *testing.T) {
 	}{
 		{"OK", "OK 1234abcd\r\nl-the-first-message", ""},
 		{"rejected", "REJECTED EXTERNAL\r\n", "refused EXTERNAL authentication"},
+		{"an endless line", strings.Repeat("O", 200), "refused EXTERNAL authentication"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			client, bus := net.Pipe()
