@@ -305,17 +305,6 @@ func (o *SetupOptions) fromKubelogin() error {
 	return nil
 }
 
-// execFor is the exec entry setup writes for these get-token flags.
-func (o *SetupOptions) execFor(args []string) *clientcmdapi.ExecConfig {
-	e := o.ExecConfig()
-	if e.Command == o.Executable && o.krewLink == "" && o.fast == "" {
-		e.Args = append([]string{"get-token"}, args...)
-	} else {
-		e.Args = args
-	}
-	return e
-}
-
 func printMigration(w io.Writer, m *migration, e *clientcmdapi.ExecConfig) {
 	fmt.Fprintf(w, "user %q:\n", m.User)
 	fmt.Fprintf(w, "- %s\n", strings.Join(quoteArgs(append([]string{m.Old.Command}, redactSecrets(m.Old.Args)...)), " "))

@@ -158,3 +158,25 @@ func TestMigrationSecretsAreSafe(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode(), "a regular 0600 file replaced the link")
 }
+
+// TestMigratedExecMatchesSetup: the migration writes the exec entry setup
+// would write, for each way the plugin is installed.
+func TestMigratedExecMatchesSetup(t *testing.T) {
+	flags := []string{"--oidc-issuer-url=https://id.example.com", "--oidc-client-id=k8s"}
+	for _, tt := range []struct {
+		name        string
+		o           SetupOptions
+		wantCommand string
+		wantArgs    []string
+	}{
+		{"krew", SetupOptions{Executable: "/store/kubectl-impersonate", krewLink: "/home/u/.krew/bin/kubectl-impersonate"}, "/home/u/.krew/bin/kubectl-impersonate", append([]string{"get-token"}, flags...)},
+		{"fast binary", SetupOptions{Executable: "/usr/local/bin/kubectl-impersonate", fast: "/usr/local/bin/kubectl-impersonate-get_token"}, "/usr/local/bin/kubectl-impersonate-get_token", flags},
+		{"full binary alone", SetupOptions{Executable: "/opt/kubectl-impersonate"}, "/opt/kubectl-impersonate", append([]string{"get-token"}, flags...)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := tt.o.execFor(flags)
+			assert.Equal(t, tt.wantCommand, e.Command)
+			assert.Equal(t, tt.wantArgs, e.Args)
+		})
+	}
+}

@@ -170,13 +170,16 @@ func (o *SetupOptions) Validate() error {
 // installed by Krew (the store path changes with every upgrade), else the
 // fast get-token binary when it is installed next to this one (it takes
 // get-token's flags), else this binary's get-token.
-func (o *SetupOptions) ExecConfig() *clientcmdapi.ExecConfig {
-	command, args := o.Executable, append([]string{"get-token"}, o.Auth.Args()...)
+func (o *SetupOptions) ExecConfig() *clientcmdapi.ExecConfig { return o.execFor(o.Auth.Args()) }
+
+// execFor is the exec entry that runs get-token with these flags.
+func (o *SetupOptions) execFor(flags []string) *clientcmdapi.ExecConfig {
+	command, args := o.Executable, append([]string{"get-token"}, flags...)
 	switch {
 	case o.krewLink != "":
 		command = o.krewLink
 	case o.fast != "":
-		command, args = o.fast, o.Auth.Args()
+		command, args = o.fast, flags
 	}
 	return &clientcmdapi.ExecConfig{
 		Command:            command,
