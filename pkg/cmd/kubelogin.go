@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeconfig"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
@@ -193,30 +194,13 @@ func safeName(user string) string {
 	return name
 }
 
-// writeSecretFile creates path 0600 without following a symlink or
-// reusing a file someone else made: a new file is written and renamed
-// into place.
+// writeSecretFile creates path 0600 in a 0700 directory, replacing a
+// symlink planted there rather than writing through it.
 func writeSecretFile(path, content string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".secret-*")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.Remove(f.Name()) }()
-	if err := f.Chmod(0o600); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if _, err := f.WriteString(content + "\n"); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return config.WriteFileAtomic(path, []byte(content+"\n"), 0o600)
 }
 
 // fromKubelogin finds the kubelogin users of the kubeconfig, prints each
@@ -227,9 +211,10 @@ func (o *SetupOptions) fromKubelogin() error {
 	if err != nil {
 		return err
 	}
-	dir, err := secretDir(o.global.Getenv)
+	// Migrated secrets go where profiles live.
+	dir, err := config.Dir(o.global.Getenv)
 	if err != nil {
-		return err
+		return fmt.Errorf("finding the directory for the migrated secrets: %w", err)
 	}
 	var migrations []*migration
 	names := make([]string, 0, len(cfg.AuthInfos))
@@ -352,19 +337,6 @@ func parseGetTokenArgs(args []string, getenv func(string) string) (*settings.Aut
 		o.ClientSecret = "(moved to a file)"
 	}
 	return o, o.Validate()
-}
-
-// secretDir holds migrated secrets: $XDG_CONFIG_HOME/kubectl-impersonate
-// (~/.config/kubectl-impersonate), where profiles live.
-func secretDir(getenv func(string) string) (string, error) {
-	if d := getenv("XDG_CONFIG_HOME"); d != "" {
-		return filepath.Join(d, "kubectl-impersonate"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("finding the home directory: %w", err)
-	}
-	return filepath.Join(home, ".config", "kubectl-impersonate"), nil
 }
 
 // backupFile copies path (through a symlink) next to itself with the same

@@ -43,14 +43,24 @@ func DefaultPath(getenv func(string) string) (string, error) {
 	if p := getenv(EnvConfig); p != "" {
 		return p, nil
 	}
-	if x := getenv("XDG_CONFIG_HOME"); x != "" {
-		return filepath.Join(x, "kubectl-impersonate", "config.yaml"), nil
-	}
-	home, err := os.UserHomeDir()
+	dir, err := Dir(getenv)
 	if err != nil {
 		return "", fmt.Errorf("finding the profiles file: %w (set %s)", err, EnvConfig)
 	}
-	return filepath.Join(home, ".config", "kubectl-impersonate", "config.yaml"), nil
+	return filepath.Join(dir, "config.yaml"), nil
+}
+
+// Dir is this program's configuration directory:
+// $XDG_CONFIG_HOME/kubectl-impersonate, else ~/.config/kubectl-impersonate.
+func Dir(getenv func(string) string) (string, error) {
+	if x := getenv("XDG_CONFIG_HOME"); x != "" {
+		return filepath.Join(x, "kubectl-impersonate"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, ".config", "kubectl-impersonate"), nil
 }
 
 // Load reads and parses path.
@@ -120,4 +130,28 @@ func Values(v any) ([]string, error) {
 	default:
 		return nil, fmt.Errorf("unsupported value of type %T", v)
 	}
+}
+
+// WriteFileAtomic replaces path with b, mode mode: a new file in the same
+// directory, renamed over path, so a reader sees the old content or the
+// new, a symlink at path is replaced rather than written through, and the
+// mode never depends on a file someone else made.
+func WriteFileAtomic(path string, b []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }() // a no-op after the rename
+	if err := tmp.Chmod(mode); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }

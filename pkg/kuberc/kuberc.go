@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
 )
 
 // EnvKuberc is kubectl's variable for the kuberc path ("off" disables it).
@@ -170,26 +172,11 @@ func Allow(path, command string) (Verdict, bool, error) {
 	return v, true, nil
 }
 
-// writeAtomic replaces path (following a symlink to its target) with b.
+// writeAtomic replaces path (following a symlink to its target: a
+// kuberc kept in a dotfiles repository stays there) with b.
 func writeAtomic(path string, b []byte, mode os.FileMode) error {
 	if target, err := filepath.EvalSymlinks(path); err == nil {
 		path = target
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".kuberc-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return config.WriteFileAtomic(path, b, mode)
 }
