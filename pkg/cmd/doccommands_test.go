@@ -133,6 +133,14 @@ func shellFields(s string) []string {
 	return out
 }
 
+// docFiles are README.md and docs/*.md (the generated reference aside).
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("../../docs/*.md")
+	require.NoError(t, err)
+	return append(files, "../../README.md")
+}
+
 // parseDocCommand parses one command with the real command tree.
 func parseDocCommand(c docCommand) error {
 	root := NewRootCmd(genericiooptions.NewTestIOStreamsDiscard())
@@ -171,9 +179,7 @@ func TestDocCommandsCatch(t *testing.T) {
 // parse (durations, booleans). What runs offline is run by the e2e and
 // unit tests named in README; this catches renamed and mistyped flags.
 func TestDocCommandsParse(t *testing.T) {
-	files, err := filepath.Glob("../../docs/*.md")
-	require.NoError(t, err)
-	files = append(files, "../../README.md")
+	files := docFiles(t)
 	total := 0
 	for _, file := range files {
 		cmds, problems, err := docCommands(file)
@@ -215,9 +221,7 @@ func withRealCA(doc string) string {
 // the docs show passes kube-apiserver's own decoding and validation (the
 // file kube-apiserver would start with).
 func TestDocAuthenticationConfigurations(t *testing.T) {
-	files, err := filepath.Glob("../../docs/*.md")
-	require.NoError(t, err)
-	files = append(files, "../../README.md")
+	files := docFiles(t)
 	total := 0
 	for _, file := range files {
 		b, err := os.ReadFile(file)

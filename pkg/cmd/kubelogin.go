@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/fastpath"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeconfig"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
@@ -319,18 +319,18 @@ func redactSecrets(args []string) []string {
 	return out
 }
 
-// parseGetTokenArgs checks args as get-token would (without its network).
+// parseGetTokenArgs checks args as get-token parses them (fastpath's
+// ParseArgs, without its network).
 func parseGetTokenArgs(args []string, getenv func(string) string) (*settings.AuthOptions, error) {
-	o := settings.NewAuthOptions()
-	fs := pflag.NewFlagSet("get-token", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	o.AddFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, err
+	// The secret files are not written yet: check the other flags.
+	checked := make([]string, 0, len(args))
+	for _, a := range args {
+		if !strings.HasPrefix(a, "--oidc-client-secret-file=") && !strings.HasPrefix(a, "--password-file=") {
+			checked = append(checked, a)
+		}
 	}
-	// Secrets are not written yet: check without reading them.
-	o.ClientSecretFile, o.PasswordFile = "", ""
-	if err := o.Complete(getenv, func(string) {}); err != nil {
+	o, _, err := fastpath.ParseArgs(checked, getenv, func(string) {})
+	if err != nil {
 		return nil, err
 	}
 	if o.GrantType == settings.GrantClientCredentials && o.ClientSecret == "" {
