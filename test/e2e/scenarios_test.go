@@ -760,6 +760,18 @@ func startProxy(t *testing.T) (proxyURL string) {
 		"--oidc-username-claim=email", "--oidc-username-prefix=proxy:", "--oidc-groups-claim=groups")
 }
 
+// writeUpstreamKubeconfig writes the proxy's own kubeconfig: api, as token.
+func writeUpstreamKubeconfig(t *testing.T, path string, api *apiserver, token string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: up, cluster: {server: %q, certificate-authority: %q}}]
+users: [{name: proxy, user: {token: %s}}]
+contexts: [{name: up, context: {cluster: up, user: proxy}}]
+current-context: up
+`, api.url, st.caFile, token)), 0o600))
+}
+
 // startProxyWith runs the proxy in front of the legacy API server with
 // upstreamToken as its own credential (upstream: the API server's URL plus
 // upstreamPath), and the given authentication flags. Its audit log and
@@ -768,13 +780,7 @@ func startProxyWith(t *testing.T, name, upstreamToken, upstreamPath string, auth
 	t.Helper()
 	api := st.api["legacy"]
 	upstream := filepath.Join(t.TempDir(), "upstream.kubeconfig")
-	require.NoError(t, os.WriteFile(upstream, []byte(fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters: [{name: up, cluster: {server: %q, certificate-authority: %q}}]
-users: [{name: proxy, user: {token: %s}}]
-contexts: [{name: up, context: {cluster: up, user: proxy}}]
-current-context: up
-`, api.url, st.caFile, upstreamToken)), 0o600))
+	writeUpstreamKubeconfig(t, upstream, api, upstreamToken)
 	port, err := freePort()
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -1188,10 +1194,11 @@ subjects:
 // CRD's, all in one namespace, labelled with the project id) with
 // list -l project=ID, by one rules review and by one access review per
 // object: the same objects, and the request counts of each method.
-func TestListObjectsLabelledWithAProject(t *testing.T) {
-	api := st.api["legacy"]
-	admin, err := st.adminKubeconfig(api)
-	require.NoError(t, err)
+// projectWidgets: the CRD widgets.example.com, six widgets labelled with
+// projects a and b in the namespace shared-objects; the group project-a may
+// get w-a-1, w-a-2 and w-b-3 (docs/inspection.md shows it).
+func projectWidgets(t *testing.T, admin string) {
+	t.Helper()
 	env := baseEnv(t.TempDir())
 	kubectl := func(stdin string, args ...string) {
 		t.Helper()
@@ -1252,6 +1259,14 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: project-a}]
 		time.Sleep(time.Second)
 	}
 	require.NoError(t, applyErr)
+}
+
+func TestListObjectsLabelledWithAProject(t *testing.T) {
+	api := st.api["legacy"]
+	admin, err := st.adminKubeconfig(api)
+	require.NoError(t, err)
+	env := baseEnv(t.TempDir())
+	projectWidgets(t, admin)
 
 	list := func(args ...string) result {
 		t.Helper()
@@ -1274,20 +1289,23 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-func TestAccessFilteredList(t *testing.T) {
-	api := st.api["legacy"]
-	admin, err := st.adminKubeconfig(api)
-	require.NoError(t, err)
-	env := baseEnv(t.TempDir())
-	create := func(manifest string) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, st.kubectl, "--kubeconfig="+admin, "apply", "--server-side", "-f", "-")
-		cmd.Env, cmd.Stdin = env, strings.NewReader(manifest)
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-	}
+// kubectlApply applies manifest with the admin kubeconfig (server-side).
+func kubectlApply(t *testing.T, admin, manifest string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, st.kubectl, "--kubeconfig="+admin, "apply", "--server-side", "-f", "-")
+	cmd.Env, cmd.Stdin = baseEnv(t.TempDir()), strings.NewReader(manifest)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+}
+
+// projectConfigMaps: namespaces proj-a-1 and proj-a-2 (labelled project=a) and
+// proj-b-1, three configmaps each; the group viewer may get cm-1 and cm-2 in
+// proj-a-1 and every configmap in proj-a-2 (docs/inspection.md shows it).
+func projectConfigMaps(t *testing.T, admin string) {
+	t.Helper()
+	create := func(manifest string) { t.Helper(); kubectlApply(t, admin, manifest) }
 	var m strings.Builder
 	for _, ns := range []struct{ name, project string }{{"proj-a-1", "a"}, {"proj-a-2", "a"}, {"proj-b-1", "b"}} {
 		fmt.Fprintf(&m, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {project: %s}}\n", ns.name, ns.project)
@@ -1321,6 +1339,16 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: configmap-viewe
 subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: viewer}]
 `)
 	create(m.String())
+}
+
+func TestAccessFilteredList(t *testing.T) {
+	api := st.api["legacy"]
+	admin, err := st.adminKubeconfig(api)
+	require.NoError(t, err)
+	env := baseEnv(t.TempDir())
+	projectConfigMaps(t, admin)
+	create := func(manifest string) { t.Helper(); kubectlApply(t, admin, manifest) }
+	var m strings.Builder
 
 	list := func(args ...string) result {
 		t.Helper()

@@ -20,6 +20,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -37,6 +38,9 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/doctest"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
 )
@@ -380,15 +384,46 @@ func (s *stack) startDex() error {
 				"redirectURIs": []string{"/device/callback", "http://localhost:8000", "http://localhost:18000"}},
 		},
 	}
+	// The clients docs/dex.md shows: Dex must start with them as written.
+	docClients, err := dexDocClients()
+	if err != nil {
+		return err
+	}
+	cfg["staticClients"] = append(cfg["staticClients"].([]map[string]any), docClients...)
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	path := filepath.Join(s.work, "dex.yaml")
 	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return err
+	}
+	// docs/dex.md's confidential client reads its secret from the environment.
+	if err := os.Setenv("KUBECTL_CI_SECRET", "e2e-docs-ci-secret"); err != nil {
 		return err
 	}
 	if err := s.start("dex", filepath.Join(s.tools, "dex"), "serve", path); err != nil {
 		return err
 	}
 	return waitHTTP(s.issuer+"/.well-known/openid-configuration", nil, 30*time.Second, s.tlsClient())
+}
+
+// dexDocClients are the staticClients of docs/dex.md's Dex configuration.
+func dexDocClients() ([]map[string]any, error) {
+	blocks, err := doctest.Blocks("../../docs/dex.md")
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range blocks {
+		if b.Lang != "yaml" || !strings.Contains(b.Body, "staticClients:") {
+			continue
+		}
+		var doc struct {
+			StaticClients []map[string]any `json:"staticClients"`
+		}
+		if err := yaml.Unmarshal([]byte(b.Body), &doc); err != nil {
+			return nil, fmt.Errorf("docs/dex.md's Dex configuration: %w", err)
+		}
+		return doc.StaticClients, nil
+	}
+	return nil, errors.New("docs/dex.md shows no Dex configuration with staticClients")
 }
 
 func (s *stack) startKeycloakSim() error {
