@@ -238,4 +238,20 @@ func cut(args []string) []string {
 // StackDocs are the docs whose commands need a cluster or a provider:
 // test/e2e's TestDocsOnTheStack runs every line of them, in order, on the
 // real stack. A command of another doc that needs one must opt out.
-var StackDocs = []string{"README.md", "docs/getting-started.md", "docs/dex.md", "docs/inspection.md", "docs/proxy.md"}
+var StackDocs = []string{"README.md", "docs/getting-started.md", "docs/dex.md", "docs/inspection.md", "docs/proxy.md", "docs/apiserver-authentication.md"}
+
+// elidedCA is a certificate the docs abbreviate as "...".
+var elidedCA = regexp.MustCompile(`(?m)^([ \t]*)-----BEGIN CERTIFICATE-----\n[ \t]*\.\.\.\n(?:[ \t]*-----END CERTIFICATE-----\n)?`)
+
+// WithCA puts pemCA where a doc abbreviates a certificate as "...", as
+// the reader pastes their provider's CA there.
+func WithCA(doc string, pemCA []byte) string {
+	return elidedCA.ReplaceAllStringFunc(doc, func(m string) string {
+		indent := elidedCA.FindStringSubmatch(m)[1]
+		var b strings.Builder
+		for _, l := range strings.Split(strings.TrimSpace(string(pemCA)), "\n") {
+			b.WriteString(indent + l + "\n")
+		}
+		return b.String()
+	})
+}

@@ -269,7 +269,7 @@ func (w *docWorld) localIssuer(authConfig string) {
 	w.caFile = filepath.Join(w.home, "issuer-ca.crt")
 	require.NoError(w.t, os.WriteFile(w.caFile, is.CAPEM(), 0o600))
 	if authConfig != "" {
-		doc := withCA(authConfig, is.CAPEM())
+		doc := doctest.WithCA(authConfig, is.CAPEM())
 		doc = strings.ReplaceAll(doc, "https://dex.example.com", is.URL)
 		w.authConfig = filepath.Join(w.home, "auth-config.yaml")
 		require.NoError(w.t, os.WriteFile(w.authConfig, []byte(doc), 0o600))
@@ -319,6 +319,11 @@ func (w *docWorld) shell(tally *docTally, b doctest.Block, stack bool) {
 			tally.makeTargets++
 			for _, target := range l.Words[1:] {
 				checkMakeTarget(t, l.Where, target)
+			}
+			if slices.Equal(l.Words, []string{"make", "install"}) {
+				// The README's set-up command, into a GOBIN of the reader's.
+				tally.ran++
+				w.makeInstall(l)
 			}
 			continue
 		case l.Words[0] == "export":
@@ -443,6 +448,35 @@ func (w *docWorld) runEnv(extraEnv []string, argv ...string) result {
 	return r
 }
 
+// makeInstall runs make install as the README says, into a fresh GOBIN
+// on PATH: both binaries land there and the plugin runs.
+func (w *docWorld) makeInstall(l doctest.Line) {
+	gobin := filepath.Join(w.home, "go", "bin")
+	r := w.runEnv([]string{"GOBIN=" + gobin, "PATH=" + gobin + ":" + os.Getenv("PATH"),
+		"GOCACHE=" + goEnv(w.t, "GOCACHE"), "GOMODCACHE=" + goEnv(w.t, "GOMODCACHE"), "GOPATH=" + filepath.Join(w.home, "go")},
+		"make", "-C", filepath.Join(mustAbs(w.t, docRoot)), "install")
+	if !assert.Equal(w.t, 0, r.code, "%s: make install: %s%s", l.Where, r.stdout, r.stderr) {
+		return
+	}
+	assert.Contains(w.t, r.stdout, "kubectl-impersonate", "%s: make install runs version", l.Where)
+	assert.Contains(w.t, r.stdout, "Installed in "+gobin+": run", "%s: on PATH", l.Where)
+	for _, b := range []string{"kubectl-impersonate", "kubectl-impersonate-get_token"} {
+		assert.FileExists(w.t, filepath.Join(gobin, b), l.Where)
+	}
+}
+
+func goEnv(t *testing.T, name string) string {
+	out, err := exec.Command("go", "env", name).Output()
+	require.NoError(t, err)
+	return strings.TrimSpace(string(out))
+}
+
+func mustAbs(t *testing.T, p string) string {
+	abs, err := filepath.Abs(p)
+	require.NoError(t, err)
+	return abs
+}
+
 var makeRule = regexp.MustCompile(`(?m)^([a-z][a-z0-9-]*):`)
 
 // checkMakeTarget: the Makefile has the target the docs name.
@@ -455,22 +489,6 @@ func checkMakeTarget(t *testing.T, where, target string) {
 		}
 	}
 	t.Errorf("%s: make %s: the Makefile has no such target", where, target)
-}
-
-// elidedCA is a certificate the docs abbreviate as "...".
-var elidedCA = regexp.MustCompile(`(?m)^([ \t]*)-----BEGIN CERTIFICATE-----\n[ \t]*\.\.\.\n(?:[ \t]*-----END CERTIFICATE-----\n)?`)
-
-// withCA puts a real certificate where the docs abbreviate one: the
-// reader pastes their provider's CA there.
-func withCA(doc string, pemCA []byte) string {
-	return elidedCA.ReplaceAllStringFunc(doc, func(m string) string {
-		indent := elidedCA.FindStringSubmatch(m)[1]
-		var b strings.Builder
-		for _, l := range strings.Split(strings.TrimSpace(string(pemCA)), "\n") {
-			b.WriteString(indent + l + "\n")
-		}
-		return b.String()
-	})
 }
 
 func someCA() []byte {
@@ -496,7 +514,7 @@ func validateYAML(t *testing.T, b doctest.Block, w *docWorld) (n int) {
 	for _, doc := range strings.Split(b.Body, "\n---\n") {
 		switch {
 		case strings.Contains(doc, "kind: AuthenticationConfiguration"):
-			_, err := authn.LoadConfig([]byte(withCA(doc, someCA())))
+			_, err := authn.LoadConfig([]byte(doctest.WithCA(doc, someCA())))
 			assert.NoError(t, err, "%s: kube-apiserver would refuse this AuthenticationConfiguration", b.Where())
 		case strings.HasPrefix(strings.TrimLeft(stripYAMLComments(doc), "\n"), "jwt:"):
 			// A part of one: what the doc shows under jwt:.

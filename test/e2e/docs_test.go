@@ -47,6 +47,7 @@ func docSubstitutions(proxyPort int) []docSubstitution {
 	return []docSubstitution{
 		{regexp.MustCompile(`https://dex\.example\.com`), st.issuer},
 		{regexp.MustCompile(`--oidc-client-id=(kubernetes|kubectl)(\s|$)`), "--oidc-client-id=" + publicClient + "$2"},
+		{regexp.MustCompile(`audiences: \[kubernetes\]`), "audiences: [" + publicClient + "]"},
 		{regexp.MustCompile(`--listen=:8443`), fmt.Sprintf("--listen=127.0.0.1:%d", proxyPort)},
 		{regexp.MustCompile(`https://k8s-proxy\.example\.com:8443`), fmt.Sprintf("https://127.0.0.1:%d", proxyPort)},
 	}
@@ -59,27 +60,78 @@ func (r *docReader) substitute(s string) string {
 	return s
 }
 
-// docAPIServerFlags are the kube-apiserver flags docs/dex.md shows.
-func docAPIServerFlags(t *testing.T, r *docReader) []string {
-	blocks, err := doctest.Blocks("../../docs/dex.md")
-	require.NoError(t, err)
-	for _, b := range blocks {
-		if b.Lang != "text" {
-			continue
-		}
-		lines, _ := b.Lines()
-		var flags []string
-		for _, l := range lines {
-			flags = append(flags, doctest.Fields(r.substitute(l.Text))...)
-		}
-		// The stack's Dex has a private CA.
-		return append(flags, "--oidc-ca-file="+st.caFile)
-	}
-	t.Fatal("docs/dex.md shows no kube-apiserver flags")
-	return nil
+// docGroup is docs a reader follows in order against one cluster,
+// configured as one of them says.
+type docGroup struct {
+	docs []string
+	// apiFlags configure the group's kube-apiserver from what the doc shows.
+	apiFlags func(t *testing.T, r *docReader) []string
+	// username is the name the API server gives alice (the reader).
+	username string
+	// prelude are lines the reader ran before, from another doc.
+	prelude []string
 }
 
-func newDocReader(t *testing.T) *docReader {
+var docGroups = []docGroup{
+	{
+		docs:     []string{"README.md", "docs/getting-started.md", "docs/dex.md", "docs/inspection.md", "docs/proxy.md"},
+		apiFlags: legacyFlagsOf("docs/dex.md"),
+		username: "alice@example.com",
+	},
+	{
+		docs:     []string{"docs/apiserver-authentication.md"},
+		apiFlags: authConfigOf("docs/apiserver-authentication.md"),
+		username: "oidc:alice@example.com",
+		// getting-started's setup and first kubectl call.
+		prelude: []string{
+			"kubectl impersonate setup --oidc-issuer-url=https://dex.example.com --oidc-client-id=kubernetes --oidc-extra-scope=email --oidc-extra-scope=groups --write --user=oidc --context=prod",
+			"kubectl --context=prod auth whoami",
+		},
+	},
+}
+
+// legacyFlagsOf are the kube-apiserver flags (a text block) doc shows.
+func legacyFlagsOf(doc string) func(t *testing.T, r *docReader) []string {
+	return func(t *testing.T, r *docReader) []string {
+		blocks, err := doctest.Blocks(filepath.Join("../..", doc))
+		require.NoError(t, err)
+		for _, b := range blocks {
+			if b.Lang != "text" {
+				continue
+			}
+			lines, _ := b.Lines()
+			var flags []string
+			for _, l := range lines {
+				flags = append(flags, doctest.Fields(r.substitute(l.Text))...)
+			}
+			// The stack's Dex has a private CA.
+			return append(flags, "--oidc-ca-file="+st.caFile)
+		}
+		t.Fatalf("%s shows no kube-apiserver flags", doc)
+		return nil
+	}
+}
+
+// authConfigOf runs kube-apiserver with the AuthenticationConfiguration
+// doc shows (the stack's CA where it elides one), which is also the
+// reader's auth-config.yaml.
+func authConfigOf(doc string) func(t *testing.T, r *docReader) []string {
+	return func(t *testing.T, r *docReader) []string {
+		blocks, err := doctest.Blocks(filepath.Join("../..", doc))
+		require.NoError(t, err)
+		for _, b := range blocks {
+			if b.Lang == "yaml" && strings.Contains(b.Body, "kind: AuthenticationConfiguration") {
+				path := filepath.Join(r.home, "auth-config.yaml")
+				require.NoError(t, os.WriteFile(path, []byte(doctest.WithCA(r.substitute(b.Body), st.caPEM)), 0o600))
+				return []string{"--authentication-config=" + path}
+			}
+		}
+		t.Fatalf("%s shows no AuthenticationConfiguration", doc)
+		return nil
+	}
+}
+
+func newDocReader(t *testing.T, name string, g docGroup) *docReader {
 	home := t.TempDir()
 	proxyPort, err := freePort()
 	require.NoError(t, err)
@@ -92,10 +144,10 @@ func newDocReader(t *testing.T) *docReader {
 	u := users["alice"]
 	r.env = append(baseEnv(home), "PATH="+bin+":"+os.Getenv("PATH"), "SSL_CERT_FILE="+st.caFile,
 		"E2E_USER="+u.email, "E2E_PASSWORD="+u.password,
-		"E2E_BROWSER_LOG="+filepath.Join(st.logs, "TestDocsOnTheStack-browser.log"))
+		"E2E_BROWSER_LOG="+filepath.Join(st.logs, "TestDocsOnTheStack-"+name+"-browser.log"))
 
-	// The reader's API server, as docs/dex.md configures it.
-	api, cmd, err := st.startAPIServer("docs", docAPIServerFlags(t, r))
+	// The reader's API server, as the doc configures it.
+	api, cmd, err := st.startAPIServer(name, g.apiFlags(t, r))
 	require.NoError(t, err)
 	t.Cleanup(func() { st.stopCmd(cmd) })
 	require.NoError(t, waitHTTP(api.url+"/readyz", http.Header{"Authorization": {"Bearer " + adminToken}}, 120*time.Second, st.tlsClient()))
@@ -108,7 +160,7 @@ func newDocReader(t *testing.T) *docReader {
 kind: ClusterRoleBinding
 metadata: {name: docs-reader}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
-subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: `+u.email+`}]
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "`+g.username+`"}]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -189,48 +241,65 @@ func withoutAges(line string) string {
 }
 
 // TestDocsOnTheStack runs every shell line of doctest.StackDocs in order,
-// as one reader going through them: each must exit 0, and each output a
-// console block shows must be there (AGE aside; "..." elides rows).
-// The unit doc test (pkg/cmd TestDocs) leaves these lines to this test.
+// as a reader going through them (one reader per docGroup): each must
+// exit 0, and each output a console block shows must be there (AGE aside;
+// "..." elides rows). The unit doc test (pkg/cmd TestDocs) leaves these
+// lines to this test.
 func TestDocsOnTheStack(t *testing.T) {
-	r := newDocReader(t)
+	var covered []string
 	ran := 0
-	for _, doc := range doctest.StackDocs {
-		blocks, err := doctest.Blocks(filepath.Join("../..", doc))
-		require.NoError(t, err)
-		for _, b := range blocks {
-			if !b.Shell() || b.Skip != "" {
-				continue
+	for i, g := range docGroups {
+		covered = append(covered, g.docs...)
+		t.Run(g.docs[0], func(t *testing.T) {
+			r := newDocReader(t, fmt.Sprintf("docs-%d", i), g)
+			for j, line := range g.prelude {
+				r.runLine(fmt.Sprintf("prelude %d", j+1), r.substitute(line), nil)
 			}
-			lines, problems := b.Lines()
-			require.Empty(t, problems)
-			for _, l := range lines {
-				if l.Words[0] == "make" {
-					continue // the targets are checked by pkg/cmd TestDocs; make runs them in CI
-				}
-				line := r.substitute(l.Text)
-				ran++
-				if args, ok := doctest.Plugin(doctest.Fields(line)); ok && args[0] == "proxy" {
-					assert.NoError(t, r.startProxy(line), "%s: %s (log: TestDocsOnTheStack-proxy.log)", l.Where, line)
-					continue
-				}
-				res := run(t, r.env, true, "bash", "-c", "cd "+r.home+" && "+line)
-				if !assert.Equal(t, 0, res.code, "%s: %s\nstdout: %s\nstderr: %s", l.Where, line, res.stdout, res.stderr) {
-					continue
-				}
-				got := map[string]bool{}
-				for _, out := range strings.Split(res.stdout+res.stderr, "\n") {
-					got[withoutAges(out)] = true
-				}
-				for _, want := range l.Output {
-					if strings.TrimSpace(want) == "..." {
+			for _, doc := range g.docs {
+				blocks, err := doctest.Blocks(filepath.Join("../..", doc))
+				require.NoError(t, err)
+				for _, b := range blocks {
+					if !b.Shell() || b.Skip != "" {
 						continue
 					}
-					assert.True(t, got[withoutAges(want)], "%s: %s: the doc shows %q; the output was:\n%s%s", l.Where, line, want, res.stdout, res.stderr)
+					lines, problems := b.Lines()
+					require.Empty(t, problems)
+					for _, l := range lines {
+						if l.Words[0] == "make" {
+							continue // the targets are checked by pkg/cmd TestDocs; make runs them in CI
+						}
+						ran++
+						r.runLine(l.Where, r.substitute(l.Text), l.Output)
+					}
 				}
 			}
-		}
+		})
 	}
-	t.Logf("%d lines of %d docs ran on the stack", ran, len(doctest.StackDocs))
+	assert.ElementsMatch(t, doctest.StackDocs, covered, "every doc the unit test leaves to the stack runs here")
+	t.Logf("%d lines of %d docs ran on the stack", ran, len(covered))
 	assert.Greater(t, ran, 10)
+}
+
+// runLine runs one line in bash on a terminal, in HOME; a proxy line
+// runs in the background. want is what a console block shows.
+func (r *docReader) runLine(where, line string, want []string) {
+	t := r.t
+	if args, ok := doctest.Plugin(doctest.Fields(line)); ok && len(args) > 0 && args[0] == "proxy" {
+		assert.NoError(t, r.startProxy(line), "%s: %s (log: TestDocsOnTheStack-proxy.log)", where, line)
+		return
+	}
+	res := run(t, r.env, true, "bash", "-c", "cd "+r.home+" && "+line)
+	if !assert.Equal(t, 0, res.code, "%s: %s\nstdout: %s\nstderr: %s", where, line, res.stdout, res.stderr) {
+		return
+	}
+	got := map[string]bool{}
+	for _, out := range strings.Split(res.stdout+res.stderr, "\n") {
+		got[withoutAges(out)] = true
+	}
+	for _, w := range want {
+		if strings.TrimSpace(w) == "..." {
+			continue
+		}
+		assert.True(t, got[withoutAges(w)], "%s: %s: the doc shows %q; the output was:\n%s%s", where, line, w, res.stdout, res.stderr)
+	}
 }
