@@ -153,15 +153,29 @@ func (o *ClaimsOptions) authnOptions(tok *authn.Token, res *ClaimsResult) (authn
 // client expects the client ID, and refuses them.
 func identityPlatformAudience(tok *authn.Token, cfg *authn.Config) string {
 	iss := tok.String("iss")
-	project, ok := strings.CutPrefix(iss, "https://securetoken.google.com/")
+	project, ok := strings.CutPrefix(iss, identityPlatformIssuer)
 	if !ok || cfg == nil {
 		return ""
 	}
+	return audienceNote(iss, project, cfg)
+}
+
+const identityPlatformIssuer = "https://securetoken.google.com/"
+
+// audienceNote says in one line, with the fix, when cfg's entry for iss
+// would refuse tokens whose aud is aud ("" when it accepts them or has no
+// entry for iss).
+func audienceNote(iss, aud string, cfg *authn.Config) string {
 	for _, j := range cfg.JWT {
-		if j.Issuer.URL == iss && !slices.Contains(j.Issuer.Audiences, project) {
+		if j.Issuer.URL != iss || slices.Contains(j.Issuer.Audiences, aud) {
+			continue
+		}
+		if project, ok := strings.CutPrefix(iss, identityPlatformIssuer); ok && project == aud {
 			return fmt.Sprintf("Identity Platform tokens carry the project ID %q as aud, but this configuration expects %s (an OAuth client ID?): the API server refuses them; set the audience to %q (audiences: [%s], or --oidc-client-id=%s)",
 				project, strings.Join(j.Issuer.Audiences, ", "), project, project, project)
 		}
+		return fmt.Sprintf("the tokens carry aud %q, but the configuration of issuer %q expects %s: the API server refuses them; add %q to its audiences (or --oidc-client-id=%s)",
+			aud, iss, strings.Join(j.Issuer.Audiences, ", "), aud, aud)
 	}
 	return ""
 }

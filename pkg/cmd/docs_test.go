@@ -218,6 +218,11 @@ func newDocWorld(t *testing.T, file string, blocks []doctest.Block, contexts []s
 	require.NoError(t, os.MkdirAll(filepath.Join(home, ".config", "kubectl-impersonate"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(home, ".config", "kubectl-impersonate", "config.yaml"), []byte(profiles), 0o600))
 	w.readerFiles(blocks)
+	if ac := w.docAuthConfig(); ac != "" {
+		// The cluster's configuration as the doc shows it, for the
+		// commands that take the file (claims replaces it: localIssuer).
+		require.NoError(t, os.WriteFile(filepath.Join(home, "auth-config.yaml"), []byte(doctest.WithCA(ac, someCA())), 0o600))
+	}
 	return w
 }
 

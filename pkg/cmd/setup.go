@@ -13,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/fastpath"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeconfig"
@@ -42,6 +43,9 @@ type SetupOptions struct {
 
 	// FromKubelogin migrates the kubeconfig's kubelogin users.
 	FromKubelogin bool
+	// AuthConfig is the cluster's AuthenticationConfiguration, when the
+	// user has it: setup checks that it accepts the entry's tokens.
+	AuthConfig string
 
 	// Executable is the absolute path of this binary (stubbable for tests).
 	Executable string
@@ -54,7 +58,11 @@ type SetupOptions struct {
 
 // NewCmdSetup builds setup.
 func NewCmdSetup(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &SetupOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g, User: "oidc", InteractiveMode: "IfAvailable"}
+	return newCmdSetup(&SetupOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g, User: "oidc", InteractiveMode: "IfAvailable"})
+}
+
+// newCmdSetup binds o to the command's flags.
+func newCmdSetup(o *SetupOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "setup",
 		Short: "Print, or --write, the kubeconfig user entry that runs get-token",
@@ -88,6 +96,7 @@ Client secrets never go into the kubeconfig: give them to kubectl through
 	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "With --server, the name of the cluster entry (default: the context's name)")
 	cmd.Flags().StringVar(&o.InteractiveMode, "exec-interactive-mode", o.InteractiveMode, "interactiveMode of the exec entry: IfAvailable, Never (robots, CI: never prompt) or Always")
 	cmd.Flags().BoolVar(&o.FromKubelogin, "from-kubelogin", false, "Migrate the kubeconfig's users that run int128/kubelogin (kubectl oidc-login get-token): show each change, and with --write apply it after a backup of the file (its mode kept, other entries untouched); flags with no equivalent are reported, secrets move to 0600 files")
+	cmd.Flags().StringVar(&o.AuthConfig, "authentication-config", "", "The cluster's kube-apiserver AuthenticationConfiguration, if you have it: setup checks that it accepts this entry's tokens (issuer, audience) and says what to change")
 	cmd.Flags().BoolVar(&o.WriteKuberc, "write-kuberc", false, "Add the exec command to kubectl's kuberc allowlist ($KUBERC or ~/.kube/kuberc) when its credentialPluginPolicy is Allowlist (kubectl >= 1.35); the file's other preferences and mode are kept")
 	return cmd
 }
@@ -201,6 +210,15 @@ func (o *SetupOptions) Run(context.Context) error {
 		}
 		return o.kuberc(o.ExecConfig().Command)
 	}
+	if o.AuthConfig != "" {
+		note, err := o.checkAuthConfig()
+		if err != nil {
+			return err
+		}
+		if note != "" {
+			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: %s\n", note)
+		}
+	}
 	exec := o.ExecConfig()
 	if !o.Write {
 		args := []string{"kubectl", "config", "set-credentials", o.User,
@@ -221,6 +239,43 @@ func (o *SetupOptions) Run(context.Context) error {
 		return err
 	}
 	return o.kuberc(exec.Command)
+}
+
+// checkAuthConfig reads the cluster's AuthenticationConfiguration (as
+// kube-apiserver validates it) and says, in one line with the fix, when
+// it would refuse the tokens this entry gets: no entry for the issuer, or
+// an audience the tokens do not carry. Tokens whose aud setup cannot know
+// (access tokens, exchanged tokens without --exchange-audience) are checked
+// for the issuer only.
+func (o *SetupOptions) checkAuthConfig() (string, error) {
+	cfg, err := authn.LoadConfigFile(o.AuthConfig)
+	if err != nil {
+		return "", fmt.Errorf("--authentication-config: %w", err)
+	}
+	a := o.Auth
+	if a.Exchange == settings.ExchangeCloudSigma {
+		return "", nil // CloudSigma's tokens are not the provider's
+	}
+	iss := a.IssuerURL
+	listed := false
+	for _, j := range cfg.JWT {
+		listed = listed || j.Issuer.URL == iss
+	}
+	if !listed {
+		return fmt.Sprintf("the cluster's AuthenticationConfiguration (%s) has no jwt issuer %q: the API server refuses these tokens; add an entry with issuer.url: %s", o.AuthConfig, iss, iss), nil
+	}
+	var aud string
+	switch {
+	case a.GrantType == settings.GrantIdentityPlatform:
+		aud = strings.TrimPrefix(iss, identityPlatformIssuer)
+	case a.Exchange == settings.ExchangeTokenExchange && len(a.ExchangeAudiences) == 1:
+		aud = a.ExchangeAudiences[0]
+	case a.Exchange == settings.ExchangeNone && !a.UseAccessToken:
+		aud = a.ClientID // an ID token's aud
+	default:
+		return "", nil
+	}
+	return audienceNote(iss, aud, cfg), nil
 }
 
 // kuberc reports kubectl's credential plugin policy for command, and with
