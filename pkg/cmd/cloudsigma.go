@@ -54,6 +54,7 @@ and prints the account's email and UUID. The token is never printed.`,
 		RunE: runE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
+	cmd.SetUsageFunc(groupedUsage)
 	o.Output = NewOutputFlags(cmd.Flags(), "text")
 	return cmd
 }

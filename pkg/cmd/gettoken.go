@@ -42,6 +42,7 @@ token has expired and cannot be refreshed. Write its kubeconfig entry with
 		RunE: runE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
+	cmd.SetUsageFunc(groupedUsage)
 	return cmd
 }
 

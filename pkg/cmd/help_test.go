@@ -1,10 +1,16 @@
 package cmd
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
 // Every command's --help has a one-line summary, a longer description and
@@ -58,6 +64,61 @@ func TestOneFlagNamePerMeaning(t *testing.T) {
 			}
 			assert.True(t, ca.Hidden, "--certificate-authority is kubelogin's alias of --oidc-certificate-authority")
 			assert.NotNil(t, f.Lookup("oidc-certificate-authority"))
+		})
+	}
+}
+
+// TestHelpGroupsFlags: the commands that take get-token's settings list
+// their flags in sections by grant and purpose (kubelogin's [authcode] …
+// marks, gathered), each visible flag exactly once, and every flag the
+// sections name exists.
+func TestHelpGroupsFlags(t *testing.T) {
+	for _, name := range []string{"get-token", "login", "setup", "logout", "cloudsigma whoami"} {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			root := NewRootCmd(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
+			root.SetArgs(append(strings.Fields(name), "--help"))
+			require.NoError(t, root.Execute())
+			c, _, err := root.Find(strings.Fields(name))
+			require.NoError(t, err)
+			help := out.String()
+			// The section of each line.
+			section := map[string]string{}
+			current := ""
+			_, usage, _ := strings.Cut(help, "\nUsage:\n")
+			for _, line := range strings.Split("Usage:\n"+usage, "\n") {
+				if strings.HasSuffix(line, ":") && !strings.HasPrefix(line, " ") {
+					current = strings.TrimSuffix(line, ":")
+					continue
+				}
+				if current == "" || current == "Usage" || current == "Examples" {
+					continue
+				}
+				fields := strings.Fields(line)
+				for _, f := range fields[:min(2, len(fields))] {
+					if strings.HasPrefix(f, "--") {
+						flag := strings.TrimSuffix(f[2:], ",")
+						assert.NotContains(t, section, flag, "--%s is listed once", flag)
+						section[flag] = current
+					}
+				}
+			}
+			var last int
+			for i, g := range settings.FlagGroups {
+				at := strings.Index(help, "\n"+g.Title+":\n")
+				require.Positive(t, at, "the section %q", g.Title)
+				assert.Greater(t, at, last, "the sections in order")
+				last = at
+				for _, f := range g.Flags {
+					require.NotNil(t, c.Flags().Lookup(f), "--%s of section %d exists", f, i)
+					assert.Equal(t, g.Title, section[f], "--%s is in its section", f)
+				}
+			}
+			c.Flags().VisitAll(func(f *pflag.Flag) {
+				if !f.Hidden {
+					assert.Contains(t, section, f.Name, "--%s is listed", f.Name)
+				}
+			})
 		})
 	}
 }

@@ -52,6 +52,7 @@ kubectl with interactiveMode Never.`,
 		RunE: runE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
+	cmd.SetUsageFunc(groupedUsage)
 	cmd.Flags().BoolVar(&o.Force, "force", false, "Log in again even when a valid token is cached")
 	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "Without issuer flags or --profile: the kubeconfig whose user's exec entry gives the settings")
 	cmd.Flags().StringVar(&o.Context, "context", "", "Without issuer flags or --profile: the context whose user's exec entry gives the settings (default: the current one)")

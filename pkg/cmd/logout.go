@@ -38,6 +38,7 @@ a refresh token that leaked stays valid until the provider expires it.`,
 		RunE: runE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
+	cmd.SetUsageFunc(groupedUsage)
 	cmd.Flags().BoolVar(&o.All, "all", false, "Delete every cached token of kubectl-impersonate")
 	return cmd
 }

@@ -87,6 +87,7 @@ Client secrets never go into the kubeconfig: give them to kubectl through
 		RunE: runE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
+	cmd.SetUsageFunc(groupedUsage)
 	cmd.Flags().BoolVar(&o.Write, "write", false, "Write the user entry into the kubeconfig instead of printing the command")
 	cmd.Flags().StringVar(&o.User, "user", o.User, "Name of the kubeconfig user entry")
 	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "Kubeconfig file to write (default: $KUBECONFIG's first file, else ~/.kube/config)")

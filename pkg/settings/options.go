@@ -77,6 +77,7 @@ const (
 	flagIPEndpoint          = "identity-platform-endpoint"
 	flagSecureTokenEndpoint = "securetoken-endpoint"
 	flagGoogleIssuer        = "google-issuer-url"
+	flagIPEmulator          = "identity-platform-emulator"
 )
 
 // Identity Platform endpoints.
@@ -314,10 +315,10 @@ func (o *OIDCOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PasswordFile, flagPasswordFile, o.PasswordFile, "[password] file holding the password")
 	fs.StringArrayVar(&o.CertificateAuthorities, flagCA, o.CertificateAuthorities, "PEM file of CAs for the identity provider, added to the system roots; repeatable (also --"+flagAliasCA+", kubelogin's name)")
 	fs.BoolVar(&o.InsecureSkipTLSVerify, flagInsecure, o.InsecureSkipTLSVerify, "Do not verify the identity provider's TLS certificate (insecure)")
-	fs.StringSliceVar(&o.ListenAddresses, flagListen, o.ListenAddresses, "Loopback address of the local server for the browser login, tried in order (default "+strings.Join(DefaultListenAddresses, ",")+")")
-	fs.StringVar(&o.BrowserCommand, flagBrowserCommand, o.BrowserCommand, "Command that opens the login URL (default: the system's)")
-	fs.BoolVar(&o.SkipOpenBrowser, flagSkipOpenBrowser, o.SkipOpenBrowser, "Print the login URL without opening a browser")
-	fs.DurationVar(&o.AuthTimeout, flagAuthTimeout, o.AuthTimeout, "How long to wait for a login in the browser or on the device page")
+	fs.StringSliceVar(&o.ListenAddresses, flagListen, o.ListenAddresses, "[authcode] loopback address of the local server for the browser login, tried in order (default "+strings.Join(DefaultListenAddresses, ",")+")")
+	fs.StringVar(&o.BrowserCommand, flagBrowserCommand, o.BrowserCommand, "[authcode, device-code] command that opens the login URL (default: the system's)")
+	fs.BoolVar(&o.SkipOpenBrowser, flagSkipOpenBrowser, o.SkipOpenBrowser, "[authcode, device-code] print the login URL without opening a browser")
+	fs.DurationVar(&o.AuthTimeout, flagAuthTimeout, o.AuthTimeout, "[authcode, authcode-keyboard, device-code] how long to wait for the login in the browser or on the device page")
 	fs.DurationVar(&o.RequestTimeout, flagRequestTimeout, o.RequestTimeout, "How long to wait for each answer of the identity provider (and the exchange's endpoints)")
 }
 
@@ -351,7 +352,7 @@ func (o *IdentityPlatformOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.IPTenant, flagIPTenant, o.IPTenant, "With --grant-type=identity-platform: the Identity Platform tenant, if any")
 	fs.StringVar(&o.IPEndpoint, flagIPEndpoint, o.IPEndpoint, "Identity Toolkit API endpoint (tests, emulators)")
 	fs.StringVar(&o.SecureTokenURL, flagSecureTokenEndpoint, o.SecureTokenURL, "Secure Token API endpoint (tests, emulators)")
-	fs.BoolVar(&o.IPEmulator, "identity-platform-emulator", o.IPEmulator, "Accept the Firebase Auth emulator's unsigned tokens (its endpoints must be on loopback)")
+	fs.BoolVar(&o.IPEmulator, flagIPEmulator, o.IPEmulator, "Accept the Firebase Auth emulator's unsigned tokens (its endpoints must be on loopback)")
 	fs.StringVar(&o.GoogleIssuer, flagGoogleIssuer, o.GoogleIssuer, "With --grant-type=identity-platform: the issuer of the Google sign-in")
 }
 
