@@ -11,10 +11,8 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"math/big"
 	"net/http"
@@ -26,19 +24,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
 )
 
-// Tamper selects a defect in the ID tokens the server issues.
-type Tamper string
+// Tamper selects a defect in the ID tokens the server issues: the
+// signature's are testissuer's, the claims' are added here.
+type Tamper = testissuer.Tamper
 
 // Defects a verifier must reject.
 const (
-	TamperNone        Tamper = ""
-	TamperAlgNone     Tamper = "alg-none"
-	TamperHS256PubKey Tamper = "hs256-with-public-key"
-	TamperBadSig      Tamper = "bad-signature"
-	TamperUnknownKid  Tamper = "unknown-kid"
+	TamperNone               = testissuer.Valid
+	TamperAlgNone            = testissuer.AlgNone
+	TamperHS256PubKey        = testissuer.HS256PublicKey
+	TamperBadSig             = testissuer.BadSignature
+	TamperUnknownKid         = testissuer.UnknownKid
 	TamperWrongIss    Tamper = "wrong-iss"
 	TamperWrongAud    Tamper = "wrong-aud"
 	TamperWrongNonce  Tamper = "wrong-nonce"
@@ -522,7 +521,7 @@ func (s *Server) issue(w http.ResponseWriter, scope, nonce string, withRefresh b
 
 // SignIDToken makes an ID token for the configured user, with a defect.
 func (s *Server) SignIDToken(tamper Tamper, nonce string, now time.Time) (string, error) {
-	claims := jwt.MapClaims{
+	claims := map[string]any{
 		"iss": s.URL, "sub": s.Subject, "aud": s.ClientID,
 		"iat": now.Unix(), "exp": now.Add(s.TokenLifetime).Unix(),
 		"email": s.Email, "email_verified": true, "groups": s.Groups,
@@ -530,7 +529,7 @@ func (s *Server) SignIDToken(tamper Tamper, nonce string, now time.Time) (string
 	if nonce != "" {
 		claims["nonce"] = nonce
 	}
-	key, method, kid := any(s.key), jwt.SigningMethod(jwt.SigningMethodRS256), "k1"
+	signature := TamperNone
 	switch tamper {
 	case TamperWrongIss:
 		claims["iss"] = s.URL + "/other"
@@ -543,24 +542,8 @@ func (s *Server) SignIDToken(tamper Tamper, nonce string, now time.Time) (string
 		claims["exp"] = now.Add(-time.Hour).Unix()
 	case TamperNotYetValid:
 		claims["nbf"] = now.Add(time.Hour).Unix()
-	case TamperBadSig:
-		key = s.otherKey
-	case TamperUnknownKid:
-		// The real key under a kid the JWKS does not list: only the kid
-		// is wrong (TamperBadSig is the other key under the real kid).
-		kid = "k2"
-	case TamperAlgNone:
-		key, method = jwt.UnsafeAllowNoneSignatureType, jwt.SigningMethodNone
-	case TamperHS256PubKey:
-		// The algorithm-confusion attack: HS256 keyed with the public key
-		// as a verifier that confuses algorithms would hold it, PEM (PKIX).
-		der, err := x509.MarshalPKIXPublicKey(&s.key.PublicKey)
-		if err != nil {
-			return "", err
-		}
-		key, method = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), jwt.SigningMethodHS256
+	default:
+		signature = tamper // a defect of the signature
 	}
-	tok := jwt.NewWithClaims(method, claims)
-	tok.Header["kid"] = kid
-	return tok.SignedString(key)
+	return testissuer.Sign(claims, signature, "k1", s.key, s.otherKey)
 }

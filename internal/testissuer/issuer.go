@@ -88,8 +88,10 @@ func (is *Issuer) CAPEM() []byte {
 }
 
 // PublicKeyPEM is the signing key's public half (PKIX).
-func (is *Issuer) PublicKeyPEM() []byte {
-	der, _ := x509.MarshalPKIXPublicKey(&is.key.PublicKey)
+func (is *Issuer) PublicKeyPEM() []byte { return publicKeyPEM(&is.key.PublicKey) }
+
+func publicKeyPEM(pub *rsa.PublicKey) []byte {
+	der, _ := x509.MarshalPKIXPublicKey(pub)
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 }
 
@@ -126,14 +128,21 @@ func (is *Issuer) Claims(sub, aud string, lifetime time.Duration, extra map[stri
 
 // Mint signs claims, tampered as asked.
 func (is *Issuer) Mint(claims map[string]any, t Tamper) (string, error) {
+	return Sign(claims, t, kid, is.key, is.other)
+}
+
+// Sign signs claims with key (RS256) under kid, tampered as t asks:
+// other is the key of BadSignature. Each tamper breaks one property of
+// the signature; claim defects are the caller's.
+func Sign(claims map[string]any, t Tamper, kid string, key, other *rsa.PrivateKey) (string, error) {
 	mc := jwt.MapClaims(claims)
 	switch t {
 	case Valid:
-		return sign(jwt.SigningMethodRS256, kid, mc, is.key)
+		return sign(jwt.SigningMethodRS256, kid, mc, key)
 	case UnknownKid:
-		return sign(jwt.SigningMethodRS256, "not-in-the-jwks", mc, is.key)
+		return sign(jwt.SigningMethodRS256, kid+"-not-in-the-jwks", mc, key)
 	case BadSignature:
-		return sign(jwt.SigningMethodRS256, kid, mc, is.other)
+		return sign(jwt.SigningMethodRS256, kid, mc, other)
 	case AlgNone:
 		tok := jwt.NewWithClaims(jwt.SigningMethodNone, mc)
 		tok.Header["kid"] = kid
@@ -149,7 +158,7 @@ func (is *Issuer) Mint(claims map[string]any, t Tamper) (string, error) {
 			return "", err
 		}
 		signing := enc.EncodeToString(h) + "." + enc.EncodeToString(p)
-		mac := hmac.New(sha256.New, is.PublicKeyPEM())
+		mac := hmac.New(sha256.New, publicKeyPEM(&key.PublicKey))
 		mac.Write([]byte(signing))
 		return signing + "." + enc.EncodeToString(mac.Sum(nil)), nil
 	}
