@@ -20,28 +20,28 @@ type OIDCFlags struct {
 	// CAFile is a PEM CA for the issuer's discovery and JWKS.
 	CAFile string
 	flags  *pflag.FlagSet
+	names  []string // the flags AddFlags bound, aliases excluded
 }
-
-// oidcFlagNames are the flags of OIDCFlags, aliases excluded.
-var oidcFlagNames = []string{"oidc-issuer-url", "oidc-client-id", "oidc-certificate-authority", "oidc-username-claim",
-	"oidc-username-prefix", "oidc-groups-claim", "oidc-groups-prefix", "oidc-required-claim", "oidc-signing-algs"}
 
 // AddFlags binds the flags; aliases are older names of this tool's, and
 // using one writes a deprecation line to warn.
 func (o *OIDCFlags) AddFlags(f *pflag.FlagSet, aliases map[string]string, warn io.Writer) {
-	o.flags = f
 	if o.UsernameClaim == "" {
 		o.UsernameClaim = "sub"
 	}
-	f.StringVar(&o.IssuerURL, "oidc-issuer-url", "", "Issuer of the tokens (https), as kube-apiserver's --oidc-issuer-url")
-	f.StringSliceVar(&o.ClientIDs, "oidc-client-id", nil, "Accepted audience, as kube-apiserver's --oidc-client-id (repeatable here)")
-	f.StringVar(&o.CAFile, "oidc-certificate-authority", "", "PEM file of a CA for the issuer's discovery and JWKS (kube-apiserver's --oidc-ca-file)")
-	f.StringVar(&o.UsernameClaim, "oidc-username-claim", o.UsernameClaim, "Claim of the username, as kube-apiserver's --oidc-username-claim")
-	f.StringVar(&o.UsernamePrefix, "oidc-username-prefix", "", "As kube-apiserver's --oidc-username-prefix: unset means \"<issuer>#\" unless the claim is email; - means none")
-	f.StringVar(&o.GroupsClaim, "oidc-groups-claim", "", "Claim of the groups, as kube-apiserver's --oidc-groups-claim")
-	f.StringVar(&o.GroupsPrefix, "oidc-groups-prefix", "", "As kube-apiserver's --oidc-groups-prefix")
-	f.StringToStringVar(&o.RequiredClaims, "oidc-required-claim", nil, "As kube-apiserver's --oidc-required-claim: key=value a token must carry; repeatable")
-	f.StringSliceVar(&o.SigningAlgs, "oidc-signing-algs", nil, "As kube-apiserver's --oidc-signing-algs (default RS256)")
+	// Bound on a set of their own first, so that Given knows their names.
+	own := pflag.NewFlagSet("oidc", pflag.ContinueOnError)
+	own.StringVar(&o.IssuerURL, "oidc-issuer-url", "", "Issuer of the tokens (https), as kube-apiserver's --oidc-issuer-url")
+	own.StringSliceVar(&o.ClientIDs, "oidc-client-id", nil, "Accepted audience, as kube-apiserver's --oidc-client-id (repeatable here)")
+	own.StringVar(&o.CAFile, "oidc-certificate-authority", "", "PEM file of a CA for the issuer's discovery and JWKS (kube-apiserver's --oidc-ca-file)")
+	own.StringVar(&o.UsernameClaim, "oidc-username-claim", o.UsernameClaim, "Claim of the username, as kube-apiserver's --oidc-username-claim")
+	own.StringVar(&o.UsernamePrefix, "oidc-username-prefix", "", "As kube-apiserver's --oidc-username-prefix: unset means \"<issuer>#\" unless the claim is email; - means none")
+	own.StringVar(&o.GroupsClaim, "oidc-groups-claim", "", "Claim of the groups, as kube-apiserver's --oidc-groups-claim")
+	own.StringVar(&o.GroupsPrefix, "oidc-groups-prefix", "", "As kube-apiserver's --oidc-groups-prefix")
+	own.StringToStringVar(&o.RequiredClaims, "oidc-required-claim", nil, "As kube-apiserver's --oidc-required-claim: key=value a token must carry; repeatable")
+	own.StringSliceVar(&o.SigningAlgs, "oidc-signing-algs", nil, "As kube-apiserver's --oidc-signing-algs (default RS256)")
+	own.VisitAll(func(fl *pflag.Flag) { o.names = append(o.names, fl.Name); f.AddFlag(fl) })
+	o.flags = f
 	settings.AliasFlag(f, "oidc-ca-file", "oidc-certificate-authority", warn)
 	for alias, canonical := range aliases {
 		settings.AliasFlag(f, alias, canonical, warn)
@@ -51,7 +51,7 @@ func (o *OIDCFlags) AddFlags(f *pflag.FlagSet, aliases map[string]string, warn i
 // Given lists the flags given, as "--name".
 func (o *OIDCFlags) Given() []string {
 	var given []string
-	for _, n := range oidcFlagNames {
+	for _, n := range o.names {
 		if o.flags != nil && o.flags.Changed(n) {
 			given = append(given, "--"+n)
 		}
