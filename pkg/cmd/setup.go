@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/fastpath"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeconfig"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kuberc"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
@@ -217,7 +218,7 @@ func (o *SetupOptions) Run(context.Context) error {
 			return err
 		}
 		if note != "" {
-			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: %s\n", note)
+			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: %s\n", logging.OneLine(note, 0))
 		}
 	}
 	exec := o.ExecConfig()
