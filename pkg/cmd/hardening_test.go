@@ -89,7 +89,7 @@ func TestIdPFaults(t *testing.T) {
 			start := time.Now()
 			r := e.run([]string{"KUBERNETES_EXEC_INFO=" + execInfoV1Never, "KUBECTL_IMPERSONATE_CLIENT_SECRET=" + e.idp.ClientSecret}, args...)
 			elapsed := time.Since(start)
-			assert.NotEqual(t, 0, r.code, "fails")
+			assert.Equal(t, 1, r.code, "exit 1")
 			assert.Empty(t, r.stdout, "no ExecCredential")
 			assert.Contains(t, r.stderr, tc.wantErr)
 			assert.Equal(t, 1, strings.Count(strings.TrimSpace(r.stderr), "\n")+1, "one line: %q", r.stderr)

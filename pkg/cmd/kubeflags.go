@@ -58,7 +58,15 @@ func (k *KubeFlags) Config() (*rest.Config, error) {
 	if k.overrides.Timeout == "" {
 		cfg.Timeout = 30 * time.Second
 	}
+	cfg.UserAgent = UserAgent()
 	return cfg, nil
+}
+
+// UserAgent names this tool to the API server (its audit log records it),
+// in client-go's form: "kubectl-impersonate/VERSION (OS/ARCH)".
+func UserAgent() string {
+	v := Version()
+	return "kubectl-impersonate/" + v.Version + " (" + v.Platform + ")"
 }
 
 // Client builds the API client.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -347,10 +348,15 @@ func TestCloudSigmaEightHourSession(t *testing.T) {
 		name      string
 		expiresIn int // of the impersonated token; -1: absent (its JWT exp decides)
 		lifetime  time.Duration
+		every     time.Duration // between kubectl calls
+		// minRatio, maxRatio bound the answered calls served from the cache.
+		minRatio, maxRatio float64
 	}{
-		{"impersonated 300 s", 300, 300 * time.Second},
-		{"impersonated 300 s, no expires_in", -1, 300 * time.Second},
-		{"impersonated 3600 s", 3600, time.Hour},
+		{"impersonated 300 s", 300, 300 * time.Second, time.Second, 0.99, 1},
+		{"impersonated 300 s, no expires_in", -1, 300 * time.Second, time.Second, 0.99, 1},
+		{"impersonated 3600 s", 3600, time.Hour, time.Second, 0.99, 1},
+		// One renewal per 200 s of a 300 s token: about 19 of 20 calls.
+		{"impersonated 300 s, a call every 10 s", 300, 300 * time.Second, 10 * time.Second, 0.94, 0.96},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -359,7 +365,7 @@ func TestCloudSigmaEightHourSession(t *testing.T) {
 			start := f.clock.Now()
 			outageFrom := start.Add(4 * time.Hour)
 			f.sim.Outage(outageFrom, outageFrom.Add(10*time.Minute))
-			const calls = 8 * 3600
+			calls := int(8 * time.Hour / tc.every)
 			fromCache, failed, failedWithValid := 0, 0, 0
 			var lastExpiry time.Time
 			for range calls {
@@ -382,14 +388,15 @@ func TestCloudSigmaEightHourSession(t *testing.T) {
 					require.False(t, r.Expiry.After(time.Unix(int64(exp), 0)), "reported valid past its expiry")
 					lastExpiry = time.Unix(int64(exp), 0)
 				}
-				f.clock.Add(time.Second)
+				f.clock.Add(tc.every)
 			}
 			// The cache ratio is over the calls that got a token: during the
 			// outage, once the cached token expired, calls fail by design.
 			ratio := float64(fromCache) / float64(calls-failed)
-			t.Logf("8 h, one call a second, %s: %d of %d answered calls from the cache (%.2f%%); 10-minute outage: %d calls failed, %d of them while a token was valid; requests (with retries): %d impersonate, %d UMA, %d client_credentials",
-				tc.name, fromCache, calls-failed, 100*ratio, failed, failedWithValid, f.sim.Calls("impersonate:zrh"), f.sim.Calls("uma"), f.sim.Calls("client_credentials"))
-			assert.GreaterOrEqual(t, ratio, 0.99)
+			t.Logf("8 h, one call every %s, %s: %d of %d answered calls from the cache (%.2f%%); 10-minute outage: %d calls failed, %d of them while a token was valid; requests (with retries): %d impersonate, %d UMA, %d client_credentials",
+				tc.every, tc.name, fromCache, calls-failed, 100*ratio, failed, failedWithValid, f.sim.Calls("impersonate:zrh"), f.sim.Calls("uma"), f.sim.Calls("client_credentials"))
+			assert.GreaterOrEqual(t, ratio, tc.minRatio)
+			assert.LessOrEqual(t, ratio, tc.maxRatio)
 			assert.Zero(t, failedWithValid, "the outage failed no call that had a valid token")
 			if tc.lifetime < 10*time.Minute {
 				assert.Positive(t, failed, "the outage outlasted the cached token: calls after its expiry fail (never a wrong or expired token)")
@@ -478,4 +485,38 @@ func TestCloudSigmaRetriesAudited(t *testing.T) {
 	assert.Contains(t, string(audit), "1/3 client_credentials (attempt 2, retried)")
 	assert.Contains(t, string(audit), "answered 429")
 	assert.Contains(t, string(audit), "answered 503")
+}
+
+// TestCloudSigmaDefaultLifetimes: a service token or RPT whose answer
+// states no expires_in and that is not a JWT lasts Keycloak's default 5
+// minutes; an impersonated token with neither, CloudSigma's 15 minutes
+// (docs/exchange.md). Keycloak always states expires_in: the defaults
+// guard a proxy or an older release that drops it. The server answers as
+// Keycloak's token endpoint does (RFC 6749 §5.1) minus expires_in.
+func TestCloudSigmaDefaultLifetimes(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/protocol/openid-connect/token"):
+			_, _ = w.Write([]byte(`{"access_token":"opaque-` + r.FormValue("grant_type") + `","token_type":"Bearer"}`))
+		case strings.HasSuffix(r.URL.Path, "/user/impersonate"):
+			_, _ = w.Write([]byte(`{"access_token":"opaque-impersonated","expires_in":0}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	f := newFixture(t)
+	c := f.cloudsigma("zrh", "alice@example.com")
+	c.OAuthURL, c.APIURLTemplate = srv.URL, srv.URL
+	now := f.clock.Now()
+	service, err := c.serviceToken(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, now.Add(5*time.Minute).UTC(), service.AccessTokenExpiry, "service token")
+	rpt, err := c.requestingPartyToken(context.Background(), service.AccessToken)
+	require.NoError(t, err)
+	assert.Equal(t, now.Add(5*time.Minute).UTC(), rpt.AccessTokenExpiry, "RPT")
+	imp, err := c.impersonate(context.Background(), rpt.AccessToken, service.AccessToken)
+	require.NoError(t, err)
+	assert.Equal(t, now.Add(15*time.Minute).UTC(), imp.AccessTokenExpiry, "impersonated token")
 }

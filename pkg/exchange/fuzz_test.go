@@ -10,7 +10,7 @@ import (
 
 // FuzzCloudSigmaResponses: the impersonate answer gives a token with a
 // bounded positive lifetime or a one-line error; error bodies (OAuth or
-// CloudSigma's error_type lists: FuzzErrorAnswers in pkg/oauth).
+// CloudSigma's error_type lists) are FuzzTokenResponse's, in pkg/oauth.
 func FuzzCloudSigmaResponses(f *testing.F) {
 	f.Add([]byte(`{"access_token":"tok","expires_in":900}`))
 	f.Add([]byte(`{"impersonated_token":"tok","expires_in":"0"}`))

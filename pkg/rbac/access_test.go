@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -85,8 +86,10 @@ func TestAccessRequestCounts(t *testing.T) {
 			want[r+".apps "+v] = true
 		}
 	}
+	peak := 0
 	count := func(force bool) (*Matrix, int) {
-		f := &fakeAuthz{rules: map[string][]authzv1.ResourceRule{"team-a": rules}, allow: allow}
+		f := &fakeAuthz{rules: map[string][]authzv1.ResourceRule{"team-a": rules}, allow: allow, delay: 5 * time.Millisecond}
+		defer func() { peak = max(peak, f.peak) }()
 		srv := httptest.NewServer(f)
 		defer srv.Close()
 		c := newClient(t, srv.URL)
@@ -107,5 +110,6 @@ func TestAccessRequestCounts(t *testing.T) {
 	}
 	assert.Equal(t, 1, nRules)
 	assert.Equal(t, 31*8, nSSAR)
+	assert.Equal(t, 8, peak, "access reviews 8 at a time (docs/inspection.md)")
 	t.Logf("access matrix, 31 resources x 8 verbs: %d request with the rules review, %d with one access review per cell", nRules, nSSAR)
 }

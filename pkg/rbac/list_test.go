@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -87,6 +88,10 @@ type fakeAuthz struct {
 	allow      map[string]bool // allowKey → allowed
 	incomplete map[string]bool
 	ssrr, ssar int
+	// delay holds each request, so that concurrent ones overlap; peak is
+	// the most requests in flight at once.
+	delay          time.Duration
+	inflight, peak int
 }
 
 // allowKey names one access review: namespace, verb, group, resource
@@ -103,7 +108,14 @@ func (f *fakeAuthz) counts() (ssrr, ssar int) {
 
 func (f *fakeAuthz) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
+	f.inflight++
+	f.peak = max(f.peak, f.inflight)
+	delay := f.delay
+	f.mu.Unlock()
+	time.Sleep(delay)
+	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.inflight--
 	switch {
 	case strings.HasSuffix(r.URL.Path, "/selfsubjectrulesreviews"):
 		f.ssrr++

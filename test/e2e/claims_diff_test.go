@@ -120,7 +120,8 @@ func TestClaimsDifferential(t *testing.T) {
 		}
 	}
 	t.Logf("claims differential: %d configurations × %d tokens = %d pairs; %d agree with SelfSubjectReview (%d refused by both)", len(configs), len(claimsCases), total, agreed, refusedBoth)
-	assert.GreaterOrEqual(t, total, 30)
+	assert.Equal(t, 5*11, total, "README's 5 configurations × 11 tokens")
+	assert.Equal(t, total, agreed)
 	assert.Positive(t, refusedBoth, "some pairs are refusals")
 	assert.Less(t, refusedBoth, total, "some pairs are accepted")
 }
@@ -247,6 +248,7 @@ func TestClaimsDifferentialLegacyFlags(t *testing.T) {
 	}
 	t.Logf("claims differential, legacy flags: %d flag sets × %d tokens = %d pairs; %d agree with SelfSubjectReview (%d refused by both)",
 		len(flagSets), len(claimsCases), total, agreed, refusedBoth)
+	assert.Equal(t, 3*11, total, "README's 11 tokens against 3 kube-apiservers")
 	assert.Equal(t, total, agreed)
 	assert.Positive(t, refusedBoth, "some pairs are refusals")
 	assert.Less(t, refusedBoth, total, "some pairs are accepted")

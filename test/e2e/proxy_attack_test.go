@@ -265,6 +265,7 @@ jwt:
 		attack{name: "CONNECT through the proxy", method: "CONNECT", path: "kubernetes.default.svc:443", headers: [][2]string{bearer}, want: 405},
 		attack{name: "CONNECT, prefixed upstream", base: prefixed, method: "CONNECT", path: "kubernetes.default.svc:443", headers: [][2]string{bearer}, want: 405},
 		attack{name: "X-Real-Ip spoofing", path: "/api/v1/namespaces/team-a/pods", headers: [][2]string{bearer, {"X-Real-Ip", "10.9.9.9"}}, want: 200, forwarded: true})
+	require.Len(t, attacks, 85, "README's count of the attacks")
 	for i, a := range attacks {
 		ua := fmt.Sprintf("ki-attack/%d", i)
 		base := a.base
@@ -319,4 +320,29 @@ jwt:
 	}
 	t.Logf("%d attacks (%d forwarded as alice), %d ran as the proxy's identity", len(attacks), forwarded, ranAsProxy)
 	assert.Zero(t, ranAsProxy)
+}
+
+// pluginRequests counts the requests kube-apiserver's audit log records
+// from this plugin (its user agent) while f runs: the server's count, not
+// the client's. The audit log is written before each response (blocking).
+func pluginRequests(t *testing.T, api *apiserver, f func()) (n int, uris []string) {
+	t.Helper()
+	count := func() []string {
+		b, err := os.ReadFile(api.auditLog)
+		require.NoError(t, err)
+		var uris []string
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		for sc.Scan() {
+			var e auditEvent
+			if json.Unmarshal(sc.Bytes(), &e) == nil && e.Stage == "ResponseComplete" && strings.HasPrefix(e.UserAgent, "kubectl-impersonate/") {
+				uris = append(uris, e.RequestURI)
+			}
+		}
+		return uris
+	}
+	before := len(count())
+	f()
+	after := count()
+	return len(after) - before, after[before:]
 }

@@ -262,6 +262,10 @@ func TestRBACDifferential(t *testing.T) {
 		total, objects, allowedObjects, subjects, allowedSubjects, diffs)
 	// Neither side may be trivially all-or-nothing.
 	assert.Positive(t, allowedObjects)
+	// README's figures: the decisions are fixed by construction, the cells vary by release.
+	assert.Equal(t, 180, objects, "list decisions")
+	assert.Equal(t, 1560, subjects, "who-can decisions")
+	assert.Greater(t, total, 10000, "access cells")
 	assert.Less(t, allowedObjects, objects)
 	assert.Positive(t, allowedSubjects)
 	assert.Less(t, allowedSubjects, subjects)

@@ -663,6 +663,44 @@ func TestWhyAndWhoCan(t *testing.T) {
 	assert.Contains(t, r.stdout, "? yes")
 }
 
+// TestInspectionRequestCounts: the API requests docs/inspection.md gives
+// for each command, counted in kube-apiserver's audit log.
+func TestInspectionRequestCounts(t *testing.T) {
+	api := st.api["structured"]
+	alice := newPerson(t, "alice", api)
+	r := alice.kubectl("auth", "whoami")
+	require.Equal(t, 0, r.code, r.stderr)
+	admin, err := st.adminKubeconfig(api)
+	require.NoError(t, err)
+	aliceKC, adminKC := "--kubeconfig="+alice.kubeconfig, "--kubeconfig="+admin
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"whoami", aliceKC}, 1},
+		{[]string{"groups", aliceKC}, 1},
+		{[]string{"claims", "--compare", "--oidc-issuer-url=" + st.issuer, "--oidc-client-id=" + publicClient,
+			"--oidc-certificate-authority=" + st.caFile, "--oidc-username-claim=email", "--oidc-username-prefix=oidc:",
+			"--oidc-groups-claim=groups", "--oidc-groups-prefix=oidc:", aliceKC}, 1},
+		// The decision and the identity, then the four kinds of RBAC object.
+		{[]string{"why", "get", "pods", "-n", "team-a", adminKC}, 2 + 4},
+		{[]string{"who-can", "get", "pods", "-n", "team-a", adminKC}, 4},
+	} {
+		var res result
+		n, uris := pluginRequests(t, api, func() { res = run(t, alice.env, false, append([]string{st.ki}, tc.args...)...) })
+		require.Equal(t, 0, res.code, "%v: %s", tc.args, res.stderr)
+		assert.Equal(t, tc.want, n, "%s: requests %v", tc.args[0], uris)
+	}
+	// list pages by 500 objects.
+	_, uris := pluginRequests(t, api, func() {
+		res := run(t, alice.env, false, st.ki, "list", "configmaps", "-n", "team-a", adminKC)
+		require.Equal(t, 0, res.code, res.stderr)
+	})
+	assert.True(t, slices.ContainsFunc(uris, func(u string) bool {
+		return strings.HasPrefix(u, "/api/v1/namespaces/team-a/configmaps?") && strings.Contains(u, "limit=500")
+	}), "the list asks 500 per page: %v", uris)
+}
+
 // Google Cloud Identity Platform: Chromium signs in "with Google" (Dex),
 // signInWithIdp and securetoken at the simulator, and the API server, trusting
 // that issuer with username email and groups gcp.iam.roles, grants the
@@ -1273,12 +1311,16 @@ func TestListObjectsLabelledWithAProject(t *testing.T) {
 		return run(t, env, false, append([]string{st.ki, "list", "widgets.example.com", "-n", "shared-objects", "-l", "project=a",
 			"--kubeconfig=" + admin, "--as=carol", "--as-group=project-a", "-v=1", "-o", "name"}, args...)...)
 	}
-	rules := list()
+	var rules, ssar result
+	_, rulesURIs := pluginRequests(t, api, func() { rules = list() })
 	require.Equal(t, 0, rules.code, rules.stderr)
 	assert.Equal(t, "widget.example.com/w-a-1\nwidget.example.com/w-a-2\n", rules.stdout, "project a's objects carol may get")
 	assert.Contains(t, rules.stderr, "2 of 3 widgets.example.com allowed to get for carol [project-a]; requests after discovery: 1 list, 1 rules reviews, 0 access reviews")
-	ssar := list("--method=ssar")
+	_, ssarURIs := pluginRequests(t, api, func() { ssar = list("--method=ssar") })
 	require.Equal(t, 0, ssar.code, ssar.stderr)
+	// What the plugin reports, counted by the server (its audit log).
+	assert.Len(t, withoutDiscovery(rulesURIs), 2, "1 list, 1 rules review: %v", rulesURIs)
+	assert.Len(t, withoutDiscovery(ssarURIs), 4, "1 list, 3 access reviews: %v", ssarURIs)
 	assert.Equal(t, rules.stdout, ssar.stdout, "the same objects by one access review per object")
 	assert.Contains(t, ssar.stderr, "requests after discovery: 1 list, 0 rules reviews, 3 access reviews")
 	t.Logf("list -l project=a over a CRD in one namespace: %s | %s", lastLine(rules.stderr), lastLine(ssar.stderr))
@@ -1298,6 +1340,20 @@ func kubectlApply(t *testing.T, admin, manifest string) {
 	cmd.Env, cmd.Stdin = baseEnv(t.TempDir()), strings.NewReader(manifest)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
+}
+
+// withoutDiscovery drops API discovery requests (/api, /apis and each
+// group version's resource list).
+func withoutDiscovery(uris []string) []string {
+	var out []string
+	for _, u := range uris {
+		path, _, _ := strings.Cut(u, "?")
+		if path == "/api" || path == "/apis" || path == "/api/v1" || strings.HasPrefix(path, "/apis/") && strings.Count(path, "/") <= 3 {
+			continue
+		}
+		out = append(out, u)
+	}
+	return out
 }
 
 // projectConfigMaps: namespaces proj-a-1 and proj-a-2 (labelled project=a) and
@@ -1458,19 +1514,24 @@ rules:
 	wg.Wait()
 	require.Zero(t, failures.Load(), "creating the ConfigMaps")
 	start := time.Now()
-	r = list("configmaps", "--project-label=project=scale")
+	var rulesURIs, ssarURIs []string
+	_, rulesURIs = pluginRequests(t, api, func() { r = list("configmaps", "--project-label=project=scale") })
 	rulesTime := time.Since(start)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Len(t, rows(r.stdout), 500)
 	assert.Contains(t, r.stderr, "500 of 1000 configmaps allowed to get for viewer-user [viewer]; requests after discovery: 11 list, 10 rules reviews, 0 access reviews")
 	start = time.Now()
-	r2 = list("configmaps", "--project-label=project=scale", "--method=ssar")
+	_, ssarURIs = pluginRequests(t, api, func() { r2 = list("configmaps", "--project-label=project=scale", "--method=ssar") })
 	ssarTime := time.Since(start)
 	require.Equal(t, 0, r2.code, r2.stderr)
 	assert.Equal(t, rows(r.stdout), rows(r2.stdout), "the same 500 objects by 1000 access reviews")
 	assert.Contains(t, r2.stderr, "0 rules reviews, 1000 access reviews")
-	t.Logf("10 namespaces × 100 ConfigMaps: rules reviews: 21 requests after discovery, %s; access review per object: 1011 requests, %s",
-		rulesTime.Round(time.Millisecond), ssarTime.Round(time.Millisecond))
+	// The server's counts (its audit log): 1 namespace list, 10 object
+	// lists and 10 rules reviews, against 11 lists and 1000 access reviews.
+	assert.Len(t, withoutDiscovery(rulesURIs), 21, "requests after discovery, rules reviews")
+	assert.Len(t, withoutDiscovery(ssarURIs), 1011, "requests after discovery, one access review per object")
+	t.Logf("10 namespaces × 100 ConfigMaps: rules reviews: %d requests after discovery, %s; access review per object: %d requests, %s",
+		len(withoutDiscovery(rulesURIs)), rulesTime.Round(time.Millisecond), len(withoutDiscovery(ssarURIs)), ssarTime.Round(time.Millisecond))
 }
 
 // Keyring faults with a real gnome-keyring, in a D-Bus session of the
