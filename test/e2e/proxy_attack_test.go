@@ -47,6 +47,18 @@ type auditEvent struct {
 // agent is ua.
 func auditEvents(t *testing.T, path, ua string) []auditEvent {
 	t.Helper()
+	var out []auditEvent
+	for _, e := range readAudit(t, path) {
+		if e.UserAgent == ua {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// readAudit reads kube-apiserver's audit log (JSON lines).
+func readAudit(t *testing.T, path string) []auditEvent {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	var out []auditEvent
@@ -54,7 +66,7 @@ func auditEvents(t *testing.T, path, ua string) []auditEvent {
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
 		var e auditEvent
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.UserAgent == ua {
+		if json.Unmarshal(sc.Bytes(), &e) == nil {
 			out = append(out, e)
 		}
 	}
@@ -328,14 +340,9 @@ jwt:
 func pluginRequests(t *testing.T, api *apiserver, f func()) (n int, uris []string) {
 	t.Helper()
 	count := func() []string {
-		b, err := os.ReadFile(api.auditLog)
-		require.NoError(t, err)
 		var uris []string
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		sc.Buffer(make([]byte, 1<<20), 1<<24)
-		for sc.Scan() {
-			var e auditEvent
-			if json.Unmarshal(sc.Bytes(), &e) == nil && e.Stage == "ResponseComplete" && strings.HasPrefix(e.UserAgent, "kubectl-impersonate/") {
+		for _, e := range readAudit(t, api.auditLog) {
+			if e.Stage == "ResponseComplete" && strings.HasPrefix(e.UserAgent, "kubectl-impersonate/") {
 				uris = append(uris, e.RequestURI)
 			}
 		}
