@@ -432,6 +432,43 @@ func TestProfiles(t *testing.T) {
 	}
 }
 
+// TestProfileSecretNeedsPrivateFile: a profile may hold a client secret
+// only in a file readable by its owner alone; otherwise both binaries
+// refuse it in one line that says how to fix it (docs/profiles.md).
+func TestProfileSecretNeedsPrivateFile(t *testing.T) {
+	e := newEnv(t)
+	cfgDir := filepath.Join(e.home, ".config", "kubectl-impersonate")
+	require.NoError(t, os.MkdirAll(cfgDir, 0o700))
+	path := filepath.Join(cfgDir, "config.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`profiles:
+  robot:
+    oidc-issuer-url: %s
+    oidc-client-id: %s
+    oidc-client-secret: %s
+    grant-type: client-credentials
+    token-cache-storage: disk
+    token-cache-dir: %s
+`, e.idp.Issuer(), e.idp.ClientID, e.idp.ClientSecret, e.cacheDir)), 0o600))
+	for _, mode := range []os.FileMode{0o644, 0o640} {
+		require.NoError(t, os.Chmod(path, mode))
+		for _, bin := range []string{binary, fastBinary} {
+			args := []string{"--profile=robot"}
+			if bin == binary {
+				args = append([]string{"get-token"}, args...)
+			}
+			r := e.runBinary(bin, []string{"KUBERNETES_EXEC_INFO=" + execInfoV1Never}, args...)
+			assert.Equal(t, 1, r.code, "%s, mode %o", filepath.Base(bin), mode)
+			assert.Empty(t, r.stdout)
+			assert.Contains(t, r.stderr, `profile "robot" holds a client secret but `+path+" is readable by others: chmod 600 "+path)
+			assert.NotContains(t, r.stderr, e.idp.ClientSecret)
+		}
+	}
+	require.NoError(t, os.Chmod(path, 0o600))
+	r := e.run([]string{"KUBERNETES_EXEC_INFO=" + execInfoV1Never}, "get-token", "--profile=robot")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotEmpty(t, parseCred(t, r.stdout).Status.Token, "mode 0600: accepted")
+}
+
 func TestVersionAndCompletion(t *testing.T) {
 	e := newEnv(t)
 	r := e.run(nil, "version", "-o", "json")

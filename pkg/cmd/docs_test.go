@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -589,4 +590,92 @@ func validateProfiles(t *testing.T, b doctest.Block, doc string, w *docWorld) {
 		r := w.runEnv([]string{"KUBECTL_IMPERSONATE_CONFIG=" + path}, binary, "setup", "--profile="+name)
 		assert.Equal(t, 0, r.code, "%s: profile %q: %s", b.Where(), name, r.stderr)
 	}
+}
+
+var (
+	readmeFlagRow = regexp.MustCompile("^\\| (`--?[a-z][a-z-]*`(?:[^|]*?)) \\| ([^|]*) \\|")
+	flagName      = regexp.MustCompile("`(--?[a-z][a-z-]*)")
+	proseDefault  = regexp.MustCompile("`--([a-z-]+)`(?: \\(default ([^)]+)\\)|, default ([^ ,)]+))")
+	helpDefault   = regexp.MustCompile(`\(default "?([^")]*)"?\)`)
+)
+
+// flagDefault is the default --help shows for f: pflag's "(default X)",
+// or ours in the usage text when the default is computed at run time.
+func flagDefault(f *pflag.Flag) string {
+	fs := pflag.NewFlagSet("", pflag.ContinueOnError)
+	fs.AddFlag(f)
+	if m := helpDefault.FindStringSubmatch(fs.FlagUsages()); m != nil {
+		return normalDefault(m[1])
+	}
+	return ""
+}
+
+// normalDefault writes a default one way: no backticks or brackets, a
+// duration as Go prints it, nothing for "none", "false" and "0".
+func normalDefault(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "(:,"); i > 0 {
+		s = strings.TrimSpace(s[:i])
+	}
+	s = strings.Trim(strings.ReplaceAll(s, "`", ""), "[]")
+	if d, err := time.ParseDuration(s); err == nil && s != "0" {
+		return d.String()
+	}
+	switch s {
+	case "none", "false", "0":
+		return ""
+	}
+	return s
+}
+
+// TestDocFlagDefaults: the defaults README's flag table and the docs'
+// prose give are the ones the flags have (as --help shows them).
+func TestDocFlagDefaults(t *testing.T) {
+	root := cmd.NewRootCmd(genericiooptions.NewTestIOStreamsDiscard())
+	checked := 0
+	// check compares a default the docs give with the flag of command
+	// (get-token's settings, unless the doc is about another command).
+	check := func(where, command, name, want string) {
+		c, _, err := root.Find([]string{command})
+		require.NoError(t, err)
+		f := c.Flags().Lookup(name)
+		if !assert.NotNil(t, f, "%s: --%s is not a flag of %s", where, name, command) {
+			return
+		}
+		checked++
+		if want == "required" {
+			assert.Contains(t, f.Usage, "(required)", "%s: --%s", where, name)
+			return
+		}
+		assert.Equal(t, normalDefault(want), flagDefault(f), "%s: the default of --%s", where, name)
+	}
+	b, err := os.ReadFile(filepath.Join(docRoot, "README.md"))
+	require.NoError(t, err)
+	for n, line := range strings.Split(string(b), "\n") {
+		m := readmeFlagRow.FindStringSubmatch(line)
+		if m == nil || strings.TrimSpace(m[2]) == "" {
+			continue
+		}
+		for _, f := range flagName.FindAllStringSubmatch(m[1], -1) {
+			name := strings.TrimLeft(f[1], "-")
+			check(fmt.Sprintf("README.md:%d", n+1), "get-token", name, strings.TrimSpace(m[2]))
+		}
+	}
+	files, err := doctest.Files(docRoot)
+	require.NoError(t, err)
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		require.NoError(t, err)
+		command := "get-token"
+		if filepath.Base(file) == "proxy.md" {
+			command = "proxy"
+		}
+		for n, line := range strings.Split(string(b), "\n") {
+			for _, m := range proseDefault.FindAllStringSubmatch(line, -1) {
+				check(fmt.Sprintf("%s:%d", file, n+1), command, m[1], m[2]+m[3])
+			}
+		}
+	}
+	t.Logf("%d documented defaults checked against the flags", checked)
+	assert.Greater(t, checked, 10)
 }

@@ -232,15 +232,14 @@ func (f *fakeKeyring) len() int {
 
 func TestKeyringChunking(t *testing.T) {
 	tests := []struct {
-		name       string
-		size       int
-		wantItems  int
-		wantChunks bool
+		name      string
+		size      int
+		wantItems int
 	}{
 		{name: "small value, one item", size: 100, wantItems: 1},
 		{name: "exactly one item", size: chunkSize - len(singlePrefix), wantItems: 1},
-		{name: "one byte over", size: chunkSize - len(singlePrefix) + 1, wantItems: 1 + 1 + 0, wantChunks: true},
-		{name: "large token (20 KB)", size: 20_000, wantItems: 1 + 10, wantChunks: true},
+		{name: "one byte over", size: chunkSize - len(singlePrefix) + 1, wantItems: 1 + 1},
+		{name: "large token (20 KB)", size: 20_000, wantItems: 1 + 10},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -253,11 +252,9 @@ func TestKeyringChunking(t *testing.T) {
 			got, err := k.Get(ctx, testID)
 			require.NoError(t, err)
 			assert.Equal(t, data, got)
-			if tt.wantChunks {
-				assert.Equal(t, (tt.size+chunkSize-1)/chunkSize+1, api.len())
-			} else {
-				assert.Equal(t, tt.wantItems, api.len())
-			}
+			// Counted by hand for 2 KiB chunks (docs/troubleshooting.md):
+			// 20,000 bytes are 10 chunks and the item that lists them.
+			assert.Equal(t, tt.wantItems, api.len())
 
 			// Replacing a chunked value with a small one removes the old chunks.
 			require.NoError(t, k.Put(ctx, testID, []byte("small")))

@@ -506,6 +506,11 @@ func TestKeyringAbsent(t *testing.T) {
 	assert.Contains(t, r.stderr, "token cached on disk")
 	assert.Len(t, alice.diskEntries(), 1)
 
+	// auto, cached: kubectl gets the disk entry without waiting on a keyring.
+	r = alice.kubectl("get", "pods", "-n", "team-a")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Less(t, r.elapsed, 3*time.Second, "auto without a D-Bus session")
+
 	r = alice.plugin([]string{execInfoNever}, "get-token", "--oidc-issuer-url="+st.issuer, "--oidc-client-id="+publicClient,
 		"--token-cache-storage=keyring", "--certificate-authority="+st.caFile) // kubelogin's name of --oidc-certificate-authority
 	assert.Equal(t, 1, r.code)
