@@ -679,3 +679,29 @@ func TestDocFlagDefaults(t *testing.T) {
 	t.Logf("%d documented defaults checked against the flags", checked)
 	assert.Greater(t, checked, 10)
 }
+
+// TestDocPinnedVersions: the versions of the peers README and the docs
+// name are the ones the build files pin.
+func TestDocPinnedVersions(t *testing.T) {
+	read := func(path string) string {
+		b, err := os.ReadFile(filepath.Join(docRoot, path))
+		require.NoError(t, err)
+		return string(b)
+	}
+	pinned := func(path, pattern string) string {
+		m := regexp.MustCompile(pattern).FindStringSubmatch(read(path))
+		require.NotNil(t, m, "%s pins %s", path, pattern)
+		return m[1]
+	}
+	for _, tc := range []struct{ doc, says, path, pattern string }{
+		{"README.md", "kube-apiserver and kubectl **%s**", "test/e2e/tools/kube-1.37/go.mod", `k8s.io/kubernetes v(\S+)`},
+		{"README.md", "and\n  **%s**", "test/e2e/tools/kube-1.35/go.mod", `k8s.io/kubernetes v(\S+)`},
+		{"README.md", "with etcd %s,", "test/e2e/tools/etcd/go.mod", `go.etcd.io/etcd/server/v3 v(\S+)`},
+		{"README.md", "Krew %s", "hack/tools/go.mod", `sigs.k8s.io/krew (v\S+)`},
+		{"docs/dex.md", "(commit %s of", "test/e2e/tools/dex/go.mod", `github.com/dexidp/dex v0\.0\.0-\d+-([0-9a-f]+)`},
+		{"docs/identity-platform.md", "`firebase-tools` %s,", "test/e2e/run.sh", `firebase_version=(\S+)`},
+	} {
+		v := pinned(tc.path, tc.pattern)
+		assert.Contains(t, read(tc.doc), fmt.Sprintf(tc.says, v), "%s names %s's pin", tc.doc, tc.path)
+	}
+}

@@ -620,6 +620,13 @@ func TestCertReloader(t *testing.T) {
 	r.lastCheck = time.Time{}
 	assert.Equal(t, "two", cn(), "a broken pair keeps the previous one")
 	assert.Len(t, errs, 1)
+
+	// The files are looked at at most once a second (docs/proxy.md).
+	write("three")
+	r.lastCheck = time.Now().Add(-900 * time.Millisecond)
+	assert.Equal(t, "two", cn(), "checked less than a second ago: not looked at")
+	r.lastCheck = time.Now().Add(-1001 * time.Millisecond)
+	assert.Equal(t, "three", cn(), "a second later: reloaded")
 }
 
 // A groups prefix makes a system: claim harmless, as kube-apiserver maps

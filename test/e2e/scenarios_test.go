@@ -848,6 +848,37 @@ func startProxyWith(t *testing.T, name, upstreamToken, upstreamPath string, auth
 	return proxyURL
 }
 
+// TestProxyReadyzReused: the proxy's /readyz answer is reused for a
+// second (docs/proxy.md), so probes cannot multiply upstream requests:
+// kube-apiserver's audit log counts the proxy's own /readyz requests.
+func TestProxyReadyzReused(t *testing.T) {
+	proxyURL := startProxy(t)
+	api := st.api["legacy"]
+	upstreamReadyz := func() int {
+		n := 0
+		for _, e := range readAudit(t, api.auditLog) {
+			if e.Stage == "ResponseComplete" && e.User.Username == "e2e-proxy" && strings.HasPrefix(e.RequestURI, "/readyz") {
+				n++
+			}
+		}
+		return n
+	}
+	time.Sleep(1100 * time.Millisecond) // past the answer startProxy waited for
+	before := upstreamReadyz()
+	start := time.Now()
+	for range 20 {
+		resp, err := st.tlsClient().Get(proxyURL + "/readyz")
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	elapsed := time.Since(start)
+	got := upstreamReadyz() - before
+	t.Logf("20 probes in %s: %d upstream /readyz requests", elapsed.Round(time.Millisecond), got)
+	assert.GreaterOrEqual(t, got, 1)
+	assert.LessOrEqual(t, got, int(elapsed/time.Second)+1, "at most one a second")
+}
+
 // The impersonating proxy in front of an API server, with a credential that
 // may only impersonate: kubectl through the proxy with the plugin's token is
 // alice, RBAC applies to her, and forged or missing credentials are refused.
@@ -1059,6 +1090,11 @@ func TestProxyManifests(t *testing.T) {
 		r := run(t, env, false, append([]string{st.kubectl, "--kubeconfig=" + admin, "auth", "can-i", sa}, c.args...)...)
 		assert.Equal(t, c.want, strings.TrimSpace(r.stdout), "%v: %s", c.args, r.stderr)
 	}
+	// What docs/proxy.md says of the Deployment, as the API server stored it.
+	r = run(t, env, false, st.kubectl, "--kubeconfig="+admin, "get", "deployment", "-n", "kubectl-impersonate", "-o",
+		"jsonpath={.items[0].spec.replicas} {.items[0].spec.template.spec.securityContext.runAsNonRoot}")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "2 true", r.stdout, "a 2-replica Deployment, not running as root")
 }
 
 // Connection upgrades and streams through the impersonating proxy, with

@@ -1,6 +1,7 @@
 //go:build tools
 
-// Package tools pins the Dex (v2.45.1) that the end-to-end tests run as their OIDC provider.
+// Package tools pins the Dex (go.mod: a commit of 2026-03-03) that the end-to-end tests run as
+// their OIDC provider.
 package tools
 
 import (
