@@ -595,7 +595,7 @@ func validateProfiles(t *testing.T, b doctest.Block, doc string, w *docWorld) {
 var (
 	readmeFlagRow = regexp.MustCompile("^\\| (`--?[a-z][a-z-]*`(?:[^|]*?)) \\| ([^|]*) \\|")
 	flagName      = regexp.MustCompile("`(--?[a-z][a-z-]*)")
-	proseDefault  = regexp.MustCompile("`--([a-z-]+)`(?: \\(default ([^)]+)\\)|, default ([^ ,)]+))")
+	proseDefault  = regexp.MustCompile("`--([a-z-]+)`(?: \\(default ([^)]+)\\)|, default ([^ ,)]+)| \\((\\d+) ?(ms|s|m|h)\\))")
 	helpDefault   = regexp.MustCompile(`\(default "?([^")]*)"?\)`)
 )
 
@@ -672,7 +672,7 @@ func TestDocFlagDefaults(t *testing.T) {
 		}
 		for n, line := range strings.Split(string(b), "\n") {
 			for _, m := range proseDefault.FindAllStringSubmatch(line, -1) {
-				check(fmt.Sprintf("%s:%d", file, n+1), command, m[1], m[2]+m[3])
+				check(fmt.Sprintf("%s:%d", file, n+1), command, m[1], m[2]+m[3]+m[4]+m[5])
 			}
 		}
 	}

@@ -40,6 +40,10 @@ type ProxyOptions struct {
 	global *GlobalOptions
 }
 
+// cacheSize is the handler's token cache size: --token-cache-size=0
+// authenticates every request (the handler's -1).
+func (o *ProxyOptions) cacheSize() int { return cmp.Or(o.TokenCacheSize, -1) }
+
 // NewCmdProxy builds proxy.
 func NewCmdProxy(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &ProxyOptions{IOStreams: streams, global: g, Listen: ":8443", TokenCacheSize: proxy.DefaultCacheSize,
@@ -223,7 +227,7 @@ func (o *ProxyOptions) Run(ctx context.Context) error {
 		UpgradeTransport: proxy.HeaderTimeout(upgradeTransport, o.UpstreamTimeout),
 		Authenticator:    authenticator, AllowSystemIdentities: o.AllowSystemIdentities,
 		Ready: proxy.ReadyCheck(u, proxy.HeaderTimeout(transport, o.UpstreamTimeout), authenticator.HealthCheck, time.Second),
-		Audit: audit, Metrics: metrics, CacheSize: cmp.Or(o.TokenCacheSize, -1)}
+		Audit: audit, Metrics: metrics, CacheSize: o.cacheSize()}
 	l, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", o.Listen, err)
