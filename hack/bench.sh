@@ -132,7 +132,8 @@ for f in sys.argv[1:]:
 med = {r["command"]: r["median"] for r in rows}
 hello, disk = med["hello"], med["get-token (disk)"]
 rss = {"hello": os.environ["RSS_HELLO"], "get-token (disk)": os.environ["RSS_DISK"], "get-token (keyring)": os.environ["RSS_KEYRING"]}
-print(f"`make bench`, {datetime.date.today()}: {os.environ['RUNS']} runs of each cached command, 100 of the others (hyperfine medians), peak RSS the median of 21 runs.")
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "an unknown CPU")
+print(f"`make bench`, {datetime.date.today()}, {os.cpu_count()} cores ({cpu}): {os.environ['RUNS']} runs of each cached command, 100 of the others (hyperfine medians), peak RSS the median of 21 runs.")
 print()
 print("| command | median ms | p95 ms | × hello | × disk | peak RSS MiB |")
 print("| --- | --- | --- | --- | --- | --- |")
