@@ -334,9 +334,7 @@ func (w *docWorld) shell(tally *docTally, b doctest.Block, stack bool) {
 			continue
 		case l.Words[0] == "export":
 			tally.ran++
-			for _, kv := range l.Words[1:] {
-				w.env = append(w.env, kv)
-			}
+			w.env = append(w.env, l.Words[1:]...)
 			continue
 		case l.Words[0] != "kubectl" && !strings.HasSuffix(l.Words[0], "kubectl-impersonate"):
 			tally.ran++
