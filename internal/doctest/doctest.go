@@ -136,6 +136,8 @@ func (b Block) Lines() (lines []Line, problems []string) {
 				trimmed = cmd
 			}
 			line, start = trimmed, n
+		} else {
+			line = strings.TrimLeft(line, " \t") // a continuation line's indent
 		}
 		code := stripComment(line)
 		if m := backslashSpace.FindString(line); m != "" {
@@ -143,7 +145,7 @@ func (b Block) Lines() (lines []Line, problems []string) {
 			code = ""
 		}
 		if trimmed := strings.TrimRight(code, " "); strings.HasSuffix(trimmed, "\\") {
-			cur.WriteString(strings.TrimSuffix(trimmed, "\\") + " ")
+			cur.WriteString(strings.TrimRight(strings.TrimSuffix(trimmed, "\\"), " \t") + " ")
 			continue
 		}
 		cur.WriteString(code)
@@ -157,12 +159,17 @@ func (b Block) Lines() (lines []Line, problems []string) {
 	return lines, problems
 }
 
-// stripComment drops a shell comment: "#" at the start of a word, outside quotes.
+// stripComment drops a shell comment: "#" at the start of a word, outside
+// quotes and not escaped.
 func stripComment(s string) string {
 	var quote rune
-	prevSpace := true
+	prevSpace, escaped := true, false
 	for i, r := range s {
 		switch {
+		case escaped:
+			escaped = false
+		case r == '\\' && quote != '\'':
+			escaped = true
 		case quote != 0 && r == quote:
 			quote = 0
 		case quote != 0:
@@ -176,14 +183,20 @@ func stripComment(s string) string {
 	return s
 }
 
-// Fields splits like a POSIX shell for the docs' quoting ('...', "...").
+// Fields splits like a POSIX shell for the docs' quoting ('...', "...",
+// and a backslash escaping the next character outside single quotes).
 func Fields(s string) []string {
 	var out []string
 	var b strings.Builder
 	var quote rune
-	has := false
+	has, escaped := false, false
 	for _, r := range s {
 		switch {
+		case escaped:
+			b.WriteRune(r)
+			escaped, has = false, true
+		case r == '\\' && quote != '\'':
+			escaped = true
 		case quote != 0 && r == quote:
 			quote = 0
 		case quote != 0:

@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -84,11 +85,31 @@ func LoadConfig(data []byte) (*Config, error) {
 	return cfg, nil
 }
 
-// LoadConfigFile reads and loads an AuthenticationConfiguration file.
+// maxConfigSize bounds an AuthenticationConfiguration file: a few
+// issuers take kilobytes; /dev/zero or a huge file is a mistake.
+const maxConfigSize = 1 << 20
+
+// LoadConfigFile reads and loads an AuthenticationConfiguration file: a
+// regular file (not a FIFO or device, which could block or never end) of
+// at most 1 MiB.
 func LoadConfigFile(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
+	// Stat before opening: opening a FIFO for reading blocks.
+	if fi, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("reading the AuthenticationConfiguration: %w", err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("the AuthenticationConfiguration %s is not a regular file", path)
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the AuthenticationConfiguration: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the AuthenticationConfiguration: %w", err)
+	}
+	if len(b) > maxConfigSize {
+		return nil, fmt.Errorf("the AuthenticationConfiguration %s is larger than 1 MiB", path)
 	}
 	cfg, err := LoadConfig(b)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
 )
 
 // ClaimsOptions is the claims command.
@@ -153,11 +154,10 @@ func (o *ClaimsOptions) authnOptions(tok *authn.Token, res *ClaimsResult) (authn
 // client expects the client ID, and refuses them.
 func identityPlatformAudience(tok *authn.Token, cfg *authn.Config) string {
 	iss := tok.String("iss")
-	project, ok := strings.CutPrefix(iss, identityPlatformIssuer)
-	if !ok || cfg == nil {
+	if !strings.HasPrefix(iss, identityPlatformIssuer) || cfg == nil {
 		return ""
 	}
-	return audienceNote(iss, project, cfg)
+	return audienceNote(iss, (&login.IdentityPlatform{Issuer: iss}).Project(), cfg)
 }
 
 const identityPlatformIssuer = "https://securetoken.google.com/"
@@ -170,11 +170,11 @@ func audienceNote(iss, aud string, cfg *authn.Config) string {
 		if j.Issuer.URL != iss || slices.Contains(j.Issuer.Audiences, aud) {
 			continue
 		}
-		if project, ok := strings.CutPrefix(iss, identityPlatformIssuer); ok && project == aud {
-			return fmt.Sprintf("Identity Platform tokens carry the project ID %q as aud, but this configuration expects %s (an OAuth client ID?): the API server refuses them; set the audience to %q (audiences: [%s], or --oidc-client-id=%s)",
-				project, strings.Join(j.Issuer.Audiences, ", "), project, project, project)
+		if strings.HasPrefix(iss, identityPlatformIssuer) {
+			return fmt.Sprintf("Identity Platform tokens carry the project ID %q as aud, but this configuration expects %s (an OAuth client ID?): the API server refuses them; set the audience to %q (audiences: [%s], or kube-apiserver's --oidc-client-id=%s)",
+				aud, strings.Join(j.Issuer.Audiences, ", "), aud, aud, aud)
 		}
-		return fmt.Sprintf("the tokens carry aud %q, but the configuration of issuer %q expects %s: the API server refuses them; add %q to its audiences (or --oidc-client-id=%s)",
+		return fmt.Sprintf("the tokens carry aud %q, but the configuration of issuer %q expects %s: the API server refuses them; add %q to its audiences (or kube-apiserver's --oidc-client-id=%s)",
 			aud, iss, strings.Join(j.Issuer.Audiences, ", "), aud, aud)
 	}
 	return ""

@@ -105,7 +105,8 @@ func Execute(ctx context.Context, args []string, streams genericiooptions.IOStre
 	root := newRootCmd(streams, only)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(streams.ErrOut, "kubectl-impersonate: %s\n", err)
+		// One printable line: errors may quote a hostile file or answer.
+		fmt.Fprintf(streams.ErrOut, "kubectl-impersonate: %s\n", logging.OneLine(err.Error(), 0))
 		return 1
 	}
 	return 0

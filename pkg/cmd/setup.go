@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeconfig"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kuberc"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
@@ -142,7 +143,7 @@ func (o *SetupOptions) Complete() error {
 // Validate checks the settings; it changes nothing.
 func (o *SetupOptions) Validate() error {
 	if o.FromKubelogin {
-		if o.Context != "" || o.Server != "" || o.Auth.Args() != nil {
+		if o.Context != "" || o.Server != "" || o.AuthConfig != "" || o.Auth.Args() != nil {
 			return errors.New("--from-kubelogin takes the settings from each kubelogin entry: give only --kubeconfig and --write")
 		}
 		return nil
@@ -269,11 +270,13 @@ func (o *SetupOptions) checkAuthConfig() (string, error) {
 	var aud string
 	switch {
 	case a.GrantType == settings.GrantIdentityPlatform:
-		aud = strings.TrimPrefix(iss, identityPlatformIssuer)
+		aud = (&login.IdentityPlatform{Issuer: iss}).Project()
 	case a.Exchange == settings.ExchangeTokenExchange && len(a.ExchangeAudiences) == 1:
 		aud = a.ExchangeAudiences[0]
-	case a.Exchange == settings.ExchangeNone && !a.UseAccessToken:
-		aud = a.ClientID // an ID token's aud
+	case a.Exchange == settings.ExchangeNone && !a.UseAccessToken && a.GrantType != settings.GrantClientCredentials:
+		// An ID token's aud. Client credentials mostly get no ID token, and
+		// kubectl then gets the access token, whose aud the provider chooses.
+		aud = a.ClientID
 	default:
 		return "", nil
 	}

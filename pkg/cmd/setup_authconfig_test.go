@@ -1,9 +1,13 @@
 package cmd
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -53,6 +57,10 @@ jwt:
 		{name: "issuer not configured", flags: dex, config: config("https://other.example.com", "kubernetes"),
 			want: `has no jwt issuer "https://dex.example.com": the API server refuses these tokens; add an entry with issuer.url: https://dex.example.com`},
 		{name: "access token: aud unknown, issuer checked", flags: append(dex, "--oidc-use-access-token"), config: config("https://dex.example.com", "other")},
+		{name: "access token, issuer not configured", flags: append(dex, "--oidc-use-access-token"), config: config("https://other.example.com", "other"),
+			want: `has no jwt issuer "https://dex.example.com"`},
+		{name: "client credentials: the access token's aud is the provider's choice", flags: append(dex, "--grant-type=client-credentials", "--oidc-client-secret-file="+secret),
+			config: config("https://dex.example.com", "kubernetes-api")},
 		{name: "token exchange to one audience", flags: append(dex, "--exchange=token-exchange", "--exchange-audience=cluster"), config: config("https://dex.example.com", "kubernetes"),
 			want: `the tokens carry aud "cluster"`},
 		{name: "a configuration kube-apiserver refuses", flags: dex, config: config("http://dex.example.com", "kubernetes"),
@@ -75,6 +83,39 @@ jwt:
 				return
 			}
 			assert.Contains(t, note, tt.want)
+		})
+	}
+}
+
+// TestAuthenticationConfigFileIsBounded: setup and claims read a regular
+// file of at most 1 MiB; a FIFO (which would block) or /dev/zero (which
+// never ends) is refused in one line, and a hostile file's text reaches
+// the terminal as one printable line.
+func TestAuthenticationConfigFileIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	big := filepath.Join(dir, "big.yaml")
+	require.NoError(t, os.WriteFile(big, make([]byte, 2<<20), 0o600))
+	evil := filepath.Join(dir, "evil.yaml")
+	require.NoError(t, os.WriteFile(evil, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: AuthenticationConfiguration\njwt:\n- issuer: {url: \"https://x.example.com\", audiences: [a]}\n  claimMappings:\n    username: {expression: \"claims.\\u001b]0;pwned\\u0007\\u001b[31mRED\"}\n"), 0o600))
+	for _, tt := range []struct {
+		file, want string
+	}{
+		{fifo, "is not a regular file"},
+		{"/dev/zero", "is not a regular file"},
+		{big, "is larger than 1 MiB"},
+		{evil, "kube-apiserver would refuse this AuthenticationConfiguration"},
+	} {
+		t.Run(filepath.Base(tt.file), func(t *testing.T) {
+			var errOut bytes.Buffer
+			streams := genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &bytes.Buffer{}, ErrOut: &errOut}
+			code := Execute(context.Background(), []string{"setup", "--oidc-issuer-url=https://x.example.com", "--oidc-client-id=a", "--authentication-config=" + tt.file}, streams)
+			assert.Equal(t, 1, code)
+			assert.Contains(t, errOut.String(), tt.want)
+			assert.Equal(t, 1, strings.Count(errOut.String(), "\n"), "one line: %q", errOut.String())
+			assert.NotContains(t, errOut.String(), "\x1b", "no terminal escape")
+			assert.NotContains(t, errOut.String(), "\a")
 		})
 	}
 }

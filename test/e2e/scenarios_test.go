@@ -509,7 +509,7 @@ func TestKeyringAbsent(t *testing.T) {
 	// auto, cached: kubectl gets the disk entry without waiting on a keyring.
 	r = alice.kubectl("get", "pods", "-n", "team-a")
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Less(t, r.elapsed, 3*time.Second, "auto without a D-Bus session")
+	assert.Less(t, r.elapsed, 1500*time.Millisecond, "auto without a D-Bus session: at once, not after the 2 s keyring timeout")
 
 	r = alice.plugin([]string{execInfoNever}, "get-token", "--oidc-issuer-url="+st.issuer, "--oidc-client-id="+publicClient,
 		"--token-cache-storage=keyring", "--certificate-authority="+st.caFile) // kubelogin's name of --oidc-certificate-authority
