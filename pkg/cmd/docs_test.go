@@ -613,7 +613,7 @@ func validateProfiles(t *testing.T, b doctest.Block, doc string, w *docWorld) {
 }
 
 var (
-	readmeFlagRow = regexp.MustCompile("^\\| (`--?[a-z][a-z-]*`(?:[^|]*?)) \\| ([^|]*) \\|")
+	readmeFlagRow = regexp.MustCompile("^\\| (`--?[a-z][a-z-]*(?: [A-Z]+)?`(?:[^|]*?)) \\| ([^|]*) \\|")
 	flagName      = regexp.MustCompile("`(--?[a-z][a-z-]*)")
 	proseDefault  = regexp.MustCompile("`--([a-z-]+)`(?: \\(default ([^)]+)\\)|, default ([^ ,)]+)| \\((\\d+) ?(ms|s|m|h)\\))")
 	helpDefault   = regexp.MustCompile(`\(default "?([^")]*)"?\)`)
@@ -661,7 +661,7 @@ func TestDocFlagDefaults(t *testing.T) {
 	check := func(where, command, name, want string) {
 		c, _, err := root.Find([]string{command})
 		require.NoError(t, err)
-		f := c.Flags().Lookup(name)
+		f := c.Flag(name) // its own or inherited (-v)
 		if !assert.NotNil(t, f, "%s: --%s is not a flag of %s", where, name, command) {
 			return
 		}
@@ -711,6 +711,8 @@ func TestDocPinnedVersions(t *testing.T) {
 		require.NoError(t, err)
 		return string(b)
 	}
+	// prose is a doc with its line breaks and indents as single spaces.
+	prose := func(path string) string { return strings.Join(strings.Fields(read(path)), " ") }
 	pinned := func(path, pattern string) string {
 		m := regexp.MustCompile(pattern).FindStringSubmatch(read(path))
 		require.NotNil(t, m, "%s pins %s", path, pattern)
@@ -718,13 +720,60 @@ func TestDocPinnedVersions(t *testing.T) {
 	}
 	for _, tc := range []struct{ doc, says, path, pattern string }{
 		{"README.md", "kube-apiserver and kubectl **%s**", "test/e2e/tools/kube-1.37/go.mod", `k8s.io/kubernetes v(\S+)`},
-		{"README.md", "and\n  **%s**", "test/e2e/tools/kube-1.35/go.mod", `k8s.io/kubernetes v(\S+)`},
+		{"README.md", "and **%s**", "test/e2e/tools/kube-1.35/go.mod", `k8s.io/kubernetes v(\S+)`},
 		{"README.md", "with etcd %s,", "test/e2e/tools/etcd/go.mod", `go.etcd.io/etcd/server/v3 v(\S+)`},
 		{"README.md", "Krew %s", "hack/tools/go.mod", `sigs.k8s.io/krew (v\S+)`},
 		{"docs/dex.md", "(commit %s of", "test/e2e/tools/dex/go.mod", `github.com/dexidp/dex v0\.0\.0-\d+-([0-9a-f]+)`},
 		{"docs/identity-platform.md", "`firebase-tools` %s,", "test/e2e/run.sh", `firebase_version=(\S+)`},
+		{"README.md", "a fresh machine with Go %s", "go.mod", `(?m)^go (\d+\.\d+)`},
+		{"README.md", "a local kube-apiserver %s", "hack/demo.sh", `build\.sh (\d+\.\d+)`},
 	} {
 		v := pinned(tc.path, tc.pattern)
-		assert.Contains(t, read(tc.doc), fmt.Sprintf(tc.says, v), "%s names %s's pin", tc.doc, tc.path)
+		assert.Contains(t, prose(tc.doc), fmt.Sprintf(tc.says, v), "%s names %s's pin", tc.doc, tc.path)
 	}
+	// The Kubernetes releases the end-to-end suite runs, as the docs name them.
+	versions := strings.Fields(pinned("test/e2e/run.sh", `E2E_K8S_VERSIONS:-([\d. ]+)\}`))
+	require.Len(t, versions, 2)
+	newest, oldest := versions[0], versions[1]
+	for _, tc := range []struct{ doc, says string }{
+		{"README.md", "end-to-end on Kubernetes %[1]s and %[2]s"},
+		{"docs/apiserver-authentication.md", "(kube-apiserver %[1]s and %[2]s)"},
+		{"docs/troubleshooting.md", "the tests run %[2]s and %[1]s"},
+		{"docs/troubleshooting.md", "with kubectl %[1]s and %[2]s"},
+	} {
+		assert.Contains(t, prose(tc.doc), fmt.Sprintf(tc.says, newest, oldest), "%s names run.sh's releases", tc.doc)
+	}
+	for _, v := range versions {
+		_, err := os.Stat(filepath.Join(docRoot, "test/e2e/tools/kube-"+v, "go.mod"))
+		assert.NoError(t, err, "run.sh's release %s has its pinned tools module", v)
+	}
+}
+
+// TestFuzzTargetsListed: hack/fuzz.sh (CI's fuzzing) runs every fuzz
+// target of the repository, as many as README says.
+func TestFuzzTargetsListed(t *testing.T) {
+	var found []string
+	require.NoError(t, filepath.WalkDir(docRoot, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range regexp.MustCompile(`(?m)^func (Fuzz\w+)\(`).FindAllStringSubmatch(string(b), -1) {
+			found = append(found, "./"+filepath.ToSlash(filepath.Dir(strings.TrimPrefix(path, docRoot)))+" "+m[1])
+		}
+		return nil
+	}))
+	script, err := os.ReadFile(filepath.Join(docRoot, "hack/fuzz.sh"))
+	require.NoError(t, err)
+	var listed []string
+	for _, m := range regexp.MustCompile(`(?m)^  "(\./\S+ Fuzz\w+)"$`).FindAllStringSubmatch(string(script), -1) {
+		listed = append(listed, m[1])
+	}
+	assert.ElementsMatch(t, found, listed, "hack/fuzz.sh lists every fuzz target")
+	readme, err := os.ReadFile(filepath.Join(docRoot, "README.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(readme), fmt.Sprintf("(`.ci/run`: %d targets,", len(found)))
 }

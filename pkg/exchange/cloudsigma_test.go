@@ -520,3 +520,17 @@ func TestCloudSigmaDefaultLifetimes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, now.Add(15*time.Minute).UTC(), imp.AccessTokenExpiry, "impersonated token")
 }
+
+// TestSimulatorKeycloakLifetimes: the simulator answers as Keycloak does
+// by default (docs/exchange.md): 300 s service tokens and RPTs.
+func TestSimulatorKeycloakLifetimes(t *testing.T) {
+	f := newFixture(t)
+	c := f.cloudsigma("zrh", "alice@example.com")
+	now := f.clock.Now()
+	service, err := c.serviceToken(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, now.Add(300*time.Second).Unix(), service.AccessTokenExpiry.Unix(), "service token")
+	rpt, err := c.requestingPartyToken(context.Background(), service.AccessToken)
+	require.NoError(t, err)
+	assert.Equal(t, now.Add(300*time.Second).Unix(), rpt.AccessTokenExpiry.Unix(), "RPT")
+}

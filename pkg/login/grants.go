@@ -329,7 +329,7 @@ func (c *Client) deviceCode(ctx context.Context, p *oidc.Provider) (*oauth2.Toke
 	if target == "" {
 		target = da.VerificationURI
 	}
-	fmt.Fprintf(c.cfg.Stderr, "Open %s and enter the code %s to log in.\n", da.VerificationURI, da.UserCode)
+	fmt.Fprintf(c.cfg.Stderr, "Open %s and enter the code %s to log in (waiting %s).\n", da.VerificationURI, da.UserCode, c.cfg.AuthTimeout)
 	if target != da.VerificationURI {
 		fmt.Fprintf(c.cfg.Stderr, "Or open %s\n", target)
 	}

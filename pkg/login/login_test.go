@@ -193,7 +193,7 @@ func TestDeviceCode(t *testing.T) {
 	e, err := c.Grant(context.Background())
 	require.NoError(t, err)
 	assert.NotEmpty(t, e.IDToken)
-	assert.Contains(t, stderr.String(), "enter the code")
+	assert.Regexp(t, `Open \S+ and enter the code \S+ to log in \(waiting \S+\)\.`, stderr.String(), "the prompt docs/headless.md shows")
 	assert.GreaterOrEqual(t, srv.TokenCalls("urn:ietf:params:oauth:grant-type:device_code"), 1)
 }
 

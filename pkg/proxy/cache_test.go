@@ -52,6 +52,7 @@ func TestIdentityCache(t *testing.T) {
 		wantCalls int32
 	}{
 		{"cached", valid, 0, 0, 200, 1},
+		{"still cached after 9 s", valid, 0, 9 * time.Second, 200, 1},
 		{"authenticated again after 10 s, as kube-apiserver's cache", valid, 0, 11 * time.Second, 200, 2},
 		{"authenticated again after exp", valid, 0, 2 * time.Minute, 401, 2},
 		{"cache disabled", valid, -1, 0, 200, 3},

@@ -1628,7 +1628,7 @@ func TestKeyringLockedAndHung(t *testing.T) {
 	require.NoError(t, err, "locking the collection: %s", b)
 
 	var figures []string
-	check := func(fault string) {
+	check := func(fault string) result {
 		r := getToken("keyring")
 		assert.NotEqual(t, 0, r.code, "%s, keyring: fails", fault)
 		assert.Less(t, r.elapsed, 3*time.Second, "%s, keyring: answers within 3 s", fault)
@@ -1641,6 +1641,7 @@ func TestKeyringLockedAndHung(t *testing.T) {
 		assert.Contains(t, r2.stderr, "token cached on disk", fault)
 		assert.Contains(t, r2.stdout, `"token":`)
 		figures = append(figures, fmt.Sprintf("%s: keyring error in %s, auto fallback in %s", fault, r.elapsed.Round(time.Millisecond), r2.elapsed.Round(time.Millisecond)))
+		return r
 	}
 	check("locked collection")
 	assert.Equal(t, calls+1, st.keycloak.Calls("client_credentials"), "auto logged in once more and cached on disk")
@@ -1652,7 +1653,10 @@ func TestKeyringLockedAndHung(t *testing.T) {
 		require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
 	}
 	require.NoError(t, os.RemoveAll(filepath.Join(home, "cache")), "no disk entry: auto must log in again")
-	check("hung daemon")
+	hung := check("hung daemon")
+	// The wait is the keyring timeout, 2 s (docs/troubleshooting.md), once.
+	assert.GreaterOrEqual(t, hung.elapsed, 2*time.Second, "a hung daemon is waited for")
+	assert.Contains(t, hung.stderr, "did not answer within 2s")
 	for _, pid := range daemons {
 		_ = syscall.Kill(pid, syscall.SIGCONT)
 	}
