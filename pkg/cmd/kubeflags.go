@@ -191,38 +191,39 @@ func (k *KubeFlags) ExecCommand() string {
 // contextUserExec is the exec entry of context's user (default: the
 // current context) in kubeconfig (default: kubectl's files), nil without one.
 func contextUserExec(kubeconfig, context string) (*clientcmdapi.ExecConfig, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	raw, err := rules.Load()
-	if err != nil {
-		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
-	}
-	name := cmp.Or(context, raw.CurrentContext)
-	c, ok := raw.Contexts[name]
-	if !ok {
+	k := &KubeFlags{rules: clientcmd.NewDefaultClientConfigLoadingRules()}
+	k.rules.ExplicitPath, k.overrides.CurrentContext = kubeconfig, context
+	exec, name, found, err := k.userExec()
+	if err == nil && !found {
 		return nil, fmt.Errorf("the kubeconfig has no context %q: give --context, or the issuer flags", name)
 	}
-	if ai, ok := raw.AuthInfos[c.AuthInfo]; ok {
-		return ai.Exec, nil
-	}
-	return nil, nil
+	return exec, err
 }
 
 // currentExec is the exec entry of the current context's user (the
 // flags' --context and --user win), nil without one.
 func (k *KubeFlags) currentExec() (*clientcmdapi.ExecConfig, error) {
+	exec, _, _, err := k.userExec()
+	return exec, err
+}
+
+// userExec is currentExec, with the context's name and whether the
+// kubeconfig has it.
+func (k *KubeFlags) userExec() (exec *clientcmdapi.ExecConfig, context string, found bool, err error) {
 	raw, err := k.clientConfig().RawConfig()
 	if err != nil {
-		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+		return nil, "", false, fmt.Errorf("loading the kubeconfig: %w", err)
 	}
+	context = cmp.Or(k.overrides.CurrentContext, raw.CurrentContext)
+	c, found := raw.Contexts[context]
 	user := k.overrides.Context.AuthInfo
-	if c, ok := raw.Contexts[cmp.Or(k.overrides.CurrentContext, raw.CurrentContext)]; ok && user == "" {
+	if found && user == "" {
 		user = c.AuthInfo
 	}
 	if ai, ok := raw.AuthInfos[user]; ok {
-		return ai.Exec, nil
+		return ai.Exec, context, found, nil
 	}
-	return nil, nil
+	return nil, context, found, nil
 }
 
 // settingsOfExec reads the get-token settings of an exec entry that runs
