@@ -355,7 +355,7 @@ func backupFile(path string) (string, error) {
 		real = path
 	}
 	backup := real + ".kubelogin-backup-" + time.Now().UTC().Format("20060102T150405Z")
-	if err := os.WriteFile(backup, b, fi.Mode().Perm()); err != nil {
+	if err := config.WriteFileAtomic(backup, b, fi.Mode().Perm()); err != nil {
 		return "", fmt.Errorf("backing up %s: %w", path, err)
 	}
 	return backup, nil
