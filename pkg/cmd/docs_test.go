@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -128,7 +129,9 @@ func TestDocs(t *testing.T) {
 				// Not run, but its commands still parse.
 				tally.skipped = append(tally.skipped, b.Where()+": "+b.Skip)
 				for _, l := range blockLines(t, b) {
-					parsePlugin(t, &tally, l)
+					if args, ok := doctest.Plugin(l.Words); ok {
+						parsePlugin(t, &tally, l.Where, args)
+					}
 				}
 				continue
 			}
@@ -152,7 +155,7 @@ func TestDocs(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d blocks: %d commands parsed, %d lines run here, %d lines left to the stack (TestDocsOnTheStack), %d YAML blocks validated, %d make targets checked, %d opted out:\n%s",
+	t.Logf("%d blocks: %d commands parsed, %d lines run here, %d lines left to the stack (TestDocsOnTheStack), %d configuration snippets validated, %d make targets checked, %d opted out:\n%s",
 		tally.blocks, tally.parsed, tally.ran, tally.onStack, tally.validated, tally.makeTargets, len(tally.skipped), strings.Join(tally.skipped, "\n"))
 	assert.Greater(t, tally.parsed, 30, "the docs' commands were found")
 	assert.Greater(t, tally.ran, 20, "the offline commands ran")
@@ -186,6 +189,7 @@ func docContexts(t *testing.T, files []string) []string {
 type docWorld struct {
 	t      *testing.T
 	file   string
+	blocks []doctest.Block // the doc's
 	home   string
 	env    []string
 	issuer *testissuer.Issuer
@@ -197,7 +201,7 @@ type docWorld struct {
 
 func newDocWorld(t *testing.T, file string, blocks []doctest.Block, contexts []string) *docWorld {
 	home := t.TempDir()
-	w := &docWorld{t: t, file: file, home: home, env: []string{
+	w := &docWorld{t: t, file: file, blocks: blocks, home: home, env: []string{
 		"HOME=" + home, "PATH=" + os.Getenv("PATH"),
 		// No D-Bus: the keyring is e2e's business; auto falls back to disk.
 		"DBUS_SESSION_BUS_ADDRESS=", "XDG_RUNTIME_DIR=" + home,
@@ -218,7 +222,7 @@ func newDocWorld(t *testing.T, file string, blocks []doctest.Block, contexts []s
 	}
 	require.NoError(t, os.MkdirAll(filepath.Join(home, ".config", "kubectl-impersonate"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(home, ".config", "kubectl-impersonate", "config.yaml"), []byte(profiles), 0o600))
-	w.readerFiles(blocks)
+	w.readerFiles()
 	if ac := w.docAuthConfig(); ac != "" {
 		// The cluster's configuration as the doc shows it, for the
 		// commands that take the file (claims replaces it: localIssuer).
@@ -235,10 +239,10 @@ var (
 // readerFiles are what the docs assume the reader has: their client
 // secrets ($SECRET too) and their proxy's CA. A file a line of the doc
 // creates is left for that line.
-func (w *docWorld) readerFiles(blocks []doctest.Block) {
+func (w *docWorld) readerFiles() {
 	w.env = append(w.env, "SECRET=the-reader's-client-secret")
 	var text strings.Builder
-	for _, b := range blocks {
+	for _, b := range w.blocks {
 		text.WriteString(b.Body)
 	}
 	body := text.String()
@@ -291,16 +295,12 @@ func blockLines(t *testing.T, b doctest.Block) []doctest.Line {
 	return lines
 }
 
-// parsePlugin parses a kubectl-impersonate line with the command tree;
-// false when it is not one or does not parse.
-func parsePlugin(t *testing.T, tally *docTally, l doctest.Line) bool {
-	args, ok := doctest.Plugin(l.Words)
-	if !ok {
-		return false
-	}
+// parsePlugin parses a kubectl-impersonate command with the command tree;
+// false when it does not parse.
+func parsePlugin(t *testing.T, tally *docTally, where string, args []string) bool {
 	tally.parsed++
 	if err := parseDocCommand(args); err != nil {
-		t.Errorf("%s: kubectl impersonate %s: %v", l.Where, strings.Join(args, " "), err)
+		t.Errorf("%s: kubectl impersonate %s: %v", where, strings.Join(args, " "), err)
 		return false
 	}
 	return true
@@ -315,7 +315,7 @@ func (w *docWorld) shell(tally *docTally, b doctest.Block, stack bool) {
 	t := w.t
 	for _, l := range blockLines(t, b) {
 		if args, ok := doctest.Plugin(l.Words); ok {
-			if !parsePlugin(t, tally, l) {
+			if !parsePlugin(t, tally, l.Where, args) {
 				continue
 			}
 			if offline(args) {
@@ -353,9 +353,6 @@ func (w *docWorld) shell(tally *docTally, b doctest.Block, stack bool) {
 			tally.ran++
 			r := w.run("bash", "-c", l.Text)
 			assert.Equal(t, 0, r.code, "%s: %s: %s", l.Where, l.Text, r.stderr)
-			continue
-		}
-		if _, ok := doctest.Plugin(l.Words); ok && offline(l.Words) {
 			continue
 		}
 		if !stack {
@@ -436,9 +433,7 @@ func (w *docWorld) checkWritten(l doctest.Line, args []string) {
 
 // docAuthConfig is the AuthenticationConfiguration the doc shows, "" if none.
 func (w *docWorld) docAuthConfig() string {
-	blocks, err := doctest.Blocks(w.file)
-	require.NoError(w.t, err)
-	for _, b := range blocks {
+	for _, b := range w.blocks {
 		if strings.Contains(b.Body, "kind: AuthenticationConfiguration") {
 			return strings.Split(b.Body, "\n---\n")[0]
 		}
@@ -517,11 +512,12 @@ func checkMakeTarget(t *testing.T, where, target string) {
 	t.Errorf("%s: make %s: the Makefile has no such target", where, target)
 }
 
-func someCA() []byte {
+// someCA is a real certificate, for the places the docs abbreviate one.
+var someCA = sync.OnceValue(func() []byte {
 	srv := httptest.NewTLSServer(http.NotFoundHandler())
 	defer srv.Close()
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-}
+})
 
 // apiserverFlags tells whether a text block lists kube-apiserver flags.
 func apiserverFlags(b doctest.Block) bool {
