@@ -1278,17 +1278,7 @@ subjects:
 // get w-a-1, w-a-2 and w-b-3 (docs/inspection.md shows it).
 func projectWidgets(t *testing.T, admin string) {
 	t.Helper()
-	env := baseEnv(t.TempDir())
-	kubectl := func(stdin string, args ...string) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, st.kubectl, append([]string{"--kubeconfig=" + admin}, args...)...)
-		cmd.Env, cmd.Stdin = env, strings.NewReader(stdin)
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-	}
-	kubectl(`apiVersion: apiextensions.k8s.io/v1
+	kubectlApply(t, admin, `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: widgets.example.com}
 spec:
@@ -1300,8 +1290,8 @@ spec:
     served: true
     storage: true
     schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-`, "apply", "--server-side", "-f", "-")
-	kubectl("", "wait", "--for=condition=Established", "--timeout=60s", "crd/widgets.example.com")
+`)
+	require.NoError(t, adminKubectl(t, admin, "", 120*time.Second, "wait", "--for=condition=Established", "--timeout=60s", "crd/widgets.example.com"))
 	var m strings.Builder
 	m.WriteString("apiVersion: v1\nkind: Namespace\nmetadata: {name: shared-objects}\n")
 	for _, p := range []string{"a", "b"} {
@@ -1325,16 +1315,9 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: project-a}]
 	// The CRD's resource can take a moment to be served after Established.
 	var applyErr error
 	for range 30 {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		cmd := exec.CommandContext(ctx, st.kubectl, "--kubeconfig="+admin, "apply", "--server-side", "-f", "-")
-		cmd.Env, cmd.Stdin = env, strings.NewReader(m.String())
-		var out []byte
-		out, applyErr = cmd.CombinedOutput()
-		cancel()
-		if applyErr == nil {
+		if applyErr = adminKubectl(t, admin, m.String(), 60*time.Second, "apply", "--server-side", "-f", "-"); applyErr == nil {
 			break
 		}
-		applyErr = fmt.Errorf("%w: %s", applyErr, out)
 		time.Sleep(time.Second)
 	}
 	require.NoError(t, applyErr)
@@ -1375,12 +1358,20 @@ func lastLine(s string) string {
 // kubectlApply applies manifest with the admin kubeconfig (server-side).
 func kubectlApply(t *testing.T, admin, manifest string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	require.NoError(t, adminKubectl(t, admin, manifest, 120*time.Second, "apply", "--server-side", "-f", "-"))
+}
+
+// adminKubectl runs kubectl with the admin kubeconfig and stdin, for at
+// most timeout; its error carries kubectl's output.
+func adminKubectl(t *testing.T, admin, stdin string, timeout time.Duration, args ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, st.kubectl, "--kubeconfig="+admin, "apply", "--server-side", "-f", "-")
-	cmd.Env, cmd.Stdin = baseEnv(t.TempDir()), strings.NewReader(manifest)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	cmd := exec.CommandContext(ctx, st.kubectl, append([]string{"--kubeconfig=" + admin}, args...)...)
+	cmd.Env, cmd.Stdin = baseEnv(t.TempDir()), strings.NewReader(stdin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return nil
 }
 
 // withoutDiscovery drops API discovery requests (/api, /apis and each
@@ -1402,7 +1393,6 @@ func withoutDiscovery(uris []string) []string {
 // proj-a-1 and every configmap in proj-a-2 (docs/inspection.md shows it).
 func projectConfigMaps(t *testing.T, admin string) {
 	t.Helper()
-	create := func(manifest string) { t.Helper(); kubectlApply(t, admin, manifest) }
 	var m strings.Builder
 	for _, ns := range []struct{ name, project string }{{"proj-a-1", "a"}, {"proj-a-2", "a"}, {"proj-b-1", "b"}} {
 		fmt.Fprintf(&m, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {project: %s}}\n", ns.name, ns.project)
@@ -1435,7 +1425,7 @@ metadata: {name: viewer, namespace: proj-a-2}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: configmap-viewer}
 subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: viewer}]
 `)
-	create(m.String())
+	kubectlApply(t, admin, m.String())
 }
 
 func TestAccessFilteredList(t *testing.T) {
@@ -1444,7 +1434,6 @@ func TestAccessFilteredList(t *testing.T) {
 	require.NoError(t, err)
 	env := baseEnv(t.TempDir())
 	projectConfigMaps(t, admin)
-	create := func(manifest string) { t.Helper(); kubectlApply(t, admin, manifest) }
 	var m strings.Builder
 
 	list := func(args ...string) result {
@@ -1522,7 +1511,7 @@ rules:
 		fmt.Fprintf(&m, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {project: scale}}\n", ns)
 		fmt.Fprintf(&m, "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: viewer, namespace: %s}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: half-the-configmaps}\nsubjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: viewer}]\n", ns)
 	}
-	create(m.String())
+	kubectlApply(t, admin, m.String())
 	// The 1000 ConfigMaps by 16 concurrent POSTs (kubectl would take a minute).
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
