@@ -55,6 +55,9 @@ type Server struct {
 	Groups       []string
 	// TokenLifetime is the lifetime of issued ID and access tokens.
 	TokenLifetime time.Duration
+	// AuthorizationEndpoint replaces the discovery document's
+	// authorization_endpoint (a hostile provider's).
+	AuthorizationEndpoint string
 	// DeviceVerificationURI replaces the device authorization answer's
 	// verification_uri and verification_uri_complete (a hostile provider).
 	DeviceVerificationURI string
@@ -264,6 +267,9 @@ func (s *Server) discovery(w http.ResponseWriter, _ *http.Request) {
 		"id_token_signing_alg_values_supported": []string{"RS256"},
 		"code_challenge_methods_supported":      []string{"S256"},
 		"grant_types_supported":                 []string{"authorization_code", "refresh_token", "client_credentials", "password", "urn:ietf:params:oauth:grant-type:device_code"},
+	}
+	if s.AuthorizationEndpoint != "" {
+		doc["authorization_endpoint"] = s.AuthorizationEndpoint
 	}
 	if pkceSet {
 		delete(doc, "code_challenge_methods_supported")

@@ -23,6 +23,8 @@ package authn
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +37,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/apis/apiserver/install"
 	apiservervalidation "k8s.io/apiserver/pkg/apis/apiserver/validation"
@@ -43,7 +46,10 @@ import (
 	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/plugin/pkg/authenticator/token/oidc"
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/httpguard"
 )
 
 // Config is kube-apiserver's internal AuthenticationConfiguration type.
@@ -263,8 +269,19 @@ func New(ctx context.Context, opts Options) (*Authenticator, error) {
 			}
 			o.KeySet = keySet
 		}
-		if o.Client == nil && j.Issuer.CertificateAuthority != "" {
-			o.CAContentProvider = staticCA(j.Issuer.CertificateAuthority)
+		switch {
+		case opts.Keys == KeysUnverified:
+			// kube-apiserver fetches the distributed claims a token names
+			// (_claim_sources): never for a token whose signature no one
+			// checked, whose author would choose the URL and the bearer.
+			o.Client = httpguard.NoNetwork()
+		case o.Client == nil:
+			c, err := issuerClient(j.Issuer.CertificateAuthority)
+			if err != nil {
+				cancel()
+				return nil, fmt.Errorf("issuer %q: %w", j.Issuer.URL, err)
+			}
+			o.Client = c
 		}
 		t, err := oidc.New(ctx, o)
 		if err != nil {
@@ -278,9 +295,27 @@ func New(ctx context.Context, opts Options) (*Authenticator, error) {
 	return a, nil
 }
 
-type staticCA string
+// KeyRefetchInterval is how often at most an issuer's discovery document
+// and JWKS are fetched again: go-oidc refetches the JWKS for every token
+// whose key ID it does not know, so without it each request with a forged
+// kid would cost a request to the issuer.
+const KeyRefetchInterval = 10 * time.Second
 
-func (c staticCA) CurrentCABundleContent() []byte { return []byte(c) }
+// issuerClient is the client kube-apiserver builds for an issuer (its CA,
+// else the host's roots; 30 s per request), with every answer bounded and
+// anonymous refetches rate-limited (pkg/httpguard).
+func issuerClient(ca string) (*http.Client, error) {
+	var roots *x509.CertPool
+	if ca != "" {
+		p, err := certutil.NewPoolFromBytes([]byte(ca))
+		if err != nil {
+			return nil, fmt.Errorf("reading the certificateAuthority: %w", err)
+		}
+		roots = p
+	}
+	tr := utilnet.SetTransportDefaults(&http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}})
+	return &http.Client{Transport: httpguard.RateLimited(httpguard.Bounded(tr), KeyRefetchInterval), Timeout: 30 * time.Second}, nil
+}
 
 // Close stops the background discovery and key refreshes.
 func (a *Authenticator) Close() { a.cancel() }

@@ -192,7 +192,7 @@ func printMatrix(w io.Writer, m *rbac.Matrix) {
 				cells[i] += "*"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\n", r.Resource, strings.Join(cells, "\t"))
+		fmt.Fprintf(tw, "%s\t%s\n", printable(r.Resource), strings.Join(cells, "\t"))
 	}
 	_ = tw.Flush()
 }

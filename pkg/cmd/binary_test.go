@@ -36,6 +36,9 @@ import (
 var binary, fastBinary string
 
 func TestMain(m *testing.M) {
+	if addr := os.Getenv(envAttackerListen); addr != "" {
+		os.Exit(attackerListen(addr)) // this binary, run as another uid by localusers_test.go
+	}
 	dir, err := os.MkdirTemp("", "ki-bin-")
 	if err != nil {
 		panic(err)
@@ -82,6 +85,20 @@ func (e *env) authArgs(extra ...string) []string {
 		"--token-cache-storage=disk", "--token-cache-dir=" + e.cacheDir,
 		"--listen-address=127.0.0.1:0", "--browser-command=curl -sfL -o /dev/null",
 	}, extra...)
+}
+
+// profile is a profiles-file entry name with authArgs' settings (and the
+// extra lines given, indented by four spaces).
+func (e *env) profile(name, extra string) string {
+	return fmt.Sprintf(`  %s:
+    oidc-issuer-url: %s
+    oidc-client-id: %s
+    oidc-extra-scope: [email, groups]
+    token-cache-storage: disk
+    token-cache-dir: %s
+    listen-address: 127.0.0.1:0
+    browser-command: curl -sfL -o /dev/null
+`, name, e.idp.Issuer(), e.idp.ClientID, e.cacheDir) + extra
 }
 
 type result struct {
@@ -380,19 +397,10 @@ func TestProfiles(t *testing.T) {
 	e := newEnv(t)
 	cfgDir := filepath.Join(e.home, ".config", "kubectl-impersonate")
 	require.NoError(t, os.MkdirAll(cfgDir, 0o700))
-	profile := fmt.Sprintf(`profiles:
-  tenant-a:
-    oidc-issuer-url: %s
-    oidc-client-id: %s
-    oidc-extra-scope: [email, groups]
-    token-cache-storage: disk
-    token-cache-dir: %s
-    listen-address: 127.0.0.1:0
-    browser-command: curl -sfL -o /dev/null
-  broken:
+	profile := "profiles:\n" + e.profile("tenant-a", "") + fmt.Sprintf(`  broken:
     oidc-issuer-url: %s
     no-such-flag: 1
-`, e.idp.Issuer(), e.idp.ClientID, e.cacheDir, e.idp.Issuer())
+`, e.idp.Issuer())
 	require.NoError(t, os.WriteFile(filepath.Join(cfgDir, "config.yaml"), []byte(profile), 0o600))
 
 	r := e.run(nil, "login", "--profile=tenant-a")

@@ -58,6 +58,8 @@ func (o *GetTokenOptions) Complete() error {
 	} else {
 		o.interactive = o.global.IsTerminal(o.In)
 	}
+	// get-token's flags and environment are the kubeconfig exec entry's.
+	o.Auth.FromExecEntry = true
 	return o.Auth.Complete(o.global.Getenv, notifier(o.ErrOut))
 }
 
@@ -98,7 +100,7 @@ func obtain(ctx context.Context, a *settings.AuthOptions, g *GlobalOptions, stre
 }
 
 func loginCommand(a *settings.AuthOptions) string {
-	return strings.Join(append([]string{"kubectl", "impersonate", "login"}, quoteArgs(a.Args())...), " ")
+	return strings.Join(append([]string{"kubectl", "impersonate", "login"}, quoteArgs(a.HintArgs())...), " ")
 }
 
 // checkAllowedServer applies --allowed-server to the cluster kubectl named.

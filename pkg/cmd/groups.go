@@ -101,7 +101,7 @@ func (o *GroupsOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(tw, "GROUP\tIN TOKEN\tFROM API SERVER")
 		yes := func(b bool) string { return map[bool]string{true: "yes", false: "-"}[b] }
 		for _, r := range out {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Group, yes(r.InToken), yes(r.FromServer))
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", printable(r.Group), yes(r.InToken), yes(r.FromServer))
 		}
 		_ = tw.Flush()
 		if !slices.ContainsFunc(out, func(r GroupRow) bool { return r.InToken }) {

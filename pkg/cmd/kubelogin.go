@@ -339,23 +339,21 @@ func parseGetTokenArgs(args []string, getenv func(string) string) (*settings.Aut
 	return o, o.Validate()
 }
 
-// backupFile copies path (through a symlink) next to itself with the same
-// mode: path.kubelogin-backup-TIME.
+// backupFile copies path (through a symlink) next to itself, mode 0600
+// whatever the original's: path.kubelogin-backup-TIME. The backup holds
+// the secrets the migration moves out of the kubeconfig into 0600 files,
+// so it must be no more readable than they are.
 func backupFile(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("backing up %s: %w", path, err)
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", err
 	}
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		real = path
 	}
 	backup := real + ".kubelogin-backup-" + time.Now().UTC().Format("20060102T150405Z")
-	if err := config.WriteFileAtomic(backup, b, fi.Mode().Perm()); err != nil {
+	if err := config.WriteFileAtomic(backup, b, 0o600); err != nil {
 		return "", fmt.Errorf("backing up %s: %w", path, err)
 	}
 	return backup, nil

@@ -99,7 +99,7 @@ users:
 	require.Len(t, backups, 1)
 	fi, err := os.Stat(backups[0])
 	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o640), fi.Mode().Perm(), "the backup keeps the mode")
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the backup holds the secrets moved out: 0600 whatever the original's mode")
 	fi, err = os.Stat(path)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o640), fi.Mode().Perm(), "the kubeconfig keeps its mode")

@@ -305,6 +305,9 @@ func (o *ListOptions) printTable(w io.Writer, r *ListResult, rows []rbac.Decisio
 		if wide {
 			cols = append(cols, map[string]string{"rules": "rules-review", "ssar": "access-review"}[d.Source])
 		}
+		for i := range cols {
+			cols[i] = printable(cols[i]) // names and reasons are the API server's
+		}
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}
 	_ = tw.Flush()

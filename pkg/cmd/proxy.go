@@ -36,6 +36,7 @@ type ProxyOptions struct {
 	AllowSystemIdentities        bool
 	AuditLog                     string
 	TokenCacheSize               int
+	MaxInFlight                  int
 	genericiooptions.IOStreams
 	global *GlobalOptions
 }
@@ -46,7 +47,7 @@ func (o *ProxyOptions) cacheSize() int { return cmp.Or(o.TokenCacheSize, -1) }
 
 // NewCmdProxy builds proxy.
 func NewCmdProxy(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ProxyOptions{IOStreams: streams, global: g, Listen: ":8443", TokenCacheSize: proxy.DefaultCacheSize,
+	o := &ProxyOptions{IOStreams: streams, global: g, Listen: ":8443", TokenCacheSize: proxy.DefaultCacheSize, MaxInFlight: proxy.DefaultMaxInFlight,
 		UpstreamTimeout: 60 * time.Second}
 	cmd := &cobra.Command{
 		Use:   "proxy",
@@ -63,8 +64,11 @@ Refused: requests carrying Impersonate-* headers or naming Authorization,
 Impersonate-* or X-Remote-* in Connection (403), paths with dot segments (400),
 identities with leading or trailing white space or control characters, and
 system: users and groups unless --allow-system-identities (403). X-Remote-*
-headers are always removed. /readyz checks the upstream's /readyz and the
-issuers' keys; metrics are served on --metrics-address only.`,
+headers are always removed; underscore spellings (Impersonate_User,
+X_Remote_User) count as the dashed ones. More than --max-requests-inflight
+requests at once (watches and upgrades aside) get 429. /readyz checks the
+upstream's /readyz and the issuers' keys, and logs why it fails rather than
+telling the caller; metrics are served on --metrics-address only.`,
 		Example: `  # Legacy flags, as kube-apiserver takes them
   kubectl-impersonate proxy --tls-cert-file=tls.crt --tls-private-key-file=tls.key --in-cluster \
     --oidc-issuer-url=https://dex.example.com --oidc-client-id=kubernetes \
@@ -93,6 +97,7 @@ issuers' keys; metrics are served on --metrics-address only.`,
 	f.BoolVar(&o.AllowSystemIdentities, "allow-system-identities", false, "Let tokens map to system: users and groups (refused by default: a token should not make anyone a node, a controller or system:masters)")
 	f.StringVar(&o.AuditLog, "audit-log", "-", "Audit log file, one JSON line per request with the refusal reason (- for stderr, empty for none); tokens are never written")
 	f.IntVar(&o.TokenCacheSize, "token-cache-size", o.TokenCacheSize, "Authenticated tokens whose identity is kept until their exp (0 authenticates every request)")
+	f.IntVar(&o.MaxInFlight, "max-requests-inflight", o.MaxInFlight, "Requests served at once, watches and upgrades aside, as kube-apiserver's flag; more get 429 (0: no limit)")
 	return cmd
 }
 
@@ -227,7 +232,8 @@ func (o *ProxyOptions) Run(ctx context.Context) error {
 		UpgradeTransport: proxy.HeaderTimeout(upgradeTransport, o.UpstreamTimeout),
 		Authenticator:    authenticator, AllowSystemIdentities: o.AllowSystemIdentities,
 		Ready: proxy.ReadyCheck(u, proxy.HeaderTimeout(transport, o.UpstreamTimeout), authenticator.HealthCheck, time.Second),
-		Audit: audit, Metrics: metrics, CacheSize: o.cacheSize()}
+		Audit: audit, Metrics: metrics, CacheSize: o.cacheSize(), MaxInFlight: cmp.Or(o.MaxInFlight, -1),
+		Log: func(s string) { fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy: %s\n", s) }}
 	l, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", o.Listen, err)

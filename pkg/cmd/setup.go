@@ -12,8 +12,10 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/fastpath"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeconfig"
@@ -223,6 +225,16 @@ func (o *SetupOptions) Run(context.Context) error {
 		}
 	}
 	exec := o.ExecConfig()
+	profile, settingsOf, err := o.profileFor()
+	if err != nil {
+		return err
+	}
+	if profile != "" {
+		exec = o.execFor([]string{"--profile=" + profile})
+		if err := o.writeProfile(profile, settingsOf); err != nil {
+			return err
+		}
+	}
 	if !o.Write {
 		args := []string{"kubectl", "config", "set-credentials", o.User,
 			"--exec-api-version=" + exec.APIVersion,
@@ -242,6 +254,74 @@ func (o *SetupOptions) Run(context.Context) error {
 		return err
 	}
 	return o.kuberc(exec.Command)
+}
+
+// profileFor decides whether the entry's settings must go into a profile:
+// when the user has locked exec entries (a kuberc that allowlists the
+// plugin, or will once --write-kuberc runs; or allowed servers), get-token
+// refuses the settings an exec entry may not choose (docs/security.md), so
+// setup puts them all into a profile named after the user entry and the
+// entry says only --profile. It returns "" when the args can stay.
+func (o *SetupOptions) profileFor() (string, map[string][]string, error) {
+	if o.Auth.Profile != "" {
+		return "", nil, nil
+	}
+	args := o.Auth.Args()
+	values := map[string][]string{}
+	unsafe := false
+	for _, a := range args {
+		name, v, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		values[name] = append(values[name], v)
+		unsafe = unsafe || !settings.IsExecEntrySafe(name)
+	}
+	if !unsafe {
+		return "", nil, nil
+	}
+	locked := len(o.Auth.AllowedServers) > 0
+	if !locked {
+		path, err := settings.KubercLocks(o.global.Getenv)
+		if err != nil {
+			return "", nil, err
+		}
+		locked = path != ""
+	}
+	if !locked && o.WriteKuberc {
+		if path, off, err := kuberc.Path(o.global.Getenv); err == nil && !off {
+			v, _ := kuberc.Check(path, o.ExecConfig().Command)
+			locked = v == kuberc.NotListed
+		}
+	}
+	if !locked {
+		return "", nil, nil
+	}
+	return o.User, values, nil
+}
+
+// writeProfile writes (with --write) or prints the profile setup made.
+func (o *SetupOptions) writeProfile(name string, values map[string][]string) error {
+	path, err := config.DefaultPath(o.global.Getenv)
+	if err != nil {
+		return err
+	}
+	if !o.Write {
+		b, err := yaml.Marshal(map[string]any{"profiles": map[string]any{name: values}})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "# exec entries are locked (docs/security.md): add this profile to %s\n%s\n", path, b)
+		return nil
+	}
+	changed, err := config.SetProfile(path, name, values)
+	if errors.Is(err, config.ErrProfileDiffers) {
+		return fmt.Errorf("%w: choose another --user, or give --profile=%s to use it as it is", err, name)
+	}
+	if err != nil {
+		return err
+	}
+	if changed {
+		fmt.Fprintf(o.Out, "Wrote the profile %q to %s: exec entries are locked (docs/security.md), so its settings live there, not in the kubeconfig.\n", name, path)
+	}
+	return nil
 }
 
 // checkAuthConfig reads the cluster's AuthenticationConfiguration (as

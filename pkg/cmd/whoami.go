@@ -82,22 +82,22 @@ func (o *WhoAmIOptions) Run(ctx context.Context) error {
 	return o.Output.Print(o.Out, res, func(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 		fmt.Fprintf(tw, "ATTRIBUTE\tVALUE\n")
-		fmt.Fprintf(tw, "Username\t%s\n", res.Username)
+		fmt.Fprintf(tw, "Username\t%s\n", printable(res.Username))
 		if res.UID != "" {
-			fmt.Fprintf(tw, "UID\t%s\n", res.UID)
+			fmt.Fprintf(tw, "UID\t%s\n", printable(res.UID))
 		}
-		fmt.Fprintf(tw, "Groups\t%s\n", "["+strings.Join(res.Groups, " ")+"]")
+		fmt.Fprintf(tw, "Groups\t%s\n", "["+printable(strings.Join(res.Groups, " "))+"]")
 		keys := make([]string, 0, len(res.Extra))
 		for k := range res.Extra {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			fmt.Fprintf(tw, "Extra: %s\t%v\n", k, res.Extra[k])
+			fmt.Fprintf(tw, "Extra: %s\t%s\n", printable(k), printable(fmt.Sprint(res.Extra[k])))
 		}
 		if ts := res.TokenSource; ts != nil {
-			fmt.Fprintf(tw, "Token issuer\t%s\n", ts.Issuer)
-			fmt.Fprintf(tw, "Token client\t%s\n", ts.ClientID)
+			fmt.Fprintf(tw, "Token issuer\t%s\n", printable(ts.Issuer))
+			fmt.Fprintf(tw, "Token client\t%s\n", printable(ts.ClientID))
 			fmt.Fprintf(tw, "Token grant\t%s\n", ts.GrantType)
 			if ts.Exchange != "" {
 				fmt.Fprintf(tw, "Token exchange\t%s\n", ts.Exchange)

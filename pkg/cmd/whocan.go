@@ -84,7 +84,7 @@ func (o *WhoCanOptions) Run(ctx context.Context) error {
 	}
 	return o.Output.Print(o.Out, grants, func(w io.Writer) {
 		if len(grants) == 0 {
-			fmt.Fprintf(w, "No binding grants %s %s %s.\n", o.target.Verb, o.target.ResourceDisplay(), o.target.Where())
+			fmt.Fprintf(w, "No binding grants %s %s %s.\n", printable(o.target.Verb), printable(o.target.ResourceDisplay()), printable(o.target.Where()))
 			return
 		}
 		printGrants(w, grants)

@@ -105,12 +105,12 @@ func (o *WhyOptions) Run(ctx context.Context) error {
 		if res.Allowed {
 			verdict = "yes"
 		}
-		fmt.Fprintf(w, "%s: may %s %s %s? %s\n", res.Username, o.target.Verb, o.target.ResourceDisplay(), o.target.Where(), verdict)
+		fmt.Fprintf(w, "%s: may %s %s %s? %s\n", printable(res.Username), printable(o.target.Verb), printable(o.target.ResourceDisplay()), printable(o.target.Where()), verdict)
 		if res.Reason != "" {
-			fmt.Fprintf(w, "Reason: %s\n", res.Reason)
+			fmt.Fprintf(w, "Reason: %s\n", printable(res.Reason))
 		}
 		if res.RBACNote != "" {
-			fmt.Fprintln(w, res.RBACNote)
+			fmt.Fprintln(w, printable(res.RBACNote))
 		}
 		printGrants(w, res.Grants)
 	})
@@ -129,13 +129,13 @@ func printGrants(w io.Writer, grants []rbac.Grant) {
 			if s.Kind == "ServiceAccount" {
 				n = s.Kind + ":" + s.Namespace + "/" + s.Name
 			}
-			subs = append(subs, n)
+			subs = append(subs, printable(n))
 		}
 		ns := g.Namespace
 		if ns == "" {
 			ns = "(cluster)"
 		}
-		fmt.Fprintf(tw, "%s/%s\t%s\t%s/%s\t%s\n", g.BindingKind, g.Binding, ns, g.RoleKind, g.Role, strings.Join(subs, ", "))
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s/%s\t%s\n", g.BindingKind, printable(g.Binding), printable(ns), g.RoleKind, printable(g.Role), strings.Join(subs, ", "))
 	}
 	_ = tw.Flush()
 }

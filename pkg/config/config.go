@@ -78,6 +78,11 @@ func Load(path string) (*File, error) {
 	}
 	if fi, err := os.Stat(path); err == nil {
 		f.ReadableByOthers = fi.Mode().Perm()&0o044 != 0
+		// The profiles file says where tokens and secrets go: only its
+		// owner may write it.
+		if err := CheckPrivate("profiles file", path, fi); err != nil {
+			return nil, err
+		}
 	}
 	return f, nil
 }
@@ -154,4 +159,76 @@ func WriteFileAtomic(path string, b []byte, mode os.FileMode) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// ErrProfileDiffers means a profile of that name exists with other settings.
+var ErrProfileDiffers = errors.New("a profile of that name exists with other settings")
+
+// SetProfile writes the profile name with settings (flag name → values)
+// into the profiles file at path, creating it (0600, in a 0700 directory)
+// if needed and keeping its other profiles; an identical profile is left
+// alone (changed false), a different one is refused with
+// ErrProfileDiffers. Comments in the file are not kept.
+func SetProfile(path, name string, settings map[string][]string) (changed bool, err error) {
+	doc := map[string]any{}
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return false, fmt.Errorf("reading profiles file: %w", err)
+	default:
+		if err := yaml.Unmarshal(b, &doc); err != nil {
+			return false, fmt.Errorf("parsing profiles file %s: %w", path, err)
+		}
+	}
+	want := map[string]any{}
+	for k, vs := range settings {
+		if len(vs) == 1 {
+			want[k] = vs[0]
+			continue
+		}
+		l := make([]any, len(vs))
+		for i, v := range vs {
+			l[i] = v
+		}
+		want[k] = l
+	}
+	profiles, _ := doc["profiles"].(map[string]any)
+	if profiles == nil {
+		profiles = map[string]any{}
+	}
+	if old, ok := profiles[name]; ok {
+		ob, _ := yaml.Marshal(old)
+		nb, _ := yaml.Marshal(want)
+		if string(ob) == string(nb) {
+			return false, nil
+		}
+		return false, fmt.Errorf("profile %q in %s: %w", name, path, ErrProfileDiffers)
+	}
+	profiles[name] = want
+	doc["profiles"] = profiles
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		return false, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return false, fmt.Errorf("creating the profiles directory: %w", err)
+	}
+	if err := WriteFileAtomic(path, out, 0o600); err != nil {
+		return false, fmt.Errorf("writing profiles file: %w", err)
+	}
+	return true, nil
+}
+
+// CheckPrivate refuses a file or directory that another user owns or may
+// write (group or world write permission): what it holds would then be
+// theirs to choose. what names it in the error.
+func CheckPrivate(what, path string, fi fs.FileInfo) error {
+	if !OwnedBySelf(fi) {
+		return fmt.Errorf("%s %s belongs to another user: refusing to use it (use one of your own)", what, path)
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s %s is writable by others: chmod go-w %s", what, path, path)
+	}
+	return nil
 }

@@ -55,6 +55,10 @@ type CloudSigma struct {
 	Notify     func(string)
 	Log        *logging.Logger
 	Now        func() time.Time
+	// UserKey is the cache key of the impersonated token when the caller
+	// binds it to more (settings.AuthOptions.Key: its allowed servers);
+	// empty: the CloudSigma settings' own Key.
+	UserKey tokencache.Key
 }
 
 func (c *CloudSigma) tokenURL() string { return c.Issuer() + "/protocol/openid-connect/token" }
@@ -106,7 +110,11 @@ func (c *CloudSigma) Source() *credential.Source {
 		}
 		return c.requestingPartyToken(ctx, svc.Token)
 	})
-	return c.source(c.Key(), func(ctx context.Context) (*tokencache.Entry, error) {
+	key := c.UserKey
+	if key.Issuer == "" {
+		key = c.Key()
+	}
+	return c.source(key, func(ctx context.Context) (*tokencache.Entry, error) {
 		svc, err := service.Get(ctx, credential.Options{})
 		if err != nil {
 			return nil, err

@@ -111,6 +111,7 @@ func ParseArgs(args []string, getenv func(string) string, warn func(string)) (*s
 	if fs.NArg() > 0 {
 		return nil, 0, fmt.Errorf("get-token takes no arguments, got %q", fs.Args())
 	}
+	o.FromExecEntry = true
 	if err := o.Complete(getenv, warn); err != nil {
 		return nil, 0, err
 	}

@@ -99,16 +99,20 @@ func (a *authRequest) tokenOptions() []oauth2.AuthCodeOption {
 // authCode runs the browser flow: a loopback server on the first free
 // listen address, PKCE S256, state (checked by oauth2cli) and nonce.
 func (c *Client) authCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token, string, error) {
+	if err := checkAuthEndpoint(p); err != nil {
+		return nil, "", err
+	}
 	req, err := c.newAuthRequest(p)
 	if err != nil {
 		return nil, "", err
 	}
 	ctx, cancel := context.WithTimeout(c.ctx(ctx), c.cfg.AuthTimeout)
 	defer cancel()
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
 
 	ready := make(chan string, 1)
 	done := make(chan struct{})
-	defer close(done)
 	conf := c.oauth2Config(p)
 	listen, callbackPath := c.cfg.ListenAddresses, ""
 	if c.cfg.RedirectURL != "" {
@@ -121,6 +125,15 @@ func (c *Client) authCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token,
 		conf.RedirectURL = c.cfg.RedirectURL
 		listen, callbackPath = []string{net.JoinHostPort("127.0.0.1", u.Port())}, u.Path
 	}
+	// The loopback server binds 127.0.0.1, whatever loopback name the
+	// address gives, and holds [::1] on the same port (holdIPv6Loopback):
+	// the redirect's localhost then reaches this login on either address.
+	listen = slices.Clone(listen)
+	for i, a := range listen {
+		if _, port, err := net.SplitHostPort(a); err == nil {
+			listen[i] = net.JoinHostPort("127.0.0.1", port)
+		}
+	}
 	// The authorization URL, for the redirect URL oauth2cli gives its
 	// loopback server (http://localhost:PORT): printed and opened directly,
 	// since the server has no index page that would hand it out.
@@ -131,7 +144,35 @@ func (c *Client) authCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token,
 		}
 		return cc.AuthCodeURL(req.state, req.options()...)
 	}
-	go c.promptBrowser(ctx, ready, done, authURL)
+	// Before the URL is shown: the other loopback address is held too.
+	held := make(chan func(), 1)
+	prompted := make(chan struct{})
+	defer func() {
+		close(done)
+		<-prompted // promptBrowser has returned, having sent at most one stop
+		select {
+		case stop := <-held:
+			stop()
+		default:
+		}
+	}()
+	hold := func(localURL string) error {
+		redirect := conf.RedirectURL
+		if redirect == "" {
+			redirect = localURL
+		}
+		stop, err := holdIPv6Loopback(redirect)
+		if err != nil {
+			abort(err)
+			return err
+		}
+		held <- stop
+		return nil
+	}
+	go func() {
+		defer close(prompted)
+		c.promptBrowser(ctx, ready, done, hold, authURL)
+	}()
 
 	tok, err := oauth2cli.GetToken(ctx, oauth2cli.Config{
 		OAuth2Config:            *conf,
@@ -153,6 +194,9 @@ func (c *Client) authCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token,
 			c.cfg.Log.Printf(2, format, args...)
 		},
 	})
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+		return nil, "", cause
+	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return nil, "", fmt.Errorf("no browser login within %s: open the URL above, or raise --authentication-timeout", c.cfg.AuthTimeout)
 	}
@@ -198,13 +242,16 @@ func callbackOnly(state string) func(http.Handler) http.Handler {
 
 // promptBrowser shows the authorization URL, opens the browser, and
 // counts down.
-func (c *Client) promptBrowser(ctx context.Context, ready <-chan string, done <-chan struct{}, authURL func(localURL string) string) {
+func (c *Client) promptBrowser(ctx context.Context, ready <-chan string, done <-chan struct{}, hold func(localURL string) error, authURL func(localURL string) string) {
 	var localURL string
 	select {
 	case localURL = <-ready:
 	case <-ctx.Done():
 		return
 	case <-done:
+		return
+	}
+	if hold(localURL) != nil {
 		return
 	}
 	deadline, _ := ctx.Deadline()
@@ -238,6 +285,9 @@ func (c *Client) promptBrowser(ctx context.Context, ready <-chan string, done <-
 func (c *Client) authCodeKeyboard(ctx context.Context, p *oidc.Provider) (*oauth2.Token, string, error) {
 	if c.cfg.Stdin == nil {
 		return nil, "", ErrInteractionRequired
+	}
+	if err := checkAuthEndpoint(p); err != nil {
+		return nil, "", err
 	}
 	req, err := c.newAuthRequest(p)
 	if err != nil {
@@ -318,7 +368,7 @@ func (c *Client) deviceCode(ctx context.Context, p *oidc.Provider) (*oauth2.Toke
 	// https page (http on loopback, for test providers), never another
 	// scheme an opener would run (file:, javascript:, a custom handler).
 	for _, u := range []string{da.VerificationURI, da.VerificationURIComplete} {
-		if u != "" && !webURL(u) {
+		if u != "" && !printableWebURL(u) {
 			return nil, fmt.Errorf("the provider's device verification URL %s is not an https URL: refusing to show or open it", strconv.Quote(u))
 		}
 	}
@@ -408,6 +458,23 @@ func (c *Client) tokenRequest(ctx context.Context, p *oidc.Provider, params url.
 // flow) as the one token client describes them.
 func (c *Client) providerError(p *oidc.Provider, err error) error {
 	return oauth.Classify(oauth.PeerIdP, p.Endpoint.TokenURL, err)
+}
+
+// checkAuthEndpoint refuses an authorization endpoint (the discovery
+// document's) that is not a web page: it is printed on the terminal and
+// opened with the browser command, so no file: or custom scheme, no
+// terminal escape sequence.
+func checkAuthEndpoint(p *oidc.Provider) error {
+	if !printableWebURL(p.Endpoint.AuthURL) {
+		return fmt.Errorf("the provider's authorization endpoint %s is not an https URL: refusing to show or open it", strconv.Quote(p.Endpoint.AuthURL))
+	}
+	return nil
+}
+
+// printableWebURL is webURL without characters a terminal would act on
+// (C0 and C1 controls, which url.Parse lets through in part).
+func printableWebURL(raw string) bool {
+	return webURL(raw) && !strings.ContainsFunc(raw, func(r rune) bool { return !strconv.IsPrint(r) })
 }
 
 // webURL accepts https URLs, and http ones on a loopback host.

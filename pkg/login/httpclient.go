@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/httpguard"
 )
 
 // DefaultHTTPTimeout bounds each request to the provider.
@@ -72,6 +74,7 @@ func NewHTTPClient(o HTTPOptions) (*http.Client, error) {
 	if len(o.Headers) > 0 {
 		rt = headerTransport{headers: o.Headers, host: o.HeaderHost, next: transport}
 	}
+	rt = httpguard.Bounded(rt)
 	return &http.Client{Transport: rt, Timeout: timeout, CheckRedirect: sameHostGETOnly}, nil
 }
 

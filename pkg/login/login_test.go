@@ -405,8 +405,36 @@ func TestAuthCodeLoopbackServerRefusesOtherLocalUsers(t *testing.T) {
 
 // A provider's device verification URL is shown and opened only when it is
 // an https page.
+// TestAuthCodeRefusesNonWebAuthorizationEndpoint: the discovery
+// document's authorization endpoint is printed and opened by the browser
+// command, so a hostile provider's file: URL or terminal escape sequence
+// is refused before anything is shown or opened, in both browser flows.
+func TestAuthCodeRefusesNonWebAuthorizationEndpoint(t *testing.T) {
+	for _, u := range []string{"file:///etc/passwd", "javascript:alert(1)", "http://evil.example.com/auth", "ms-settings:privacy",
+		"https://id.example.com/auth\x1b]0;owned\x07", "https://id.example.com/auth\u009b31m"} {
+		for _, grant := range []string{settings.GrantAuthCode, settings.GrantAuthCodeKeyboard} {
+			t.Run(grant+" "+u, func(t *testing.T) {
+				srv := oidctest.New(t)
+				srv.AuthorizationEndpoint = u
+				c, stderr := newClient(t, srv, func(c *Config) {
+					c.GrantType = grant
+					c.Stdin = strings.NewReader("code\n")
+					c.OpenURL = func(string) error { t.Error("opened"); return nil }
+				})
+				_, err := c.Grant(context.Background())
+				require.ErrorContains(t, err, "authorization endpoint")
+				require.ErrorContains(t, err, "is not an https URL: refusing to show or open it")
+				assert.NotContains(t, stderr.String(), "\x1b")
+				assert.NotContains(t, stderr.String(), "\u009b")
+				assert.NotContains(t, stderr.String(), "Open ")
+			})
+		}
+	}
+}
+
 func TestDeviceCodeRefusesNonWebVerificationURL(t *testing.T) {
-	for _, u := range []string{"file:///etc/passwd", "javascript:alert(1)", "http://evil.example.com/device", "ms-settings:privacy", "https://user:pw@evil.example.com/"} {
+	for _, u := range []string{"file:///etc/passwd", "javascript:alert(1)", "http://evil.example.com/device", "ms-settings:privacy", "https://user:pw@evil.example.com/",
+		"https://id.example.com/device\u009b31m"} {
 		t.Run(u, func(t *testing.T) {
 			srv := oidctest.New(t)
 			srv.DeviceVerificationURI = u

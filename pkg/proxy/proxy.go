@@ -72,11 +72,20 @@ type Handler struct {
 	// CacheSize bounds the cache of authenticated tokens' identities (kept
 	// until each token's exp): 0 means DefaultCacheSize, negative disables.
 	CacheSize int
+	// MaxInFlight bounds the requests served at once, long-running ones
+	// (watches, upgrades) aside, as kube-apiserver's
+	// --max-requests-inflight: more get 429. 0 means DefaultMaxInFlight,
+	// negative no limit.
+	MaxInFlight int
+	// Log receives what the proxy withholds from callers (why it is not
+	// ready); nil: dropped.
+	Log func(string)
 
-	proxy   *httputil.ReverseProxy
-	once    sync.Once
-	auditMu sync.Mutex
-	cache   *identityCache
+	proxy    *httputil.ReverseProxy
+	once     sync.Once
+	inFlight chan struct{}
+	auditMu  sync.Mutex
+	cache    *identityCache
 }
 
 // identityKey carries the authenticated identity from ServeHTTP to the
@@ -89,6 +98,12 @@ func (h *Handler) init() {
 	}
 	if h.Metrics == nil {
 		h.Metrics = NewMetrics()
+	}
+	switch {
+	case h.MaxInFlight == 0:
+		h.inFlight = make(chan struct{}, DefaultMaxInFlight)
+	case h.MaxInFlight > 0:
+		h.inFlight = make(chan struct{}, h.MaxInFlight)
 	}
 	switch {
 	case h.CacheSize == 0:
@@ -131,10 +146,29 @@ func stripIdentityHeaders(h http.Header) {
 }
 
 // identityHeader is a header that carries an identity: Authorization,
-// Impersonate-* or X-Remote-* (request-header authentication), in any case.
+// Impersonate-* or X-Remote-* (request-header authentication), in any case
+// and with _ for - (CGI-style gateways and nginx's underscores_in_headers
+// turn Impersonate_User into Impersonate-User).
 func identityHeader(name string) bool {
-	l := strings.ToLower(strings.TrimSpace(name))
+	l := normalHeader(name)
 	return l == "authorization" || strings.HasPrefix(l, "impersonate-") || strings.HasPrefix(l, "x-remote-")
+}
+
+// normalHeader is name as a gateway may read it: lower case, _ as -.
+func normalHeader(name string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimSpace(name)), "_", "-")
+}
+
+// DefaultMaxInFlight is kube-apiserver's default --max-requests-inflight.
+const DefaultMaxInFlight = 400
+
+// longRunning are the requests kube-apiserver leaves out of its in-flight
+// limit: watches, streamed logs, and upgrades (exec, attach,
+// port-forward).
+func longRunning(r *http.Request) bool {
+	q := r.URL.Query()
+	return r.Header.Get("Upgrade") != "" || q.Get("watch") == "true" || q.Get("watch") == "1" || q.Get("follow") == "true" ||
+		strings.Contains(r.URL.Path, "/watch/")
 }
 
 // impersonate is the last round tripper before the proxy's credential:
@@ -229,7 +263,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &recorder{ResponseWriter: w, code: http.StatusOK}
 	l := &requestLog{}
 	r = r.WithContext(context.WithValue(r.Context(), logKey{}, l))
-	h.serve(rec, r, l)
+	switch {
+	case h.inFlight == nil || longRunning(r):
+		h.serve(rec, r, l)
+	default:
+		select {
+		case h.inFlight <- struct{}{}:
+			h.serve(rec, r, l)
+			<-h.inFlight
+		default:
+			rec.Header().Set("Retry-After", "1")
+			h.refuse(rec, l, http.StatusTooManyRequests, "overload", "too many requests in flight",
+				"too many requests, please try again later")
+		}
+	}
 	elapsed := time.Since(start)
 	h.Metrics.observe(rec.code, elapsed)
 	if h.Audit != nil {
@@ -253,8 +300,14 @@ func (h *Handler) serveReady(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		if err := h.Ready(ctx); err != nil {
+			// The reason (the issuer's URL, network errors) is for the
+			// operator's log, not for anyone who can reach /readyz: as
+			// kube-apiserver, which answers "readyz check failed".
+			if h.Log != nil {
+				h.Log("not ready: " + logging.OneLine(err.Error(), 0))
+			}
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = io.WriteString(w, "not ready: "+err.Error()+"\n")
+			_, _ = io.WriteString(w, "readyz check failed\n")
 			return
 		}
 	}
@@ -288,7 +341,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 		}
 	}
 	for name := range r.Header {
-		if strings.HasPrefix(strings.ToLower(name), "impersonate-") {
+		if strings.HasPrefix(normalHeader(name), "impersonate-") {
 			h.refuse(w, l, http.StatusForbidden, "request", "caller sent "+name,
 				"impersonation headers are not accepted through the impersonating proxy")
 			return

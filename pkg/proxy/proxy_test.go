@@ -207,7 +207,10 @@ func TestProxyAttacks(t *testing.T) {
 			attack{name: "upgrade, Connection names " + h, headers: [][2]string{bearer, {"Connection", "Upgrade, " + h}, {"Upgrade", "SPDY/3.1"}}, wantCode: 403},
 		)
 	}
-	for _, h := range []string{"Impersonate-User", "impersonate-user", "IMPERSONATE-GROUP", "Impersonate-Uid", "Impersonate-Extra-Scopes", "iMpErSoNaTe-ExTrA-x"} {
+	// Underscore spellings: a CGI-style gateway or nginx with
+	// underscores_in_headers reads Impersonate_User as Impersonate-User.
+	for _, h := range []string{"Impersonate-User", "impersonate-user", "IMPERSONATE-GROUP", "Impersonate-Uid", "Impersonate-Extra-Scopes", "iMpErSoNaTe-ExTrA-x",
+		"Impersonate_User", "impersonate_group", "Impersonate_Extra_Scopes"} {
 		attacks = append(attacks,
 			attack{name: "caller sends " + h, headers: [][2]string{bearer, {h, "system:admin"}}, wantCode: 403},
 			attack{name: "upgrade with " + h, headers: [][2]string{bearer, {h, "system:admin"}, {"Connection", "Upgrade"}, {"Upgrade", "SPDY/3.1"}}, wantCode: 403},
@@ -297,8 +300,8 @@ func assertForwardedAsAlice(t *testing.T, r *http.Request) {
 	assert.Equal(t, []string{"sub-1"}, r.Header.Values("Impersonate-Uid"))
 	assert.Empty(t, r.Header.Get("Authorization"), "the caller's token does not go upstream")
 	for name := range r.Header {
-		l := strings.ToLower(name)
-		assert.False(t, strings.HasPrefix(l, "x-remote-"), "no request-header identity upstream: %s", name)
+		l := normalHeader(name)
+		assert.False(t, strings.HasPrefix(l, "x-remote-"), "no request-header identity upstream, in any spelling: %s", name)
 	}
 	assert.True(t, strings.HasPrefix(r.URL.Path, "/clusters/c-1/"), "stays under the upstream's prefix: %s", r.URL.Path)
 }
@@ -313,6 +316,8 @@ func TestProxyForwardsTheIdentity(t *testing.T) {
 	req.Header.Set("X-Remote-User", "system:admin")
 	req.Header.Set("X-Remote-Group", "system:masters")
 	req.Header.Set("X-Remote-Extra-Scopes", "x")
+	req.Header["X_Remote_User"] = []string{"system:admin"} // _ for - (CGI-style gateways)
+	req.Header["x_remote_group"] = []string{"system:masters"}
 	req.Header.Set("X-Real-Ip", "10.9.9.9")
 	req.Header.Set("X-Forwarded-For", "10.8.8.8")
 	resp, err := http.DefaultClient.Do(req)
@@ -468,9 +473,14 @@ func TestProxyReadyNeedsTheIssuer(t *testing.T) {
 	defer a.Close()
 	u, _ := url.Parse("https://upstream.invalid")
 	rec := httptest.NewRecorder()
-	(&Handler{Upstream: u, Authenticator: a, Ready: ReadyCheck(u, noopRT{}, a.HealthCheck, 0)}).ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	var logged []string
+	(&Handler{Upstream: u, Authenticator: a, Ready: ReadyCheck(u, noopRT{}, a.HealthCheck, 0),
+		Log: func(s string) { logged = append(logged, s) }}).ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
 	assert.Equal(t, 503, rec.Code)
-	assert.Contains(t, rec.Body.String(), "issuer")
+	assert.Equal(t, "readyz check failed\n", rec.Body.String(), "the reason is withheld from callers, as kube-apiserver does")
+	assert.NotContains(t, rec.Body.String(), strings.TrimPrefix(is.URL, "https://"), "the issuer's address is not shown")
+	require.Len(t, logged, 1)
+	assert.Contains(t, logged[0], "issuer", "the operator's log says why")
 }
 
 func TestProxyStreamsWithoutBuffering(t *testing.T) {
@@ -665,4 +675,51 @@ func TestUpgradeAuditedAs101(t *testing.T) {
 	}
 	assert.Contains(t, p.audit.String(), `"code":101`)
 	assert.Contains(t, p.audit.String(), `"remote":"127.0.0.1:`)
+}
+
+// TestProxyCapsRequestsInFlight: with --max-requests-inflight=1 and one
+// request held upstream, the next gets 429 with Retry-After before any
+// authentication; a watch (long-running, as kube-apiserver counts) still
+// goes through; the slot is free again once the first returns.
+func TestProxyCapsRequestsInFlight(t *testing.T) {
+	is, a := issuerAndAuthn(t, legacyConfig)
+	tok, err := is.Mint(is.Claims("sub-1", "kube", time.Hour, aliceClaims), testissuer.Valid)
+	require.NoError(t, err)
+	release, entered := make(chan struct{}), make(chan struct{}, 4)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		if r.URL.Query().Get("hold") == "1" {
+			<-release
+		}
+		_, _ = io.WriteString(w, "{}")
+	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	p := httptest.NewServer(&Handler{Upstream: u, Transport: http.DefaultTransport, Authenticator: a, MaxInFlight: 1})
+	defer p.Close()
+	get := func(path string) (int, http.Header) {
+		req, _ := http.NewRequest("GET", p.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header
+	}
+	held := make(chan int, 1)
+	go func() { code, _ := get("/api/v1/pods?hold=1"); held <- code }()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held request never reached the upstream")
+	}
+	code, h := get("/api/v1/pods")
+	assert.Equal(t, http.StatusTooManyRequests, code)
+	assert.Equal(t, "1", h.Get("Retry-After"))
+	code, _ = get("/api/v1/pods?watch=true")
+	assert.Equal(t, http.StatusOK, code, "a watch is long-running: not counted")
+	close(release)
+	assert.Equal(t, http.StatusOK, <-held)
+	code, _ = get("/api/v1/pods")
+	assert.Equal(t, http.StatusOK, code, "the slot is free again")
 }

@@ -3,6 +3,7 @@ package settings
 import (
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -160,9 +161,17 @@ type AuthOptions struct {
 	IdentityPlatformOptions
 	ServerOptions
 
+	// FromExecEntry says the flags and environment are a kubeconfig exec
+	// entry's (get-token), not the user's own command line: see trust.go.
+	FromExecEntry bool
+
 	flags *pflag.FlagSet
 	// names are the flags AddFlags registered: the command may have more.
 	names map[string]bool
+	// profileKeys are the flags the profile set, profileServers its
+	// allowedServers.
+	profileKeys    map[string]bool
+	profileServers []string
 	// secretFromFlag is set when the secret was given on the command line.
 	secretFromFlag bool
 }
@@ -364,8 +373,16 @@ func (o *ServerOptions) AddFlags(fs *pflag.FlagSet) {
 
 // Complete applies the profile, reads the client secret and fills defaults.
 func (o *AuthOptions) Complete(getenv func(string) string, warn func(string)) error {
+	if o.changed(flagAllowedServer) && (len(o.AllowedServers) == 0 || slices.Contains(o.AllowedServers, "")) {
+		return fmt.Errorf("--%s needs a server URL such as https://api.example.com:6443: an empty value would lift the limit", flagAllowedServer)
+	}
 	if o.Profile != "" {
 		if err := o.applyProfile(getenv, warn); err != nil {
+			return err
+		}
+	}
+	if o.FromExecEntry {
+		if err := o.checkExecEntry(getenv); err != nil {
 			return err
 		}
 	}
@@ -485,6 +502,13 @@ func (o *AuthOptions) applyProfile(getenv func(string) string, warn func(string)
 		values, err := config.Values(settings[raw])
 		if err != nil {
 			return fmt.Errorf("profile %q in %s: key %q: %w", o.Profile, path, key, err)
+		}
+		if o.profileKeys == nil {
+			o.profileKeys = map[string]bool{}
+		}
+		o.profileKeys[key] = true
+		if key == flagAllowedServer {
+			o.profileServers = values
 		}
 		if f.Changed {
 			// The profile's allowed servers are a limit: the command line
@@ -717,11 +741,17 @@ func validateListenAddress(a string) error {
 func (o *AuthOptions) Key() tokencache.Key {
 	switch o.Exchange {
 	case ExchangeCloudSigma:
-		return o.CloudSigma().Key()
+		k := o.CloudSigma().Key()
+		k.Extra = maps.Clone(k.Extra)
+		if k.Extra == nil {
+			k.Extra = map[string]string{}
+		}
+		maps.Copy(k.Extra, o.serverBindings())
+		return k
 	case ExchangeTokenExchange:
 		k := o.BaseKey()
 		k.UseAccessToken = true
-		k.Extra = o.TokenExchange().KeyExtra()
+		maps.Copy(k.Extra, o.TokenExchange().KeyExtra())
 		return k
 	}
 	return o.BaseKey()
@@ -744,13 +774,55 @@ func (o *AuthOptions) BaseKey() tokencache.Key {
 		GrantType:      EffectiveGrant(o.GrantType),
 		UseAccessToken: o.UseAccessToken,
 	}
+	k.Extra = o.serverBindings()
+	maps.Copy(k.Extra, o.loginBindings())
 	if k.GrantType == GrantIdentityPlatform {
-		k.Extra = map[string]string{"tenant": o.IPTenant, "toolkit": o.IPEndpoint, "securetoken": o.SecureTokenURL, "google": o.GoogleIssuer}
+		maps.Copy(k.Extra, map[string]string{"tenant": o.IPTenant, "toolkit": o.IPEndpoint, "securetoken": o.SecureTokenURL, "google": o.GoogleIssuer})
 		if o.IPEmulator {
 			k.Extra["emulator"] = "true"
 		}
 	}
 	return k
+}
+
+// serverBindings bind a token to the servers it may go to: an exec entry
+// that repeats a profile's provider, client and scopes without its
+// allowedServers (or with another CA pin) reaches another cache entry,
+// never the profile's.
+func (o *AuthOptions) serverBindings() map[string]string {
+	servers := make([]string, len(o.AllowedServers))
+	for i, s := range o.AllowedServers {
+		servers[i] = strings.ToLower(strings.TrimSuffix(s, "/"))
+	}
+	slices.Sort(servers)
+	return map[string]string{"allowed_servers": strings.Join(slices.Compact(servers), " "), "allowed_server_ca": o.AllowedServerCA}
+}
+
+// loginBindings are the login settings besides the provider, client and
+// scopes that change the token or whom it may be trusted from: the
+// password grant's user, the authorization request's extra parameters
+// (Auth0's audience, ADFS's resource), the request headers, and how the
+// provider's TLS is verified (a token fetched without verification is
+// never served to an entry that verifies).
+func (o *AuthOptions) loginBindings() map[string]string {
+	pairs := func(m map[string]string) string {
+		out := make([]string, 0, len(m))
+		for k, v := range m {
+			out = append(out, strconv.Quote(k)+"="+strconv.Quote(v))
+		}
+		slices.Sort(out)
+		return strings.Join(out, ",")
+	}
+	cas := make([]string, len(o.CertificateAuthorities))
+	for i, c := range o.CertificateAuthorities {
+		cas[i] = strconv.Quote(c)
+	}
+	m := map[string]string{"username": o.Username, "auth_params": pairs(o.AuthRequestExtraParams), "request_headers": pairs(o.RequestHeaders),
+		"ca_files": strings.Join(cas, ","), "ca_data": strings.TrimSpace(o.CertificateAuthorityData)}
+	if o.InsecureSkipTLSVerify {
+		m["insecure_skip_tls_verify"] = "true"
+	}
+	return m
 }
 
 // NewStore opens the configured cache.
@@ -792,6 +864,22 @@ func (o *AuthOptions) Args() []string {
 		}
 		args = append(args, "--"+f.Name+"="+f.Value.String())
 	})
+	return args
+}
+
+// HintArgs are Args for a hint shown on the terminal or in an error: the
+// values of key=value flags (request headers are often API keys) are
+// replaced by REDACTED.
+func (o *AuthOptions) HintArgs() []string {
+	args := o.Args()
+	for i, a := range args {
+		for name := range o.maps() {
+			if rest, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+				k, _, _ := strings.Cut(rest, "=")
+				args[i] = "--" + name + "=" + k + "=REDACTED"
+			}
+		}
+	}
 	return args
 }
 

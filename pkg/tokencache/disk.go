@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
 )
 
 // Disk keeps one file per entry, mode 0600 in a 0700 directory. Writes go to
@@ -50,15 +52,41 @@ func isID(s string) bool {
 
 func (d *Disk) path(id string) string { return filepath.Join(d.Dir, id+".json") }
 
+// Get reads the entry only from a directory and a file of this user's
+// that no one else may write (nor read, for the file): an entry planted in
+// a shared directory by another local user is never handed to kubectl.
 func (d *Disk) Get(_ context.Context, id string) ([]byte, error) {
-	b, err := os.ReadFile(d.path(id))
+	p := d.path(id)
+	fi, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading token cache file: %w", err)
 	}
+	if err := checkOwnDir(d.Dir); err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || !config.OwnedBySelf(fi) || fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("token cache file %s is not a private file of yours (mode %s): refusing to read it; delete it", p, fi.Mode())
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("reading token cache file: %w", err)
+	}
 	return b, nil
+}
+
+// checkOwnDir refuses a cache directory another user owns or may write.
+func checkOwnDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("checking token cache directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("token cache directory %s is not a directory", dir)
+	}
+	return config.CheckPrivate("token cache directory", dir, fi)
 }
 
 func (d *Disk) Put(_ context.Context, id string, data []byte) error {
@@ -128,22 +156,15 @@ func (d *Disk) DeleteAll(ctx context.Context) error {
 	return nil
 }
 
-// EnsureDir creates dir with mode 0700, and tightens the mode of an existing
-// directory that is readable by others.
+// EnsureDir creates dir with mode 0700. An existing directory must be the
+// user's own and writable by no one else; its mode is not changed (a
+// --token-cache-dir naming some other directory must not have its mode
+// rewritten): the entries in it are 0600 files.
 func EnsureDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating token cache directory: %w", err)
 	}
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("checking token cache directory: %w", err)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("restricting token cache directory %s to its owner: %w", dir, err)
-		}
-	}
-	return nil
+	return checkOwnDir(dir)
 }
 
 // staleTempAge is how old a temporary file must be to belong to a writer

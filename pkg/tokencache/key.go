@@ -23,9 +23,11 @@ type Key struct {
 	Extra map[string]string
 }
 
-// keyVersion changes whenever the encoding below changes, so that old entries
+// keyVersion changes whenever the encoding below or the settings a key holds
+// change, so that old entries (v1: before the allowed servers and the login
+// bindings were in the key, 2026-11-25) are never read for another spelling;
 // are not misread.
-const keyVersion = "v1"
+const keyVersion = "v2"
 
 // canonical returns a copy with sorted, de-duplicated scopes and no empty
 // extras; encode sorts the extras by name.

@@ -136,13 +136,58 @@ func TestDisk(t *testing.T) {
 	require.NoError(t, d.Delete(ctx, testID), "deleting a missing entry is not an error")
 }
 
-func TestEnsureDirTightensMode(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "loose")
-	require.NoError(t, os.Mkdir(dir, 0o755))
-	require.NoError(t, EnsureDir(dir))
-	fi, err := os.Stat(dir)
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+// TestDiskRefusesForeignFiles: the disk store neither rewrites the mode of
+// a directory it did not make nor reads an entry another user could have
+// planted (an entry readable or writable by others, a symlink, a directory
+// writable by others). Another local user's files are tested for real in
+// TestDiskRefusesAnotherUsersEntry (it needs two uids).
+func TestDiskRefusesForeignFiles(t *testing.T) {
+	const id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for _, tt := range []struct {
+		name    string
+		plant   func(t *testing.T, dir string)
+		wantErr string
+	}{
+		{"own private entry", func(t *testing.T, dir string) {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, id+".json"), []byte("x"), 0o600))
+		}, ""},
+		{"entry readable by others", func(t *testing.T, dir string) {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, id+".json"), []byte("x"), 0o644))
+		}, "not a private file of yours"},
+		{"entry is a symlink", func(t *testing.T, dir string) {
+			target := filepath.Join(t.TempDir(), "t")
+			require.NoError(t, os.WriteFile(target, []byte("x"), 0o600))
+			require.NoError(t, os.Symlink(target, filepath.Join(dir, id+".json")))
+		}, "not a private file of yours"},
+		{"directory writable by others", func(t *testing.T, dir string) {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, id+".json"), []byte("x"), 0o600))
+			require.NoError(t, os.Chmod(dir, 0o777))
+		}, "writable by others"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "c")
+			require.NoError(t, os.Mkdir(dir, 0o700))
+			tt.plant(t, dir)
+			b, err := NewDisk(dir).Get(context.Background(), id)
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				assert.Equal(t, "x", string(b))
+				return
+			}
+			require.ErrorContains(t, err, tt.wantErr)
+			assert.Nil(t, b)
+		})
+	}
+	t.Run("mode of an existing directory kept", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "loose")
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		require.NoError(t, EnsureDir(dir))
+		fi, err := os.Stat(dir)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o755), fi.Mode().Perm())
+		require.NoError(t, os.Chmod(dir, 0o777))
+		require.ErrorContains(t, EnsureDir(dir), "writable by others")
+	})
 }
 
 // fakeKeyring records calls and enforces a value limit like Windows does.

@@ -231,7 +231,12 @@ jwt:
 			attack{name: "upgrade, caller sends " + h, headers: [][2]string{bearer, {h, "e2e-admin"}, {"Connection", "Upgrade"}, {"Upgrade", "SPDY/3.1"}}, want: 403},
 		)
 	}
-	for _, h := range [][2]string{{"X-Remote-User", "e2e-admin"}, {"X-Remote-Group", "system:masters"}} {
+	// Underscore spellings, which CGI-style gateways and nginx's
+	// underscores_in_headers read as the dashed ones.
+	for _, h := range []string{"Impersonate_User", "impersonate_group"} {
+		attacks = append(attacks, attack{name: "HTTP/1.1 caller sends " + h, headers: [][2]string{bearer, {h, "e2e-admin"}}, want: 403})
+	}
+	for _, h := range [][2]string{{"X-Remote-User", "e2e-admin"}, {"X-Remote-Group", "system:masters"}, {"X_Remote_User", "e2e-admin"}} {
 		// Removed, not refused: the request runs as alice.
 		attacks = append(attacks, attack{name: "caller sends " + h[0], headers: [][2]string{bearer, h}, want: 403, forwarded: true})
 	}
@@ -277,7 +282,7 @@ jwt:
 		attack{name: "CONNECT through the proxy", method: "CONNECT", path: "kubernetes.default.svc:443", headers: [][2]string{bearer}, want: 405},
 		attack{name: "CONNECT, prefixed upstream", base: prefixed, method: "CONNECT", path: "kubernetes.default.svc:443", headers: [][2]string{bearer}, want: 405},
 		attack{name: "X-Real-Ip spoofing", path: "/api/v1/namespaces/team-a/pods", headers: [][2]string{bearer, {"X-Real-Ip", "10.9.9.9"}}, want: 200, forwarded: true})
-	require.Len(t, attacks, 85, "README's count of the attacks")
+	require.Len(t, attacks, 88, "README's count of the attacks")
 	for i, a := range attacks {
 		ua := fmt.Sprintf("ki-attack/%d", i)
 		base := a.base

@@ -1,0 +1,16 @@
+//go:build unix
+
+package config
+
+import (
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// OwnedBySelf reports whether fi (from os.Lstat or os.Stat) belongs to the
+// user running this process.
+func OwnedBySelf(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return !ok || int(st.Uid) == os.Getuid()
+}

@@ -1,0 +1,182 @@
+package settings
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"sigs.k8s.io/yaml"
+)
+
+// The trust model (docs/security.md). get-token's arguments and
+// environment are a kubeconfig exec entry's, written by whoever wrote the
+// kubeconfig: a tenant portal, a colleague, a downloaded file. The profiles
+// file and the command line a person types are the user's own. When the
+// user has said that exec entries must not choose for them - the profile
+// the entry names limits its tokens to allowedServers, or kubectl's kuberc
+// allowlists this plugin - an exec entry may set only the settings below:
+// none of them runs a program, reads or writes a file outside the plugin's
+// own cache, weakens TLS or PKCE, or chooses where a token or a secret is
+// sent. Everything else must come from a profile.
+var execEntrySafe = map[string]bool{
+	flagProfile: true,
+	// Only narrowing: applyProfile refuses a server the profile lacks.
+	flagAllowedServer: true, flagAllowedServerCA: true,
+	flagForceRefresh: true, flagSkipOpenBrowser: true, flagAuthTimeout: true, flagRequestTimeout: true,
+	flagStorage: true, flagListen: true, flagRedirectURL: true,
+	// Which identity to ask the profile's provider for: the token goes
+	// nowhere else, and each choice is a cache key of its own.
+	flagClientID: true, flagExtraScope: true, flagUseAccessToken: true, flagGrantType: true, flagUsername: true,
+	flagExtraParams: true, flagClientAuthMethod: true, flagUserEmail: true, flagCSRegion: true, flagIPTenant: true,
+	flagExchangeAudience: true, flagExchangeScope: true, flagExchangeRequested: true, flagExchangeSubjectType: true,
+	flagImpersonateUser: true,
+}
+
+// ExecEntryUnsafe are get-token's flags an exec entry may not set when the
+// user has locked exec entries (the complement of execEntrySafe among the
+// flags AddFlags binds): setup writes them into a profile instead.
+func (o *AuthOptions) ExecEntryUnsafe() []string {
+	var out []string
+	for name := range o.names {
+		if !execEntrySafe[name] {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// IsExecEntrySafe reports whether an exec entry may set the flag name
+// whatever the user's lock.
+func IsExecEntrySafe(name string) bool { return execEntrySafe[name] }
+
+// envExecEntryUnsafe are the environment variables that choose where a
+// secret goes or which credentials are used: the exec entry's env sets
+// them as easily as its args.
+var envExecEntryUnsafe = []string{envCSOAuthURL, envCSLegacy, envCSUsername, envCSPassword}
+
+// checkExecEntry refuses the settings an exec entry may not choose: the
+// unsafe ones whenever the entry names a profile (the user's own) or the
+// user has locked exec entries, and overrides of the profile's own values
+// when locked. It runs after the profile is applied: f.Changed is then
+// true only for what the entry's args set.
+func (o *AuthOptions) checkExecEntry(getenv func(string) string) error {
+	if o.flags == nil {
+		return nil
+	}
+	var unsafe, overrides []string
+	// VisitAll and Changed, not Visit: an alias (--audit-log,
+	// --certificate-authority) marks its canonical flag changed without
+	// pflag listing the canonical among the flags set.
+	o.flags.VisitAll(func(f *pflag.Flag) {
+		switch {
+		case !f.Changed || !o.names[f.Name]:
+		case !execEntrySafe[f.Name]:
+			unsafe = append(unsafe, "--"+f.Name)
+		case o.profileKeys[f.Name] && f.Name != flagAllowedServer && f.Name != flagAllowedServerCA:
+			overrides = append(overrides, "--"+f.Name)
+		}
+	})
+	if o.Exchange == ExchangeCloudSigma {
+		for _, e := range envExecEntryUnsafe {
+			if getenv(e) != "" {
+				unsafe = append(unsafe, "$"+e)
+			}
+		}
+	}
+	if len(unsafe) == 0 && len(overrides) == 0 {
+		return nil
+	}
+	why, err := o.lockReason(getenv)
+	if err != nil {
+		return err
+	}
+	if why == "" {
+		if o.Profile == "" || len(unsafe) == 0 {
+			return nil
+		}
+		why, overrides = fmt.Sprintf("it names your profile %q", o.Profile), nil
+	}
+	where := "a profile (docs/profiles.md; setup --profile writes one)"
+	if o.Profile != "" {
+		where = fmt.Sprintf("profile %q", o.Profile)
+	}
+	if len(overrides) > 0 {
+		unsafe = append(unsafe, strings.Join(overrides, ", ")+" over the profile's")
+	}
+	return fmt.Errorf("the kubeconfig's exec entry sets %s, which only you may choose since %s: put it in %s, or remove it from the exec entry (docs/security.md)",
+		strings.Join(unsafe, ", "), why, where)
+}
+
+// lockReason says why exec entries are locked, "" when they are not.
+func (o *AuthOptions) lockReason(getenv func(string) string) (string, error) {
+	if len(o.profileServers) > 0 {
+		return fmt.Sprintf("profile %q limits its tokens to allowedServers", o.Profile), nil
+	}
+	path, err := KubercLocks(getenv)
+	if err != nil || path == "" {
+		return "", err
+	}
+	return fmt.Sprintf("the kuberc %s allowlists this plugin", path), nil
+}
+
+// fullBinaryName and fastBinaryName are the plugin's two binaries, as a
+// kuberc allowlist names them.
+const (
+	fullBinaryName = "kubectl-impersonate"
+	fastBinaryName = "kubectl-impersonate-get_token"
+)
+
+// KubercLocks returns the kuberc that allowlists this plugin, "" if none
+// does. An exec entry's env can move $KUBERC and $HOME, so it may add a
+// lock but not remove one: kubectl's default kuberc under the home
+// directory of the account (from the user database, not $HOME) is read
+// too. A kuberc that cannot be parsed locks (kubectl would refuse it).
+func KubercLocks(getenv func(string) string) (string, error) {
+	var paths []string
+	if v := getenv("KUBERC"); v != "" && v != "off" {
+		paths = append(paths, v)
+	}
+	if h := getenv("HOME"); h != "" {
+		paths = append(paths, filepath.Join(h, ".kube", "kuberc"))
+	}
+	if u, err := user.Current(); err == nil && u.HomeDir != "" {
+		paths = append(paths, filepath.Join(u.HomeDir, ".kube", "kuberc"))
+	}
+	for _, p := range slices.Compact(paths) {
+		b, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("reading the kuberc %s to see whether it allowlists this plugin: %w", p, err)
+		}
+		var d struct {
+			Policy    string `json:"credentialPluginPolicy"`
+			Allowlist []struct {
+				Name    string `json:"name"`
+				Command string `json:"command"`
+			} `json:"credentialPluginAllowlist"`
+		}
+		if err := yaml.Unmarshal(b, &d); err != nil {
+			return p, nil
+		}
+		if d.Policy != "Allowlist" {
+			continue
+		}
+		for _, e := range d.Allowlist {
+			for _, c := range []string{e.Name, e.Command} {
+				base := strings.TrimSuffix(strings.ToLower(filepath.Base(c)), ".exe")
+				if base == fullBinaryName || base == fastBinaryName {
+					return p, nil
+				}
+			}
+		}
+	}
+	return "", nil
+}
