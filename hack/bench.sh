@@ -74,7 +74,7 @@ refresh="$common --token-cache-storage=disk --token-cache-dir=$work/refresh"
 export KUBERNETES_EXEC_INFO='{"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","spec":{"interactive":false}}'
 
 # shellcheck disable=SC2086
-"$ki" login $disk "$browser" >/dev/null
+env -u KUBERNETES_EXEC_INFO "$ki" login $disk "$browser" >/dev/null
 
 rss() { # median peak RSS in KiB over 21 runs
   for _ in $(seq 21); do /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; done | sort -n | sed -n 11p
@@ -98,9 +98,9 @@ PY
   exit $?
 fi
 # shellcheck disable=SC2086
-"$ki" login $keyring "$browser" >/dev/null
+env -u KUBERNETES_EXEC_INFO "$ki" login $keyring "$browser" >/dev/null
 # shellcheck disable=SC2086
-"$ki" login $refresh "$browser" >/dev/null
+env -u KUBERNETES_EXEC_INFO "$ki" login $refresh "$browser" >/dev/null
 entry="$(ls "$work"/refresh/*.json)"
 "$work/idp" expire "$entry"
 cp "$entry" "$work/expired.json"
@@ -115,7 +115,7 @@ hyperfine -N --style none --warmup 30 --runs "$RUNS" --export-json "$work/cached
   -n "full binary get-token (disk)" "$ki get-token $disk" >/dev/null
 hyperfine --style none --warmup 5 --runs 100 --export-json "$work/slow.json" \
   -n "get-token (refresh)" --prepare "cp $work/expired.json $entry" "$ki get-token $refresh" \
-  -n "login (browser, no cache)" "$ki login --force $common --token-cache-storage=none --token-cache-dir=$work/none '$browser'" >/dev/null
+  -n "login (browser, no cache)" "env -u KUBERNETES_EXEC_INFO $ki login --force $common --token-cache-storage=none --token-cache-dir=$work/none '$browser'" >/dev/null
 
 rss_hello=$(rss "$work/hello")
 # shellcheck disable=SC2086

@@ -113,10 +113,21 @@ func (e *env) run(extraEnv []string, args ...string) result {
 
 func (e *env) runBinary(bin string, extraEnv []string, args ...string) result {
 	e.t.Helper()
+	return e.runAsKubectl(bin, extraEnv, nil, args...)
+}
+
+// runAsKubectl runs bin as kubectl runs an exec plugin: from a parent
+// process (sh, standing in for kubectl) whose environment is e.vars plus
+// kubectlEnv, with the exec entry's entryEnv on top for bin alone. The
+// plugin tells the entry's variables from kubectl's by its parent's
+// environment.
+func (e *env) runAsKubectl(bin string, kubectlEnv, entryEnv []string, args ...string) result {
+	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(append([]string{}, e.vars...), extraEnv...)
+	argv := append(append(append([]string{"-c", `env "$@"; exit $?`, "sh"}, entryEnv...), bin), args...)
+	cmd := exec.CommandContext(ctx, "/bin/sh", argv...)
+	cmd.Env = append(append([]string{}, e.vars...), kubectlEnv...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -178,7 +178,11 @@ current-context: c
 	}
 	step := func(name string, stdoutIsCredential bool, args ...string) {
 		t.Helper()
-		r := e.run([]string{"KUBERNETES_EXEC_INFO=" + execInfoV1Never}, args...)
+		var env []string
+		if args[0] == "get-token" { // kubectl's protocol: get-token only
+			env = []string{"KUBERNETES_EXEC_INFO=" + execInfoV1Never}
+		}
+		r := e.run(env, args...)
 		require.Equal(t, 0, r.code, "%s: %s", name, r.stderr)
 		if !stdoutIsCredential {
 			outputs[name+" stdout"] = r.stdout

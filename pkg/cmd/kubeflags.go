@@ -245,8 +245,10 @@ func settingsOfExec(exec *clientcmdapi.ExecConfig, getenv func(string) string) (
 		return nil, errNotOurs
 	}
 	env := map[string]string{}
+	names := []string{} // not nil: the entry's env is known
 	for _, e := range exec.Env {
 		env[e.Name] = e.Value
+		names = append(names, e.Name)
 	}
 	lookup := func(name string) string {
 		if v, ok := env[name]; ok {
@@ -254,7 +256,7 @@ func settingsOfExec(exec *clientcmdapi.ExecConfig, getenv func(string) string) (
 		}
 		return getenv(name)
 	}
-	o, _, err := fastpath.ParseArgs(args, lookup, func(string) {})
+	o, _, err := fastpath.ParseArgs(args, lookup, func(string) {}, names...)
 	if err != nil {
 		return nil, fmt.Errorf("reading the exec entry's flags: %w", err)
 	}

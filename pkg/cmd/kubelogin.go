@@ -246,6 +246,20 @@ func (o *SetupOptions) fromKubelogin() error {
 	if len(migrations) == 0 {
 		return fmt.Errorf("no user of %s runs kubelogin's get-token", strings.Join(kc.Files(), ", "))
 	}
+	// Locked exec entries take their settings from profiles
+	// (docs/security.md): each migrated user gets one of its name.
+	locked, err := o.kubercLocks()
+	if err != nil {
+		return err
+	}
+	profiles := map[string]map[string][]string{}
+	for _, m := range migrations {
+		if values, unsafe := profileValues(m.Args); locked && unsafe {
+			profiles[m.User] = values
+			m.Args = []string{"--profile=" + m.User}
+			m.Notes = append(m.Notes, fmt.Sprintf("exec entries are locked (a kuberc allowlists the plugin): the settings go into profile %q", m.User))
+		}
+	}
 	for _, m := range migrations {
 		printMigration(o.Out, m, o.execFor(m.Args))
 	}
@@ -268,6 +282,11 @@ func (o *SetupOptions) fromKubelogin() error {
 		for file, content := range m.Secrets {
 			if err := writeSecretFile(file, content); err != nil {
 				return fmt.Errorf("writing %s: %w", file, err)
+			}
+		}
+		if values, ok := profiles[m.User]; ok {
+			if err := o.writeProfile(m.User, values); err != nil {
+				return fmt.Errorf("user %q: %w", m.User, err)
 			}
 		}
 	}

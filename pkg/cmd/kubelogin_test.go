@@ -127,6 +127,43 @@ users:
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 }
 
+// TestSetupFromKubeloginLocked: with --write-kuberc (or a kuberc that
+// already allowlists the plugin) exec entries are locked, so each migrated
+// user's settings go into a profile of its name and the entry says only
+// --profile: get-token would refuse the migrated flags otherwise.
+func TestSetupFromKubeloginLocked(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config")
+	require.NoError(t, os.WriteFile(path, []byte(`apiVersion: v1
+kind: Config
+users:
+- name: oidc
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: kubectl
+      args: [oidc-login, get-token, --oidc-issuer-url=https://issuer.example.com, --oidc-client-id=k8s]
+`), 0o600))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, ".kube"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".kube", "kuberc"), []byte("credentialPluginPolicy: Allowlist\ncredentialPluginAllowlist:\n- name: /bin/true\n"), 0o600))
+	t.Setenv("HOME", dir)
+	t.Setenv("KUBERC", "")
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg"))
+	var out bytes.Buffer
+	root := newRootCmd(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out}, "")
+	root.SetArgs([]string{"setup", "--from-kubelogin", "--write", "--write-kuberc", "--kubeconfig=" + path})
+	require.NoError(t, root.Execute(), out.String())
+	cfg, err := clientcmd.LoadFromFile(path)
+	require.NoError(t, err)
+	args := cfg.AuthInfos["oidc"].Exec.Args
+	assert.Equal(t, "--profile=oidc", args[len(args)-1], "the entry says only --profile (after get-token when run from the full binary)")
+	assert.NotContains(t, strings.Join(args, " "), "issuer.example.com")
+	p, err := os.ReadFile(filepath.Join(dir, "xdg", "kubectl-impersonate", "config.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(p), "https://issuer.example.com")
+	assert.Contains(t, out.String(), "Added ")
+}
+
 // TestMigrationSecretsAreSafe: a kubeconfig user name cannot choose where a
 // secret is written; secret values are never printed; a symlink planted at
 // the secret's path is replaced, not written through.

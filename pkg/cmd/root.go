@@ -4,6 +4,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"golang.org/x/term"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
@@ -89,10 +91,18 @@ Start with "kubectl impersonate setup --help".`,
 	return root
 }
 
-// notifier prints one-line notices on stderr.
+// notifier prints one-line notices on stderr, as one printable line: a
+// notice may quote an environment variable or a file of someone else's.
 func notifier(w io.Writer) func(string) {
-	return func(msg string) { fmt.Fprintf(w, "kubectl-impersonate: %s\n", msg) }
+	return func(msg string) { fmt.Fprintf(w, "kubectl-impersonate: %s\n", logging.OneLine(msg, 0)) }
 }
+
+// errOnlyGetToken refuses every command but get-token under kubectl's
+// credential plugin protocol: a kuberc allowlist pins the command of an
+// exec entry, not its arguments, so an entry must not reach login, setup or
+// the proxy (client-go always sets KUBERNETES_EXEC_INFO, after the entry's
+// own env, so an entry cannot unset it).
+var errOnlyGetToken = errors.New("kubectl runs this plugin from a kubeconfig exec entry (" + execcred.EnvExecInfo + " is set): only get-token may run that way; fix the entry's args")
 
 // Execute runs the command line and returns the exit code. main prints
 // nothing itself: errors are reported here, once, on stderr.
@@ -104,7 +114,11 @@ func Execute(ctx context.Context, args []string, streams genericiooptions.IOStre
 	}
 	root := newRootCmd(streams, only)
 	root.SetArgs(args)
-	if err := root.ExecuteContext(ctx); err != nil {
+	err := errOnlyGetToken
+	if c, _, ferr := root.Find(args); os.Getenv(execcred.EnvExecInfo) == "" || (ferr == nil && c.Name() == "get-token") {
+		err = root.ExecuteContext(ctx)
+	}
+	if err != nil {
 		// One printable line: errors may quote a hostile file or answer.
 		fmt.Fprintf(streams.ErrOut, "kubectl-impersonate: %s\n", logging.OneLine(err.Error(), 0))
 		return 1

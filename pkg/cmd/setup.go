@@ -266,7 +266,42 @@ func (o *SetupOptions) profileFor() (string, map[string][]string, error) {
 	if o.Auth.Profile != "" {
 		return "", nil, nil
 	}
-	args := o.Auth.Args()
+	values, unsafe := profileValues(o.Auth.Args())
+	if !unsafe {
+		return "", nil, nil
+	}
+	locked := len(o.Auth.AllowedServers) > 0
+	if !locked {
+		var err error
+		if locked, err = o.kubercLocks(); err != nil {
+			return "", nil, err
+		}
+	}
+	if !locked {
+		return "", nil, nil
+	}
+	return o.User, values, nil
+}
+
+// kubercLocks tells whether a kuberc allowlists the plugin, or will once
+// --write-kuberc has added it.
+func (o *SetupOptions) kubercLocks() (bool, error) {
+	path, err := settings.KubercLocks(o.global.Getenv)
+	if err != nil || path != "" {
+		return path != "", err
+	}
+	if o.WriteKuberc {
+		if path, off, err := kuberc.Path(o.global.Getenv); err == nil && !off {
+			v, _ := kuberc.Check(path, o.ExecConfig().Command)
+			return v == kuberc.NotListed, nil
+		}
+	}
+	return false, nil
+}
+
+// profileValues are get-token flags (--name=value) as profile values, and
+// whether any of them is one a locked exec entry may not set.
+func profileValues(args []string) (map[string][]string, bool) {
 	values := map[string][]string{}
 	unsafe := false
 	for _, a := range args {
@@ -274,27 +309,7 @@ func (o *SetupOptions) profileFor() (string, map[string][]string, error) {
 		values[name] = append(values[name], v)
 		unsafe = unsafe || !settings.IsExecEntrySafe(name)
 	}
-	if !unsafe {
-		return "", nil, nil
-	}
-	locked := len(o.Auth.AllowedServers) > 0
-	if !locked {
-		path, err := settings.KubercLocks(o.global.Getenv)
-		if err != nil {
-			return "", nil, err
-		}
-		locked = path != ""
-	}
-	if !locked && o.WriteKuberc {
-		if path, off, err := kuberc.Path(o.global.Getenv); err == nil && !off {
-			v, _ := kuberc.Check(path, o.ExecConfig().Command)
-			locked = v == kuberc.NotListed
-		}
-	}
-	if !locked {
-		return "", nil, nil
-	}
-	return o.User, values, nil
+	return values, unsafe
 }
 
 // writeProfile writes (with --write) or prints the profile setup made.

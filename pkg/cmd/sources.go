@@ -142,9 +142,6 @@ func cloudSigmaExchange(rt *sourceRuntime, _ *credential.Source) (*credential.So
 	}
 	cs.Audit, cs.Store, cs.LockDir, cs.Notify, cs.Log = rt.audit, rt.store, rt.a.TokenCacheDir, rt.notify, rt.log
 	cs.UserKey = rt.a.Key() // the key the fast binary reads
-	if cs.LegacyUsername != "" {
-		cs.UserKey = tokencache.Key{}
-	}
 	return cs.Source(), nil
 }
 

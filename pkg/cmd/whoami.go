@@ -98,9 +98,9 @@ func (o *WhoAmIOptions) Run(ctx context.Context) error {
 		if ts := res.TokenSource; ts != nil {
 			fmt.Fprintf(tw, "Token issuer\t%s\n", printable(ts.Issuer))
 			fmt.Fprintf(tw, "Token client\t%s\n", printable(ts.ClientID))
-			fmt.Fprintf(tw, "Token grant\t%s\n", ts.GrantType)
+			fmt.Fprintf(tw, "Token grant\t%s\n", printable(ts.GrantType))
 			if ts.Exchange != "" {
-				fmt.Fprintf(tw, "Token exchange\t%s\n", ts.Exchange)
+				fmt.Fprintf(tw, "Token exchange\t%s\n", printable(ts.Exchange))
 			}
 			fmt.Fprintf(tw, "Token cache\t%s\n", ts.Storage)
 			if ts.Cached {

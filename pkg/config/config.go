@@ -19,6 +19,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -63,29 +64,47 @@ func Dir(getenv func(string) string) (string, error) {
 	return filepath.Join(home, ".config", "kubectl-impersonate"), nil
 }
 
-// Load reads and parses path.
+// Load reads and parses path. The file must be a regular file of the
+// user's that no one else may write (checked on the descriptor read, so
+// the file checked is the file read).
 func Load(path string) (*File, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("profiles file %s does not exist: create it (see docs/profiles.md) or set %s", path, EnvConfig)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading profiles file: %w", err)
 	}
-	f, err := Parse(b, path)
+	defer func() { _ = f.Close() }()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("reading profiles file: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("profiles file %s is not a regular file", path)
+	}
+	// The profiles file says where tokens and secrets go: only its owner
+	// may write it.
+	if err := CheckPrivate("profiles file", path, fi); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading profiles file: %w", err)
+	}
+	if len(b) > maxFileSize {
+		return nil, fmt.Errorf("profiles file %s is larger than %d KiB", path, maxFileSize>>10)
+	}
+	p, err := Parse(b, path)
 	if err != nil {
 		return nil, err
 	}
-	if fi, err := os.Stat(path); err == nil {
-		f.ReadableByOthers = fi.Mode().Perm()&0o044 != 0
-		// The profiles file says where tokens and secrets go: only its
-		// owner may write it.
-		if err := CheckPrivate("profiles file", path, fi); err != nil {
-			return nil, err
-		}
-	}
-	return f, nil
+	p.ReadableByOthers = fi.Mode().Perm()&0o044 != 0
+	return p, nil
 }
+
+// maxFileSize bounds the profiles file.
+const maxFileSize = 1 << 20
 
 // Parse reads the profiles file's content (path names it in errors).
 func Parse(b []byte, path string) (*File, error) {
@@ -171,12 +190,16 @@ var ErrProfileDiffers = errors.New("a profile of that name exists with other set
 // ErrProfileDiffers. Comments in the file are not kept.
 func SetProfile(path, name string, settings map[string][]string) (changed bool, err error) {
 	doc := map[string]any{}
-	b, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return false, fmt.Errorf("reading profiles file: %w", err)
-	default:
+	if _, err := os.Lstat(path); err == nil {
+		// Through Load: a file of someone else's is refused, never
+		// rewritten as the user's own with its profiles kept.
+		if _, err := Load(path); err != nil {
+			return false, err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false, fmt.Errorf("reading profiles file: %w", err)
+		}
 		if err := yaml.Unmarshal(b, &doc); err != nil {
 			return false, fmt.Errorf("parsing profiles file %s: %w", path, err)
 		}

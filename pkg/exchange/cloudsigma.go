@@ -101,6 +101,9 @@ func (c *CloudSigma) hc() *http.Client {
 func (c *CloudSigma) Source() *credential.Source {
 	service := c.source(c.ServiceKey(), c.serviceToken)
 	if c.LegacyUsername != "" {
+		if c.UserKey.Issuer != "" {
+			return c.source(c.UserKey, c.serviceToken) // bound to the caller's allowed servers
+		}
 		return service
 	}
 	rpt := c.source(c.RPTKey(), func(ctx context.Context) (*tokencache.Entry, error) {

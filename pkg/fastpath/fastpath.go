@@ -99,7 +99,9 @@ func keyringFailure(s tokencache.Store) error {
 // ParseArgs reads get-token's flags (the arguments of a kubeconfig exec
 // entry) into completed settings, and returns the -v level with them.
 // warn receives what Complete would tell the user.
-func ParseArgs(args []string, getenv func(string) string, warn func(string)) (*settings.AuthOptions, int, error) {
+// entryEnv, when given, names the environment variables the exec entry
+// sets (a caller that read the entry from the kubeconfig knows them).
+func ParseArgs(args []string, getenv func(string) string, warn func(string), entryEnv ...string) (*settings.AuthOptions, int, error) {
 	fs := pflag.NewFlagSet("get-token", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	o := settings.NewAuthOptions()
@@ -112,6 +114,9 @@ func ParseArgs(args []string, getenv func(string) string, warn func(string)) (*s
 		return nil, 0, fmt.Errorf("get-token takes no arguments, got %q", fs.Args())
 	}
 	o.FromExecEntry = true
+	if entryEnv != nil {
+		o.EntryEnv = entryEnv
+	}
 	if err := o.Complete(getenv, warn); err != nil {
 		return nil, 0, err
 	}

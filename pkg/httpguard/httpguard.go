@@ -65,12 +65,17 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 }
 
 // RateLimited wraps next (which should be Bounded) so that an anonymous GET
-// of a URL fetched successfully less than interval ago is answered with
-// that answer's copy. Requests with credentials (an Authorization header:
-// distributed claims) and other methods always go through.
+// of a URL goes to the network at most once per interval: within it, the
+// last successful answer's copy is served, or, when the last attempt
+// failed (an issuer answering 5xx is the one to spare), ErrRateLimited.
+// Requests with credentials (an Authorization header: distributed claims)
+// and other methods always go through.
 func RateLimited(next http.RoundTripper, interval time.Duration) http.RoundTripper {
-	return &rateLimited{next: next, interval: interval, last: map[string]*copyOf{}, now: time.Now}
+	return &rateLimited{next: next, interval: interval, last: map[string]*copyOf{}, tried: map[string]time.Time{}, now: time.Now}
 }
+
+// ErrRateLimited answers a refetch within the interval after a failed one.
+var ErrRateLimited = errors.New("asked again too soon after a failed request: waiting before the next one")
 
 type copyOf struct {
 	at     time.Time
@@ -84,8 +89,9 @@ type rateLimited struct {
 	interval time.Duration
 	now      func() time.Time
 
-	mu   sync.Mutex
-	last map[string]*copyOf
+	mu    sync.Mutex
+	last  map[string]*copyOf
+	tried map[string]time.Time
 }
 
 func (l *rateLimited) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -94,12 +100,17 @@ func (l *rateLimited) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	key := r.URL.String()
 	l.mu.Lock()
-	if c, ok := l.last[key]; ok && l.now().Sub(c.at) < l.interval {
+	if at, ok := l.tried[key]; ok && l.now().Sub(at) < l.interval {
+		c := l.last[key]
 		l.mu.Unlock()
+		if c == nil {
+			return nil, fmt.Errorf("%s: %w", r.URL.Redacted(), ErrRateLimited)
+		}
 		return &http.Response{StatusCode: c.status, Status: http.StatusText(c.status), Header: c.header.Clone(),
 			Body: io.NopCloser(bytes.NewReader(c.body)), ContentLength: int64(len(c.body)), Request: r,
 			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}, nil
 	}
+	l.tried[key] = l.now()
 	l.mu.Unlock()
 	resp, err := l.next.RoundTrip(r)
 	if err != nil || resp.StatusCode != http.StatusOK {

@@ -39,7 +39,9 @@ import (
 	"time"
 	"unicode"
 
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/user"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/transport"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
@@ -163,13 +165,33 @@ func normalHeader(name string) string {
 const DefaultMaxInFlight = 400
 
 // longRunning are the requests kube-apiserver leaves out of its in-flight
-// limit: watches, streamed logs, and upgrades (exec, attach,
-// port-forward).
+// limit and its request timeout, decided as it decides them
+// (BasicLongRunningRequestCheck: the verbs watch and proxy, the
+// subresources attach, exec, proxy, log and portforward), from the request
+// as k8s.io/apiserver parses it: a query parameter or a header alone does
+// not make a request long-running.
 func longRunning(r *http.Request) bool {
-	q := r.URL.Query()
-	return r.Header.Get("Upgrade") != "" || q.Get("watch") == "true" || q.Get("watch") == "1" || q.Get("follow") == "true" ||
-		strings.Contains(r.URL.Path, "/watch/")
+	ri, err := requestInfo.NewRequestInfo(r)
+	if err != nil || !ri.IsResourceRequest {
+		return false
+	}
+	switch {
+	case ri.Verb == "watch", ri.Verb == "proxy":
+		return true
+	}
+	switch ri.Subresource {
+	case "attach", "exec", "proxy", "log", "portforward":
+		return true
+	}
+	return false
 }
+
+var requestInfo = &apirequest.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
+
+// RequestTimeout bounds a request that is not long-running while it holds
+// an in-flight slot, as kube-apiserver's --request-timeout: a caller that
+// stops reading does not keep its slot.
+const RequestTimeout = 60 * time.Second
 
 // impersonate is the last round tripper before the proxy's credential:
 // it sets the caller's identity with client-go's impersonating round
@@ -269,8 +291,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		select {
 		case h.inFlight <- struct{}{}:
+			// Released by defer: ReverseProxy panics (http.ErrAbortHandler)
+			// when the caller goes away mid-body.
+			defer func() { <-h.inFlight }()
+			rc := http.NewResponseController(rec)
+			_ = rc.SetReadDeadline(time.Now().Add(RequestTimeout))
+			_ = rc.SetWriteDeadline(time.Now().Add(RequestTimeout))
 			h.serve(rec, r, l)
-			<-h.inFlight
 		default:
 			rec.Header().Set("Retry-After", "1")
 			h.refuse(rec, l, http.StatusTooManyRequests, "overload", "too many requests in flight",

@@ -679,17 +679,26 @@ func TestUpgradeAuditedAs101(t *testing.T) {
 
 // TestProxyCapsRequestsInFlight: with --max-requests-inflight=1 and one
 // request held upstream, the next gets 429 with Retry-After before any
-// authentication; a watch (long-running, as kube-apiserver counts) still
-// goes through; the slot is free again once the first returns.
+// authentication, however it dresses as long-running; a watch (long-running
+// as kube-apiserver decides it) still goes through; a caller that drops
+// its connection mid-body gives its slot back.
 func TestProxyCapsRequestsInFlight(t *testing.T) {
 	is, a := issuerAndAuthn(t, legacyConfig)
 	tok, err := is.Mint(is.Claims("sub-1", "kube", time.Hour, aliceClaims), testissuer.Valid)
 	require.NoError(t, err)
-	release, entered := make(chan struct{}), make(chan struct{}, 4)
+	release, entered := make(chan struct{}), make(chan struct{}, 16)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		entered <- struct{}{}
-		if r.URL.Query().Get("hold") == "1" {
+		switch r.URL.Query().Get("mode") {
+		case "hold":
 			<-release
+		case "big": // a large body, written until the caller goes away
+			for range 4096 {
+				if _, err := w.Write(make([]byte, 64<<10)); err != nil {
+					return
+				}
+			}
+			return
 		}
 		_, _ = io.WriteString(w, "{}")
 	}))
@@ -697,29 +706,60 @@ func TestProxyCapsRequestsInFlight(t *testing.T) {
 	u, _ := url.Parse(up.URL)
 	p := httptest.NewServer(&Handler{Upstream: u, Transport: http.DefaultTransport, Authenticator: a, MaxInFlight: 1})
 	defer p.Close()
-	get := func(path string) (int, http.Header) {
-		req, _ := http.NewRequest("GET", p.URL+path, nil)
+	get := func(method, path string, headers ...string) (int, http.Header) {
+		req, _ := http.NewRequest(method, p.URL+path, nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		return resp.StatusCode, resp.Header
 	}
-	held := make(chan int, 1)
-	go func() { code, _ := get("/api/v1/pods?hold=1"); held <- code }()
-	select {
-	case <-entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the held request never reached the upstream")
+	wait := func() {
+		select {
+		case <-entered:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the request never reached the upstream")
+		}
 	}
-	code, h := get("/api/v1/pods")
+	held := make(chan int, 1)
+	go func() { code, _ := get("GET", "/api/v1/pods?mode=hold"); held <- code }()
+	wait()
+	code, h := get("GET", "/api/v1/pods")
 	assert.Equal(t, http.StatusTooManyRequests, code)
 	assert.Equal(t, "1", h.Get("Retry-After"))
-	code, _ = get("/api/v1/pods?watch=true")
+	for name, try := range map[string][]string{
+		"an Upgrade header":              {"GET", "/api/v1/pods", "Upgrade", "x"},
+		"follow=true off a log":          {"GET", "/api/v1/pods?follow=true"},
+		"watch=1 on a POST":              {"POST", "/api/v1/namespaces/a/pods?watch=1"},
+		"a namespace named watch":        {"GET", "/api/v1/namespaces/watch/pods"},
+		"a path with /watch/ in a label": {"GET", "/api/v1/pods?labelSelector=/watch/"},
+	} {
+		code, _ := get(try[0], try[1], try[2:]...)
+		assert.Equal(t, http.StatusTooManyRequests, code, "dressed as long-running: %s", name)
+	}
+	code, _ = get("GET", "/api/v1/pods?watch=true")
 	assert.Equal(t, http.StatusOK, code, "a watch is long-running: not counted")
+	<-entered
 	close(release)
 	assert.Equal(t, http.StatusOK, <-held)
-	code, _ = get("/api/v1/pods")
-	assert.Equal(t, http.StatusOK, code, "the slot is free again")
+
+	// A caller that goes away mid-body: ReverseProxy aborts the handler.
+	req, _ := http.NewRequest("GET", p.URL+"/api/v1/pods?mode=big", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, _ = io.ReadFull(resp.Body, make([]byte, 1<<10))
+	resp.Body.Close() // mid-body
+	var last int
+	for range 50 {
+		if last, _ = get("GET", "/api/v1/pods"); last == http.StatusOK {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	assert.Equal(t, http.StatusOK, last, "the dropped caller's slot is free again")
 }

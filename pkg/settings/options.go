@@ -135,6 +135,10 @@ const (
 	flagAliasAuditLog = "audit-log"
 )
 
+// profileFileKeys are the settings that name a file or directory.
+var profileFileKeys = map[string]bool{flagClientSecretFile: true, flagPasswordFile: true, flagCA: true, flagLocalCert: true,
+	flagLocalKey: true, flagAuditLog: true, flagCacheDir: true, flagAllowedServerCA: true}
+
 // secretFlags never appear in a generated kubeconfig.
 var secretFlags = []string{flagClientSecret}
 
@@ -164,6 +168,15 @@ type AuthOptions struct {
 	// FromExecEntry says the flags and environment are a kubeconfig exec
 	// entry's (get-token), not the user's own command line: see trust.go.
 	FromExecEntry bool
+	// EntryEnv names the environment variables the exec entry sets, when
+	// the caller read the entry (nil: told from kubectl's environment).
+	EntryEnv []string
+	// KubectlEnv returns kubectl's own environment (stubbable for tests;
+	// nil: read from the parent process where the platform allows).
+	KubectlEnv     func() (map[string]string, bool)
+	kubectlEnvMap  map[string]string
+	kubectlEnvOK   bool
+	kubectlEnvRead bool
 
 	flags *pflag.FlagSet
 	// names are the flags AddFlags registered: the command may have more.
@@ -450,6 +463,7 @@ func (o *AuthOptions) Complete(getenv func(string) string, warn func(string)) er
 		}
 	}
 	o.AuditLog = expandHome(o.AuditLog)
+	o.AllowedServerCA = expandHome(o.AllowedServerCA)
 	for i, ca := range o.CertificateAuthorities {
 		o.CertificateAuthorities[i] = expandHome(ca)
 	}
@@ -508,7 +522,19 @@ func (o *AuthOptions) applyProfile(getenv func(string) string, warn func(string)
 		}
 		o.profileKeys[key] = true
 		if key == flagAllowedServer {
+			if len(values) == 0 || slices.Contains(values, "") {
+				return fmt.Errorf("profile %q in %s: allowedServers needs server URLs such as https://api.example.com:6443: an empty one would lift the limit", o.Profile, path)
+			}
 			o.profileServers = values
+		}
+		// A relative path would be read from kubectl's working directory,
+		// wherever that is (a cloned repository of someone else's).
+		if profileFileKeys[key] {
+			for _, v := range values {
+				if !filepath.IsAbs(v) && !strings.HasPrefix(v, "~/") {
+					return fmt.Errorf("profile %q in %s: key %q: %q is a relative path: give an absolute one (or ~/...)", o.Profile, path, raw, v)
+				}
+			}
 		}
 		if f.Changed {
 			// The profile's allowed servers are a limit: the command line

@@ -28,7 +28,7 @@ var execEntrySafe = map[string]bool{
 	// Only narrowing: applyProfile refuses a server the profile lacks.
 	flagAllowedServer: true, flagAllowedServerCA: true,
 	flagForceRefresh: true, flagSkipOpenBrowser: true, flagAuthTimeout: true, flagRequestTimeout: true,
-	flagStorage: true, flagListen: true, flagRedirectURL: true,
+	flagStorage: true, flagListen: true,
 	// Which identity to ask the profile's provider for: the token goes
 	// nowhere else, and each choice is a cache key of its own.
 	flagClientID: true, flagExtraScope: true, flagUseAccessToken: true, flagGrantType: true, flagUsername: true,
@@ -55,10 +55,57 @@ func (o *AuthOptions) ExecEntryUnsafe() []string {
 // whatever the user's lock.
 func IsExecEntrySafe(name string) bool { return execEntrySafe[name] }
 
-// envExecEntryUnsafe are the environment variables that choose where a
-// secret goes or which credentials are used: the exec entry's env sets
-// them as easily as its args.
-var envExecEntryUnsafe = []string{envCSOAuthURL, envCSLegacy, envCSUsername, envCSPassword}
+// envExecEntryUnsafe are the environment variables that do what the
+// unsafe flags do: choose where a token or secret goes (proxies, CAs, the
+// keyring's bus), which files are read (the home and config directories,
+// the profiles file), which programs run (PATH, BROWSER for xdg-open),
+// which credentials are used, or where the kuberc lock is looked for. The
+// exec entry's env sets them as easily as its args: when locked, those it
+// sets are refused.
+var envExecEntryUnsafe = []string{
+	"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy",
+	"SSL_CERT_FILE", "SSL_CERT_DIR", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "HOME", "XDG_CONFIG_HOME",
+	"PATH", "BROWSER", "GODEBUG", "KUBERC", "KUBECTL_IMPERSONATE_CONFIG", EnvClientSecret, EnvPassword,
+	envCSClientID, envCSOAuthURL, envCSRegion, envCSClientSecret, envCSLegacy, envCSUsername, envCSPassword,
+}
+
+// entryEnv are the unsafe variables the exec entry set: those named in
+// EntryEnv when the caller knows the entry (login and whoami read it from
+// the kubeconfig), else those whose value differs from kubectl's own
+// environment. Nil when neither can be known (docs/security.md).
+func (o *AuthOptions) entryEnv(getenv func(string) string) []string {
+	var out []string
+	if o.EntryEnv != nil {
+		for _, name := range o.EntryEnv {
+			if slices.Contains(envExecEntryUnsafe, name) {
+				out = append(out, "$"+name)
+			}
+		}
+		return out
+	}
+	kubectl, ok := o.kubectlEnv()
+	if !ok {
+		return nil
+	}
+	for _, name := range envExecEntryUnsafe {
+		if getenv(name) != kubectl[name] {
+			out = append(out, "$"+name)
+		}
+	}
+	return out
+}
+
+// kubectlEnv is kubectl's own environment, read once.
+func (o *AuthOptions) kubectlEnv() (map[string]string, bool) {
+	if o.KubectlEnv == nil {
+		o.KubectlEnv = readKubectlEnv
+	}
+	if !o.kubectlEnvRead {
+		o.kubectlEnvMap, o.kubectlEnvOK = o.KubectlEnv()
+		o.kubectlEnvRead = true
+	}
+	return o.kubectlEnvMap, o.kubectlEnvOK
+}
 
 // checkExecEntry refuses the settings an exec entry may not choose: the
 // unsafe ones whenever the entry names a profile (the user's own) or the
@@ -82,25 +129,22 @@ func (o *AuthOptions) checkExecEntry(getenv func(string) string) error {
 			overrides = append(overrides, "--"+f.Name)
 		}
 	})
-	if o.Exchange == ExchangeCloudSigma {
-		for _, e := range envExecEntryUnsafe {
-			if getenv(e) != "" {
-				unsafe = append(unsafe, "$"+e)
-			}
-		}
-	}
-	if len(unsafe) == 0 && len(overrides) == 0 {
-		return nil
+	if len(unsafe) == 0 && len(overrides) == 0 && o.Profile == "" {
+		return nil // nothing to refuse, whatever the lock
 	}
 	why, err := o.lockReason(getenv)
 	if err != nil {
 		return err
 	}
 	if why == "" {
-		if o.Profile == "" || len(unsafe) == 0 {
+		if o.Profile == "" {
 			return nil
 		}
 		why, overrides = fmt.Sprintf("it names your profile %q", o.Profile), nil
+	}
+	unsafe = append(unsafe, o.entryEnv(getenv)...)
+	if len(unsafe) == 0 && len(overrides) == 0 {
+		return nil
 	}
 	where := "a profile (docs/profiles.md; setup --profile writes one)"
 	if o.Profile != "" {
@@ -108,6 +152,11 @@ func (o *AuthOptions) checkExecEntry(getenv func(string) string) error {
 	}
 	if len(overrides) > 0 {
 		unsafe = append(unsafe, strings.Join(overrides, ", ")+" over the profile's")
+	}
+	if !slices.ContainsFunc(unsafe, func(s string) bool { return strings.HasPrefix(s, "--") }) {
+		// Environment variables only: they belong in kubectl's own
+		// environment, or a profile's flag does their work.
+		where = "your own environment or " + where
 	}
 	return fmt.Errorf("the kubeconfig's exec entry sets %s, which only you may choose since %s: put it in %s, or remove it from the exec entry (docs/security.md)",
 		strings.Join(unsafe, ", "), why, where)
@@ -118,7 +167,9 @@ func (o *AuthOptions) lockReason(getenv func(string) string) (string, error) {
 	if len(o.profileServers) > 0 {
 		return fmt.Sprintf("profile %q limits its tokens to allowedServers", o.Profile), nil
 	}
-	path, err := KubercLocks(getenv)
+	// kubectl's own KUBERC and HOME too: the entry's env may replace them.
+	kubectl, _ := o.kubectlEnv()
+	path, err := KubercLocks(func(name string) string { return getenv(name) }, kubectl["KUBERC"], kubectl["HOME"])
 	if err != nil || path == "" {
 		return "", err
 	}
@@ -137,7 +188,7 @@ const (
 // lock but not remove one: kubectl's default kuberc under the home
 // directory of the account (from the user database, not $HOME) is read
 // too. A kuberc that cannot be parsed locks (kubectl would refuse it).
-func KubercLocks(getenv func(string) string) (string, error) {
+func KubercLocks(getenv func(string) string, more ...string) (string, error) {
 	var paths []string
 	if v := getenv("KUBERC"); v != "" && v != "off" {
 		paths = append(paths, v)
@@ -145,9 +196,17 @@ func KubercLocks(getenv func(string) string) (string, error) {
 	if h := getenv("HOME"); h != "" {
 		paths = append(paths, filepath.Join(h, ".kube", "kuberc"))
 	}
+	// more: kubectl's own $KUBERC and $HOME, in that order.
+	if len(more) > 0 && more[0] != "" && more[0] != "off" {
+		paths = append(paths, more[0])
+	}
+	if len(more) > 1 && more[1] != "" {
+		paths = append(paths, filepath.Join(more[1], ".kube", "kuberc"))
+	}
 	if u, err := user.Current(); err == nil && u.HomeDir != "" {
 		paths = append(paths, filepath.Join(u.HomeDir, ".kube", "kuberc"))
 	}
+	slices.Sort(paths)
 	for _, p := range slices.Compact(paths) {
 		b, err := os.ReadFile(p)
 		if errors.Is(err, os.ErrNotExist) {

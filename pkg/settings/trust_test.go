@@ -12,12 +12,31 @@ import (
 
 func parsed(t *testing.T, getenv func(string) string, args ...string) (*AuthOptions, error) {
 	t.Helper()
+	return parsedWithEntryEnv(t, getenv, nil, args...)
+}
+
+// parsedWithEntryEnv parses get-token's args as kubectl runs them: kubectl's
+// environment is getenv's, and the exec entry's env adds entry on top.
+func parsedWithEntryEnv(t *testing.T, getenv func(string) string, entry map[string]string, args ...string) (*AuthOptions, error) {
+	t.Helper()
 	o := NewAuthOptions()
 	fs := pflag.NewFlagSet("get-token", pflag.ContinueOnError)
 	o.AddFlags(fs)
 	require.NoError(t, fs.Parse(args))
 	o.FromExecEntry = true
-	return o, o.Complete(getenv, func(string) {})
+	o.KubectlEnv = func() (map[string]string, bool) {
+		m := map[string]string{}
+		for _, name := range envExecEntryUnsafe {
+			m[name] = getenv(name)
+		}
+		return m, true
+	}
+	return o, o.Complete(func(name string) string {
+		if v, ok := entry[name]; ok {
+			return v
+		}
+		return getenv(name)
+	}, func(string) {})
 }
 
 // TestCacheKeyHoldsWhatChangesTheToken: two settings that get different
@@ -95,25 +114,33 @@ func TestExecEntryLocks(t *testing.T) {
 		env     func(string) string
 		args    []string
 		wantErr string
+		entry   map[string]string
 	}{
-		{"unlocked: anything goes", none, []string{"--oidc-issuer-url=https://x.example", "--oidc-client-id=c", "--browser-command=true"}, ""},
-		{"profile: safe flags", none, []string{"--profile=open", "--oidc-extra-scope=groups", "--skip-open-browser"}, ""},
-		{"profile: unsafe flag", none, []string{"--profile=open", "--token-cache-dir=/tmp/y"}, "it names your profile \"open\""},
-		{"profile: unsafe flag by its old name --audit-log", none, []string{"--profile=open", "--audit-log=/tmp/y"}, "--exchange-audit-log"},
-		{"profile: unsafe flag by kubelogin's name --certificate-authority", none, []string{"--profile=open", "--certificate-authority=/tmp/y"}, "--oidc-certificate-authority"},
-		{"open profile: overriding a safe value is fine", none, []string{"--profile=open", "--oidc-client-id=other"}, ""},
-		{"guarded profile: overriding its values", none, []string{"--profile=guarded", "--oidc-client-id=other"}, "over the profile's"},
-		{"guarded profile: narrowing", none, []string{"--profile=guarded", "--allowed-server=https://a.example:6443"}, ""},
-		{"guarded profile: widening", none, []string{"--profile=guarded", "--allowed-server=https://c.example:6443"}, "may only narrow"},
-		{"guarded profile: empty", none, []string{"--profile=guarded", "--allowed-server="}, "needs a server URL"},
-		{"no profile: empty --allowed-server", none, []string{"--oidc-issuer-url=https://x.example", "--oidc-client-id=c", "--allowed-server="}, "needs a server URL"},
-		{"kuberc lists the plugin by command", envWith(map[string]string{"KUBERC": kuberc}), []string{"--oidc-issuer-url=https://x.example", "--oidc-client-id=c"}, "allowlists this plugin"},
-		{"kuberc lists other plugins only", envWith(map[string]string{"KUBERC": other}), []string{"--oidc-issuer-url=https://x.example", "--oidc-client-id=c"}, ""},
-		{"kuberc: cloudsigma env from the entry", envWith(map[string]string{"KUBERC": kuberc, "CLOUDSIGMA_OAUTH_URL": "https://evil.example"}),
-			[]string{"--profile=open", "--exchange=cloudsigma"}, "$CLOUDSIGMA_OAUTH_URL"},
+		{"guarded profile: the entry sets HTTPS_PROXY and SSL_CERT_FILE", none, []string{"--profile=guarded"}, "$HTTPS_PROXY, $SSL_CERT_FILE", map[string]string{"HTTPS_PROXY": "http://evil:3128", "SSL_CERT_FILE": "/tmp/evil.pem"}},
+		{"open profile: the entry sets DBUS_SESSION_BUS_ADDRESS", none, []string{"--profile=open"}, "$DBUS_SESSION_BUS_ADDRESS", map[string]string{"DBUS_SESSION_BUS_ADDRESS": "tcp:host=evil.example,port=1"}},
+		{"open profile: the entry sets BROWSER", none, []string{"--profile=open"}, "$BROWSER", map[string]string{"BROWSER": "sh -c 'touch /tmp/x'"}},
+		{"open profile: the entry sets HOME", none, []string{"--profile=open"}, "$HOME", map[string]string{"HOME": "/tmp/elsewhere"}},
+		{"open profile: kubectl's own proxy is fine", envWith(map[string]string{"HTTPS_PROXY": "http://corp:3128"}), []string{"--profile=open"}, "", nil},
+		{"unlocked: the entry's env is its own business", none, []string{"--oidc-issuer-url=https://x.example", "--oidc-client-id=c"}, "", map[string]string{"HTTPS_PROXY": "http://p:3128"}},
+		{"kuberc of kubectl's: the entry moves $KUBERC away", envWith(map[string]string{"KUBERC": kuberc}), []string{"--oidc-issuer-url=https://x.example", "--oidc-client-id=c"}, "allowlists this plugin", map[string]string{"KUBERC": "/dev/null"}},
+		{"unlocked: anything goes", none, []string{"--oidc-issuer-url=https://x.example", "--oidc-client-id=c", "--browser-command=true"}, "", nil},
+		{"profile: safe flags", none, []string{"--profile=open", "--oidc-extra-scope=groups", "--skip-open-browser"}, "", nil},
+		{"profile: unsafe flag", none, []string{"--profile=open", "--token-cache-dir=/tmp/y"}, "it names your profile \"open\"", nil},
+		{"profile: unsafe flag by its old name --audit-log", none, []string{"--profile=open", "--audit-log=/tmp/y"}, "--exchange-audit-log", nil},
+		{"profile: unsafe flag by kubelogin's name --certificate-authority", none, []string{"--profile=open", "--certificate-authority=/tmp/y"}, "--oidc-certificate-authority", nil},
+		{"open profile: overriding a safe value is fine", none, []string{"--profile=open", "--oidc-client-id=other"}, "", nil},
+		{"guarded profile: overriding its values", none, []string{"--profile=guarded", "--oidc-client-id=other"}, "over the profile's", nil},
+		{"guarded profile: narrowing", none, []string{"--profile=guarded", "--allowed-server=https://a.example:6443"}, "", nil},
+		{"guarded profile: widening", none, []string{"--profile=guarded", "--allowed-server=https://c.example:6443"}, "may only narrow", nil},
+		{"guarded profile: empty", none, []string{"--profile=guarded", "--allowed-server="}, "needs a server URL", nil},
+		{"no profile: empty --allowed-server", none, []string{"--oidc-issuer-url=https://x.example", "--oidc-client-id=c", "--allowed-server="}, "needs a server URL", nil},
+		{"kuberc lists the plugin by command", envWith(map[string]string{"KUBERC": kuberc}), []string{"--oidc-issuer-url=https://x.example", "--oidc-client-id=c"}, "allowlists this plugin", nil},
+		{"kuberc lists other plugins only", envWith(map[string]string{"KUBERC": other}), []string{"--oidc-issuer-url=https://x.example", "--oidc-client-id=c"}, "", nil},
+		{"kuberc: cloudsigma env from the entry", envWith(map[string]string{"KUBERC": kuberc}),
+			[]string{"--profile=open", "--exchange=cloudsigma"}, "$CLOUDSIGMA_OAUTH_URL", map[string]string{"CLOUDSIGMA_OAUTH_URL": "https://evil.example"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parsed(t, tt.env, tt.args...)
+			_, err := parsedWithEntryEnv(t, tt.env, tt.entry, tt.args...)
 			if tt.wantErr == "" {
 				assert.NoError(t, err)
 				return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -57,25 +58,42 @@ func (d *Disk) path(id string) string { return filepath.Join(d.Dir, id+".json") 
 // a shared directory by another local user is never handed to kubectl.
 func (d *Disk) Get(_ context.Context, id string) ([]byte, error) {
 	p := d.path(id)
-	fi, err := os.Lstat(p)
+	// The directory first: in one another user may write, even opening a
+	// planted FIFO would block.
+	if err := checkOwnDir(d.Dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNotFound
+	} else if err != nil {
+		return nil, err
+	}
+	f, err := openNoFollow(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading token cache file: %w", err)
+		// A symlink (ELOOP) among them: not a file this store wrote.
+		return nil, fmt.Errorf("token cache file %s is not a private file of yours: refusing to read it (%v); delete it", p, err)
 	}
-	if err := checkOwnDir(d.Dir); err != nil {
-		return nil, err
+	defer func() { _ = f.Close() }()
+	// The descriptor's own metadata: the file checked is the file read.
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("reading token cache file: %w", err)
 	}
 	if !fi.Mode().IsRegular() || !config.OwnedBySelf(fi) || fi.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("token cache file %s is not a private file of yours (mode %s): refusing to read it; delete it", p, fi.Mode())
 	}
-	b, err := os.ReadFile(p)
+	b, err := io.ReadAll(io.LimitReader(f, maxEntrySize+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading token cache file: %w", err)
 	}
+	if len(b) > maxEntrySize {
+		return nil, fmt.Errorf("%w: %s is larger than %d KiB", ErrCorrupt, p, maxEntrySize>>10)
+	}
 	return b, nil
 }
+
+// maxEntrySize bounds what is read of an entry: tokens of a few KiB each.
+const maxEntrySize = 1 << 20
 
 // checkOwnDir refuses a cache directory another user owns or may write.
 func checkOwnDir(dir string) error {
