@@ -306,6 +306,11 @@ func profileValues(args []string) (map[string][]string, bool) {
 	unsafe := false
 	for _, a := range args {
 		name, v, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if settings.IsFileSetting(name) && !filepath.IsAbs(v) && !strings.HasPrefix(v, "~/") {
+			if abs, err := filepath.Abs(v); err == nil {
+				v = abs // a profile's paths are absolute: kubectl runs it from anywhere
+			}
+		}
 		values[name] = append(values[name], v)
 		unsafe = unsafe || !settings.IsExecEntrySafe(name)
 	}

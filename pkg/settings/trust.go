@@ -51,6 +51,10 @@ func (o *AuthOptions) ExecEntryUnsafe() []string {
 	return out
 }
 
+// IsFileSetting reports whether the flag name takes a file or directory
+// (a profile holds those as absolute paths).
+func IsFileSetting(name string) bool { return profileFileKeys[name] }
+
 // IsExecEntrySafe reports whether an exec entry may set the flag name
 // whatever the user's lock.
 func IsExecEntrySafe(name string) bool { return execEntrySafe[name] }
@@ -168,8 +172,11 @@ func (o *AuthOptions) lockReason(getenv func(string) string) (string, error) {
 		return fmt.Sprintf("profile %q limits its tokens to allowedServers", o.Profile), nil
 	}
 	// kubectl's own KUBERC and HOME too: the entry's env may replace them.
-	kubectl, _ := o.kubectlEnv()
-	path, err := KubercLocks(func(name string) string { return getenv(name) }, kubectl["KUBERC"], kubectl["HOME"])
+	var more []string
+	if kubectl, ok := o.kubectlEnv(); ok {
+		more = []string{kubectl["KUBERC"], kubectl["HOME"]}
+	}
+	path, err := KubercLocks(getenv, more...)
 	if err != nil || path == "" {
 		return "", err
 	}
@@ -185,9 +192,10 @@ const (
 
 // KubercLocks returns the kuberc that allowlists this plugin, "" if none
 // does. An exec entry's env can move $KUBERC and $HOME, so it may add a
-// lock but not remove one: kubectl's default kuberc under the home
-// directory of the account (from the user database, not $HOME) is read
-// too. A kuberc that cannot be parsed locks (kubectl would refuse it).
+// lock but not remove one: more gives kubectl's own $KUBERC and $HOME
+// (read from its environment), and without them the default kuberc under
+// the account's home from the user database is read too. A kuberc that
+// cannot be parsed locks (kubectl would refuse it).
 func KubercLocks(getenv func(string) string, more ...string) (string, error) {
 	var paths []string
 	if v := getenv("KUBERC"); v != "" && v != "off" {
@@ -203,8 +211,12 @@ func KubercLocks(getenv func(string) string, more ...string) (string, error) {
 	if len(more) > 1 && more[1] != "" {
 		paths = append(paths, filepath.Join(more[1], ".kube", "kuberc"))
 	}
-	if u, err := user.Current(); err == nil && u.HomeDir != "" {
-		paths = append(paths, filepath.Join(u.HomeDir, ".kube", "kuberc"))
+	// Without kubectl's own HOME (not read on this platform), the
+	// account's home from the user database stands for it.
+	if len(more) == 0 {
+		if u, err := user.Current(); err == nil && u.HomeDir != "" {
+			paths = append(paths, filepath.Join(u.HomeDir, ".kube", "kuberc"))
+		}
 	}
 	slices.Sort(paths)
 	for _, p := range slices.Compact(paths) {
