@@ -348,7 +348,7 @@ func parseGetTokenArgs(args []string, getenv func(string) string) (*settings.Aut
 			checked = append(checked, a)
 		}
 	}
-	o, _, err := fastpath.ParseArgs(checked, getenv, func(string) {})
+	o, err := fastpath.CheckArgs(checked, getenv)
 	if err != nil {
 		return nil, err
 	}

@@ -177,6 +177,16 @@ func (o *SetupOptions) Validate() error {
 			}
 		}
 	}
+	// An entry that names a profile may not add what an exec entry may not
+	// choose: get-token would refuse the entry setup writes.
+	if o.Auth.Profile != "" {
+		for _, a := range o.Auth.Args() {
+			name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+			if name != "profile" && !settings.IsExecEntrySafe(name) {
+				return fmt.Errorf("--%s with --profile: get-token would refuse it from the exec entry (docs/security.md); put it in profile %q instead", name, o.Auth.Profile)
+			}
+		}
+	}
 	return o.Auth.Validate()
 }
 

@@ -37,6 +37,8 @@ type File struct {
 	Profiles map[string]map[string]any `json:"profiles"`
 	// ReadableByOthers is true when group or world may read the file.
 	ReadableByOthers bool
+	// raw is the content Load read (and checked).
+	raw []byte
 }
 
 // DefaultPath returns where the file is looked for.
@@ -100,6 +102,7 @@ func Load(path string) (*File, error) {
 		return nil, err
 	}
 	p.ReadableByOthers = fi.Mode().Perm()&0o044 != 0
+	p.raw = b
 	return p, nil
 }
 
@@ -193,14 +196,11 @@ func SetProfile(path, name string, settings map[string][]string) (changed bool, 
 	if _, err := os.Lstat(path); err == nil {
 		// Through Load: a file of someone else's is refused, never
 		// rewritten as the user's own with its profiles kept.
-		if _, err := Load(path); err != nil {
+		f, err := Load(path)
+		if err != nil {
 			return false, err
 		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return false, fmt.Errorf("reading profiles file: %w", err)
-		}
-		if err := yaml.Unmarshal(b, &doc); err != nil {
+		if err := yaml.Unmarshal(f.raw, &doc); err != nil {
 			return false, fmt.Errorf("parsing profiles file %s: %w", path, err)
 		}
 	}

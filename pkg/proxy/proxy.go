@@ -188,10 +188,10 @@ func longRunning(r *http.Request) bool {
 
 var requestInfo = &apirequest.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
 
-// RequestTimeout bounds a request that is not long-running while it holds
-// an in-flight slot, as kube-apiserver's --request-timeout: a caller that
-// stops reading does not keep its slot.
-const RequestTimeout = 60 * time.Second
+// RequestTimeout bounds a request that is not long-running, as
+// kube-apiserver's --request-timeout: it gives back its in-flight slot by
+// then, whatever the caller or the upstream does.
+var RequestTimeout = 60 * time.Second
 
 // impersonate is the last round tripper before the proxy's credential:
 // it sets the caller's identity with client-go's impersonating round
@@ -236,6 +236,8 @@ func status(w http.ResponseWriter, code int, reason, msg string) {
 type requestLog struct {
 	user   user.Info
 	reason string
+	// release gives back the request's in-flight slot.
+	release func()
 }
 
 type logKey struct{}
@@ -285,24 +287,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &recorder{ResponseWriter: w, code: http.StatusOK}
 	l := &requestLog{}
 	r = r.WithContext(context.WithValue(r.Context(), logKey{}, l))
-	switch {
-	case h.inFlight == nil || longRunning(r):
-		h.serve(rec, r, l)
-	default:
+	l.release = func() {}
+	if h.inFlight != nil {
 		select {
 		case h.inFlight <- struct{}{}:
-			// Released by defer: ReverseProxy panics (http.ErrAbortHandler)
+			// Every request holds a slot until it is authenticated; a
+			// long-running one then gives it back (serve). Released by
+			// defer in any case: ReverseProxy panics (http.ErrAbortHandler)
 			// when the caller goes away mid-body.
-			defer func() { <-h.inFlight }()
-			rc := http.NewResponseController(rec)
-			_ = rc.SetReadDeadline(time.Now().Add(RequestTimeout))
-			_ = rc.SetWriteDeadline(time.Now().Add(RequestTimeout))
-			h.serve(rec, r, l)
+			var once sync.Once
+			l.release = func() { once.Do(func() { <-h.inFlight }) }
+			defer l.release()
 		default:
 			rec.Header().Set("Retry-After", "1")
 			h.refuse(rec, l, http.StatusTooManyRequests, "overload", "too many requests in flight",
 				"too many requests, please try again later")
 		}
+	}
+	if rec.code != http.StatusTooManyRequests {
+		h.serve(rec, r, l)
 	}
 	elapsed := time.Since(start)
 	h.Metrics.observe(rec.code, elapsed)
@@ -404,7 +407,21 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 			"the token's identity cannot be impersonated through this proxy: "+err.Error())
 		return
 	}
-	h.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, u)))
+	ctx := r.Context()
+	if longRunning(r) {
+		l.release() // watches, exec, logs: not counted, not timed (kube-apiserver's rules)
+	} else {
+		// kube-apiserver's --request-timeout: the upstream request (an
+		// upgrade's connection included) ends with the context, and the
+		// deadlines cut a caller that stops reading or writing.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, RequestTimeout)
+		defer cancel()
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(RequestTimeout))
+		_ = rc.SetWriteDeadline(time.Now().Add(RequestTimeout))
+	}
+	h.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, identityKey{}, u)))
 }
 
 // bearer reads the token as kube-apiserver's bearer token authenticator

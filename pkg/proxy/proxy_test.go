@@ -679,19 +679,23 @@ func TestUpgradeAuditedAs101(t *testing.T) {
 
 // TestProxyCapsRequestsInFlight: with --max-requests-inflight=1 and one
 // request held upstream, the next gets 429 with Retry-After before any
-// authentication, however it dresses as long-running; a watch (long-running
-// as kube-apiserver decides it) still goes through; a caller that drops
-// its connection mid-body gives its slot back.
+// authentication, however it dresses as long-running, a watch included;
+// once authenticated, a watch (long-running as kube-apiserver decides it)
+// gives its slot back; a caller that drops its connection mid-body gives
+// its slot back; a counted request, an upgrade included, ends at
+// RequestTimeout.
 func TestProxyCapsRequestsInFlight(t *testing.T) {
 	is, a := issuerAndAuthn(t, legacyConfig)
 	tok, err := is.Mint(is.Claims("sub-1", "kube", time.Hour, aliceClaims), testissuer.Valid)
 	require.NoError(t, err)
-	release, entered := make(chan struct{}), make(chan struct{}, 16)
+	release, stopStream, entered := make(chan struct{}), make(chan struct{}), make(chan struct{}, 16)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		entered <- struct{}{}
 		switch r.URL.Query().Get("mode") {
 		case "hold":
 			<-release
+		case "stream":
+			<-stopStream
 		case "big": // a large body, written until the caller goes away
 			for range 4096 {
 				if _, err := w.Write(make([]byte, 64<<10)); err != nil {
@@ -742,10 +746,19 @@ func TestProxyCapsRequestsInFlight(t *testing.T) {
 		assert.Equal(t, http.StatusTooManyRequests, code, "dressed as long-running: %s", name)
 	}
 	code, _ = get("GET", "/api/v1/pods?watch=true")
-	assert.Equal(t, http.StatusOK, code, "a watch is long-running: not counted")
-	<-entered
+	assert.Equal(t, http.StatusTooManyRequests, code, "a watch too holds a slot until it is authenticated")
 	close(release)
 	assert.Equal(t, http.StatusOK, <-held)
+
+	// Authenticated, a watch (long-running as kube-apiserver decides it)
+	// gives its slot back: a request passes while it streams.
+	watching := make(chan int, 1)
+	go func() { code, _ := get("GET", "/api/v1/pods?watch=true&mode=stream"); watching <- code }()
+	wait()
+	code, _ = get("GET", "/api/v1/pods")
+	assert.Equal(t, http.StatusOK, code, "the watch does not hold the slot")
+	close(stopStream)
+	assert.Equal(t, http.StatusOK, <-watching)
 
 	// A caller that goes away mid-body: ReverseProxy aborts the handler.
 	req, _ := http.NewRequest("GET", p.URL+"/api/v1/pods?mode=big", nil)
@@ -762,4 +775,61 @@ func TestProxyCapsRequestsInFlight(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	assert.Equal(t, http.StatusOK, last, "the dropped caller's slot is free again")
+}
+
+// TestProxyCountedUpgradeEndsAtRequestTimeout: an upgrade on a path that
+// is not long-running (an aggregated API's websocket, say) holds its slot
+// until RequestTimeout, not for as long as the upstream keeps it open.
+func TestProxyCountedUpgradeEndsAtRequestTimeout(t *testing.T) {
+	old := RequestTimeout
+	RequestTimeout = time.Second
+	defer func() { RequestTimeout = old }()
+	is, a := issuerAndAuthn(t, legacyConfig)
+	tok, err := is.Mint(is.Claims("sub-1", "kube", time.Hour, aliceClaims), testissuer.Valid)
+	require.NoError(t, err)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") == "" {
+			_, _ = io.WriteString(w, "{}")
+			return
+		}
+		c, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		_ = rw.Flush()
+		_, _ = io.Copy(io.Discard, c) // held open until the proxy closes it
+	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	p := httptest.NewServer(&Handler{Upstream: u, Transport: http.DefaultTransport, UpgradeTransport: http.DefaultTransport, Authenticator: a, MaxInFlight: 1})
+	defer p.Close()
+	c, err := net.Dial("tcp", strings.TrimPrefix(p.URL, "http://"))
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = io.WriteString(c, "GET /apis/example.com/v1/namespaces/a/vms/x/console HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+tok+"\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+	require.NoError(t, err)
+	line, err := bufio.NewReader(c).ReadString('\n')
+	require.NoError(t, err)
+	require.Contains(t, line, "101")
+	get := func() int {
+		req, _ := http.NewRequest("GET", p.URL+"/api/v1/pods", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusTooManyRequests, get(), "the upgrade holds the slot")
+	start := time.Now()
+	var last int
+	for time.Since(start) < 5*time.Second {
+		if last = get(); last == http.StatusOK {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	assert.Equal(t, http.StatusOK, last, "the slot is free after RequestTimeout")
+	assert.Less(t, time.Since(start), 3*time.Second)
 }

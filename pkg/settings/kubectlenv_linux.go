@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // readKubectlEnv is the environment kubectl started with: the parent's
@@ -20,7 +21,7 @@ func readKubectlEnv() (map[string]string, bool) {
 	if exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); err == nil && filepath.Base(exe) == fastBinaryName {
 		pid = ppidOf(pid)
 	}
-	if pid <= 1 {
+	if pid <= 0 {
 		return nil, false
 	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
@@ -54,4 +55,10 @@ func ppidOf(pid int) int {
 	}
 	n, _ := strconv.Atoi(f[1])
 	return n
+}
+
+// openNonBlocking opens path for reading without waiting on a FIFO or a
+// terminal.
+func openNonBlocking(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }

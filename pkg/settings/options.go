@@ -173,7 +173,9 @@ type AuthOptions struct {
 	EntryEnv []string
 	// KubectlEnv returns kubectl's own environment (stubbable for tests;
 	// nil: read from the parent process where the platform allows).
-	KubectlEnv     func() (map[string]string, bool)
+	KubectlEnv func() (map[string]string, bool)
+	// Environ is this process's environment (stubbable; nil: os.Environ).
+	Environ        func() []string
 	kubectlEnvMap  map[string]string
 	kubectlEnvOK   bool
 	kubectlEnvRead bool

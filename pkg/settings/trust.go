@@ -3,6 +3,7 @@ package settings
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
 // The trust model (docs/security.md). get-token's arguments and
@@ -59,31 +62,40 @@ func IsFileSetting(name string) bool { return profileFileKeys[name] }
 // whatever the user's lock.
 func IsExecEntrySafe(name string) bool { return execEntrySafe[name] }
 
-// envExecEntryUnsafe are the environment variables that do what the
-// unsafe flags do: choose where a token or secret goes (proxies, CAs, the
-// keyring's bus), which files are read (the home and config directories,
-// the profiles file), which programs run (PATH, BROWSER for xdg-open),
-// which credentials are used, or where the kuberc lock is looked for. The
-// exec entry's env sets them as easily as its args: when locked, those it
-// sets are refused.
-var envExecEntryUnsafe = []string{
-	"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy",
-	"SSL_CERT_FILE", "SSL_CERT_DIR", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "HOME", "XDG_CONFIG_HOME",
-	"PATH", "BROWSER", "GODEBUG", "KUBERC", "KUBECTL_IMPERSONATE_CONFIG", EnvClientSecret, EnvPassword,
-	envCSClientID, envCSOAuthURL, envCSRegion, envCSClientSecret, envCSLegacy, envCSUsername, envCSPassword,
+// envExecEntrySafe are the only environment variables a locked exec
+// entry may set. Any other can do what the unsafe flags do: choose where a
+// token or secret goes (proxies, CAs, the keyring's bus), which files are
+// read (HOME, XDG_*, the profiles file), which programs run and how (PATH,
+// BROWSER, BASH_ENV and BASH_FUNC_* in the browser's shell scripts,
+// DISPLAY), which credentials are used, where the kuberc lock is looked
+// for: so, locked, everything else the entry sets is refused. An allowlist,
+// not a list of the dangerous ones: the browser command inherits them all.
+var envExecEntrySafe = map[string]bool{
+	"KUBERNETES_EXEC_INFO": true, // client-go's, always set
+	// The fast binary's note to the full one: at most it skips the keyring,
+	// as --token-cache-storage (safe) may.
+	tokencache.EnvKeyringUnavailable: true,
+	// What a shell that runs get-token (kubectl impersonate get-token from
+	// bash: kubectl execs the plugin in its place) sets for its children:
+	// PWD must name the working directory to be used at all.
+	"PWD": true, "OLDPWD": true, "SHLVL": true, "_": true,
 }
 
-// entryEnv are the unsafe variables the exec entry set: those named in
-// EntryEnv when the caller knows the entry (login and whoami read it from
-// the kubeconfig), else those whose value differs from kubectl's own
-// environment. Nil when neither can be known (docs/security.md).
-func (o *AuthOptions) entryEnv(getenv func(string) string) []string {
+// entryEnv are the variables the exec entry set that a locked entry may
+// not: those named in EntryEnv when the caller knows the entry (login and
+// whoami read it from the kubeconfig), else those whose value differs
+// from kubectl's own environment. Nil when neither can be known
+// (docs/security.md).
+func (o *AuthOptions) entryEnv() []string {
 	var out []string
+	add := func(name string) {
+		if !envExecEntrySafe[name] && !slices.Contains(out, "$"+name) {
+			out = append(out, "$"+name)
+		}
+	}
 	if o.EntryEnv != nil {
 		for _, name := range o.EntryEnv {
-			if slices.Contains(envExecEntryUnsafe, name) {
-				out = append(out, "$"+name)
-			}
+			add(name)
 		}
 		return out
 	}
@@ -91,11 +103,17 @@ func (o *AuthOptions) entryEnv(getenv func(string) string) []string {
 	if !ok {
 		return nil
 	}
-	for _, name := range envExecEntryUnsafe {
-		if getenv(name) != kubectl[name] {
-			out = append(out, "$"+name)
+	environ := o.Environ
+	if environ == nil {
+		environ = os.Environ
+	}
+	for _, kv := range environ() {
+		name, v, _ := strings.Cut(kv, "=")
+		if old, ok := kubectl[name]; !ok || old != v {
+			add(name)
 		}
 	}
+	slices.Sort(out)
 	return out
 }
 
@@ -146,7 +164,7 @@ func (o *AuthOptions) checkExecEntry(getenv func(string) string) error {
 		}
 		why, overrides = fmt.Sprintf("it names your profile %q", o.Profile), nil
 	}
-	unsafe = append(unsafe, o.entryEnv(getenv)...)
+	unsafe = append(unsafe, o.entryEnv()...)
 	if len(unsafe) == 0 && len(overrides) == 0 {
 		return nil
 	}
@@ -220,34 +238,92 @@ func KubercLocks(getenv func(string) string, more ...string) (string, error) {
 	}
 	slices.Sort(paths)
 	for _, p := range slices.Compact(paths) {
-		b, err := os.ReadFile(p)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
+		locks, err := kubercAllowlists(p)
+		if err != nil || locks {
+			// A kuberc that cannot be read or parsed locks: kubectl would
+			// refuse it, and an entry must not make it unreadable to us.
+			return p, nil
 		}
-		if err != nil {
-			return "", fmt.Errorf("reading the kuberc %s to see whether it allowlists this plugin: %w", p, err)
-		}
+	}
+	return "", nil
+}
+
+// kubercAllowlists reads the kuberc at path as kubectl does (every YAML
+// document; kubectl takes the first Preference) and tells whether a
+// Preference's credentialPluginPolicy is Allowlist with this plugin in it.
+// A missing file is no lock. The read is bounded and never waits on a
+// FIFO or a terminal: an exec entry's $KUBERC may name /dev/zero.
+func kubercAllowlists(path string) (bool, error) {
+	b, err := readBounded(path, 1<<20)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, doc := range yamlDocuments(b) {
 		var d struct {
+			Kind      string `json:"kind"`
 			Policy    string `json:"credentialPluginPolicy"`
 			Allowlist []struct {
 				Name    string `json:"name"`
 				Command string `json:"command"`
 			} `json:"credentialPluginAllowlist"`
 		}
-		if err := yaml.Unmarshal(b, &d); err != nil {
-			return p, nil
+		if err := yaml.Unmarshal(doc, &d); err != nil {
+			return false, err
 		}
-		if d.Policy != "Allowlist" {
+		if (d.Kind != "" && d.Kind != "Preference") || d.Policy != "Allowlist" {
 			continue
 		}
 		for _, e := range d.Allowlist {
 			for _, c := range []string{e.Name, e.Command} {
 				base := strings.TrimSuffix(strings.ToLower(filepath.Base(c)), ".exe")
 				if base == fullBinaryName || base == fastBinaryName {
-					return p, nil
+					return true, nil
 				}
 			}
 		}
 	}
-	return "", nil
+	return false, nil
+}
+
+// yamlDocuments splits a YAML stream at its "---" lines.
+func yamlDocuments(b []byte) [][]byte {
+	var docs [][]byte
+	var cur []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.TrimRight(line, " \t\r") == "---" {
+			docs = append(docs, []byte(strings.Join(cur, "\n")))
+			cur = nil
+			continue
+		}
+		cur = append(cur, line)
+	}
+	return append(docs, []byte(strings.Join(cur, "\n")))
+}
+
+// readBounded reads a regular file of at most limit bytes, without waiting
+// on anything that is not one.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := openNonBlocking(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d KiB", path, limit>>10)
+	}
+	return b, nil
 }

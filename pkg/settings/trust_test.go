@@ -24,12 +24,25 @@ func parsedWithEntryEnv(t *testing.T, getenv func(string) string, entry map[stri
 	o.AddFlags(fs)
 	require.NoError(t, fs.Parse(args))
 	o.FromExecEntry = true
-	o.KubectlEnv = func() (map[string]string, bool) {
-		m := map[string]string{}
-		for _, name := range envExecEntryUnsafe {
-			m[name] = getenv(name)
+	// kubectl's environment: what getenv knows of these names.
+	kubectl := map[string]string{}
+	for _, name := range []string{"HOME", "KUBERC", "KUBECTL_IMPERSONATE_CONFIG", "HTTPS_PROXY", "PATH"} {
+		if v := getenv(name); v != "" {
+			kubectl[name] = v
 		}
-		return m, true
+	}
+	o.KubectlEnv = func() (map[string]string, bool) { return kubectl, true }
+	o.Environ = func() []string {
+		var env []string
+		for k, v := range kubectl {
+			if _, ok := entry[k]; !ok {
+				env = append(env, k+"="+v)
+			}
+		}
+		for k, v := range entry {
+			env = append(env, k+"="+v)
+		}
+		return append(env, "KUBERNETES_EXEC_INFO={}")
 	}
 	return o, o.Complete(func(name string) string {
 		if v, ok := entry[name]; ok {
@@ -119,6 +132,10 @@ func TestExecEntryLocks(t *testing.T) {
 		{"guarded profile: the entry sets HTTPS_PROXY and SSL_CERT_FILE", none, []string{"--profile=guarded"}, "$HTTPS_PROXY, $SSL_CERT_FILE", map[string]string{"HTTPS_PROXY": "http://evil:3128", "SSL_CERT_FILE": "/tmp/evil.pem"}},
 		{"open profile: the entry sets DBUS_SESSION_BUS_ADDRESS", none, []string{"--profile=open"}, "$DBUS_SESSION_BUS_ADDRESS", map[string]string{"DBUS_SESSION_BUS_ADDRESS": "tcp:host=evil.example,port=1"}},
 		{"open profile: the entry sets BROWSER", none, []string{"--profile=open"}, "$BROWSER", map[string]string{"BROWSER": "sh -c 'touch /tmp/x'"}},
+		{"open profile: the entry sets BASH_ENV and a bash function (the browser's shell scripts run them)", none, []string{"--profile=open"}, "$BASH_ENV, $BASH_FUNC_grep%%",
+			map[string]string{"BASH_ENV": "$(id)", "BASH_FUNC_grep%%": "() { id; }"}},
+		{"open profile: the entry sets DISPLAY", none, []string{"--profile=open"}, "$DISPLAY", map[string]string{"DISPLAY": "evil.example:0"}},
+		{"open profile: the entry sets only the keyring hand-off", none, []string{"--profile=open"}, "", map[string]string{"KUBECTL_IMPERSONATE_KEYRING_UNAVAILABLE": "x"}},
 		{"open profile: the entry sets HOME", none, []string{"--profile=open"}, "$HOME", map[string]string{"HOME": "/tmp/elsewhere"}},
 		{"open profile: kubectl's own proxy is fine", envWith(map[string]string{"HTTPS_PROXY": "http://corp:3128"}), []string{"--profile=open"}, "", nil},
 		{"unlocked: the entry's env is its own business", none, []string{"--oidc-issuer-url=https://x.example", "--oidc-client-id=c"}, "", map[string]string{"HTTPS_PROXY": "http://p:3128"}},
@@ -165,5 +182,38 @@ func TestExecEntrySafeIsAllowlist(t *testing.T) {
 	}
 	for name := range execEntrySafe {
 		assert.True(t, o.names[name], "execEntrySafe names %q, which is not a flag", name)
+	}
+}
+
+// TestKubercAsKubectlReadsIt: the lock reads the kuberc as kubectl does
+// (a Preference in any document of the stream), and a $KUBERC an entry
+// points at /dev/zero or a FIFO neither exhausts memory nor waits: it locks.
+func TestKubercAsKubectlReadsIt(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		return p
+	}
+	for _, tt := range []struct {
+		name, path string
+		wantLock   bool
+	}{
+		{"allowlist in the second document", write("multi", "kind: Other\nfoo: bar\n---\napiVersion: kubectl.config.k8s.io/v1beta1\nkind: Preference\ncredentialPluginPolicy: Allowlist\ncredentialPluginAllowlist:\n- command: kubectl-impersonate\n"), true},
+		{"AllowAll", write("all", "kind: Preference\ncredentialPluginPolicy: AllowAll\n"), false},
+		{"missing file", filepath.Join(dir, "none"), false},
+		{"/dev/zero", "/dev/zero", true},
+		{"unparsable", write("bad", "credentialPluginPolicy: [\n"), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := KubercLocks(func(k string) string {
+				if k == "KUBERC" {
+					return tt.path
+				}
+				return ""
+			}, "", dir)
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantLock, got != "", got)
+		})
 	}
 }
