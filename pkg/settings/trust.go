@@ -40,20 +40,6 @@ var execEntrySafe = map[string]bool{
 	flagImpersonateUser: true,
 }
 
-// ExecEntryUnsafe are get-token's flags an exec entry may not set when the
-// user has locked exec entries (the complement of execEntrySafe among the
-// flags AddFlags binds): setup writes them into a profile instead.
-func (o *AuthOptions) ExecEntryUnsafe() []string {
-	var out []string
-	for name := range o.names {
-		if !execEntrySafe[name] {
-			out = append(out, name)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 // IsFileSetting reports whether the flag name takes a file or directory
 // (a profile holds those as absolute paths).
 func IsFileSetting(name string) bool { return profileFileKeys[name] }

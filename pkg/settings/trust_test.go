@@ -169,12 +169,17 @@ func TestExecEntryLocks(t *testing.T) {
 }
 
 // TestExecEntrySafeIsAllowlist: every flag AddFlags binds is either safe
-// for an exec entry or in ExecEntryUnsafe, and the unsafe list holds what
+// for an exec entry or unsafe, and the unsafe ones include what
 // runs a program, touches a file or chooses a destination.
 func TestExecEntrySafeIsAllowlist(t *testing.T) {
 	o := NewAuthOptions()
 	o.AddFlags(pflag.NewFlagSet("t", pflag.ContinueOnError))
-	unsafe := o.ExecEntryUnsafe()
+	var unsafe []string
+	for name := range o.names {
+		if !execEntrySafe[name] {
+			unsafe = append(unsafe, name)
+		}
+	}
 	for _, f := range []string{flagBrowserCommand, flagClientSecretFile, flagPasswordFile, flagAuditLog, flagCacheDir, flagIssuerURL,
 		flagCSOAuthURL, flagCSAPIURL, flagIPEndpoint, flagSecureTokenEndpoint, flagGoogleIssuer, flagInsecure, flagCAData, flagCA,
 		flagPKCEMethod, flagLocalCert, flagLocalKey, flagOpenAfterAuth, flagIPEmulator, flagCSLegacy, flagClientSecret, flagRequestHeader, flagExchange} {
