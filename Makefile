@@ -20,10 +20,10 @@ snapshot_version = $$(ls $(1)/kubectl-impersonate_*_linux_amd64.tar.gz | sed -E 
 help: ## List the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-build: ## Build bin/kubectl-impersonate and its fast get-token companion
+build: ## Build bin/kubectl-impersonate and its companions (the fast get-token, the apiserver code)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
-install: ## Install kubectl-impersonate (and kubectl-impersonate-get_token) into GOBIN and run it
+install: ## Install kubectl-impersonate (and its kubectl-impersonate-get_token and kubectl-impersonate-apiserver) into GOBIN and run it
 	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/...
 	@"$(GOBIN_DIR)/kubectl-impersonate" version
 	@case ":$$PATH:" in *":$(GOBIN_DIR):"*) echo "Installed in $(GOBIN_DIR): run \"kubectl impersonate setup --help\".";; \
@@ -65,7 +65,7 @@ tools: ## Build the pinned release and lint tools once (goreleaser, staticcheck,
 release-snapshot: ## Build every release archive (linux, darwin, windows x amd64, arm64) into dist/ with its Krew manifest
 	$(TOOLS)/goreleaser release --snapshot --clean
 	@n=$$(ls dist/kubectl-impersonate_*.tar.gz dist/kubectl-impersonate_*.zip | wc -l); test "$$n" -eq 6 || { echo "expected 6 archives, found $$n"; exit 1; }
-	@n=$$(ls dist/*_v*/kubectl-impersonate* | wc -l); test "$$n" -eq 12 || { echo "expected 12 binaries (2 x 6 platforms), found $$n"; exit 1; }
+	@n=$$(ls dist/*_v*/kubectl-impersonate* | wc -l); test "$$n" -eq 18 || { echo "expected 18 binaries (3 x 6 platforms), found $$n"; exit 1; }
 	hack/krew-manifest.sh "$(call snapshot_version,dist)" dist dist/krew/impersonate.yaml
 	$(TOOLS)/validate-krew-manifest -skip-install -manifest dist/krew/impersonate.yaml
 

@@ -38,6 +38,7 @@ if [ -z "${BENCH_INSIDE:-}" ]; then
   echo "bench: building (release flags) into $work" >&2
   CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$work/kubectl-impersonate" ./cmd/kubectl-impersonate
   CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$work/kubectl-impersonate-get_token" ./cmd/kubectl-impersonate-get_token
+  CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$work/kubectl-impersonate-apiserver" ./cmd/kubectl-impersonate-apiserver
   CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$work/hello" ./test/bench/hello
   go build -o "$work/idp" ./test/bench/idp
   # A private D-Bus session and keyring: nothing of the user's is touched.
@@ -112,7 +113,8 @@ hyperfine -N --style none --warmup 30 --runs "$RUNS" --export-json "$work/cached
   -n hello "$work/hello" \
   -n "get-token (disk)" "$fast $disk" \
   -n "get-token (keyring)" "$fast $keyring" \
-  -n "full binary get-token (disk)" "$ki get-token $disk" >/dev/null
+  -n "full binary get-token (disk)" "$ki get-token $disk" \
+  -n "full binary version" "$ki version" >/dev/null
 hyperfine --style none --warmup 5 --runs 100 --export-json "$work/slow.json" \
   -n "get-token (refresh)" --prepare "cp $work/expired.json $entry" "$ki get-token $refresh" \
   -n "login (browser, no cache)" "env -u KUBERNETES_EXEC_INFO $ki login --force $common --token-cache-storage=none --token-cache-dir=$work/none '$browser'" >/dev/null

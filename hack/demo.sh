@@ -31,7 +31,7 @@ tools="$(test/e2e/tools/build.sh 1.37)"
 demo="$(mktemp -d "${TMPDIR:-/tmp}/kubectl-impersonate-demo.XXXXXX")"
 chmod 700 "$demo"
 mkdir -p "$demo/bin" "$demo/logs"
-CGO_ENABLED=0 go build -o "$demo/bin/" ./cmd/kubectl-impersonate ./cmd/kubectl-impersonate-get_token
+CGO_ENABLED=0 go build -o "$demo/bin/" ./cmd/kubectl-impersonate ./cmd/kubectl-impersonate-get_token ./cmd/kubectl-impersonate-apiserver
 ln -s "$tools/kubectl" "$demo/bin/kubectl"
 if $check; then go build -o "$demo/bin/e2e-browser" ./test/e2e/browser; fi
 

@@ -36,6 +36,8 @@ platform() { # os arch ext suffix
       to: .
     - from: kubectl-impersonate-get_token$suffix
       to: .
+    - from: kubectl-impersonate-apiserver$suffix
+      to: .
     - from: LICENSE
       to: .
     bin: kubectl-impersonate-get_token$suffix

@@ -12,6 +12,7 @@ import (
 	"os"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/fastpath"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 )
 
 func main() {
@@ -25,13 +26,13 @@ func main() {
 			_ = os.Setenv(k, v)
 		}
 	}
-	full, err := fastpath.FullBinary()
+	full, err := install.Next(install.FullBinaryName)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kubectl-impersonate:", err)
 		os.Exit(1)
 	}
 	if other {
-		os.Exit(run(full, os.Args[1:]))
+		os.Exit(install.Run(full, os.Args[1:]))
 	}
-	os.Exit(run(full, append([]string{"get-token"}, args...)))
+	os.Exit(install.Run(full, append([]string{"get-token"}, args...)))
 }

@@ -26,7 +26,7 @@ func pemOf(s *httptest.Server) []byte {
 // the issuer's server.
 func TestAttacksOnTheAuthenticator(t *testing.T) {
 	is := startIssuer(t)
-	cfg, algs := LegacyFlags{IssuerURL: is.URL, ClientIDs: []string{"kube"}, UsernamePrefix: "-"}.Config()
+	cfg, algs := LegacyConfig(LegacyFlags{IssuerURL: is.URL, ClientIDs: []string{"kube"}, UsernamePrefix: "-"})
 	cfg.JWT[0].Issuer.CertificateAuthority = string(is.CAPEM())
 
 	t.Run("50 tokens with unknown key IDs: at most one JWKS refetch", func(t *testing.T) {
@@ -53,7 +53,7 @@ func TestAttacksOnTheAuthenticator(t *testing.T) {
 			_, _ = w.Write([]byte(`{"groups": ["system:masters"]}`))
 		}))
 		defer attacker.Close()
-		gcfg, galgs := LegacyFlags{IssuerURL: is.URL, ClientIDs: []string{"kube"}, UsernamePrefix: "-", GroupsClaim: "groups"}.Config()
+		gcfg, galgs := LegacyConfig(LegacyFlags{IssuerURL: is.URL, ClientIDs: []string{"kube"}, UsernamePrefix: "-", GroupsClaim: "groups"})
 		a := newAuthn(t, Options{Config: gcfg, SigningAlgs: galgs, Keys: KeysUnverified})
 		tok, err := is.Mint(is.Claims("u-1", "kube", time.Hour, map[string]any{
 			"_claim_names":   map[string]any{"groups": "src1"},
@@ -78,7 +78,7 @@ func TestAttacksOnTheAuthenticator(t *testing.T) {
 			}
 		}))
 		defer big.Close()
-		bcfg, balgs := LegacyFlags{IssuerURL: big.URL, ClientIDs: []string{"kube"}, UsernamePrefix: "-"}.Config()
+		bcfg, balgs := LegacyConfig(LegacyFlags{IssuerURL: big.URL, ClientIDs: []string{"kube"}, UsernamePrefix: "-"})
 		bcfg.JWT[0].Issuer.CertificateAuthority = string(pemOf(big))
 		a, err := New(context.Background(), Options{Config: bcfg, SigningAlgs: balgs})
 		require.NoError(t, err)

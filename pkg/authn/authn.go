@@ -15,7 +15,7 @@
 //     CEL) and user validation rules, one per jwt entry, tried as a union
 //     that fails on the first error, as kube-apiserver does.
 //
-// It also decodes a JWT without verifying it (DecodeJWT), for display.
+// pkg/jwtclaims decodes a JWT without verifying it, for display.
 //
 // Nothing here is re-implemented: a difference between this package and
 // kube-apiserver is a difference in how the authenticator is configured.
@@ -49,6 +49,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn/oidcflags"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/httpguard"
 )
 
@@ -134,29 +135,14 @@ func Validate(cfg *Config) error {
 	return nil
 }
 
-// LegacyFlags are kube-apiserver's --oidc-* flags.
-type LegacyFlags struct {
-	IssuerURL string
-	// ClientIDs is --oidc-client-id; kube-apiserver takes one. More than
-	// one becomes a MatchAny audience list, as a structured config would.
-	ClientIDs []string
-	// CA is the PEM content of kube-apiserver's --oidc-ca-file.
-	CA            []byte
-	UsernameClaim string
-	// UsernamePrefix is --oidc-username-prefix: "" (unset) means
-	// "<issuer>#" unless the claim is email; "-" means none.
-	UsernamePrefix string
-	GroupsClaim    string
-	GroupsPrefix   string
-	RequiredClaims map[string]string
-	// SigningAlgs is --oidc-signing-algs (default RS256).
-	SigningAlgs []string
-}
+// LegacyFlags are kube-apiserver's --oidc-* flags (pkg/authn/oidcflags, so
+// that commands bind them without linking the authenticator).
+type LegacyFlags = oidcflags.Legacy
 
-// Config converts the flags as kube-apiserver does: the result is the
+// LegacyConfig converts the flags as kube-apiserver does: the result is the
 // single jwt authenticator the API server would run, and the signing
 // algorithms it would accept.
-func (f LegacyFlags) Config() (*Config, []string) {
+func LegacyConfig(f LegacyFlags) (*Config, []string) {
 	claim := f.UsernameClaim
 	if claim == "" {
 		claim = "sub"

@@ -120,7 +120,7 @@ func TestLegacyFlagsConvertAsKubeAPIServer(t *testing.T) {
 				f.ClientIDs = []string{"kube"}
 			}
 			f.CA = is.CAPEM()
-			cfg, algs := f.Config()
+			cfg, algs := LegacyConfig(f)
 			a := newAuthn(t, Options{Config: cfg, SigningAlgs: algs})
 			u, err := a.Authenticate(context.Background(), tok)
 			if tt.wantErrSubst != "" {
@@ -138,7 +138,7 @@ func TestLegacyFlagsConvertAsKubeAPIServer(t *testing.T) {
 // Every tampered token is refused, and each for its own reason.
 func TestTamperedTokensRefused(t *testing.T) {
 	is := startIssuer(t)
-	cfg, algs := LegacyFlags{IssuerURL: is.URL, ClientIDs: []string{"kube"}, CA: is.CAPEM(), UsernamePrefix: "-"}.Config()
+	cfg, algs := LegacyConfig(LegacyFlags{IssuerURL: is.URL, ClientIDs: []string{"kube"}, CA: is.CAPEM(), UsernamePrefix: "-"})
 	a := newAuthn(t, Options{Config: cfg, SigningAlgs: algs})
 	valid := is.Claims("u-1", "kube", time.Hour, nil)
 	tests := []struct {
@@ -181,7 +181,7 @@ func TestTamperedTokensRefused(t *testing.T) {
 
 func TestStaticAndUnverifiedKeys(t *testing.T) {
 	is := startIssuer(t)
-	cfg, algs := LegacyFlags{IssuerURL: is.URL, ClientIDs: []string{"kube"}, UsernamePrefix: "-"}.Config()
+	cfg, algs := LegacyConfig(LegacyFlags{IssuerURL: is.URL, ClientIDs: []string{"kube"}, UsernamePrefix: "-"})
 	good, err := is.Mint(is.Claims("u-1", "kube", time.Hour, nil), testissuer.Valid)
 	require.NoError(t, err)
 	forged, err := is.Mint(is.Claims("u-1", "kube", time.Hour, nil), testissuer.BadSignature)
@@ -210,8 +210,8 @@ func TestStaticAndUnverifiedKeys(t *testing.T) {
 		assert.ErrorContains(t, err, "expired")
 	})
 	t.Run("static keys for two issuers refused", func(t *testing.T) {
-		two, _ := LegacyFlags{IssuerURL: is.URL, ClientIDs: []string{"kube"}, UsernamePrefix: "-"}.Config()
-		other, _ := LegacyFlags{IssuerURL: "https://b.example", ClientIDs: []string{"kube"}, UsernamePrefix: "-"}.Config()
+		two, _ := LegacyConfig(LegacyFlags{IssuerURL: is.URL, ClientIDs: []string{"kube"}, UsernamePrefix: "-"})
+		other, _ := LegacyConfig(LegacyFlags{IssuerURL: "https://b.example", ClientIDs: []string{"kube"}, UsernamePrefix: "-"})
 		two.JWT = append(two.JWT, other.JWT...)
 		_, err := New(context.Background(), Options{Config: two, Keys: KeysStatic, StaticKeys: is.PublicKeyPEM()})
 		assert.ErrorContains(t, err, "static signing keys serve one issuer")

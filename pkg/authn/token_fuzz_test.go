@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/jwtclaims"
 )
 
 // FuzzDecodeJWT: any string decodes to a token or an error, never a panic;
@@ -23,7 +24,7 @@ func FuzzDecodeJWT(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		tok, err := DecodeJWT(raw)
+		tok, err := jwtclaims.Decode(raw)
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("multi-line error: %q", err)
@@ -53,7 +54,7 @@ func FuzzDecodeJWTStructured(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, header, payload []byte) {
 		raw := base64.RawURLEncoding.EncodeToString(header) + "." + base64.RawURLEncoding.EncodeToString(payload) + ".c2ln"
-		tok, err := DecodeJWT(raw)
+		tok, err := jwtclaims.Decode(raw)
 		var h, p map[string]any
 		objects := json.Unmarshal(header, &h) == nil && h != nil && json.Unmarshal(payload, &p) == nil && p != nil
 		if objects != (err == nil) {

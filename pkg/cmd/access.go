@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
@@ -192,7 +193,7 @@ func printMatrix(w io.Writer, m *rbac.Matrix) {
 				cells[i] += "*"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\n", printable(r.Resource), strings.Join(cells, "\t"))
+		fmt.Fprintf(tw, "%s\t%s\n", logging.Printable(r.Resource), strings.Join(cells, "\t"))
 	}
 	_ = tw.Flush()
 }

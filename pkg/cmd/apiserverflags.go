@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn/oidcflags"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
@@ -16,7 +16,7 @@ import (
 // by claims and proxy. The provider's CA is --oidc-certificate-authority,
 // as in get-token; kube-apiserver's --oidc-ca-file is a deprecated alias.
 type OIDCFlags struct {
-	authn.LegacyFlags
+	oidcflags.Legacy
 	// CAFile is a PEM CA for the issuer's discovery and JWKS.
 	CAFile string
 	flags  *pflag.FlagSet
@@ -59,9 +59,9 @@ func (o *OIDCFlags) Given() []string {
 	return given
 }
 
-// Legacy is the flags with the CA file read.
-func (o *OIDCFlags) Legacy() (authn.LegacyFlags, error) {
-	l := o.LegacyFlags
+// Values is the flags with the CA file read.
+func (o *OIDCFlags) Values() (oidcflags.Legacy, error) {
+	l := o.Legacy
 	if o.CAFile != "" {
 		b, err := os.ReadFile(o.CAFile)
 		if err != nil {

@@ -33,7 +33,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
-var binary, fastBinary string
+var binary, fastBinary, apiserverBinary string
 
 func TestMain(m *testing.M) {
 	if addr := os.Getenv(envAttackerListen); addr != "" {
@@ -45,7 +45,9 @@ func TestMain(m *testing.M) {
 	}
 	binary = filepath.Join(dir, "kubectl-impersonate")
 	fastBinary = filepath.Join(dir, "kubectl-impersonate-get_token")
-	for out, pkg := range map[string]string{binary: "../../cmd/kubectl-impersonate", fastBinary: "../../cmd/kubectl-impersonate-get_token"} {
+	apiserverBinary = filepath.Join(dir, "kubectl-impersonate-apiserver")
+	for out, pkg := range map[string]string{binary: "../../cmd/kubectl-impersonate", fastBinary: "../../cmd/kubectl-impersonate-get_token",
+		apiserverBinary: "../../cmd/kubectl-impersonate-apiserver"} {
 		build := exec.Command("go", "build", "-o", out, pkg)
 		build.Stderr = os.Stderr
 		if err := build.Run(); err != nil {

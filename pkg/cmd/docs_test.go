@@ -33,6 +33,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 )
 
 // The doc tests take every fenced block of README.md and docs/*.md as a
@@ -481,7 +482,7 @@ func (w *docWorld) makeInstall(l doctest.Line) {
 	}
 	assert.Contains(w.t, r.stdout, "kubectl-impersonate", "%s: make install runs version", l.Where)
 	assert.Contains(w.t, r.stdout, "Installed in "+gobin+": run", "%s: on PATH", l.Where)
-	for _, b := range []string{"kubectl-impersonate", "kubectl-impersonate-get_token"} {
+	for _, b := range install.Names() {
 		assert.FileExists(w.t, filepath.Join(gobin, b), l.Where)
 	}
 }

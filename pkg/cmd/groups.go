@@ -11,7 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/jwtclaims"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
@@ -66,7 +67,7 @@ func (o *GroupsOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tok, err := authn.DecodeJWT(raw)
+	tok, err := jwtclaims.Decode(raw)
 	if err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func (o *GroupsOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(tw, "GROUP\tIN TOKEN\tFROM API SERVER")
 		yes := func(b bool) string { return map[bool]string{true: "yes", false: "-"}[b] }
 		for _, r := range out {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", printable(r.Group), yes(r.InToken), yes(r.FromServer))
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", logging.Printable(r.Group), yes(r.InToken), yes(r.FromServer))
 		}
 		_ = tw.Flush()
 		if !slices.ContainsFunc(out, func(r GroupRow) bool { return r.InToken }) {

@@ -17,6 +17,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/fastpath"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
@@ -235,8 +236,8 @@ func settingsOfExec(exec *clientcmdapi.ExecConfig, getenv func(string) string) (
 	}
 	args := exec.Args
 	switch filepath.Base(strings.TrimSuffix(exec.Command, ".exe")) {
-	case fastpath.BinaryName:
-	case fastpath.FullBinaryName:
+	case install.FastBinaryName:
+	case install.FullBinaryName:
 		if len(args) == 0 || args[0] != "get-token" {
 			return nil, errNotOurs
 		}

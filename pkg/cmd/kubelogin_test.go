@@ -89,7 +89,7 @@ users:
 `), 0o640))
 	var out bytes.Buffer
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg"))
-	root := newRootCmd(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out}, "")
+	root := newRootCmd(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out}, nil, nil)
 	root.SetArgs([]string{"setup", "--from-kubelogin", "--write", "--kubeconfig=" + path})
 	require.NoError(t, root.Execute(), out.String())
 	assert.Contains(t, out.String(), `user "oidc":`)
@@ -150,7 +150,7 @@ users:
 	t.Setenv("KUBERC", "")
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg"))
 	var out bytes.Buffer
-	root := newRootCmd(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out}, "")
+	root := newRootCmd(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out}, nil, nil)
 	root.SetArgs([]string{"setup", "--from-kubelogin", "--write", "--write-kuberc", "--kubeconfig=" + path})
 	require.NoError(t, root.Execute(), out.String())
 	cfg, err := clientcmd.LoadFromFile(path)

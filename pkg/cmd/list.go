@@ -20,6 +20,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 )
 
@@ -306,7 +307,7 @@ func (o *ListOptions) printTable(w io.Writer, r *ListResult, rows []rbac.Decisio
 			cols = append(cols, map[string]string{"rules": "rules-review", "ssar": "access-review"}[d.Source])
 		}
 		for i := range cols {
-			cols[i] = printable(cols[i]) // names and reasons are the API server's
+			cols[i] = logging.Printable(cols[i]) // names and reasons are the API server's
 		}
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}

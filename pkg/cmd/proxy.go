@@ -3,24 +3,13 @@ package cmd
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/url"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/proxy"
 )
 
 // ProxyOptions is the proxy command.
@@ -41,13 +30,21 @@ type ProxyOptions struct {
 	global *GlobalOptions
 }
 
-// cacheSize is the handler's token cache size: --token-cache-size=0
+// CacheSize is the handler's token cache size: --token-cache-size=0
 // authenticates every request (the handler's -1).
-func (o *ProxyOptions) cacheSize() int { return cmp.Or(o.TokenCacheSize, -1) }
+func (o *ProxyOptions) CacheSize() int { return cmp.Or(o.TokenCacheSize, -1) }
+
+// The flags' defaults are pkg/proxy's (DefaultCacheSize, DefaultMaxInFlight;
+// pkg/cmd/apiserver's TestProxyDefaults keeps them equal): this binary does
+// not link pkg/proxy.
+const (
+	proxyDefaultCacheSize   = 4096
+	proxyDefaultMaxInFlight = 400
+)
 
 // NewCmdProxy builds proxy.
 func NewCmdProxy(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ProxyOptions{IOStreams: streams, global: g, Listen: ":8443", TokenCacheSize: proxy.DefaultCacheSize, MaxInFlight: proxy.DefaultMaxInFlight,
+	o := &ProxyOptions{IOStreams: streams, global: g, Listen: ":8443", TokenCacheSize: proxyDefaultCacheSize, MaxInFlight: proxyDefaultMaxInFlight,
 		UpstreamTimeout: 60 * time.Second}
 	cmd := &cobra.Command{
 		Use:   "proxy",
@@ -129,157 +126,9 @@ func (o *ProxyOptions) Validate() error {
 	return nil
 }
 
-// authnOptions builds the authenticator's configuration from the flags.
-func (o *ProxyOptions) authnOptions() (authn.Options, string, error) {
-	var opts authn.Options
-	var rule string
-	if o.AuthConfig != "" {
-		cfg, err := authn.LoadConfigFile(o.AuthConfig)
-		if err != nil {
-			return opts, "", err
-		}
-		opts.Config = cfg
-		rule = fmt.Sprintf("the %d jwt authenticator(s) of %s", len(cfg.JWT), o.AuthConfig)
-	} else {
-		l, err := o.OIDC.Legacy()
-		if err != nil {
-			return opts, "", err
-		}
-		opts.Config, opts.SigningAlgs = l.Config()
-		m := opts.Config.JWT[0].ClaimMappings
-		rule = fmt.Sprintf("username = %q + claim %q", *m.Username.Prefix, m.Username.Claim)
-		if m.Groups.Claim != "" {
-			rule += fmt.Sprintf(", groups = %q + claim %q", *m.Groups.Prefix, m.Groups.Claim)
-		}
-	}
-	if o.SigningKeyFile != "" {
-		b, err := os.ReadFile(o.SigningKeyFile)
-		if err != nil {
-			return opts, "", fmt.Errorf("reading --oidc-signing-key-file: %w", err)
-		}
-		opts.Keys, opts.StaticKeys = authn.KeysStatic, b
-	}
-	return opts, rule, nil
-}
+// Run serves the proxy with kube-apiserver's authenticator
+// (kubectl-impersonate-apiserver) until ctx ends.
+func (o *ProxyOptions) Run(ctx context.Context) error { return o.global.APIServer.Proxy(ctx, o) }
 
-// upstreamConfig loads the proxy's own credential and refuses one that
-// impersonates by itself: its Impersonate-* headers would replace the
-// caller's.
-func (o *ProxyOptions) upstreamConfig() (*rest.Config, *url.URL, error) {
-	var cfg *rest.Config
-	var err error
-	if o.InCluster {
-		cfg, err = rest.InClusterConfig()
-	} else {
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.UpstreamKubeconfig)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("loading the proxy's credential: %w", err)
-	}
-	imp := cfg.Impersonate
-	if imp.UserName != "" || imp.UID != "" || len(imp.Groups) > 0 || len(imp.Extra) > 0 {
-		return nil, nil, errors.New("the upstream kubeconfig impersonates (as, as-groups, as-uid or as-user-extra): remove it, the proxy impersonates each caller")
-	}
-	upstream := cmp.Or(o.Upstream, cfg.Host)
-	u, err := url.Parse(upstream)
-	if err != nil || u.Host == "" || u.Scheme != "https" {
-		return nil, nil, fmt.Errorf("--upstream %q is not an https URL", upstream)
-	}
-	return cfg, u, nil
-}
-
-// Run serves until ctx ends.
-func (o *ProxyOptions) Run(ctx context.Context) error {
-	cfg, u, err := o.upstreamConfig()
-	if err != nil {
-		return err
-	}
-	transport, err := rest.TransportFor(cfg)
-	if err != nil {
-		return fmt.Errorf("building the upstream transport: %w", err)
-	}
-	// Upgrades (exec, attach, port-forward) need HTTP/1.1 to the API server.
-	upCfg := rest.CopyConfig(cfg)
-	upCfg.TLSClientConfig.NextProtos = []string{"http/1.1"}
-	upgradeTransport, err := rest.TransportFor(upCfg)
-	if err != nil {
-		return fmt.Errorf("building the upstream transport for upgrades: %w", err)
-	}
-	opts, rule, err := o.authnOptions()
-	if err != nil {
-		return err
-	}
-	authenticator, err := authn.New(ctx, opts)
-	if err != nil {
-		return err
-	}
-	defer authenticator.Close()
-	audit, closeAudit, err := openAudit(o.AuditLog, o.ErrOut)
-	if err != nil {
-		return err
-	}
-	defer closeAudit()
-	certs := &proxy.CertReloader{CertFile: o.CertFile, KeyFile: o.KeyFile,
-		OnError: func(err error) {
-			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy: keeping the previous certificate: %v\n", err)
-		}}
-	if err := certs.Load(); err != nil {
-		return err
-	}
-	metrics := proxy.NewMetrics()
-	h := &proxy.Handler{Upstream: u,
-		Transport:        proxy.HeaderTimeout(transport, o.UpstreamTimeout),
-		UpgradeTransport: proxy.HeaderTimeout(upgradeTransport, o.UpstreamTimeout),
-		Authenticator:    authenticator, AllowSystemIdentities: o.AllowSystemIdentities,
-		Ready: proxy.ReadyCheck(u, proxy.HeaderTimeout(transport, o.UpstreamTimeout), authenticator.HealthCheck, time.Second),
-		Audit: audit, Metrics: metrics, CacheSize: o.cacheSize(), MaxInFlight: cmp.Or(o.MaxInFlight, -1),
-		Log: func(s string) { fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy: %s\n", s) }}
-	l, err := net.Listen("tcp", o.Listen)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", o.Listen, err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 90 * time.Second,
-		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}}
-	servers := []*http.Server{srv}
-	if o.MetricsAddress != "" {
-		ml, err := net.Listen("tcp", o.MetricsAddress)
-		if err != nil {
-			return fmt.Errorf("listening on --metrics-address %s: %w", o.MetricsAddress, err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", metrics.Handler())
-		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		servers = append(servers, msrv)
-		go func() { _ = msrv.Serve(ml) }()
-		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy metrics on http://%s/metrics\n", ml.Addr())
-	}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		for _, s := range servers {
-			_ = s.Shutdown(sctx)
-		}
-	}()
-	fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy for %s listening on https://%s; identities: %s; system: identities %s\n",
-		u.Host, l.Addr(), rule, map[bool]string{true: "allowed", false: "refused"}[o.AllowSystemIdentities])
-	if err := srv.ServeTLS(l, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
-}
-
-// openAudit opens the audit log: "-" is stderr, "" none, else a 0600 file.
-func openAudit(path string, stderr io.Writer) (io.Writer, func(), error) {
-	switch path {
-	case "":
-		return nil, func() {}, nil
-	case "-":
-		return stderr, func() {}, nil
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		return nil, nil, fmt.Errorf("opening --audit-log: %w", err)
-	}
-	return f, func() { _ = f.Close() }, nil
-}
+// needsAPIServer: the proxy always runs kube-apiserver's authenticator.
+func (o *ProxyOptions) needsAPIServer() *GlobalOptions { return o.global }

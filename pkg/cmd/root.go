@@ -1,16 +1,16 @@
 // Package cmd holds the commands of kubectl-impersonate, one file each, as
-// options structs with Complete, Validate and Run.
+// options structs with Complete, Validate and Run. This file is the
+// registry; options.go holds what the commands share.
 package cmd
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
@@ -18,35 +18,43 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
-// GlobalOptions are the flags of every command.
-type GlobalOptions struct {
-	Verbosity int
-	// Getenv and IsTerminal are stubbable for tests.
-	Getenv     func(string) string
-	IsTerminal func(any) bool
-}
-
-// Logger writes diagnostics to stderr at the chosen verbosity. Nothing
-// logged at any level contains a token, secret or code.
-func (g *GlobalOptions) Logger(w io.Writer) *logging.Logger {
-	return &logging.Logger{W: w, Level: g.Verbosity}
-}
-
-func isTerminal(v any) bool {
-	f, ok := v.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
 // NewRootCmd builds the command tree.
 func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
-	return newRootCmd(streams, "")
+	return newRootCmd(streams, nil, nil)
 }
 
-// newRootCmd builds the tree; with only set, just that subcommand. kubectl
-// runs get-token on every call, and building the other commands' flags
-// costs allocations (and so fresh pages) that get-token has no use for.
-func newRootCmd(streams genericiooptions.IOStreams, only string) *cobra.Command {
-	g := &GlobalOptions{Getenv: os.Getenv, IsTerminal: isTerminal}
+// command is one entry of the registry: its name and aliases (so that a
+// command line finds its command without building the others) and its
+// constructor. TestRegistryNames keeps the names equal to the commands'.
+type command struct {
+	names []string
+	build func(*GlobalOptions, genericiooptions.IOStreams) *cobra.Command
+}
+
+// commands is the registry, in the order of the help.
+var commands = []command{
+	{[]string{"get-token"}, NewCmdGetToken},
+	{[]string{"login"}, NewCmdLogin},
+	{[]string{"setup"}, NewCmdSetup},
+	{[]string{"logout"}, NewCmdLogout},
+	{[]string{"cloudsigma"}, NewCmdCloudSigma},
+	{[]string{"whoami"}, NewCmdWhoAmI},
+	{[]string{"claims"}, NewCmdClaims},
+	{[]string{"groups"}, NewCmdGroups},
+	{[]string{"access", "can-i-matrix"}, NewCmdAccess},
+	{[]string{"list"}, NewCmdList},
+	{[]string{"why"}, NewCmdWhy},
+	{[]string{"who-can"}, NewCmdWhoCan},
+	{[]string{"proxy"}, NewCmdProxy},
+	{[]string{"version"}, func(_ *GlobalOptions, s genericiooptions.IOStreams) *cobra.Command { return NewCmdVersion(s) }},
+}
+
+// newRootCmd builds the tree. When args name a command, only that one is
+// built: building the others' flags costs allocations (and so fresh pages)
+// on every run, get-token's above all, which kubectl runs on every call.
+// Help, completion and unknown commands get the whole tree.
+func newRootCmd(streams genericiooptions.IOStreams, code APIServerCode, args []string) *cobra.Command {
+	g := &GlobalOptions{Getenv: os.Getenv, IsTerminal: isTerminal, APIServer: code, args: args}
 	root := &cobra.Command{
 		Use:   "kubectl-impersonate",
 		Short: "Log in to Kubernetes with OpenID Connect, and act as another user where allowed",
@@ -66,35 +74,19 @@ Start with "kubectl impersonate setup --help".`,
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	root.PersistentFlags().IntVarP(&g.Verbosity, "v", "v", 0, "Log level for diagnostics on stderr (1: steps, 2: HTTP-level detail); tokens are never logged")
-
-	if only == "get-token" {
-		root.AddCommand(NewCmdGetToken(g, streams))
-		root.CompletionOptions.DisableDefaultCmd = true
-		return root
+	if len(args) > 0 {
+		for _, c := range commands {
+			if slices.Contains(c.names, args[0]) {
+				root.AddCommand(c.build(g, streams))
+				root.CompletionOptions.DisableDefaultCmd = true
+				return root
+			}
+		}
 	}
-	root.AddCommand(
-		NewCmdGetToken(g, streams),
-		NewCmdLogin(g, streams),
-		NewCmdSetup(g, streams),
-		NewCmdLogout(g, streams),
-		NewCmdCloudSigma(g, streams),
-		NewCmdWhoAmI(g, streams),
-		NewCmdClaims(g, streams),
-		NewCmdGroups(g, streams),
-		NewCmdAccess(g, streams),
-		NewCmdList(g, streams),
-		NewCmdWhy(g, streams),
-		NewCmdWhoCan(g, streams),
-		NewCmdProxy(g, streams),
-		NewCmdVersion(streams),
-	)
+	for _, c := range commands {
+		root.AddCommand(c.build(g, streams))
+	}
 	return root
-}
-
-// notifier prints one-line notices on stderr, as one printable line: a
-// notice may quote an environment variable or a file of someone else's.
-func notifier(w io.Writer) func(string) {
-	return func(msg string) { fmt.Fprintf(w, "kubectl-impersonate: %s\n", logging.OneLine(msg, 0)) }
 }
 
 // errOnlyGetToken refuses every command but get-token under kubectl's
@@ -105,18 +97,19 @@ func notifier(w io.Writer) func(string) {
 var errOnlyGetToken = errors.New("kubectl runs this plugin from a kubeconfig exec entry (" + execcred.EnvExecInfo + " is set): only get-token may run that way; fix the entry's args")
 
 // Execute runs the command line and returns the exit code. main prints
-// nothing itself: errors are reported here, once, on stderr.
-func Execute(ctx context.Context, args []string, streams genericiooptions.IOStreams) int {
+// nothing itself: errors are reported here, once, on stderr. code is
+// kube-apiserver's code where this binary links it, else nil.
+func Execute(ctx context.Context, args []string, streams genericiooptions.IOStreams, code APIServerCode) int {
 	defer tokencache.CloseKeyring()
-	only := ""
-	if len(args) > 0 && args[0] == "get-token" {
-		only = "get-token"
-	}
-	root := newRootCmd(streams, only)
+	root := newRootCmd(streams, code, args)
 	root.SetArgs(args)
 	err := errOnlyGetToken
 	if c, _, ferr := root.Find(args); os.Getenv(execcred.EnvExecInfo) == "" || (ferr == nil && c.Name() == "get-token") {
 		err = root.ExecuteContext(ctx)
+	}
+	var handed handedOff
+	if errors.As(err, &handed) {
+		return int(handed)
 	}
 	if err != nil {
 		// One printable line: errors may quote a hostile file or answer.
@@ -124,25 +117,4 @@ func Execute(ctx context.Context, args []string, streams genericiooptions.IOStre
 		return 1
 	}
 	return 0
-}
-
-// options is what every command's options struct provides, in kubectl's
-// Complete / Validate / Run shape.
-type options interface {
-	Complete() error
-	Validate() error
-	Run(ctx context.Context) error
-}
-
-// runE runs o's three steps as a cobra RunE.
-func runE(o options) func(*cobra.Command, []string) error {
-	return func(c *cobra.Command, _ []string) error {
-		if err := o.Complete(); err != nil {
-			return err
-		}
-		if err := o.Validate(); err != nil {
-			return err
-		}
-		return o.Run(c.Context())
-	}
 }

@@ -1,10 +1,11 @@
 package cmd
 
 import (
+	"net/url"
+
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/exchange"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
-	"net/url"
 )
 
 // loginConfig is the configuration of the login package for a.

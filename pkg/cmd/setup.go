@@ -14,14 +14,12 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/fastpath"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeconfig"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kuberc"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
@@ -119,12 +117,17 @@ func (o *SetupOptions) Complete() error {
 		if resolved, err := filepath.EvalSymlinks(exe); err == nil {
 			exe = resolved
 		}
+		// setup --authentication-config runs in the apiserver binary: the
+		// entry runs the full one beside it.
+		if full, ok := install.Sibling(exe, install.FullBinaryName); ok && strings.TrimSuffix(filepath.Base(exe), ".exe") == install.APIServerBinaryName {
+			exe = full
+		}
 		o.Executable = exe
 	}
-	if fast, ok := fastpath.Sibling(o.Executable); ok {
+	if fast, ok := install.Sibling(o.Executable, install.FastBinaryName); ok {
 		o.fast = fast
 	}
-	if link, ok := fastpath.KrewLink(o.Executable, o.global.Getenv); ok {
+	if link, ok := install.KrewLink(o.Executable, o.global.Getenv); ok {
 		o.krewLink = link
 	}
 	// The kubeconfig records the CA's absolute path; the cluster entry is
@@ -226,7 +229,7 @@ func (o *SetupOptions) Run(context.Context) error {
 		return o.kuberc(o.ExecConfig().Command)
 	}
 	if o.AuthConfig != "" {
-		note, err := o.checkAuthConfig()
+		note, err := o.global.APIServer.CheckAuthConfig(o)
 		if err != nil {
 			return err
 		}
@@ -354,43 +357,13 @@ func (o *SetupOptions) writeProfile(name string, values map[string][]string) err
 	return nil
 }
 
-// checkAuthConfig reads the cluster's AuthenticationConfiguration (as
-// kube-apiserver validates it) and says, in one line with the fix, when
-// it would refuse the tokens this entry gets: no entry for the issuer, or
-// an audience the tokens do not carry. Tokens whose aud setup cannot know
-// (access tokens, exchanged tokens without --exchange-audience) are checked
-// for the issuer only.
-func (o *SetupOptions) checkAuthConfig() (string, error) {
-	cfg, err := authn.LoadConfigFile(o.AuthConfig)
-	if err != nil {
-		return "", fmt.Errorf("--authentication-config: %w", err)
+// needsAPIServer: --authentication-config is checked with kube-apiserver's
+// configuration types.
+func (o *SetupOptions) needsAPIServer() *GlobalOptions {
+	if o.AuthConfig == "" {
+		return nil
 	}
-	a := o.Auth
-	if a.Exchange == settings.ExchangeCloudSigma {
-		return "", nil // CloudSigma's tokens are not the provider's
-	}
-	iss := a.IssuerURL
-	listed := false
-	for _, j := range cfg.JWT {
-		listed = listed || j.Issuer.URL == iss
-	}
-	if !listed {
-		return fmt.Sprintf("the cluster's AuthenticationConfiguration (%s) has no jwt issuer %q: the API server refuses these tokens; add an entry with issuer.url: %s", o.AuthConfig, iss, iss), nil
-	}
-	var aud string
-	switch {
-	case a.GrantType == settings.GrantIdentityPlatform:
-		aud = (&login.IdentityPlatform{Issuer: iss}).Project()
-	case a.Exchange == settings.ExchangeTokenExchange && len(a.ExchangeAudiences) == 1:
-		aud = a.ExchangeAudiences[0]
-	case a.Exchange == settings.ExchangeNone && !a.UseAccessToken && a.GrantType != settings.GrantClientCredentials:
-		// An ID token's aud. Client credentials mostly get no ID token, and
-		// kubectl then gets the access token, whose aud the provider chooses.
-		aud = a.ClientID
-	default:
-		return "", nil
-	}
-	return audienceNote(iss, aud, cfg), nil
+	return o.global
 }
 
 // kuberc reports kubectl's credential plugin policy for command, and with

@@ -14,6 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kuberc"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 )
 
 // WhoAmIOptions is the whoami command.
@@ -74,7 +75,7 @@ func (o *WhoAmIOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res := WhoAmIResult{APIVersion: "authentication.k8s.io/" + version, Username: ui.Username, UID: ui.UID, Groups: ui.Groups, Extra: extraOf(ui.Extra)}
+	res := WhoAmIResult{APIVersion: "authentication.k8s.io/" + version, Username: ui.Username, UID: ui.UID, Groups: ui.Groups, Extra: ExtraOf(ui.Extra)}
 	if _, ts, err := o.Kube.CachedToken(ctx, o.global.Getenv); !errors.Is(err, errNotOurs) {
 		res.TokenSource = ts
 		warnKuberc(o.ErrOut, o.Kube.ExecCommand(), o.global.Getenv)
@@ -82,25 +83,25 @@ func (o *WhoAmIOptions) Run(ctx context.Context) error {
 	return o.Output.Print(o.Out, res, func(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 		fmt.Fprintf(tw, "ATTRIBUTE\tVALUE\n")
-		fmt.Fprintf(tw, "Username\t%s\n", printable(res.Username))
+		fmt.Fprintf(tw, "Username\t%s\n", logging.Printable(res.Username))
 		if res.UID != "" {
-			fmt.Fprintf(tw, "UID\t%s\n", printable(res.UID))
+			fmt.Fprintf(tw, "UID\t%s\n", logging.Printable(res.UID))
 		}
-		fmt.Fprintf(tw, "Groups\t%s\n", "["+printable(strings.Join(res.Groups, " "))+"]")
+		fmt.Fprintf(tw, "Groups\t%s\n", "["+logging.Printable(strings.Join(res.Groups, " "))+"]")
 		keys := make([]string, 0, len(res.Extra))
 		for k := range res.Extra {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			fmt.Fprintf(tw, "Extra: %s\t%s\n", printable(k), printable(fmt.Sprint(res.Extra[k])))
+			fmt.Fprintf(tw, "Extra: %s\t%s\n", logging.Printable(k), logging.Printable(fmt.Sprint(res.Extra[k])))
 		}
 		if ts := res.TokenSource; ts != nil {
-			fmt.Fprintf(tw, "Token issuer\t%s\n", printable(ts.Issuer))
-			fmt.Fprintf(tw, "Token client\t%s\n", printable(ts.ClientID))
-			fmt.Fprintf(tw, "Token grant\t%s\n", printable(ts.GrantType))
+			fmt.Fprintf(tw, "Token issuer\t%s\n", logging.Printable(ts.Issuer))
+			fmt.Fprintf(tw, "Token client\t%s\n", logging.Printable(ts.ClientID))
+			fmt.Fprintf(tw, "Token grant\t%s\n", logging.Printable(ts.GrantType))
 			if ts.Exchange != "" {
-				fmt.Fprintf(tw, "Token exchange\t%s\n", printable(ts.Exchange))
+				fmt.Fprintf(tw, "Token exchange\t%s\n", logging.Printable(ts.Exchange))
 			}
 			fmt.Fprintf(tw, "Token cache\t%s\n", ts.Storage)
 			if ts.Cached {
@@ -111,8 +112,8 @@ func (o *WhoAmIOptions) Run(ctx context.Context) error {
 	})
 }
 
-// extraOf copies a UserInfo's extra values into plain string lists.
-func extraOf[V ~[]string](extra map[string]V) map[string][]string {
+// ExtraOf copies a UserInfo's extra values into plain string lists.
+func ExtraOf[V ~[]string](extra map[string]V) map[string][]string {
 	if len(extra) == 0 {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 )
 
@@ -84,7 +85,7 @@ func (o *WhoCanOptions) Run(ctx context.Context) error {
 	}
 	return o.Output.Print(o.Out, grants, func(w io.Writer) {
 		if len(grants) == 0 {
-			fmt.Fprintf(w, "No binding grants %s %s %s.\n", printable(o.target.Verb), printable(o.target.ResourceDisplay()), printable(o.target.Where()))
+			fmt.Fprintf(w, "No binding grants %s %s %s.\n", logging.Printable(o.target.Verb), logging.Printable(o.target.ResourceDisplay()), logging.Printable(o.target.Where()))
 			return
 		}
 		printGrants(w, grants)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 )
 
@@ -105,12 +106,12 @@ func (o *WhyOptions) Run(ctx context.Context) error {
 		if res.Allowed {
 			verdict = "yes"
 		}
-		fmt.Fprintf(w, "%s: may %s %s %s? %s\n", printable(res.Username), printable(o.target.Verb), printable(o.target.ResourceDisplay()), printable(o.target.Where()), verdict)
+		fmt.Fprintf(w, "%s: may %s %s %s? %s\n", logging.Printable(res.Username), logging.Printable(o.target.Verb), logging.Printable(o.target.ResourceDisplay()), logging.Printable(o.target.Where()), verdict)
 		if res.Reason != "" {
-			fmt.Fprintf(w, "Reason: %s\n", printable(res.Reason))
+			fmt.Fprintf(w, "Reason: %s\n", logging.Printable(res.Reason))
 		}
 		if res.RBACNote != "" {
-			fmt.Fprintln(w, printable(res.RBACNote))
+			fmt.Fprintln(w, logging.Printable(res.RBACNote))
 		}
 		printGrants(w, res.Grants)
 	})
@@ -129,13 +130,13 @@ func printGrants(w io.Writer, grants []rbac.Grant) {
 			if s.Kind == "ServiceAccount" {
 				n = s.Kind + ":" + s.Namespace + "/" + s.Name
 			}
-			subs = append(subs, printable(n))
+			subs = append(subs, logging.Printable(n))
 		}
 		ns := g.Namespace
 		if ns == "" {
 			ns = "(cluster)"
 		}
-		fmt.Fprintf(tw, "%s/%s\t%s\t%s/%s\t%s\n", g.BindingKind, printable(g.Binding), printable(ns), g.RoleKind, printable(g.Role), strings.Join(subs, ", "))
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s/%s\t%s\n", g.BindingKind, logging.Printable(g.Binding), logging.Printable(ns), g.RoleKind, logging.Printable(g.Role), strings.Join(subs, ", "))
 	}
 	_ = tw.Flush()
 }

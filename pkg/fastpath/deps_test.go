@@ -25,7 +25,14 @@ func TestLinkedPackages(t *testing.T) {
 	}{
 		{"../../cmd/kubectl-impersonate-get_token", []string{"net/http", "crypto/tls", "golang.org/x/oauth2", "k8s.io/client-go/rest",
 			"k8s.io/apimachinery/pkg/runtime", "github.com/coreos/go-oidc/v3/oidc", "github.com/spf13/cobra"}},
-		{"../../cmd/kubectl-impersonate", []string{"k8s.io/cli-runtime/pkg/genericclioptions", "k8s.io/client-go/kubernetes"}},
+		// kube-apiserver's code and its package initialisers (component-base's
+		// metrics registry, CEL, the egress selector, Prometheus' client) are
+		// kubectl-impersonate-apiserver's alone.
+		{"../../cmd/kubectl-impersonate", []string{"k8s.io/cli-runtime/pkg/genericclioptions", "k8s.io/client-go/kubernetes",
+			"k8s.io/apiserver/pkg/apis/apiserver", "k8s.io/component-base/metrics/legacyregistry", "github.com/google/cel-go/cel",
+			"github.com/prometheus/client_golang/prometheus", "github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn",
+			"github.com/kubectl-impersonate/kubectl-impersonate/pkg/proxy"}},
+		{"../../cmd/kubectl-impersonate-apiserver", []string{"k8s.io/cli-runtime/pkg/genericclioptions", "k8s.io/client-go/kubernetes"}},
 	} {
 		linked := deps(tt.binary)
 		require.Contains(t, linked, "github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings", "the list is the binary's")

@@ -13,10 +13,8 @@ package fastpath
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -25,17 +23,10 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
-
-// FullBinaryName is the binary that handles everything else.
-const FullBinaryName = "kubectl-impersonate"
-
-// BinaryName is the fast binary. kubectl maps "kubectl impersonate
-// get-token" to this name (dashes in subcommands become underscores), so
-// it is also what kubectl runs for that command.
-const BinaryName = "kubectl-impersonate-get_token"
 
 // Serve writes the ExecCredential for args (get-token's flags) to stdout
 // and returns true when a valid token is cached and nothing needs saying.
@@ -141,39 +132,6 @@ func CachedSource(o *settings.AuthOptions, store tokencache.Store, notify func(s
 	return &credential.Source{Key: o.Key(), Store: store, UseAccessToken: o.UsesAccessToken(), MinValidity: o.MinValidity(), Notify: notify}
 }
 
-func exe(name string) string {
-	if runtime.GOOS == "windows" {
-		return name + ".exe"
-	}
-	return name
-}
-
-// FullBinary is kubectl-impersonate next to the running fast binary.
-func FullBinary() (string, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return "", err
-	}
-	if resolved, err := filepath.EvalSymlinks(self); err == nil {
-		self = resolved
-	}
-	full := filepath.Join(filepath.Dir(self), exe(FullBinaryName))
-	if full == self {
-		return "", errors.New(self + " is the fast get-token binary under the full binary's name: install kubectl-impersonate and kubectl-impersonate-get_token side by side")
-	}
-	if _, err := os.Stat(full); err != nil {
-		return "", errors.New(exe(FullBinaryName) + " is not next to " + self + ": install both binaries into the same directory")
-	}
-	return full, nil
-}
-
-// Sibling is the fast binary next to the full binary at full, if installed.
-func Sibling(full string) (string, bool) {
-	p := filepath.Join(filepath.Dir(full), exe(BinaryName))
-	fi, err := os.Stat(p)
-	return p, err == nil && !fi.IsDir()
-}
-
 // Dispatch decides what the fast binary was asked. Run by its own name
 // (kubeconfig entries, "kubectl impersonate get-token" via kubectl's
 // plugin lookup), args are get-token's flags. Run by another name - Krew
@@ -185,41 +143,11 @@ func Dispatch(argv0 string, args []string) (getTokenArgs []string, full bool) {
 	if runtime.GOOS == "windows" {
 		name = strings.TrimSuffix(strings.ToLower(name), ".exe")
 	}
-	if name == BinaryName {
+	if name == install.FastBinaryName {
 		return args, false
 	}
 	if len(args) > 0 && args[0] == "get-token" {
 		return args[1:], false
 	}
 	return nil, true
-}
-
-// KrewPluginName is the plugin's name in the Krew index.
-const KrewPluginName = "impersonate"
-
-// KrewLink is the path Krew links to the plugin ($KREW_ROOT/bin/
-// kubectl-impersonate), when full runs from Krew's store: that path stays
-// the same across "kubectl krew upgrade", which removes the old version's
-// directory, so kubeconfig entries must use it rather than the store path.
-func KrewLink(full string, getenv func(string) string) (string, bool) {
-	root := getenv("KREW_ROOT")
-	if root == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", false
-		}
-		root = filepath.Join(home, ".krew")
-	}
-	if r, err := filepath.EvalSymlinks(root); err == nil {
-		root = r
-	}
-	store := filepath.Join(root, "store", KrewPluginName) + string(filepath.Separator)
-	if !strings.HasPrefix(full, store) {
-		return "", false
-	}
-	link := filepath.Join(root, "bin", exe(FullBinaryName))
-	if _, err := os.Stat(link); err != nil {
-		return "", false
-	}
-	return link, true
 }

@@ -1,12 +1,9 @@
 package fastpath
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestDispatch(t *testing.T) {
@@ -28,45 +25,6 @@ func TestDispatch(t *testing.T) {
 			args, full := Dispatch(tc.argv0, tc.args)
 			assert.Equal(t, tc.wantArgs, args)
 			assert.Equal(t, tc.wantFull, full)
-		})
-	}
-}
-
-func TestKrewLink(t *testing.T) {
-	root := t.TempDir()
-	if r, err := filepath.EvalSymlinks(root); err == nil {
-		root = r
-	}
-	store := filepath.Join(root, "store", "impersonate", "v1.2.3")
-	require.NoError(t, os.MkdirAll(store, 0o755))
-	require.NoError(t, os.MkdirAll(filepath.Join(root, "bin"), 0o755))
-	fast := filepath.Join(store, exe(BinaryName))
-	require.NoError(t, os.WriteFile(fast, nil, 0o755))
-	link := filepath.Join(root, "bin", exe(FullBinaryName))
-	require.NoError(t, os.Symlink(fast, link))
-	env := func(v string) func(string) string {
-		return func(k string) string {
-			if k == "KREW_ROOT" {
-				return v
-			}
-			return ""
-		}
-	}
-	for _, tc := range []struct {
-		name     string
-		full     string
-		krewRoot string
-		wantLink string
-	}{
-		{"from Krew's store", filepath.Join(store, exe(FullBinaryName)), root, link},
-		{"another plugin's store", filepath.Join(root, "store", "impersonatex", "v1", exe(FullBinaryName)), root, ""},
-		{"go install", "/root/go/bin/" + exe(FullBinaryName), root, ""},
-		{"another Krew root", filepath.Join(store, exe(FullBinaryName)), t.TempDir(), ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, ok := KrewLink(tc.full, env(tc.krewRoot))
-			assert.Equal(t, tc.wantLink, got)
-			assert.Equal(t, tc.wantLink != "", ok)
 		})
 	}
 }

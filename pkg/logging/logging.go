@@ -52,3 +52,15 @@ func OneLine(s string, max int) string {
 	}
 	return s[:cut] + "…"
 }
+
+// Printable escapes what is not printable (a claim is the token author's
+// text: an escape sequence must not reach the terminal, and a
+// bidirectional override or zero-width character must not disguise a
+// name), and tabs, which would break the table.
+func Printable(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
+}

@@ -44,7 +44,7 @@ import (
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/transport"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/jwtclaims"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 )
 
@@ -500,9 +500,9 @@ func forwardable(u user.Info, allowSystem bool) error {
 }
 
 // expiry reads exp from a token the authenticator has just accepted
-// (authn.DecodeJWT: the decoder the claims command prints with).
+// (jwtclaims.Decode: the decoder the claims command prints with).
 func expiry(raw string) (time.Time, bool) {
-	tok, err := authn.DecodeJWT(raw)
+	tok, err := jwtclaims.Decode(raw)
 	if err != nil {
 		return time.Time{}, false
 	}

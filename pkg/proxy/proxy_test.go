@@ -30,8 +30,8 @@ var aliceClaims = map[string]any{"email": "alice@example.com", "email_verified":
 // legacyConfig is kube-apiserver's --oidc-* flags: email without prefix,
 // groups with "oidc:".
 func legacyConfig(is *testissuer.Issuer) authn.Options {
-	cfg, algs := authn.LegacyFlags{IssuerURL: is.URL, ClientIDs: []string{"kube"}, CA: is.CAPEM(),
-		UsernameClaim: "email", GroupsClaim: "groups", GroupsPrefix: "oidc:"}.Config()
+	cfg, algs := authn.LegacyConfig(authn.LegacyFlags{IssuerURL: is.URL, ClientIDs: []string{"kube"}, CA: is.CAPEM(),
+		UsernameClaim: "email", GroupsClaim: "groups", GroupsPrefix: "oidc:"})
 	return authn.Options{Config: cfg, SigningAlgs: algs}
 }
 

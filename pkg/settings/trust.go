@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
@@ -187,13 +188,6 @@ func (o *AuthOptions) lockReason(getenv func(string) string) (string, error) {
 	return fmt.Sprintf("the kuberc %s allowlists this plugin", path), nil
 }
 
-// fullBinaryName and fastBinaryName are the plugin's two binaries, as a
-// kuberc allowlist names them.
-const (
-	fullBinaryName = "kubectl-impersonate"
-	fastBinaryName = "kubectl-impersonate-get_token"
-)
-
 // KubercLocks returns the kuberc that allowlists this plugin, "" if none
 // does. An exec entry's env can move $KUBERC and $HOME, so it may add a
 // lock but not remove one: more gives kubectl's own $KUBERC and $HOME
@@ -264,8 +258,7 @@ func kubercAllowlists(path string) (bool, error) {
 		}
 		for _, e := range d.Allowlist {
 			for _, c := range []string{e.Name, e.Command} {
-				base := strings.TrimSuffix(strings.ToLower(filepath.Base(c)), ".exe")
-				if base == fullBinaryName || base == fastBinaryName {
+				if install.IsOurs(c) {
 					return true, nil
 				}
 			}

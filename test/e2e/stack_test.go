@@ -164,8 +164,11 @@ func (s *stack) buildBinaries() error {
 	s.floor = filepath.Join(s.work, "bin", "e2e-floorproxy")
 	// The fast get-token binary sits next to the full one, as installed:
 	// setup then points the kubeconfig at it.
+	// So does kubectl-impersonate-apiserver, which claims and proxy run in.
 	fast := filepath.Join(s.work, "bin", "kubectl-impersonate-get_token")
-	for out, pkg := range map[string]string{s.ki: "../../cmd/kubectl-impersonate", fast: "../../cmd/kubectl-impersonate-get_token", s.browser: "./browser", s.floor: "./floorproxy"} {
+	apiserver := filepath.Join(s.work, "bin", "kubectl-impersonate-apiserver")
+	for out, pkg := range map[string]string{s.ki: "../../cmd/kubectl-impersonate", fast: "../../cmd/kubectl-impersonate-get_token",
+		apiserver: "../../cmd/kubectl-impersonate-apiserver", s.browser: "./browser", s.floor: "./floorproxy"} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Run(); err != nil {

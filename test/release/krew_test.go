@@ -56,8 +56,10 @@ func TestKrewInstallFromSnapshot(t *testing.T) {
 	// lands in the install directory (here from the local archive).
 	licenses, _ := filepath.Glob(filepath.Join(root, "store", "impersonate", "*", "LICENSE"))
 	assert.Len(t, licenses, 1, "LICENSE installed")
-	fast, _ := filepath.Glob(filepath.Join(root, "store", "impersonate", "*", "kubectl-impersonate-get_token"))
-	assert.Len(t, fast, 1, "both binaries installed")
+	for _, b := range []string{"kubectl-impersonate", "kubectl-impersonate-get_token", "kubectl-impersonate-apiserver"} {
+		installed, _ := filepath.Glob(filepath.Join(root, "store", "impersonate", "*", b))
+		assert.Len(t, installed, 1, "%s installed", b)
+	}
 
 	// kubectl finds the plugin through Krew's link; the fast binary passes
 	// "version" to the full binary beside it in Krew's store.

@@ -1,4 +1,7 @@
-package authn
+// Package jwtclaims decodes a JWT for display, verifying nothing: pkg/authn
+// verifies with kube-apiserver's own authenticator. It imports nothing but
+// the standard library, so every command may decode a token.
+package jwtclaims
 
 import (
 	"encoding/base64"
@@ -14,8 +17,8 @@ type Token struct {
 	Claims map[string]any `json:"claims"`
 }
 
-// DecodeJWT splits and decodes a compact JWS.
-func DecodeJWT(raw string) (*Token, error) {
+// Decode splits and decodes a compact JWS.
+func Decode(raw string) (*Token, error) {
 	parts := strings.Split(strings.TrimSpace(raw), ".")
 	if len(parts) != 3 {
 		return nil, fmt.Errorf("not a JWT: %d parts separated by dots, want 3", len(parts))

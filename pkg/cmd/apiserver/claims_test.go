@@ -1,4 +1,4 @@
-package cmd
+package apiserver
 
 import (
 	"encoding/base64"
@@ -7,8 +7,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/jwtclaims"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/proxy"
 )
 
 // TestIdentityPlatformAudience: Identity Platform's tokens carry the
@@ -16,20 +20,20 @@ import (
 // gets one line naming the fix, and only then.
 func TestIdentityPlatformAudience(t *testing.T) {
 	const iss = "https://securetoken.google.com/my-project"
-	token := func(iss string) *authn.Token {
+	token := func(iss string) *jwtclaims.Token {
 		enc := func(v any) string { b, _ := json.Marshal(v); return base64.RawURLEncoding.EncodeToString(b) }
-		tok, err := authn.DecodeJWT(enc(map[string]string{"alg": "RS256"}) + "." + enc(map[string]any{"iss": iss, "aud": "my-project"}) + ".sig")
+		tok, err := jwtclaims.Decode(enc(map[string]string{"alg": "RS256"}) + "." + enc(map[string]any{"iss": iss, "aud": "my-project"}) + ".sig")
 		require.NoError(t, err)
 		return tok
 	}
 	config := func(url string, audiences ...string) *authn.Config {
 		l := authn.LegacyFlags{IssuerURL: url, ClientIDs: audiences, UsernameClaim: "sub"}
-		cfg, _ := l.Config()
+		cfg, _ := authn.LegacyConfig(l)
 		return cfg
 	}
 	for _, tt := range []struct {
 		name string
-		tok  *authn.Token
+		tok  *jwtclaims.Token
 		cfg  *authn.Config
 		want string
 	}{
@@ -47,5 +51,31 @@ func TestIdentityPlatformAudience(t *testing.T) {
 			}
 			assert.Contains(t, got, tt.want)
 		})
+	}
+}
+
+// TestProxyDefaults: the proxy command's flag defaults, bound in a binary
+// that does not link pkg/proxy, are pkg/proxy's; --token-cache-size=0
+// turns the cache off (the handler's -1; docs/proxy.md: "0 authenticates
+// every request").
+func TestProxyDefaults(t *testing.T) {
+	for _, tt := range []struct {
+		flags     []string
+		cacheSize int
+	}{
+		{nil, proxy.DefaultCacheSize},
+		{[]string{"--token-cache-size=0"}, -1},
+		{[]string{"--token-cache-size=10"}, 10},
+	} {
+		c := cmd.NewRootCmd(genericiooptions.NewTestIOStreamsDiscard())
+		p, _, err := c.Find([]string{"proxy"})
+		require.NoError(t, err)
+		require.NoError(t, p.ParseFlags(tt.flags))
+		n, err := p.Flags().GetInt("token-cache-size")
+		require.NoError(t, err)
+		inflight, err := p.Flags().GetInt("max-requests-inflight")
+		require.NoError(t, err)
+		assert.Equal(t, proxy.DefaultMaxInFlight, inflight)
+		assert.Equal(t, tt.cacheSize, (&cmd.ProxyOptions{TokenCacheSize: n}).CacheSize(), "%q", tt.flags)
 	}
 }

@@ -1,4 +1,4 @@
-package cmd
+package apiserver
 
 import (
 	"bytes"
@@ -10,11 +10,10 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
 // TestSetupChecksAuthenticationConfig: given the cluster's
@@ -67,22 +66,23 @@ jwt:
 			wantErr: "--authentication-config:"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := &SetupOptions{Auth: settings.NewAuthOptions(), IOStreams: genericiooptions.NewTestIOStreamsDiscard(),
-				global: &GlobalOptions{Getenv: func(string) string { return "" }}, InteractiveMode: "IfAvailable", User: "oidc"}
-			require.NoError(t, newCmdSetup(opts).ParseFlags(append(tt.flags, "--authentication-config="+tt.config)))
-			require.NoError(t, opts.Complete())
-			require.NoError(t, opts.Validate())
-			note, err := opts.checkAuthConfig()
+			t.Setenv("HOME", t.TempDir())
+			t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "config"))
+			var out, errOut bytes.Buffer
+			streams := genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut}
+			code := cmd.Execute(context.Background(), append(append([]string{"setup", "--user=oidc"}, tt.flags...), "--authentication-config="+tt.config), streams, Code{})
 			if tt.wantErr != "" {
-				assert.ErrorContains(t, err, tt.wantErr)
+				assert.Equal(t, 1, code)
+				assert.Contains(t, errOut.String(), tt.wantErr)
 				return
 			}
-			require.NoError(t, err)
+			require.Equal(t, 0, code, errOut.String())
 			if tt.want == "" {
-				assert.Empty(t, note)
+				assert.NotContains(t, errOut.String(), "AuthenticationConfiguration")
+				assert.NotContains(t, errOut.String(), "refuses")
 				return
 			}
-			assert.Contains(t, note, tt.want)
+			assert.Contains(t, errOut.String(), tt.want)
 		})
 	}
 }
@@ -110,7 +110,7 @@ func TestAuthenticationConfigFileIsBounded(t *testing.T) {
 		t.Run(filepath.Base(tt.file), func(t *testing.T) {
 			var errOut bytes.Buffer
 			streams := genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &bytes.Buffer{}, ErrOut: &errOut}
-			code := Execute(context.Background(), []string{"setup", "--oidc-issuer-url=https://x.example.com", "--oidc-client-id=a", "--authentication-config=" + tt.file}, streams)
+			code := cmd.Execute(context.Background(), []string{"setup", "--oidc-issuer-url=https://x.example.com", "--oidc-client-id=a", "--authentication-config=" + tt.file}, streams, Code{})
 			assert.Equal(t, 1, code)
 			assert.Contains(t, errOut.String(), tt.want)
 			assert.Equal(t, 1, strings.Count(errOut.String(), "\n"), "one line: %q", errOut.String())

@@ -1,4 +1,4 @@
-package cmd
+package logging
 
 import (
 	"testing"
@@ -18,6 +18,6 @@ func TestPrintable(t *testing.T) {
 		"zero\u200bwidth":              `zero\u200bwidth`,
 		"bell\a":                       `bell\a`,
 	} {
-		assert.Equal(t, want, printable(in), "%q", in)
+		assert.Equal(t, want, Printable(in), "%q", in)
 	}
 }

@@ -1,0 +1,177 @@
+package apiserver
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/proxy"
+)
+
+// authnOptions builds the authenticator's configuration from the flags.
+func proxyAuthnOptions(o *cmd.ProxyOptions) (authn.Options, string, error) {
+	var opts authn.Options
+	var rule string
+	if o.AuthConfig != "" {
+		cfg, err := authn.LoadConfigFile(o.AuthConfig)
+		if err != nil {
+			return opts, "", err
+		}
+		opts.Config = cfg
+		rule = fmt.Sprintf("the %d jwt authenticator(s) of %s", len(cfg.JWT), o.AuthConfig)
+	} else {
+		l, err := o.OIDC.Values()
+		if err != nil {
+			return opts, "", err
+		}
+		opts.Config, opts.SigningAlgs = authn.LegacyConfig(l)
+		m := opts.Config.JWT[0].ClaimMappings
+		rule = fmt.Sprintf("username = %q + claim %q", *m.Username.Prefix, m.Username.Claim)
+		if m.Groups.Claim != "" {
+			rule += fmt.Sprintf(", groups = %q + claim %q", *m.Groups.Prefix, m.Groups.Claim)
+		}
+	}
+	if o.SigningKeyFile != "" {
+		b, err := os.ReadFile(o.SigningKeyFile)
+		if err != nil {
+			return opts, "", fmt.Errorf("reading --oidc-signing-key-file: %w", err)
+		}
+		opts.Keys, opts.StaticKeys = authn.KeysStatic, b
+	}
+	return opts, rule, nil
+}
+
+// upstreamConfig loads the proxy's own credential and refuses one that
+// impersonates by itself: its Impersonate-* headers would replace the
+// caller's.
+func upstreamConfig(o *cmd.ProxyOptions) (*rest.Config, *url.URL, error) {
+	var cfg *rest.Config
+	var err error
+	if o.InCluster {
+		cfg, err = rest.InClusterConfig()
+	} else {
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.UpstreamKubeconfig)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading the proxy's credential: %w", err)
+	}
+	imp := cfg.Impersonate
+	if imp.UserName != "" || imp.UID != "" || len(imp.Groups) > 0 || len(imp.Extra) > 0 {
+		return nil, nil, errors.New("the upstream kubeconfig impersonates (as, as-groups, as-uid or as-user-extra): remove it, the proxy impersonates each caller")
+	}
+	upstream := cmp.Or(o.Upstream, cfg.Host)
+	u, err := url.Parse(upstream)
+	if err != nil || u.Host == "" || u.Scheme != "https" {
+		return nil, nil, fmt.Errorf("--upstream %q is not an https URL", upstream)
+	}
+	return cfg, u, nil
+}
+
+// Proxy serves until ctx ends.
+func (Code) Proxy(ctx context.Context, o *cmd.ProxyOptions) error {
+	cfg, u, err := upstreamConfig(o)
+	if err != nil {
+		return err
+	}
+	transport, err := rest.TransportFor(cfg)
+	if err != nil {
+		return fmt.Errorf("building the upstream transport: %w", err)
+	}
+	// Upgrades (exec, attach, port-forward) need HTTP/1.1 to the API server.
+	upCfg := rest.CopyConfig(cfg)
+	upCfg.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	upgradeTransport, err := rest.TransportFor(upCfg)
+	if err != nil {
+		return fmt.Errorf("building the upstream transport for upgrades: %w", err)
+	}
+	opts, rule, err := proxyAuthnOptions(o)
+	if err != nil {
+		return err
+	}
+	authenticator, err := authn.New(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer authenticator.Close()
+	audit, closeAudit, err := openAudit(o.AuditLog, o.ErrOut)
+	if err != nil {
+		return err
+	}
+	defer closeAudit()
+	certs := &proxy.CertReloader{CertFile: o.CertFile, KeyFile: o.KeyFile,
+		OnError: func(err error) {
+			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy: keeping the previous certificate: %v\n", err)
+		}}
+	if err := certs.Load(); err != nil {
+		return err
+	}
+	metrics := proxy.NewMetrics()
+	h := &proxy.Handler{Upstream: u,
+		Transport:        proxy.HeaderTimeout(transport, o.UpstreamTimeout),
+		UpgradeTransport: proxy.HeaderTimeout(upgradeTransport, o.UpstreamTimeout),
+		Authenticator:    authenticator, AllowSystemIdentities: o.AllowSystemIdentities,
+		Ready: proxy.ReadyCheck(u, proxy.HeaderTimeout(transport, o.UpstreamTimeout), authenticator.HealthCheck, time.Second),
+		Audit: audit, Metrics: metrics, CacheSize: o.CacheSize(), MaxInFlight: cmp.Or(o.MaxInFlight, -1),
+		Log: func(s string) { fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy: %s\n", s) }}
+	l, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", o.Listen, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 90 * time.Second,
+		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}}
+	servers := []*http.Server{srv}
+	if o.MetricsAddress != "" {
+		ml, err := net.Listen("tcp", o.MetricsAddress)
+		if err != nil {
+			return fmt.Errorf("listening on --metrics-address %s: %w", o.MetricsAddress, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", metrics.Handler())
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, msrv)
+		go func() { _ = msrv.Serve(ml) }()
+		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy metrics on http://%s/metrics\n", ml.Addr())
+	}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, s := range servers {
+			_ = s.Shutdown(sctx)
+		}
+	}()
+	fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy for %s listening on https://%s; identities: %s; system: identities %s\n",
+		u.Host, l.Addr(), rule, map[bool]string{true: "allowed", false: "refused"}[o.AllowSystemIdentities])
+	if err := srv.ServeTLS(l, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// openAudit opens the audit log: "-" is stderr, "" none, else a 0600 file.
+func openAudit(path string, stderr io.Writer) (io.Writer, func(), error) {
+	switch path {
+	case "":
+		return nil, func() {}, nil
+	case "-":
+		return stderr, func() {}, nil
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening --audit-log: %w", err)
+	}
+	return f, func() { _ = f.Close() }, nil
+}

@@ -1,0 +1,27 @@
+//go:build windows
+
+package install
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+)
+
+// Run starts the binary at path with args and this process's standard
+// streams, and returns its exit code (Windows has no exec).
+func Run(path string, args []string) int {
+	cmd := exec.Command(path, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kubectl-impersonate: running", path+":", err)
+		return 1
+	}
+	return 0
+}
