@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -23,7 +24,7 @@ type AccessOptions struct {
 	ClusterScope  bool
 	Verbs         []string
 	Subresources  bool
-	Method        string
+	Method        rbac.Source
 	Output        *OutputFlags
 	TokenIdentity bool
 	DiffAs        string
@@ -59,7 +60,7 @@ In the table, ✔ is allowed, ✗ denied, ~ allowed for some resourceNames only,
 	f.StringSliceVar(&o.Verbs, "verb", rbac.DefaultVerbs, "The verb columns (repeatable, or comma-separated)")
 	settings.AliasFlag(f, "verbs", "verb", streams.ErrOut)
 	f.BoolVar(&o.Subresources, "subresources", false, "Include subresources (pods/log, deployments/scale, ...)")
-	f.StringVar(&o.Method, "method", "rules", "rules (a rules review, then access reviews where needed) or ssar (one access review per cell)")
+	f.StringVar((*string)(&o.Method), "method", string(rbac.FromRules), "rules (a rules review, then access reviews where needed) or ssar (one access review per cell)")
 	o.Output = NewOutputFlags(f, "a table")
 	f.BoolVar(&o.TokenIdentity, "token-identity", false, "Impersonate exactly the username, groups, UID and extra the API server reports for the current credentials (what --as alone loses; needs the impersonate permission)")
 	f.StringVar(&o.DiffAs, "diff-as", "", "Also build the matrix as this user (impersonation) and show only the cells where the two differ")
@@ -78,8 +79,8 @@ func (o *AccessOptions) Validate() error {
 	if len(o.DiffAsGroups) > 0 && o.DiffAs == "" {
 		return errors.New("--diff-as-group takes effect with --diff-as only")
 	}
-	if o.Method != "rules" && o.Method != "ssar" {
-		return fmt.Errorf("--method %q is not one of rules, ssar", o.Method)
+	if !slices.Contains(rbac.Methods, o.Method) {
+		return fmt.Errorf("--method %q is not one of %s, %s", o.Method, rbac.FromRules, rbac.FromAccessReview)
 	}
 	return o.Output.Validate()
 }
@@ -128,7 +129,7 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 	}
 	var out []*rbac.Matrix
 	for _, ns := range namespaces {
-		opts := rbac.AccessOptions{Namespace: ns, Verbs: o.Verbs, ForceSSAR: o.Method == "ssar" || o.ClusterScope}
+		opts := rbac.AccessOptions{Namespace: ns, Verbs: o.Verbs, ForceSSAR: o.Method == rbac.FromAccessReview || o.ClusterScope}
 		if o.global.IsTerminal(o.ErrOut) {
 			opts.Progress = func(done, total int) {
 				if total < 20 {
@@ -180,7 +181,7 @@ func printMatrix(w io.Writer, m *rbac.Matrix) {
 		for i, v := range m.Verbs {
 			c := r.Cells[v]
 			switch {
-			case c.Source == "n/a":
+			case c.Source == rbac.NotApplicable:
 				cells[i] = "·"
 			case c.Allowed:
 				cells[i] = "✔"
@@ -189,7 +190,7 @@ func printMatrix(w io.Writer, m *rbac.Matrix) {
 			default:
 				cells[i] = "✗"
 			}
-			if c.Source == "ssar" {
+			if c.Source == rbac.FromAccessReview {
 				cells[i] += "*"
 			}
 		}

@@ -105,5 +105,5 @@ func loginCommand(a *settings.AuthOptions) string {
 
 // checkAllowedServer applies --allowed-server to the cluster kubectl named.
 func (o *GetTokenOptions) checkAllowedServer() error {
-	return o.Auth.CheckAllowedServer(o.request.Cluster.Settings())
+	return o.Auth.CheckAllowedServer(o.request.Cluster)
 }

@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/fastpath"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
@@ -257,7 +256,7 @@ func settingsOfExec(exec *clientcmdapi.ExecConfig, getenv func(string) string) (
 		}
 		return getenv(name)
 	}
-	o, _, err := fastpath.ParseArgs(args, lookup, func(string) {}, names...)
+	o, _, err := settings.ParseArgs(args, lookup, func(string) {}, names...)
 	if err != nil {
 		return nil, fmt.Errorf("reading the exec entry's flags: %w", err)
 	}
@@ -277,7 +276,7 @@ func cachedTokenOf(ctx context.Context, exec *clientcmdapi.ExecConfig, getenv fu
 	if o.Exchange == settings.ExchangeCloudSigma {
 		ts.Issuer, ts.GrantType = o.CloudSigma().Issuer(), "client-credentials + cloudsigma impersonation"
 	}
-	r, ok, err := fastpath.CachedSource(o, store, nil).Cached(ctx)
+	r, ok, err := o.Source(store, nil, nil).Cached(ctx)
 	if err != nil {
 		return "", ts, err
 	}

@@ -14,7 +14,6 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/fastpath"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeconfig"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
@@ -338,7 +337,7 @@ func redactSecrets(args []string) []string {
 	return out
 }
 
-// parseGetTokenArgs checks args as get-token parses them (fastpath's
+// parseGetTokenArgs checks args as get-token parses them (settings.ParseArgs; get-token's
 // ParseArgs, without its network).
 func parseGetTokenArgs(args []string, getenv func(string) string) (*settings.AuthOptions, error) {
 	// The secret files are not written yet: check the other flags.
@@ -348,7 +347,7 @@ func parseGetTokenArgs(args []string, getenv func(string) string) (*settings.Aut
 			checked = append(checked, a)
 		}
 	}
-	o, err := fastpath.CheckArgs(checked, getenv)
+	o, err := settings.CheckArgs(checked, getenv)
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ type ListOptions struct {
 	Verbs         []string
 	TokenIdentity bool
 	ShowDenied    bool
-	Method        string
+	Method        rbac.Source
 	Output        *OutputFlags
 	genericiooptions.IOStreams
 	global *GlobalOptions
@@ -48,7 +48,7 @@ func NewCmdList(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Com
 }
 
 func newCmdList(g *GlobalOptions, streams genericiooptions.IOStreams) (*cobra.Command, *ListOptions) {
-	o := &ListOptions{IOStreams: streams, global: g, Verbs: []string{"get"}, Method: "rules", now: time.Now}
+	o := &ListOptions{IOStreams: streams, global: g, Verbs: []string{"get"}, Method: rbac.FromRules, now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "list RESOURCE",
 		Short: "List the objects an identity may act on, across a namespace, a project's namespaces or all",
@@ -88,7 +88,7 @@ kept, as "kubectl get -o json" would; the verbs and reasons are in the table
 	f.StringArrayVar(&o.Verbs, "verb", o.Verbs, "Verb the identity must be allowed (repeatable; an object is kept if any is allowed)")
 	f.BoolVar(&o.TokenIdentity, "token-identity", false, "Review as exactly the username, groups, UID and extra the API server reports for your credentials (needs the impersonate permission)")
 	f.BoolVar(&o.ShowDenied, "show-denied", false, "Also show the objects not allowed, with the reason")
-	f.StringVar(&o.Method, "method", o.Method, "rules (a rules review per namespace, access reviews where needed) or ssar (an access review per object and verb)")
+	f.StringVar((*string)(&o.Method), "method", string(o.Method), "rules (a rules review per namespace, access reviews where needed) or ssar (an access review per object and verb)")
 	o.Output = NewOutputFlags(f, "a table", "wide", "name")
 	return cmd, o
 }
@@ -105,8 +105,8 @@ func (o *ListOptions) Validate() error {
 		return errors.New("-n selects one namespace: drop it, or drop -A / --project-label")
 	case o.TokenIdentity && (o.Kube.overrides.AuthInfo.Impersonate != "" || len(o.Kube.overrides.AuthInfo.ImpersonateGroups) > 0):
 		return errors.New("give --as/--as-group or --token-identity, not both")
-	case o.Method != "rules" && o.Method != "ssar":
-		return fmt.Errorf("--method %q is not one of rules, ssar", o.Method)
+	case !slices.Contains(rbac.Methods, o.Method):
+		return fmt.Errorf("--method %q is not one of %s, %s", o.Method, rbac.FromRules, rbac.FromAccessReview)
 	case len(o.Verbs) == 0:
 		return errors.New("--verb must name at least one verb")
 	}
@@ -206,7 +206,7 @@ func (o *ListOptions) Run(ctx context.Context) error {
 		}
 		return objs[i].Name < objs[j].Name
 	})
-	r.Decisions, r.Stats, err = target.Filter(ctx, res, objs, rbac.FilterOptions{Verbs: o.Verbs, ForceSSAR: o.Method == "ssar"})
+	r.Decisions, r.Stats, err = target.Filter(ctx, res, objs, rbac.FilterOptions{Verbs: o.Verbs, ForceSSAR: o.Method == rbac.FromAccessReview})
 	if err != nil {
 		return err
 	}
@@ -304,7 +304,7 @@ func (o *ListOptions) printTable(w io.Writer, r *ListResult, rows []rbac.Decisio
 			cols = append(cols, strings.Join(denied, "; "))
 		}
 		if wide {
-			cols = append(cols, map[string]string{"rules": "rules-review", "ssar": "access-review"}[d.Source])
+			cols = append(cols, map[rbac.Source]string{rbac.FromRules: "rules-review", rbac.FromAccessReview: "access-review"}[d.Source])
 		}
 		for i := range cols {
 			cols[i] = logging.Printable(cols[i]) // names and reasons are the API server's

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/fastpath"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
@@ -150,7 +150,7 @@ func TestDiskRefusesAnotherUsersEntry(t *testing.T) {
 	dir := filepath.Join(shared, "cache")
 	args := []string{"--oidc-issuer-url=" + e.idp.Issuer(), "--oidc-client-id=" + e.idp.ClientID,
 		"--token-cache-storage=disk", "--token-cache-dir=" + dir}
-	o, _, err := fastpath.ParseArgs(args, func(string) string { return "" }, func(string) {})
+	o, _, err := settings.ParseArgs(args, func(string) string { return "" }, func(string) {})
 	require.NoError(t, err)
 	b, err := (&tokencache.Entry{IDToken: "planted-by-another-user", IDTokenExpiry: time.Now().Add(time.Hour)}).Encode()
 	require.NoError(t, err)

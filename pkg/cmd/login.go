@@ -34,7 +34,8 @@ func NewCmdLogin(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Co
 		Short: "Log in now and fill the token cache, so that kubectl needs no browser later",
 		Long: `login runs the login that get-token would run on a cache miss (browser,
 keyboard, device code, client credentials, and the exchange when configured),
-stores the token in the cache, and prints nothing on stdout. It takes
+stores the token in the cache, and prints one line on stdout: who is logged in
+and until when (never the token; prompts and URLs go to stderr). It takes
 get-token's flags or a --profile; without them, the settings of the current
 kubeconfig user's exec entry (--kubeconfig, --context), so "log in again" is
 "kubectl impersonate login --force". --force logs in again even when the

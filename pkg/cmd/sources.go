@@ -19,9 +19,10 @@ import (
 // obtains and refreshes the login's tokens.
 type grantFactory func(rt *sourceRuntime) (credential.Authenticator, error)
 
-// An exchange turns the base source into the source kubectl gets its token
-// from.
-type exchangeFactory func(rt *sourceRuntime, base *credential.Source) (*credential.Source, error)
+// An exchange obtains the token kubectl gets, from the base source (the
+// login's): it supplies the authenticator of the final source, whose key,
+// token choice and renewal margin are settings' recipe alone.
+type exchangeFactory func(rt *sourceRuntime, base *credential.Source) (credential.Authenticator, error)
 
 // grants by effective grant type; every grant not listed is a login of
 // pkg/login (authcode, keyboard, device code, client credentials).
@@ -31,7 +32,9 @@ var grants = map[string]grantFactory{
 
 // exchanges by --exchange.
 var exchanges = map[string]exchangeFactory{
-	settings.ExchangeNone:          func(_ *sourceRuntime, base *credential.Source) (*credential.Source, error) { return base, nil },
+	settings.ExchangeNone: func(_ *sourceRuntime, base *credential.Source) (credential.Authenticator, error) {
+		return base.NewAuthenticator()
+	},
 	settings.ExchangeCloudSigma:    cloudSigmaExchange,
 	settings.ExchangeTokenExchange: tokenExchangeExchange,
 }
@@ -65,7 +68,9 @@ func newSourceRuntime(a *settings.AuthOptions, g *GlobalOptions, streams generic
 		log: g.Logger(streams.ErrOut), audit: audit}, nil
 }
 
-// source is the login's source, then the exchange's: two lookups.
+// source is settings' recipe (the one the fast binary reads with), its
+// authenticator the exchange's over the login's: two lookups, made only on
+// a cache miss.
 func (rt *sourceRuntime) source() (*credential.Source, error) {
 	grant, ok := grants[settings.EffectiveGrant(rt.a.GrantType)]
 	if !ok {
@@ -75,13 +80,11 @@ func (rt *sourceRuntime) source() (*credential.Source, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown exchange %q", rt.a.Exchange)
 	}
-	base := rt.newSource(rt.a.BaseKey(), rt.a.UseAccessToken, func() (credential.Authenticator, error) { return grant(rt) })
-	return exchange(rt, base)
-}
-
-func (rt *sourceRuntime) newSource(key tokencache.Key, useAccessToken bool, auth func() (credential.Authenticator, error)) *credential.Source {
-	return &credential.Source{Key: key, Store: rt.store, LockDir: rt.a.TokenCacheDir, UseAccessToken: useAccessToken,
-		NewAuthenticator: auth, Notify: rt.notify, Log: rt.log}
+	base := rt.a.BaseSource(rt.store, rt.notify, func() (credential.Authenticator, error) { return grant(rt) })
+	base.Log = rt.log
+	src := rt.a.Source(rt.store, rt.notify, func() (credential.Authenticator, error) { return exchange(rt, base) })
+	src.Log = rt.log
+	return src, nil
 }
 
 func (rt *sourceRuntime) httpClient() (*http.Client, error) {
@@ -134,20 +137,19 @@ func identityPlatformGrant(rt *sourceRuntime) (credential.Authenticator, error) 
 
 // cloudSigmaExchange is CloudSigma's three steps; it has its own service
 // identity, so the base login is not used.
-func cloudSigmaExchange(rt *sourceRuntime, _ *credential.Source) (*credential.Source, error) {
+func cloudSigmaExchange(rt *sourceRuntime, _ *credential.Source) (credential.Authenticator, error) {
 	cs := cloudSigma(rt.a)
 	var err error
 	if cs.HTTPClient, err = rt.httpClient(); err != nil {
 		return nil, err
 	}
 	cs.Audit, cs.Store, cs.LockDir, cs.Notify, cs.Log = rt.audit, rt.store, rt.a.TokenCacheDir, rt.notify, rt.log
-	cs.UserKey = rt.a.Key() // the key the fast binary reads
-	return cs.Source(), nil
+	return cs.Authenticator(), nil
 }
 
 // tokenExchangeExchange exchanges the base login's token (RFC 8693) at the
 // same provider's token endpoint.
-func tokenExchangeExchange(rt *sourceRuntime, base *credential.Source) (*credential.Source, error) {
+func tokenExchangeExchange(rt *sourceRuntime, base *credential.Source) (credential.Authenticator, error) {
 	a := rt.a
 	tx := tokenExchange(a)
 	base.UseAccessToken = settings.TokenType(a.ExchangeSubject) != settings.TokenType("id_token")
@@ -163,5 +165,5 @@ func tokenExchangeExchange(rt *sourceRuntime, base *credential.Source) (*credent
 	if tx.HTTPClient, err = rt.httpClient(); err != nil {
 		return nil, err
 	}
-	return rt.newSource(a.Key(), true, func() (credential.Authenticator, error) { return tx, nil }), nil
+	return tx, nil
 }

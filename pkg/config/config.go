@@ -19,7 +19,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -70,32 +69,16 @@ func Dir(getenv func(string) string) (string, error) {
 // user's that no one else may write (checked on the descriptor read, so
 // the file checked is the file read).
 func Load(path string) (*File, error) {
-	f, err := os.Open(path)
+	// The profiles file says where tokens and secrets go: only its owner
+	// may write it.
+	b, fi, err := ReadRegular("profiles file", path, maxFileSize, ReadOptions{Check: func(fi os.FileInfo) error {
+		return CheckPrivate("profiles file", path, fi)
+	}})
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("profiles file %s does not exist: create it (see docs/profiles.md) or set %s", path, EnvConfig)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading profiles file: %w", err)
-	}
-	defer func() { _ = f.Close() }()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("reading profiles file: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("profiles file %s is not a regular file", path)
-	}
-	// The profiles file says where tokens and secrets go: only its owner
-	// may write it.
-	if err := CheckPrivate("profiles file", path, fi); err != nil {
 		return nil, err
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading profiles file: %w", err)
-	}
-	if len(b) > maxFileSize {
-		return nil, fmt.Errorf("profiles file %s is larger than %d KiB", path, maxFileSize>>10)
 	}
 	p, err := Parse(b, path)
 	if err != nil {
@@ -159,29 +142,42 @@ func Values(v any) ([]string, error) {
 	}
 }
 
-// WriteFileAtomic replaces path with b, mode mode: a new file in the same
-// directory, renamed over path, so a reader sees the old content or the
-// new, a symlink at path is replaced rather than written through, and the
-// mode never depends on a file someone else made.
+// WriteFileAtomic replaces path with b, mode mode: the one atomic write of
+// the project (profiles, kuberc, kubeconfig backups, the token cache). b
+// goes to a new file in the same directory (TempPrefix + the file's name +
+// "-" + random, created 0600), is synced to disk, then renamed over path:
+// readers see the old file or the new one, never a part, even after a crash.
 func WriteFileAtomic(path string, b []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	f, err := os.CreateTemp(filepath.Dir(path), TempPrefix+filepath.Base(path)+"-*")
 	if err != nil {
-		return err
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	defer func() { _ = os.Remove(tmp.Name()) }() // a no-op after the rename
-	if err := tmp.Chmod(mode); err != nil {
-		_ = tmp.Close()
-		return err
+	tmp := f.Name()
+	defer func() { _ = os.Remove(tmp) }() // a no-op after the rename
+	err = f.Chmod(mode)
+	if errors.Is(err, errors.ErrUnsupported) {
+		err = nil // no modes here: CreateTemp's file is the user's alone
 	}
-	if _, err := tmp.Write(b); err != nil {
-		_ = tmp.Close()
-		return err
+	if err == nil {
+		_, err = f.Write(b)
 	}
-	if err := tmp.Close(); err != nil {
-		return err
+	if err == nil {
+		err = f.Sync()
 	}
-	return os.Rename(tmp.Name(), path)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }
+
+// TempPrefix begins the name of WriteFileAtomic's temporary files.
+const TempPrefix = ".tmp-"
 
 // ErrProfileDiffers means a profile of that name exists with other settings.
 var ErrProfileDiffers = errors.New("a profile of that name exists with other settings")

@@ -55,10 +55,6 @@ type CloudSigma struct {
 	Notify     func(string)
 	Log        *logging.Logger
 	Now        func() time.Time
-	// UserKey is the cache key of the impersonated token when the caller
-	// binds it to more (settings.AuthOptions.Key: its allowed servers);
-	// empty: the CloudSigma settings' own Key.
-	UserKey tokencache.Key
 }
 
 func (c *CloudSigma) tokenURL() string { return c.Issuer() + "/protocol/openid-connect/token" }
@@ -73,7 +69,7 @@ func (g grantFunc) Refresh(context.Context, string) (*tokencache.Entry, error) {
 	return nil, errors.New("no refresh for exchanged tokens")
 }
 
-func (c *CloudSigma) source(key tokencache.Key, g grantFunc) *credential.Source {
+func (c *CloudSigma) source(key tokencache.Key, g credential.Authenticator) *credential.Source {
 	return &credential.Source{
 		Key: key, Store: c.Store, LockDir: c.LockDir, UseAccessToken: true,
 		NewAuthenticator: func() (credential.Authenticator, error) { return g, nil },
@@ -95,29 +91,34 @@ func (c *CloudSigma) hc() *http.Client {
 	return http.DefaultClient
 }
 
-// Source is the credential source of the impersonated token. In legacy
-// mode it is the legacy account's own token: the documents describe legacy
-// credentials as acting directly as that account, not as impersonation.
+// Source is the impersonated user's credential source under CloudSigma's
+// own key (the service identity's with legacy credentials). The commands
+// build theirs from settings.AuthOptions.Source, which binds the key to
+// the allowed servers too, with Authenticator.
 func (c *CloudSigma) Source() *credential.Source {
-	service := c.source(c.ServiceKey(), c.serviceToken)
+	key := c.Key()
 	if c.LegacyUsername != "" {
-		if c.UserKey.Issuer != "" {
-			return c.source(c.UserKey, c.serviceToken) // bound to the caller's allowed servers
-		}
-		return service
+		key = c.ServiceKey()
 	}
-	rpt := c.source(c.RPTKey(), func(ctx context.Context) (*tokencache.Entry, error) {
+	return c.source(key, c.Authenticator())
+}
+
+// Authenticator obtains the token kubectl gets: the impersonated user's
+// (steps 1-3, the service token and the RPT cached under their own keys),
+// or with legacy credentials the service identity's own.
+func (c *CloudSigma) Authenticator() credential.Authenticator {
+	service := c.source(c.ServiceKey(), grantFunc(c.serviceToken))
+	if c.LegacyUsername != "" {
+		return grantFunc(c.serviceToken)
+	}
+	rpt := c.source(c.RPTKey(), grantFunc(func(ctx context.Context) (*tokencache.Entry, error) {
 		svc, err := service.Get(ctx, credential.Options{})
 		if err != nil {
 			return nil, err
 		}
 		return c.requestingPartyToken(ctx, svc.Token)
-	})
-	key := c.UserKey
-	if key.Issuer == "" {
-		key = c.Key()
-	}
-	return c.source(key, func(ctx context.Context) (*tokencache.Entry, error) {
+	}))
+	return grantFunc(func(ctx context.Context) (*tokencache.Entry, error) {
 		svc, err := service.Get(ctx, credential.Options{})
 		if err != nil {
 			return nil, err

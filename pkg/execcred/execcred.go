@@ -17,8 +17,6 @@ import (
 	"io"
 	"strconv"
 	"time"
-
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
 const (
@@ -40,15 +38,6 @@ type Cluster struct {
 	ProxyURL                 string          `json:"proxy-url,omitempty"`
 	DisableCompression       bool            `json:"disable-compression,omitempty"`
 	Config                   json.RawMessage `json:"config,omitempty"`
-}
-
-// Settings is what the allowed-server check reads of c (nil for nil).
-func (c *Cluster) Settings() *settings.Cluster {
-	if c == nil {
-		return nil
-	}
-	return &settings.Cluster{Server: c.Server, TLSServerName: c.TLSServerName, ProxyURL: c.ProxyURL,
-		InsecureSkipTLSVerify: c.InsecureSkipTLSVerify, CertificateAuthorityData: c.CertificateAuthorityData}
 }
 
 // Request is what kubectl asked for.

@@ -41,3 +41,30 @@ func TestLinkedPackages(t *testing.T) {
 		}
 	}
 }
+
+// TestLayers: the protocol package imports nothing of ours, and the
+// packages that belong to one binary are imported by that binary's main
+// alone (pkg/install and pkg/settings are the shared floor).
+func TestLayers(t *testing.T) {
+	const mod = "github.com/kubectl-impersonate/kubectl-impersonate/"
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", mod+"...").Output()
+	require.NoError(t, err)
+	importers := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		for _, imp := range f[1:] {
+			if strings.HasPrefix(imp, mod) {
+				importers[strings.TrimPrefix(imp, mod)] = append(importers[strings.TrimPrefix(imp, mod)], strings.TrimPrefix(f[0], mod))
+			}
+			if f[0] == mod+"pkg/execcred" {
+				assert.False(t, strings.HasPrefix(imp, mod), "pkg/execcred imports %s", imp)
+			}
+		}
+	}
+	for pkg, only := range map[string]string{
+		"pkg/fastpath":      "cmd/kubectl-impersonate-get_token",
+		"pkg/cmd/apiserver": "cmd/kubectl-impersonate-apiserver",
+	} {
+		assert.Equal(t, []string{only}, importers[pkg], "the importers of %s", pkg)
+	}
+}

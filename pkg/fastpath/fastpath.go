@@ -13,15 +13,11 @@ package fastpath
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"path/filepath"
 	"runtime"
 	"strings"
 
-	"github.com/spf13/pflag"
-
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
@@ -48,7 +44,7 @@ func Serve(ctx context.Context, args []string, getenv func(string) string, stdou
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (bool, error) {
 	said := false
 	say := func(string) { said = true }
-	o, verbosity, err := ParseArgs(args, getenv, say)
+	o, verbosity, err := settings.ParseArgs(args, getenv, say)
 	if err != nil || verbosity > 0 || said {
 		return false, nil
 	}
@@ -59,14 +55,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return false, nil
 	}
-	if o.CheckAllowedServer(req.Cluster.Settings()) != nil {
+	if o.CheckAllowedServer(req.Cluster) != nil {
 		return false, nil
 	}
 	store, err := o.NewStore(say)
 	if err != nil {
 		return false, nil
 	}
-	r, ok, err := CachedSource(o, store, say).Cached(ctx)
+	r, ok, err := o.Source(store, say, nil).Cached(ctx)
 	if err != nil || !ok || said {
 		return false, keyringFailure(store)
 	}
@@ -85,51 +81,6 @@ func keyringFailure(s tokencache.Store) error {
 		return f.Failure()
 	}
 	return nil
-}
-
-// ParseArgs reads get-token's flags (the arguments of a kubeconfig exec
-// entry) into completed settings, and returns the -v level with them.
-// warn receives what Complete would tell the user. entryEnv, when given,
-// names the environment variables the exec entry sets (a caller that read
-// the entry from the kubeconfig knows them).
-func ParseArgs(args []string, getenv func(string) string, warn func(string), entryEnv ...string) (*settings.AuthOptions, int, error) {
-	return parseArgs(args, getenv, warn, true, entryEnv)
-}
-
-// CheckArgs reads get-token's flags as the user's own: setup checks with
-// it the flags it is about to write (the exec entry's lock applies when
-// get-token runs them, not to the user writing them).
-func CheckArgs(args []string, getenv func(string) string) (*settings.AuthOptions, error) {
-	o, _, err := parseArgs(args, getenv, func(string) {}, false, nil)
-	return o, err
-}
-
-func parseArgs(args []string, getenv func(string) string, warn func(string), fromEntry bool, entryEnv []string) (*settings.AuthOptions, int, error) {
-	fs := pflag.NewFlagSet("get-token", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	o := settings.NewAuthOptions()
-	o.AddFlags(fs)
-	verbosity := fs.IntP("v", "v", 0, "")
-	if err := fs.Parse(args); err != nil {
-		return nil, 0, err
-	}
-	if fs.NArg() > 0 {
-		return nil, 0, fmt.Errorf("get-token takes no arguments, got %q", fs.Args())
-	}
-	o.FromExecEntry = fromEntry
-	if entryEnv != nil {
-		o.EntryEnv = entryEnv
-	}
-	if err := o.Complete(getenv, warn); err != nil {
-		return nil, 0, err
-	}
-	return o, *verbosity, nil
-}
-
-// CachedSource reads o's token from store: its Cached method is the
-// lock-free, network-free read of every kubectl call.
-func CachedSource(o *settings.AuthOptions, store tokencache.Store, notify func(string)) *credential.Source {
-	return &credential.Source{Key: o.Key(), Store: store, UseAccessToken: o.UsesAccessToken(), MinValidity: o.MinValidity(), Notify: notify}
 }
 
 // Dispatch decides what the fast binary was asked. Run by its own name

@@ -37,12 +37,28 @@ func (r Resource) String() string {
 	return r.Name + "." + r.Group
 }
 
+// Source says how an answer was settled; its values are the -o json
+// "source" fields and --method's.
+type Source string
+
+const (
+	// FromRules: settled by a (Self)SubjectRulesReview.
+	FromRules Source = "rules"
+	// FromAccessReview: asked with a (Self)SubjectAccessReview.
+	FromAccessReview Source = "ssar"
+	// NotApplicable: the resource has no such verb.
+	NotApplicable Source = "n/a"
+)
+
+// Methods are --method's values: rules (a rules review, then access reviews
+// where needed) or ssar (one access review per cell).
+var Methods = []Source{FromRules, FromAccessReview}
+
 // Cell is one answer of the matrix.
 type Cell struct {
 	Allowed bool `json:"allowed"`
-	// Source is "rules" (SelfSubjectRulesReview), "ssar"
-	// (SelfSubjectAccessReview) or "n/a" (the resource has no such verb).
-	Source string `json:"source"`
+	// Source is how the answer was settled.
+	Source Source `json:"source"`
 	// Partial: allowed for some resourceNames only.
 	Partial bool `json:"partial,omitempty"`
 }
@@ -165,10 +181,10 @@ func (c *Client) Access(ctx context.Context, resources []Resource, o AccessOptio
 		row := Row{Resource: r.String(), Cells: map[string]Cell{}}
 		for _, v := range verbs {
 			if !slices.Contains(r.Verbs, v) {
-				row.Cells[v] = Cell{Source: "n/a"}
+				row.Cells[v] = Cell{Source: NotApplicable}
 				continue
 			}
-			cell := Cell{Source: "rules"}
+			cell := Cell{Source: FromRules}
 			for _, rule := range rules {
 				a, p := RuleAllows(rule, r.Group, r.Name, v)
 				cell.Allowed = cell.Allowed || a
@@ -194,7 +210,7 @@ func (c *Client) Access(ctx context.Context, resources []Resource, o AccessOptio
 	n, err := c.accessReviews(ctx, attrs, o.Concurrency, func(k int, st authzv1.SubjectAccessReviewStatus) {
 		j := jobs[k]
 		cell := m.Rows[j.row].Cells[j.verb]
-		cell.Allowed, cell.Source = st.Allowed, "ssar"
+		cell.Allowed, cell.Source = st.Allowed, FromAccessReview
 		m.Rows[j.row].Cells[j.verb] = cell
 		done++
 		if o.Progress != nil {
@@ -270,7 +286,7 @@ func Diff(a, b *Matrix) *Matrix {
 				row.Cells[v] = rb.Cells[v]
 				differs = true
 			} else {
-				row.Cells[v] = Cell{Source: "n/a"}
+				row.Cells[v] = Cell{Source: NotApplicable}
 			}
 		}
 		if differs {

@@ -170,9 +170,9 @@ type Decision struct {
 	Allowed []string `json:"allowedVerbs"`
 	// Denied holds, per verb not allowed, why.
 	Denied map[string]string `json:"deniedVerbs,omitempty"`
-	// Source is "rules" (settled by the rules review) or "ssar" (at
-	// least one verb asked with an access review).
-	Source string `json:"source"`
+	// Source is FromRules (settled by the rules review) or
+	// FromAccessReview (at least one verb asked with an access review).
+	Source Source `json:"source"`
 }
 
 // FilterStats counts the requests Filter made.
@@ -227,7 +227,7 @@ func (c *Client) Filter(ctx context.Context, r Resource, objs []Object, o Filter
 	decisions := make([]Decision, len(objs))
 	var jobs []job
 	for i, obj := range objs {
-		d := Decision{Object: obj, Source: "rules", Denied: map[string]string{}}
+		d := Decision{Object: obj, Source: FromRules, Denied: map[string]string{}}
 		for _, v := range o.Verbs {
 			allowed, named := false, false
 			for _, rule := range rules[obj.Namespace] {
@@ -257,7 +257,7 @@ func (c *Client) Filter(ctx context.Context, r Resource, objs []Object, o Filter
 	n, err := c.accessReviews(ctx, attrs, o.Concurrency, func(k int, out authzv1.SubjectAccessReviewStatus) {
 		j := jobs[k]
 		d := &decisions[j.obj]
-		d.Source = "ssar"
+		d.Source = FromAccessReview
 		if out.Allowed {
 			d.Allowed = append(d.Allowed, j.verb)
 			return

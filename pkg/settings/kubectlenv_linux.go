@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // readKubectlEnv is the environment kubectl started with: the parent's
@@ -32,10 +31,4 @@ func readKubectlEnv() (map[string]string, bool) {
 		}
 	}
 	return env, true
-}
-
-// openNonBlocking opens path for reading without waiting on a FIFO or a
-// terminal.
-func openNonBlocking(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }

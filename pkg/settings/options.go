@@ -17,6 +17,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
@@ -409,30 +411,18 @@ func (o *AuthOptions) Complete(getenv func(string) string, warn func(string)) er
 		if o.ClientSecret != "" {
 			return fmt.Errorf("give the client secret once: --%s or --%s, not both", flagClientSecret, flagClientSecretFile)
 		}
-		path := expandHome(o.ClientSecretFile)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return fmt.Errorf("reading --%s: %w", flagClientSecretFile, err)
-		}
-		o.ClientSecret = strings.TrimSpace(string(b))
-		if o.ClientSecret == "" {
-			return fmt.Errorf("--%s %s is empty", flagClientSecretFile, path)
-		}
-		if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
-			warn(fmt.Sprintf("client secret file %s is readable by others: chmod 600 %s", path, path))
+		var err error
+		if o.ClientSecret, err = readSecretFile(flagClientSecretFile, "client secret", o.ClientSecretFile, warn); err != nil {
+			return err
 		}
 	}
 	if o.ClientSecret == "" {
 		o.ClientSecret = getenv(EnvClientSecret)
 	}
 	if o.PasswordFile != "" {
-		b, err := os.ReadFile(expandHome(o.PasswordFile))
-		if err != nil {
-			return fmt.Errorf("reading --%s: %w", flagPasswordFile, err)
-		}
-		o.Password = strings.TrimRight(string(b), "\r\n")
-		if fi, err := os.Stat(expandHome(o.PasswordFile)); err == nil && fi.Mode().Perm()&0o077 != 0 {
-			warn(fmt.Sprintf("password file %s is readable by others: chmod 600 %s", o.PasswordFile, o.PasswordFile))
+		var err error
+		if o.Password, err = readSecretFile(flagPasswordFile, "password", o.PasswordFile, warn); err != nil {
+			return err
 		}
 	}
 	if o.Password == "" {
@@ -919,14 +909,6 @@ func (o *AuthOptions) maps() map[string]map[string]string {
 // SecretOnCommandLine reports a secret given with --oidc-client-secret.
 func (o *AuthOptions) SecretOnCommandLine() bool { return o.secretFromFlag }
 
-// Cluster is what kubectl says of the cluster a token is for
-// (ExecCredential spec.cluster, with provideClusterInfo: true).
-type Cluster struct {
-	Server, TLSServerName, ProxyURL string
-	InsecureSkipTLSVerify           bool
-	CertificateAuthorityData        []byte
-}
-
 func sameServer(a, b string) bool {
 	return strings.EqualFold(strings.TrimSuffix(a, "/"), strings.TrimSuffix(b, "/"))
 }
@@ -939,7 +921,7 @@ func sameServer(a, b string) bool {
 // that could hand the token to someone else is checked: proxy-url,
 // insecure-skip-tls-verify, a tls-server-name other than the server's
 // host, and, with --allowed-server-certificate-authority, the CA.
-func (o *AuthOptions) CheckAllowedServer(c *Cluster) error {
+func (o *AuthOptions) CheckAllowedServer(c *execcred.Cluster) error {
 	if len(o.AllowedServers) == 0 {
 		return nil
 	}
@@ -1008,8 +990,46 @@ func (o *AuthOptions) MinValidity() time.Duration {
 	return 0
 }
 
+// Source is the one recipe of the credential source kubectl's token comes
+// from: its cache key (exchange and server bindings included), which token
+// of the entry is handed out, the renewal margin and the lock directory.
+// The fast binary reads the cache with it (auth nil: never called on a
+// hit), the full binary's get-token obtains with it, and an exchange only
+// supplies auth, so that both binaries always find the same entry.
+func (o *AuthOptions) Source(store tokencache.Store, notify func(string), auth func() (credential.Authenticator, error)) *credential.Source {
+	return &credential.Source{Key: o.Key(), Store: store, LockDir: o.TokenCacheDir, UseAccessToken: o.UsesAccessToken(),
+		MinValidity: o.MinValidity(), NewAuthenticator: auth, Notify: notify}
+}
+
+// BaseSource is the login's own source, before any exchange: an exchange
+// obtains its subject token from it.
+func (o *AuthOptions) BaseSource(store tokencache.Store, notify func(string), auth func() (credential.Authenticator, error)) *credential.Source {
+	return &credential.Source{Key: o.BaseKey(), Store: store, LockDir: o.TokenCacheDir, UseAccessToken: o.UseAccessToken,
+		NewAuthenticator: auth, Notify: notify}
+}
+
 // UsesAccessToken tells whether the token handed out is the access token
 // of the cached entry (exchanges always hand out access tokens).
 func (o *AuthOptions) UsesAccessToken() bool {
 	return o.UseAccessToken || o.Exchange != ExchangeNone
+}
+
+// readSecretFile is the one reader of a secret's file (--oidc-client-secret-file,
+// --password-file): a regular file of at most 64 KiB, read without waiting on
+// a FIFO, its trailing line ending dropped (the rest is the secret, spaces
+// included); empty is an error, and a file others may read gets a warning.
+func readSecretFile(flag, what, path string, warn func(string)) (string, error) {
+	path = expandHome(path)
+	b, fi, err := config.ReadRegular(what+" file", path, 64<<10, config.ReadOptions{})
+	if err != nil {
+		return "", fmt.Errorf("--%s: %w", flag, err)
+	}
+	secret := strings.TrimRight(string(b), "\r\n")
+	if secret == "" {
+		return "", fmt.Errorf("--%s %s is empty: write the %s into it", flag, path, what)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		warn(fmt.Sprintf("%s file %s is readable by others: chmod 600 %s", what, path, path))
+	}
+	return secret, nil
 }

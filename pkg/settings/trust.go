@@ -3,7 +3,6 @@ package settings
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
@@ -234,7 +234,7 @@ func KubercLocks(getenv func(string) string, more ...string) (string, error) {
 // A missing file is no lock. The read is bounded and never waits on a
 // FIFO or a terminal: an exec entry's $KUBERC may name /dev/zero.
 func kubercAllowlists(path string) (bool, error) {
-	b, err := readBounded(path, 1<<20)
+	b, _, err := config.ReadRegular("kuberc", path, 1<<20, config.ReadOptions{})
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
@@ -280,29 +280,4 @@ func yamlDocuments(b []byte) [][]byte {
 		cur = append(cur, line)
 	}
 	return append(docs, []byte(strings.Join(cur, "\n")))
-}
-
-// readBounded reads a regular file of at most limit bytes, without waiting
-// on anything that is not one.
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := openNonBlocking(path)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d KiB", path, limit>>10)
-	}
-	return b, nil
 }

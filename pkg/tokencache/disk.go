@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -35,8 +34,8 @@ func isEntryFile(name string) bool {
 }
 
 func isTempFile(name string) bool {
-	rest, ok := strings.CutPrefix(name, ".tmp-")
-	return ok && len(rest) > 65 && isID(rest[:64]) && rest[64] == '-'
+	rest, ok := strings.CutPrefix(name, config.TempPrefix)
+	return ok && len(rest) > 70 && isID(rest[:64]) && rest[64:70] == ".json-"
 }
 
 func isID(s string) bool {
@@ -65,32 +64,26 @@ func (d *Disk) Get(_ context.Context, id string) ([]byte, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	f, err := openNoFollow(p)
-	if errors.Is(err, fs.ErrNotExist) {
+	b, _, err := config.ReadRegular("token cache file", p, maxEntrySize, config.ReadOptions{NoFollow: true, Check: func(fi os.FileInfo) error {
+		if !config.OwnedBySelf(fi) || fi.Mode().Perm()&0o077 != 0 {
+			return notPrivate{fmt.Errorf("token cache file %s is not a private file of yours (mode %s): refusing to read it; delete it", p, fi.Mode())}
+		}
+		return nil
+	}})
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, ErrNotFound
-	}
-	if err != nil {
-		// A symlink (ELOOP) among them: not a file this store wrote.
+	case errors.Is(err, config.ErrTooLarge):
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	case err != nil && !errors.As(err, new(notPrivate)):
+		// A symlink (ELOOP), a FIFO, a directory: not a file this store wrote.
 		return nil, fmt.Errorf("token cache file %s is not a private file of yours: refusing to read it (%v); delete it", p, err)
 	}
-	defer func() { _ = f.Close() }()
-	// The descriptor's own metadata: the file checked is the file read.
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("reading token cache file: %w", err)
-	}
-	if !fi.Mode().IsRegular() || !config.OwnedBySelf(fi) || fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("token cache file %s is not a private file of yours (mode %s): refusing to read it; delete it", p, fi.Mode())
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxEntrySize+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading token cache file: %w", err)
-	}
-	if len(b) > maxEntrySize {
-		return nil, fmt.Errorf("%w: %s is larger than %d KiB", ErrCorrupt, p, maxEntrySize>>10)
-	}
-	return b, nil
+	return b, err
 }
+
+// notPrivate is the refusal of an entry file another user owns or may read.
+type notPrivate struct{ error }
 
 // maxEntrySize bounds what is read of an entry: tokens of a few KiB each.
 const maxEntrySize = 1 << 20
@@ -111,31 +104,8 @@ func (d *Disk) Put(_ context.Context, id string, data []byte) error {
 	if err := EnsureDir(d.Dir); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(d.Dir, ".tmp-"+id+"-*")
-	if err != nil {
-		return fmt.Errorf("creating token cache file: %w", err)
-	}
-	tmp := f.Name()
-	defer func() { _ = os.Remove(tmp) }() // a no-op after the rename
-	// CreateTemp makes the file 0600 already; the Chmod guards against an
-	// unusual umask-less platform default.
-	if err := f.Chmod(0o600); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-		_ = f.Close()
-		return fmt.Errorf("setting token cache file mode: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("writing token cache file: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("syncing token cache file: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("closing token cache file: %w", err)
-	}
-	if err := os.Rename(tmp, d.path(id)); err != nil {
-		return fmt.Errorf("replacing token cache file: %w", err)
+	if err := config.WriteFileAtomic(d.path(id), data, 0o600); err != nil {
+		return fmt.Errorf("token cache: %w", err)
 	}
 	d.removeStaleTemps(id)
 	return nil
@@ -193,7 +163,7 @@ const staleTempAge = 10 * time.Second
 // removeStaleTemps deletes the temporary files of id that killed writers
 // left behind.
 func (d *Disk) removeStaleTemps(id string) {
-	matches, _ := filepath.Glob(filepath.Join(d.Dir, ".tmp-"+id+"-*"))
+	matches, _ := filepath.Glob(filepath.Join(d.Dir, config.TempPrefix+id+".json-*"))
 	for _, m := range matches {
 		if fi, err := os.Lstat(m); err == nil && time.Since(fi.ModTime()) > staleTempAge {
 			_ = os.Remove(m)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn/oidcflags"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/jwtclaims"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
@@ -37,29 +38,18 @@ type ClaimsResult struct {
 // authnOptions builds the authenticator kube-apiserver would run, and
 // says whether its issuers were named by the user (trusted).
 func claimsAuthnOptions(o *cmd.ClaimsOptions, tok *jwtclaims.Token, res *ClaimsResult) (authn.Options, bool, error) {
-	if o.AuthConfig != "" {
-		cfg, err := authn.LoadConfigFile(o.AuthConfig)
-		if err != nil {
-			return authn.Options{}, false, err
+	trusted := o.AuthConfig != "" || o.OIDC.IssuerURL != ""
+	opts, rule, err := authnOptions(o.AuthConfig, &o.OIDC, func(l *oidcflags.Legacy) {
+		if l.IssuerURL == "" {
+			l.IssuerURL = tok.String("iss")
 		}
-		res.Rules = "AuthenticationConfiguration " + o.AuthConfig
-		return authn.Options{Config: cfg}, true, nil
-	}
-	l, err := o.OIDC.Values()
-	if err != nil {
-		return authn.Options{}, false, err
-	}
-	trusted := l.IssuerURL != ""
-	if !trusted {
-		l.IssuerURL = tok.String("iss")
-	}
-	if len(l.ClientIDs) == 0 {
-		l.ClientIDs = tok.Audiences()
-		res.Notes = append(res.Notes, "the audience is not checked: give --oidc-client-id")
-	}
-	cfg, algs := authn.LegacyConfig(l)
-	res.Rules = "legacy --oidc-* flags"
-	return authn.Options{Config: cfg, SigningAlgs: algs}, trusted, nil
+		if len(l.ClientIDs) == 0 {
+			l.ClientIDs = tok.Audiences()
+			res.Notes = append(res.Notes, "the audience is not checked: give --oidc-client-id")
+		}
+	})
+	res.Rules = rule
+	return opts, trusted, err
 }
 
 // identityPlatformAudience explains the audience of Google Cloud Identity

@@ -23,26 +23,9 @@ import (
 
 // authnOptions builds the authenticator's configuration from the flags.
 func proxyAuthnOptions(o *cmd.ProxyOptions) (authn.Options, string, error) {
-	var opts authn.Options
-	var rule string
-	if o.AuthConfig != "" {
-		cfg, err := authn.LoadConfigFile(o.AuthConfig)
-		if err != nil {
-			return opts, "", err
-		}
-		opts.Config = cfg
-		rule = fmt.Sprintf("the %d jwt authenticator(s) of %s", len(cfg.JWT), o.AuthConfig)
-	} else {
-		l, err := o.OIDC.Values()
-		if err != nil {
-			return opts, "", err
-		}
-		opts.Config, opts.SigningAlgs = authn.LegacyConfig(l)
-		m := opts.Config.JWT[0].ClaimMappings
-		rule = fmt.Sprintf("username = %q + claim %q", *m.Username.Prefix, m.Username.Claim)
-		if m.Groups.Claim != "" {
-			rule += fmt.Sprintf(", groups = %q + claim %q", *m.Groups.Prefix, m.Groups.Claim)
-		}
+	opts, rule, err := authnOptions(o.AuthConfig, &o.OIDC, nil)
+	if err != nil {
+		return opts, "", err
 	}
 	if o.SigningKeyFile != "" {
 		b, err := os.ReadFile(o.SigningKeyFile)

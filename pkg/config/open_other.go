@@ -1,0 +1,9 @@
+//go:build !unix
+
+package config
+
+import "os"
+
+// openRead opens path for reading (ownership is left to the platform's
+// ACLs here).
+func openRead(path string, _ bool) (*os.File, error) { return os.Open(path) }

@@ -1,0 +1,18 @@
+//go:build unix
+
+package config
+
+import (
+	"os"
+	"syscall"
+)
+
+// openRead opens path for reading without waiting on a FIFO or a terminal
+// and, with noFollow, refusing a symlink at its last element.
+func openRead(path string, noFollow bool) (*os.File, error) {
+	flags := os.O_RDONLY | syscall.O_NONBLOCK
+	if noFollow {
+		flags |= syscall.O_NOFOLLOW
+	}
+	return os.OpenFile(path, flags, 0)
+}

@@ -1,0 +1,94 @@
+// Package repo checks the repository as a whole: what README and the docs
+// say against what the build files pin, and CI's lists against the code.
+// The checks that run commands (docs' examples, flag defaults) live with
+// the commands (pkg/cmd/docs_test.go).
+package repo
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const docRoot = "../../"
+
+// TestDocPinnedVersions: the versions of the peers README and the docs
+// name are the ones the build files pin.
+func TestDocPinnedVersions(t *testing.T) {
+	read := func(path string) string {
+		b, err := os.ReadFile(filepath.Join(docRoot, path))
+		require.NoError(t, err)
+		return string(b)
+	}
+	// prose is a doc with its line breaks and indents as single spaces.
+	prose := func(path string) string { return strings.Join(strings.Fields(read(path)), " ") }
+	pinned := func(path, pattern string) string {
+		m := regexp.MustCompile(pattern).FindStringSubmatch(read(path))
+		require.NotNil(t, m, "%s pins %s", path, pattern)
+		return m[1]
+	}
+	// The Kubernetes releases the end-to-end suite runs (run.sh), as the docs name them.
+	versions := strings.Fields(pinned("test/e2e/run.sh", `E2E_K8S_VERSIONS:-([\d. ]+)\}`))
+	require.Len(t, versions, 2)
+	newest, oldest := versions[0], versions[1]
+	for _, tc := range []struct{ doc, says, path, pattern string }{
+		{"README.md", "kube-apiserver and kubectl **%s**", "test/e2e/tools/kube-" + newest + "/go.mod", `k8s.io/kubernetes v(\S+)`},
+		{"README.md", "and **%s**", "test/e2e/tools/kube-" + oldest + "/go.mod", `k8s.io/kubernetes v(\S+)`},
+		{"README.md", "with etcd %s,", "test/e2e/tools/etcd/go.mod", `go.etcd.io/etcd/server/v3 v(\S+)`},
+		{"README.md", "Krew %s", "hack/tools/go.mod", `sigs.k8s.io/krew (v\S+)`},
+		{"docs/dex.md", "(commit %s of", "test/e2e/tools/dex/go.mod", `github.com/dexidp/dex v0\.0\.0-\d+-([0-9a-f]+)`},
+		{"docs/identity-platform.md", "`firebase-tools` %s,", "test/e2e/run.sh", `firebase_version=(\S+)`},
+		{"README.md", "a fresh machine with Go %s", "go.mod", `(?m)^go (\d+\.\d+)`},
+		{"README.md", "a local kube-apiserver %s", "hack/demo.sh", `build\.sh (\d+\.\d+)`},
+	} {
+		v := pinned(tc.path, tc.pattern)
+		assert.Contains(t, prose(tc.doc), fmt.Sprintf(tc.says, v), "%s names %s's pin", tc.doc, tc.path)
+	}
+	for _, tc := range []struct{ doc, says string }{
+		{"README.md", "end-to-end on Kubernetes %[1]s and %[2]s"},
+		{"docs/apiserver-authentication.md", "(kube-apiserver %[1]s and %[2]s)"},
+		{"docs/troubleshooting.md", "the tests run %[2]s and %[1]s"},
+		{"docs/troubleshooting.md", "with kubectl %[1]s and %[2]s"},
+	} {
+		assert.Contains(t, prose(tc.doc), fmt.Sprintf(tc.says, newest, oldest), "%s names run.sh's releases", tc.doc)
+	}
+	for _, v := range versions {
+		_, err := os.Stat(filepath.Join(docRoot, "test/e2e/tools/kube-"+v, "go.mod"))
+		assert.NoError(t, err, "run.sh's release %s has its pinned tools module", v)
+	}
+}
+
+// TestFuzzTargetsListed: hack/fuzz.sh (CI's fuzzing) runs every fuzz
+// target of the repository, as many as README says.
+func TestFuzzTargetsListed(t *testing.T) {
+	var found []string
+	require.NoError(t, filepath.WalkDir(docRoot, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range regexp.MustCompile(`(?m)^func (Fuzz\w+)\(`).FindAllStringSubmatch(string(b), -1) {
+			found = append(found, "./"+filepath.ToSlash(filepath.Dir(strings.TrimPrefix(path, docRoot)))+" "+m[1])
+		}
+		return nil
+	}))
+	script, err := os.ReadFile(filepath.Join(docRoot, "hack/fuzz.sh"))
+	require.NoError(t, err)
+	var listed []string
+	for _, m := range regexp.MustCompile(`(?m)^  "(\./\S+ Fuzz\w+)"$`).FindAllStringSubmatch(string(script), -1) {
+		listed = append(listed, m[1])
+	}
+	assert.ElementsMatch(t, found, listed, "hack/fuzz.sh lists every fuzz target")
+	readme, err := os.ReadFile(filepath.Join(docRoot, "README.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(readme), fmt.Sprintf("(`.ci/run`: %d targets,", len(found)))
+}
