@@ -94,7 +94,7 @@ func obtain(ctx context.Context, a *settings.AuthOptions, g *GlobalOptions, stre
 	r, err := src.Get(ctx, opts)
 	if errors.Is(err, login.ErrInteractionRequired) {
 		return nil, fmt.Errorf("no valid cached token, and the %s login needs a person, but kubectl runs this plugin non-interactively: run '%s' in a terminal first",
-			loginConfig(a).EffectiveGrant(), loginCommand(a))
+			login.Config{OIDCOptions: a.OIDCOptions}.EffectiveGrant(), loginCommand(a))
 	}
 	return r, err
 }

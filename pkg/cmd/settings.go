@@ -8,31 +8,6 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
-// loginConfig is the configuration of the login package for a.
-func loginConfig(a *settings.AuthOptions) login.Config {
-	return login.Config{
-		IssuerURL:       a.IssuerURL,
-		ClientID:        a.ClientID,
-		ClientSecret:    a.ClientSecret,
-		ExtraScopes:     a.ExtraScopes,
-		GrantType:       a.GrantType,
-		UseAccessToken:  a.UseAccessToken,
-		ListenAddresses: a.ListenAddresses,
-		RedirectURL:     a.RedirectURL,
-		BrowserCommand:  a.BrowserCommand,
-		SkipOpenBrowser: a.SkipOpenBrowser,
-		AuthTimeout:     a.AuthTimeout,
-		AuthMethod:      a.ClientAuthMethod,
-		ExtraParams:     a.AuthRequestExtraParams,
-		PKCEMethod:      a.PKCEMethod,
-		LocalServerCert: a.LocalServerCert,
-		LocalServerKey:  a.LocalServerKey,
-		OpenURLAfter:    a.OpenURLAfterAuthentication,
-		Username:        a.Username,
-		Password:        a.Password,
-	}
-}
-
 // cloudSigma is the CloudSigma exchange of a, without its runtime seams.
 func cloudSigma(a *settings.AuthOptions) *exchange.CloudSigma {
 	return &exchange.CloudSigma{

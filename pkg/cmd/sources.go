@@ -98,7 +98,7 @@ func (rt *sourceRuntime) loginConfig() (login.Config, error) {
 	if err != nil {
 		return login.Config{}, err
 	}
-	cfg := loginConfig(rt.a)
+	cfg := login.Config{OIDCOptions: rt.a.OIDCOptions}
 	cfg.HTTPClient, cfg.Interactive, cfg.Stdin, cfg.Stderr = httpClient, rt.interactive, rt.streams.In, rt.streams.ErrOut
 	cfg.StderrIsTerminal = rt.g.IsTerminal(rt.streams.ErrOut)
 	cfg.Log = rt.log

@@ -22,8 +22,8 @@ import (
 func newTokenExchange(t *testing.T, sim *idp.Sim, mutate func(*TokenExchange)) (*credential.Source, *TokenExchange) {
 	dir := t.TempDir()
 	store := tokencache.NewDisk(dir)
-	lc := login.New(login.Config{IssuerURL: sim.Issuer(), ClientID: "robot", ClientSecret: "robot-secret",
-		GrantType: settings.GrantClientCredentials, HTTPClient: http.DefaultClient})
+	lc := login.New(login.Config{OIDCOptions: settings.OIDCOptions{IssuerURL: sim.Issuer(), ClientID: "robot", ClientSecret: "robot-secret",
+		GrantType: settings.GrantClientCredentials}, HTTPClient: http.DefaultClient})
 	base := &credential.Source{Key: tokencache.Key{Issuer: sim.Issuer(), ClientID: "robot", GrantType: "client-credentials"},
 		Store: store, LockDir: dir, UseAccessToken: true,
 		NewAuthenticator: func() (credential.Authenticator, error) { return lc, nil }}

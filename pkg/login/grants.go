@@ -51,7 +51,7 @@ func (c *Client) newAuthRequest(p *oidc.Provider) (*authRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &authRequest{state: state, nonce: nonce, extra: c.cfg.ExtraParams}
+	r := &authRequest{state: state, nonce: nonce, extra: c.cfg.AuthRequestExtraParams}
 	if usePKCE(c.cfg.PKCEMethod, p.PKCEMethods) {
 		r.verifier = oauth2.GenerateVerifier()
 	} else if c.cfg.PKCEMethod != settings.PKCENo {
@@ -188,8 +188,8 @@ func (c *Client) authCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token,
 		LocalServerMiddleware:   callbackOnly(req.state),
 		// oauth2cli takes both or neither: the page follows the login,
 		// whatever its outcome (the terminal says which).
-		SuccessRedirectURL: c.cfg.OpenURLAfter,
-		FailureRedirectURL: c.cfg.OpenURLAfter,
+		SuccessRedirectURL: c.cfg.OpenURLAfterAuthentication,
+		FailureRedirectURL: c.cfg.OpenURLAfterAuthentication,
 		Logf: func(format string, args ...any) {
 			c.cfg.Log.Printf(2, format, args...)
 		},
@@ -442,7 +442,7 @@ func (c *Client) tokenRequest(ctx context.Context, p *oidc.Provider, params url.
 	if params.Get("scope") == "" {
 		params.Set("scope", strings.Join(c.Scopes(), " "))
 	}
-	method := c.cfg.AuthMethod
+	method := c.cfg.ClientAuthMethod
 	switch c.endpoint(p).AuthStyle { // the discovery document's choice, unless the flag says
 	case oauth2.AuthStyleInHeader:
 		method = oauth.AuthBasic

@@ -35,7 +35,7 @@ import (
 func TestAuthRequestExtraParams(t *testing.T) {
 	srv := oidctest.New(t)
 	c, _ := newClient(t, srv, func(c *Config) {
-		c.ExtraParams = map[string]string{"audience": "https://api.example.com", "prompt": "consent"}
+		c.AuthRequestExtraParams = map[string]string{"audience": "https://api.example.com", "prompt": "consent"}
 	})
 	_, err := c.Grant(context.Background())
 	require.NoError(t, err)
@@ -135,7 +135,7 @@ func TestHTTPSLoopbackFixedRedirect(t *testing.T) {
 	redirect := "https://localhost:" + strconv.Itoa(port) + "/callback"
 	browserClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	c, _ := newClient(t, srv, func(c *Config) {
-		c.RedirectURL, c.LocalServerCert, c.LocalServerKey, c.OpenURLAfter = redirect, certFile, keyFile, landing.URL
+		c.RedirectURL, c.LocalServerCert, c.LocalServerKey, c.OpenURLAfterAuthentication = redirect, certFile, keyFile, landing.URL
 		c.OpenURL = browserWith(t, browserClient)
 	})
 	_, err := c.Grant(context.Background())

@@ -27,40 +27,14 @@ import (
 // asked: kubectl runs the plugin non-interactively, or there is no terminal.
 var ErrInteractionRequired = errors.New("logging in needs a person at a browser or terminal, but this run is not interactive")
 
-// Defaults.
-const ()
-
 // Config says whom to ask for a token and how.
 type Config struct {
-	// AuthMethod is "basic", "post" or "" (x/oauth2 tries both).
-	AuthMethod     string
-	IssuerURL      string
-	ClientID       string
-	ClientSecret   string `datapolicy:"secret"`
-	ExtraScopes    []string
-	GrantType      string
-	UseAccessToken bool
-
-	ListenAddresses []string
-	// RedirectURL is the redirect of authcode-keyboard (default OOB), or
-	// the loopback redirect of authcode (default: a free port).
-	RedirectURL string
-	// ExtraParams go into the authorization request.
-	ExtraParams map[string]string
-	// PKCEMethod is settings.PKCEAuto, PKCENo or PKCES256.
-	PKCEMethod string
-	// LocalServerCert and LocalServerKey serve the loopback redirect over
-	// https; OpenURLAfter is where the browser goes after the login.
-	LocalServerCert, LocalServerKey, OpenURLAfter string
-	// Username and Password are the password grant's.
-	Username        string
-	Password        string `datapolicy:"password"`
-	BrowserCommand  string
-	SkipOpenBrowser bool
+	// OIDCOptions are the provider, client and grant settings, as the
+	// flags and profiles give them (pkg/settings): one form, not a copy.
+	settings.OIDCOptions
 	// OpenURL replaces the browser (tests); nil runs BrowserCommand or
 	// the platform's opener.
-	OpenURL     func(url string) error
-	AuthTimeout time.Duration
+	OpenURL func(url string) error
 
 	HTTPClient *http.Client
 	// Interactive allows grants that need a person.
@@ -149,9 +123,9 @@ func (c *Client) endpoint(p *oidc.Provider) oauth2.Endpoint {
 	case c.cfg.ClientSecret == "":
 		// A public client authenticates with client_id in the body only.
 		e.AuthStyle = oauth2.AuthStyleInParams
-	case c.cfg.AuthMethod == "post":
+	case c.cfg.ClientAuthMethod == "post":
 		e.AuthStyle = oauth2.AuthStyleInParams
-	case c.cfg.AuthMethod == "basic":
+	case c.cfg.ClientAuthMethod == "basic":
 		e.AuthStyle = oauth2.AuthStyleInHeader
 	}
 	return e

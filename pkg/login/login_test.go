@@ -53,8 +53,8 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 func newClient(t *testing.T, srv *oidctest.Server, mutate func(*Config)) (*Client, *syncBuffer) {
 	stderr := &syncBuffer{}
 	cfg := Config{
-		IssuerURL: srv.Issuer(), ClientID: srv.ClientID, ExtraScopes: []string{"email", "groups"},
-		GrantType: settings.GrantAuthCode, ListenAddresses: []string{"127.0.0.1:0"}, AuthTimeout: 10 * time.Second,
+		OIDCOptions: settings.OIDCOptions{IssuerURL: srv.Issuer(), ClientID: srv.ClientID, ExtraScopes: []string{"email", "groups"},
+			GrantType: settings.GrantAuthCode, ListenAddresses: []string{"127.0.0.1:0"}, AuthTimeout: 10 * time.Second},
 		Interactive: true, Stderr: stderr, OpenURL: browser(t),
 	}
 	if mutate != nil {
@@ -325,7 +325,7 @@ func TestTokenEndpointFaults(t *testing.T) {
 }
 
 func TestDiscoveryFailure(t *testing.T) {
-	c := New(Config{IssuerURL: "http://127.0.0.1:1", ClientID: "x", GrantType: settings.GrantClientCredentials})
+	c := New(Config{OIDCOptions: settings.OIDCOptions{IssuerURL: "http://127.0.0.1:1", ClientID: "x", GrantType: settings.GrantClientCredentials}})
 	_, err := c.Grant(context.Background())
 	require.ErrorContains(t, err, "discovering OIDC provider http://127.0.0.1:1")
 }
