@@ -29,6 +29,11 @@ type AccessOptions struct {
 	TokenIdentity bool
 	DiffAs        string
 	DiffAsGroups  []string
+	// client, impersonate (a client acting as another identity) and
+	// namespace are Complete's.
+	client      accessClient
+	impersonate func(user string, groups []string, uid string, extra map[string][]string) (accessClient, error)
+	namespace   string
 	genericiooptions.IOStreams
 	global *GlobalOptions
 }
@@ -68,8 +73,23 @@ In the table, ✔ is allowed, ✗ denied, ~ allowed for some resourceNames only,
 	return cmd
 }
 
-// Complete does nothing.
-func (o *AccessOptions) Complete() error { return nil }
+// Complete builds the clients and reads the namespace.
+func (o *AccessOptions) Complete(args []string) error {
+	cfg, err := o.Kube.Config()
+	if err != nil {
+		return err
+	}
+	if o.client, err = newRBACClient(cfg); err != nil {
+		return err
+	}
+	o.impersonate = func(user string, groups []string, uid string, extra map[string][]string) (accessClient, error) {
+		return ImpersonatingClient(cfg, user, groups, uid, extra)
+	}
+	if !o.AllNamespaces && !o.ClusterScope {
+		o.namespace, _, err = o.Kube.clientConfig().Namespace()
+	}
+	return err
+}
 
 // Validate checks the flags.
 func (o *AccessOptions) Validate() error {
@@ -87,18 +107,20 @@ func (o *AccessOptions) Validate() error {
 
 // Run builds the matrices.
 func (o *AccessOptions) Run(ctx context.Context) error {
-	client, cfg, err := o.Kube.Client()
-	if err != nil {
-		return err
-	}
+	client := o.client
 	if o.TokenIdentity {
-		if client, _, err = TokenIdentityClient(ctx, client, cfg); err != nil {
+		ui, _, err := client.WhoAmI(ctx)
+		if err != nil {
+			return err
+		}
+		if client, err = o.impersonate(ui.Username, ui.Groups, ui.UID, ExtraOf(ui.Extra)); err != nil {
 			return err
 		}
 	}
-	var other *rbac.Client
+	var other accessClient
 	if o.DiffAs != "" {
-		if other, err = ImpersonatingClient(cfg, o.DiffAs, o.DiffAsGroups, "", nil); err != nil {
+		var err error
+		if other, err = o.impersonate(o.DiffAs, o.DiffAsGroups, "", nil); err != nil {
 			return err
 		}
 	}
@@ -121,11 +143,7 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 			return err
 		}
 	default:
-		ns, _, err := o.Kube.clientConfig().Namespace()
-		if err != nil {
-			return err
-		}
-		namespaces = []string{ns}
+		namespaces = []string{o.namespace}
 	}
 	var out []*rbac.Matrix
 	for _, ns := range namespaces {

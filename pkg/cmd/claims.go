@@ -65,7 +65,7 @@ difference, a refusal (401) included.`,
 
 // Complete routes the Kubernetes libraries' logs to stderr at -v 2 and
 // above, and nowhere otherwise.
-func (o *ClaimsOptions) Complete() error {
+func (o *ClaimsOptions) Complete(args []string) error {
 	routeKlog(o.ErrOut, o.global.Verbosity >= 2)
 	return nil
 }

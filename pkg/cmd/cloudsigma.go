@@ -60,7 +60,7 @@ and prints the account's email and UUID. The token is never printed.`,
 }
 
 // Complete fills the settings.
-func (o *CloudSigmaWhoAmIOptions) Complete() error {
+func (o *CloudSigmaWhoAmIOptions) Complete(args []string) error {
 	return o.Auth.Complete(o.global.Getenv, notifier(o.ErrOut))
 }
 

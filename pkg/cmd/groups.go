@@ -21,6 +21,9 @@ type GroupsOptions struct {
 	Kube        *KubeFlags
 	GroupsClaim string
 	Output      *OutputFlags
+	client      whoAmIClient
+	// token is the current user's cached token (local cache only).
+	token func(ctx context.Context) (string, error)
 	genericiooptions.IOStreams
 	global *GlobalOptions
 }
@@ -55,15 +58,25 @@ mapping; "system:authenticated" is added by the API server itself.`,
 	return cmd
 }
 
-// Complete does nothing.
-func (o *GroupsOptions) Complete() error { return nil }
+// Complete builds the client and the token lookup.
+func (o *GroupsOptions) Complete(args []string) error {
+	var err error
+	if o.client, err = o.Kube.APIClient(); err != nil {
+		return err
+	}
+	o.token = func(ctx context.Context) (string, error) {
+		raw, _, err := o.Kube.CachedToken(ctx, o.global.Getenv)
+		return raw, err
+	}
+	return nil
+}
 
 // Validate checks -o.
 func (o *GroupsOptions) Validate() error { return o.Output.Validate() }
 
 // Run reads both lists.
 func (o *GroupsOptions) Run(ctx context.Context) error {
-	raw, _, err := o.Kube.CachedToken(ctx, o.global.Getenv)
+	raw, err := o.token(ctx)
 	if err != nil {
 		return err
 	}
@@ -71,11 +84,7 @@ func (o *GroupsOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	client, _, err := o.Kube.Client()
-	if err != nil {
-		return err
-	}
-	ui, _, err := client.WhoAmI(ctx)
+	ui, _, err := o.client.WhoAmI(ctx)
 	if err != nil {
 		return err
 	}

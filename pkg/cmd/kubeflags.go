@@ -79,28 +79,22 @@ func (k *KubeFlags) Client() (*rbac.Client, *rest.Config, error) {
 	return c, cfg, err
 }
 
+// APIClient builds the plain API client (SelfSubjectReview and requests),
+// for the commands that need no RBAC evaluation.
+func (k *KubeFlags) APIClient() (*kubeapi.Client, error) {
+	cfg, err := k.Config()
+	if err != nil {
+		return nil, err
+	}
+	return kubeapi.NewClient(cfg)
+}
+
 // ImpersonatingClient is a client whose requests carry impersonation
 // headers for user and groups, on top of the kubeconfig's identity.
 func ImpersonatingClient(cfg *rest.Config, user string, groups []string, uid string, extra map[string][]string) (*rbac.Client, error) {
 	c := rest.CopyConfig(cfg)
 	c.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups, UID: uid, Extra: extra}
 	return newRBACClient(c)
-}
-
-// TokenIdentityClient impersonates exactly the username, groups, UID and
-// extra the API server reports for caller's credentials (what --as alone
-// loses), and describes that identity.
-func TokenIdentityClient(ctx context.Context, caller *rbac.Client, cfg *rest.Config) (*rbac.Client, string, error) {
-	ui, _, err := caller.WhoAmI(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	extra := map[string][]string{}
-	for k, v := range ui.Extra {
-		extra[k] = v
-	}
-	c, err := ImpersonatingClient(cfg, ui.Username, ui.Groups, ui.UID, extra)
-	return c, describeIdentity(ui.Username, ui.Groups), err
 }
 
 // describeIdentity is "user [group,...]".

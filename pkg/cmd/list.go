@@ -35,7 +35,13 @@ type ListOptions struct {
 	TokenIdentity bool
 	ShowDenied    bool
 	Method        rbac.Source
-	Output        *OutputFlags
+	// caller (lists), target (reviewed), identity (the target's
+	// description), impersonate and namespace are Complete's.
+	caller, target listClient
+	identity       string
+	impersonate    func(user string, groups []string, uid string, extra map[string][]string) (listClient, error)
+	namespace      string
+	Output         *OutputFlags
 	genericiooptions.IOStreams
 	global *GlobalOptions
 	now    func() time.Time
@@ -77,7 +83,7 @@ kept, as "kubectl get -o json" would; the verbs and reasons are in the table
   kubectl impersonate list deployments.apps -A -l tier=web --as=bob@example.com -o name`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: cobra.NoFileCompletions,
-		RunE:              func(c *cobra.Command, args []string) error { o.Resource = args[0]; return runE(o)(c, args) },
+		RunE:              runE(o),
 	}
 	o.Kube = NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
@@ -93,8 +99,35 @@ kept, as "kubectl get -o json" would; the verbs and reasons are in the table
 	return cmd, o
 }
 
-// Complete does nothing: the resource is resolved by discovery in Run.
-func (o *ListOptions) Complete() error { return nil }
+// Complete reads the resource (resolved by discovery in Run) and the
+// namespace, and builds the clients: the caller's own, which lists, and
+// the reviewed identity's (--as, or --token-identity in Run).
+func (o *ListOptions) Complete(args []string) error {
+	o.Resource = args[0]
+	cfg, err := o.Kube.Config()
+	if err != nil {
+		return err
+	}
+	callerCfg := rest.CopyConfig(cfg)
+	callerCfg.Impersonate = rest.ImpersonationConfig{}
+	if o.caller, err = newRBACClient(callerCfg); err != nil {
+		return err
+	}
+	o.impersonate = func(user string, groups []string, uid string, extra map[string][]string) (listClient, error) {
+		return ImpersonatingClient(cfg, user, groups, uid, extra)
+	}
+	o.target, o.identity = o.caller, "you"
+	if imp := cfg.Impersonate; imp.UserName != "" || len(imp.Groups) > 0 {
+		if o.target, err = newRBACClient(cfg); err != nil {
+			return err
+		}
+		o.identity = describeIdentity(imp.UserName, imp.Groups)
+	}
+	if !o.AllNamespaces && o.ProjectLabel == "" {
+		o.namespace, _, err = o.Kube.clientConfig().Namespace()
+	}
+	return err
+}
 
 // Validate checks the flags.
 func (o *ListOptions) Validate() error {
@@ -137,28 +170,17 @@ type ListResult struct {
 
 // Run lists and filters.
 func (o *ListOptions) Run(ctx context.Context) error {
-	cfg, err := o.Kube.Config()
-	if err != nil {
-		return err
-	}
 	// The caller lists; the target identity is reviewed.
-	callerCfg := rest.CopyConfig(cfg)
-	callerCfg.Impersonate = rest.ImpersonationConfig{}
-	caller, err := newRBACClient(callerCfg)
-	if err != nil {
-		return err
-	}
-	target, identity := caller, "you"
-	switch {
-	case o.TokenIdentity:
-		if target, identity, err = TokenIdentityClient(ctx, caller, cfg); err != nil {
+	caller, target, identity := o.caller, o.target, o.identity
+	if o.TokenIdentity {
+		ui, _, err := caller.WhoAmI(ctx)
+		if err != nil {
 			return err
 		}
-	case cfg.Impersonate.UserName != "" || len(cfg.Impersonate.Groups) > 0:
-		if target, err = newRBACClient(cfg); err != nil {
+		if target, err = o.impersonate(ui.Username, ui.Groups, ui.UID, ExtraOf(ui.Extra)); err != nil {
 			return err
 		}
-		identity = describeIdentity(cfg.Impersonate.UserName, cfg.Impersonate.Groups)
+		identity = describeIdentity(ui.Username, ui.Groups)
 	}
 	all, err := caller.Discover(ctx, false)
 	if err != nil {
@@ -184,11 +206,7 @@ func (o *ListOptions) Run(ctx context.Context) error {
 			fmt.Fprintf(o.ErrOut, "no namespace carries the label %s (or you may not list it)\n", o.ProjectLabel)
 		}
 	default:
-		ns, _, err := o.Kube.clientConfig().Namespace()
-		if err != nil {
-			return err
-		}
-		r.Namespaces = []string{ns}
+		r.Namespaces = []string{o.namespace}
 	}
 	full := !o.Output.Human()
 	var objs []rbac.Object

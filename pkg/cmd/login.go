@@ -62,7 +62,7 @@ kubectl with interactiveMode Never.`,
 
 // Complete fills the settings: from the flags or profile, else from the
 // kubeconfig user's exec entry.
-func (o *LoginOptions) Complete() error {
+func (o *LoginOptions) Complete(args []string) error {
 	fromKubeconfig := o.Auth.IssuerURL == "" && o.Auth.Profile == "" && o.Auth.Exchange == ""
 	for _, a := range o.Auth.Args() {
 		if !strings.HasPrefix(a, "--force-refresh") {

@@ -44,7 +44,9 @@ a refresh token that leaked stays valid until the provider expires it.`,
 }
 
 // Complete fills the settings.
-func (o *LogoutOptions) Complete() error { return o.Auth.Complete(o.global.Getenv, notifier(o.ErrOut)) }
+func (o *LogoutOptions) Complete(args []string) error {
+	return o.Auth.Complete(o.global.Getenv, notifier(o.ErrOut))
+}
 
 // Validate checks the settings; --all needs none.
 func (o *LogoutOptions) Validate() error {

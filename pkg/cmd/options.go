@@ -60,7 +60,7 @@ func notifier(w io.Writer) func(string) {
 // options is what every command's options struct provides, in kubectl's
 // Complete / Validate / Run shape.
 type options interface {
-	Complete() error
+	Complete(args []string) error
 	Validate() error
 	Run(ctx context.Context) error
 }
@@ -91,13 +91,13 @@ func (g *GlobalOptions) handOff(name string) error {
 // runE runs o's three steps as a cobra RunE, in kubectl-impersonate-apiserver
 // when o needs kube-apiserver's code and this binary does not link it.
 func runE(o options) func(*cobra.Command, []string) error {
-	return func(c *cobra.Command, _ []string) error {
+	return func(c *cobra.Command, args []string) error {
 		if u, ok := o.(apiserverUser); ok {
 			if g := u.needsAPIServer(); g != nil && g.APIServer == nil {
 				return g.handOff(c.CommandPath())
 			}
 		}
-		if err := o.Complete(); err != nil {
+		if err := o.Complete(args); err != nil {
 			return err
 		}
 		if err := o.Validate(); err != nil {

@@ -105,7 +105,7 @@ Client secrets never go into the kubeconfig: give them to kubectl through
 }
 
 // Complete resolves the executable, the settings and the paths.
-func (o *SetupOptions) Complete() error {
+func (o *SetupOptions) Complete(args []string) error {
 	if err := o.Auth.Complete(o.global.Getenv, notifier(o.ErrOut)); err != nil {
 		return err
 	}

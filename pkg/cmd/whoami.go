@@ -21,6 +21,10 @@ import (
 type WhoAmIOptions struct {
 	Kube   *KubeFlags
 	Output *OutputFlags
+	client whoAmIClient
+	// tokenSource describes the current user's cached token (nil when the
+	// user does not run this plugin); it reads the local cache only.
+	tokenSource func(ctx context.Context) *TokenSource
 	genericiooptions.IOStreams
 	global *GlobalOptions
 }
@@ -59,26 +63,35 @@ issuer, client, grant, exchange, cache storage and expiry. No token is printed.`
 	return cmd
 }
 
-// Complete does nothing: the kubeconfig is read in Run.
-func (o *WhoAmIOptions) Complete() error { return nil }
+// Complete builds the client from the kubeconfig, and the token lookup.
+func (o *WhoAmIOptions) Complete(args []string) error {
+	var err error
+	if o.client, err = o.Kube.APIClient(); err != nil {
+		return err
+	}
+	o.tokenSource = func(ctx context.Context) *TokenSource {
+		_, ts, err := o.Kube.CachedToken(ctx, o.global.Getenv)
+		if errors.Is(err, errNotOurs) {
+			return nil
+		}
+		warnKuberc(o.ErrOut, o.Kube.ExecCommand(), o.global.Getenv)
+		return ts
+	}
+	return nil
+}
 
 // Validate checks -o.
 func (o *WhoAmIOptions) Validate() error { return o.Output.Validate() }
 
 // Run asks the API server.
 func (o *WhoAmIOptions) Run(ctx context.Context) error {
-	client, _, err := o.Kube.Client()
-	if err != nil {
-		return err
-	}
-	ui, version, err := client.WhoAmI(ctx)
+	ui, version, err := o.client.WhoAmI(ctx)
 	if err != nil {
 		return err
 	}
 	res := WhoAmIResult{APIVersion: "authentication.k8s.io/" + version, Username: ui.Username, UID: ui.UID, Groups: ui.Groups, Extra: ExtraOf(ui.Extra)}
-	if _, ts, err := o.Kube.CachedToken(ctx, o.global.Getenv); !errors.Is(err, errNotOurs) {
-		res.TokenSource = ts
-		warnKuberc(o.ErrOut, o.Kube.ExecCommand(), o.global.Getenv)
+	if o.tokenSource != nil {
+		res.TokenSource = o.tokenSource(ctx)
 	}
 	return o.Output.Print(o.Out, res, func(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)

@@ -18,7 +18,7 @@ type WhoCanOptions struct {
 	AllNamespaces bool
 	Output        *OutputFlags
 	target        rbac.Target
-	args          []string
+	client        rbacReader
 	genericiooptions.IOStreams
 	global *GlobalOptions
 }
@@ -40,7 +40,7 @@ objects; other authorizers (webhooks) are not seen.`,
   kubectl impersonate who-can get configmaps app-settings -A -o yaml
   kubectl impersonate who-can get /metrics`,
 		Args: cobra.RangeArgs(2, 3),
-		RunE: func(c *cobra.Command, args []string) error { o.args = args; return runE(o)(c, args) },
+		RunE: runE(o),
 	}
 	o.Kube = NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
@@ -49,8 +49,8 @@ objects; other authorizers (webhooks) are not seen.`,
 	return cmd
 }
 
-// Complete reads the arguments and the namespace.
-func (o *WhoCanOptions) Complete() error {
+// Complete reads the arguments and the namespace, and builds the client.
+func (o *WhoCanOptions) Complete(args []string) error {
 	ns, _, err := o.Kube.clientConfig().Namespace()
 	if err != nil {
 		return err
@@ -58,12 +58,9 @@ func (o *WhoCanOptions) Complete() error {
 	if o.AllNamespaces {
 		ns = ""
 	}
-	name := ""
-	if len(o.args) == 3 {
-		name = o.args[2]
-	}
-	o.target = rbac.ParseTarget(o.args[0], o.args[1], name, ns)
-	return nil
+	o.target = parseTarget(args, ns)
+	o.client, _, err = o.Kube.Client()
+	return err
 }
 
 // Validate checks -o.
@@ -71,11 +68,7 @@ func (o *WhoCanOptions) Validate() error { return o.Output.Validate() }
 
 // Run reads RBAC and matches it.
 func (o *WhoCanOptions) Run(ctx context.Context) error {
-	client, _, err := o.Kube.Client()
-	if err != nil {
-		return err
-	}
-	bindings, err := client.ReadRBAC(ctx, o.target.Namespace)
+	bindings, err := o.client.ReadRBAC(ctx, o.target.Namespace)
 	if err != nil {
 		return fmt.Errorf("%w (who-can needs to list roles and bindings)", err)
 	}

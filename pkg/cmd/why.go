@@ -21,7 +21,7 @@ type WhyOptions struct {
 	Kube   *KubeFlags
 	Output *OutputFlags
 	target rbac.Target
-	args   []string
+	client whyClient
 	genericiooptions.IOStreams
 	global *GlobalOptions
 }
@@ -51,7 +51,7 @@ system:authenticated.`,
 		Example: `  kubectl impersonate why list pods -n team-a
   kubectl impersonate why update deployments.apps/scale web -n team-a --as=bob@example.com`,
 		Args: cobra.RangeArgs(2, 3),
-		RunE: func(c *cobra.Command, args []string) error { o.args = args; return runE(o)(c, args) },
+		RunE: runE(o),
 	}
 	o.Kube = NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
@@ -59,18 +59,24 @@ system:authenticated.`,
 	return cmd
 }
 
-// Complete reads the arguments and the namespace.
-func (o *WhyOptions) Complete() error {
+// Complete reads the arguments and the namespace, and builds the client.
+func (o *WhyOptions) Complete(args []string) error {
 	ns, _, err := o.Kube.clientConfig().Namespace()
 	if err != nil {
 		return err
 	}
+	o.target = parseTarget(args, ns)
+	o.client, _, err = o.Kube.Client()
+	return err
+}
+
+// parseTarget is VERB RESOURCE [NAME] in namespace ns.
+func parseTarget(args []string, ns string) rbac.Target {
 	name := ""
-	if len(o.args) == 3 {
-		name = o.args[2]
+	if len(args) == 3 {
+		name = args[2]
 	}
-	o.target = rbac.ParseTarget(o.args[0], o.args[1], name, ns)
-	return nil
+	return rbac.ParseTarget(args[0], args[1], name, ns)
 }
 
 // Validate checks -o.
@@ -78,10 +84,7 @@ func (o *WhyOptions) Validate() error { return o.Output.Validate() }
 
 // Run asks the authorizer, then reads RBAC when allowed to.
 func (o *WhyOptions) Run(ctx context.Context) error {
-	client, _, err := o.Kube.Client()
-	if err != nil {
-		return err
-	}
+	client := o.client
 	st, err := client.Why(ctx, o.target)
 	if err != nil {
 		return err

@@ -1,0 +1,283 @@
+package cmd
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
+)
+
+// fakeCluster stands in for the API server behind the inspection
+// commands' seams (whoAmIClient, whyClient, accessClient, listClient): it
+// answers what the test gives it and records what it was asked. The
+// answers' correctness against a real kube-apiserver is the e2e suite's
+// (test/e2e/rbac_diff_test.go); these tests check what Run does with them.
+type fakeCluster struct {
+	user      authnv1.UserInfo
+	why       authzv1.SubjectAccessReviewStatus
+	rbac      *rbac.RBAC
+	rbacErr   error
+	resources []rbac.Resource
+	// allowed is the verbs allowed per resource name.
+	allowed    map[string][]string
+	namespaces []string
+	objects    []rbac.Object
+
+	asked []string // "Access ns", "ReadRBAC ns", "List ns", ...
+}
+
+func (f *fakeCluster) WhoAmI(context.Context) (*authnv1.UserInfo, string, error) {
+	u := f.user
+	return &u, "v1", nil
+}
+
+func (f *fakeCluster) Why(_ context.Context, t rbac.Target) (*authzv1.SubjectAccessReviewStatus, error) {
+	f.asked = append(f.asked, "Why "+t.Verb+" "+t.Resource+" "+t.Namespace)
+	st := f.why
+	return &st, nil
+}
+
+func (f *fakeCluster) ReadRBAC(_ context.Context, ns string) (*rbac.RBAC, error) {
+	f.asked = append(f.asked, "ReadRBAC "+ns)
+	return f.rbac, f.rbacErr
+}
+
+func (f *fakeCluster) Discover(context.Context, bool) ([]rbac.Resource, error) {
+	return f.resources, nil
+}
+
+func (f *fakeCluster) Namespaces(context.Context) ([]string, error) { return f.namespaces, nil }
+
+func (f *fakeCluster) Access(_ context.Context, resources []rbac.Resource, o rbac.AccessOptions) (*rbac.Matrix, error) {
+	f.asked = append(f.asked, "Access "+o.Namespace)
+	m := &rbac.Matrix{Namespace: o.Namespace, Verbs: o.Verbs}
+	for _, r := range resources {
+		row := rbac.Row{Resource: r.String(), Cells: map[string]rbac.Cell{}}
+		for _, v := range o.Verbs {
+			row.Cells[v] = rbac.Cell{Allowed: strings.Contains(strings.Join(f.allowed[r.Name], ","), v), Source: rbac.FromRules}
+		}
+		m.Rows = append(m.Rows, row)
+	}
+	return m, nil
+}
+
+func (f *fakeCluster) NamespacesWith(_ context.Context, selector string) ([]string, error) {
+	return f.namespaces, nil
+}
+
+func (f *fakeCluster) List(_ context.Context, r rbac.Resource, ns, _ string, _ bool) ([]rbac.Object, error) {
+	f.asked = append(f.asked, "List "+ns)
+	var out []rbac.Object
+	for _, o := range f.objects {
+		if ns == "" || o.Namespace == ns {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeCluster) Filter(_ context.Context, r rbac.Resource, objs []rbac.Object, o rbac.FilterOptions) ([]rbac.Decision, rbac.FilterStats, error) {
+	var out []rbac.Decision
+	for _, obj := range objs {
+		d := rbac.Decision{Object: obj, Source: rbac.FromRules}
+		if strings.HasPrefix(obj.Name, f.user.Username) {
+			d.Allowed = o.Verbs
+		}
+		out = append(out, d)
+	}
+	return out, rbac.FilterStats{RulesReviews: 1}, nil
+}
+
+func (f *fakeCluster) Requests() int { return 0 }
+
+func testStreams() (genericiooptions.IOStreams, *strings.Builder, *strings.Builder) {
+	var out, errOut strings.Builder
+	return genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, &out, &errOut
+}
+
+func testGlobal() *GlobalOptions {
+	return &GlobalOptions{Getenv: func(string) string { return "" }, IsTerminal: func(any) bool { return false }}
+}
+
+var (
+	alice    = authnv1.UserInfo{Username: "alice@example.com", Groups: []string{"dev", "system:authenticated"}}
+	pods     = rbac.Resource{Version: "v1", Name: "pods", Namespaced: true, Verbs: []string{"get", "list"}, Kind: "Pod", SingularName: "pod", ShortNames: []string{"po"}}
+	secrets  = rbac.Resource{Version: "v1", Name: "secrets", Namespaced: true, Verbs: []string{"get", "list"}}
+	devGrant = &rbac.RBAC{
+		Roles: map[string][]rbacv1.PolicyRule{"team-a/pod-reader": {{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}},
+		RoleBindings: []rbacv1.RoleBinding{{ObjectMeta: metav1.ObjectMeta{Name: "devs-read-pods", Namespace: "team-a"},
+			RoleRef:  rbacv1.RoleRef{Kind: "Role", Name: "pod-reader"},
+			Subjects: []rbacv1.Subject{{Kind: "Group", Name: "dev"}}}},
+	}
+)
+
+func TestWhoAmIRun(t *testing.T) {
+	for _, format := range []string{"", "json"} {
+		streams, out, _ := testStreams()
+		o := &WhoAmIOptions{Output: &OutputFlags{Format: format}, IOStreams: streams, global: testGlobal(), client: &fakeCluster{user: alice}}
+		require.NoError(t, o.Run(context.Background()))
+		if format == "" {
+			assert.Regexp(t, `(?m)^Username +alice@example\.com$`, out.String())
+			assert.Regexp(t, `(?m)^Groups +\[dev system:authenticated\]$`, out.String())
+			continue
+		}
+		var res WhoAmIResult
+		require.NoError(t, json.Unmarshal([]byte(out.String()), &res))
+		assert.Equal(t, "alice@example.com", res.Username)
+		assert.Equal(t, "authentication.k8s.io/v1", res.APIVersion)
+	}
+}
+
+func TestGroupsRun(t *testing.T) {
+	seg := func(v any) string { b, _ := json.Marshal(v); return base64.RawURLEncoding.EncodeToString(b) }
+	token := seg(map[string]string{"alg": "RS256"}) + "." + seg(map[string]any{"groups": []string{"dev", "ops"}}) + ".sig"
+	streams, out, _ := testStreams()
+	o := &GroupsOptions{GroupsClaim: "groups", Output: &OutputFlags{Format: "json"}, IOStreams: streams, global: testGlobal(),
+		client: &fakeCluster{user: alice}, token: func(context.Context) (string, error) { return token, nil }}
+	require.NoError(t, o.Run(context.Background()))
+	var rows []GroupRow
+	require.NoError(t, json.Unmarshal([]byte(out.String()), &rows))
+	assert.Equal(t, []GroupRow{{Group: "dev", InToken: true, FromServer: true}, {Group: "ops", InToken: true},
+		{Group: "system:authenticated", FromServer: true}}, rows)
+}
+
+func TestWhyRun(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		why     authzv1.SubjectAccessReviewStatus
+		rbac    *rbac.RBAC
+		rbacErr error
+		want    []string
+	}{
+		{name: "allowed, the binding named", why: authzv1.SubjectAccessReviewStatus{Allowed: true, Reason: `RBAC: allowed by RoleBinding "devs-read-pods/team-a"`},
+			rbac: devGrant, want: []string{"alice@example.com: may get pods in namespace team-a? yes", "Reason: RBAC: allowed by", "RoleBinding/devs-read-pods  team-a"}},
+		{name: "denied, no binding", why: authzv1.SubjectAccessReviewStatus{}, rbac: &rbac.RBAC{},
+			want: []string{"may get pods in namespace team-a? no"}},
+		{name: "RBAC unreadable", why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbacErr: &kubeapi.APIError{Code: 403},
+			want: []string{"? yes", "you may not read RBAC objects here"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			streams, out, _ := testStreams()
+			f := &fakeCluster{user: alice, why: tt.why, rbac: tt.rbac, rbacErr: tt.rbacErr}
+			o := &WhyOptions{Output: &OutputFlags{Format: ""}, IOStreams: streams, global: testGlobal(), client: f,
+				target: parseTarget([]string{"get", "pods"}, "team-a")}
+			require.NoError(t, o.Run(context.Background()))
+			for _, w := range tt.want {
+				assert.Contains(t, out.String(), w)
+			}
+			assert.Equal(t, []string{"Why get pods team-a", "ReadRBAC team-a"}, f.asked)
+		})
+	}
+	t.Run("another error fails", func(t *testing.T) {
+		streams, _, _ := testStreams()
+		o := &WhyOptions{Output: &OutputFlags{}, IOStreams: streams, global: testGlobal(), target: parseTarget([]string{"get", "pods"}, "x"),
+			client: &fakeCluster{rbacErr: errors.New("connection refused")}}
+		assert.ErrorContains(t, o.Run(context.Background()), "connection refused")
+	})
+}
+
+func TestWhoCanRun(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"get", "pods"}, "RoleBinding/devs-read-pods  team-a     Role/pod-reader  Group:dev"},
+		{[]string{"delete", "pods"}, "No binding grants delete pods in namespace team-a."},
+	} {
+		streams, out, _ := testStreams()
+		f := &fakeCluster{rbac: devGrant}
+		o := &WhoCanOptions{Output: &OutputFlags{}, IOStreams: streams, global: testGlobal(), client: f, target: parseTarget(tt.args, "team-a")}
+		require.NoError(t, o.Run(context.Background()))
+		assert.Contains(t, out.String(), tt.want)
+		assert.Equal(t, []string{"ReadRBAC team-a"}, f.asked)
+	}
+}
+
+func TestAccessRun(t *testing.T) {
+	newOpts := func(f *fakeCluster, impersonated *[]string) (*AccessOptions, *strings.Builder) {
+		streams, out, _ := testStreams()
+		return &AccessOptions{Verbs: []string{"get", "list"}, Method: rbac.FromRules, Output: &OutputFlags{Format: "json"}, IOStreams: streams,
+			global: testGlobal(), client: f, namespace: "team-a",
+			impersonate: func(user string, groups []string, _ string, _ map[string][]string) (accessClient, error) {
+				*impersonated = append(*impersonated, describeIdentity(user, groups))
+				return &fakeCluster{allowed: map[string][]string{"pods": {"get"}, "secrets": {"get"}}}, nil
+			}}, out
+	}
+	cluster := func() *fakeCluster {
+		return &fakeCluster{user: alice, resources: []rbac.Resource{pods, secrets}, namespaces: []string{"a", "b"},
+			allowed: map[string][]string{"pods": {"get", "list"}, "secrets": {"get"}}}
+	}
+	t.Run("one namespace", func(t *testing.T) {
+		var imp []string
+		f := cluster()
+		o, out := newOpts(f, &imp)
+		require.NoError(t, o.Run(context.Background()))
+		var m rbac.Matrix
+		require.NoError(t, json.Unmarshal([]byte(out.String()), &m))
+		assert.Equal(t, "team-a", m.Namespace)
+		require.Len(t, m.Rows, 2)
+		assert.True(t, m.Rows[0].Cells["list"].Allowed)
+		assert.False(t, m.Rows[1].Cells["list"].Allowed)
+		assert.Equal(t, []string{"Access team-a"}, f.asked)
+		assert.Empty(t, imp)
+	})
+	t.Run("-A: one matrix per namespace", func(t *testing.T) {
+		var imp []string
+		f := cluster()
+		o, out := newOpts(f, &imp)
+		o.AllNamespaces = true
+		require.NoError(t, o.Run(context.Background()))
+		var ms []rbac.Matrix
+		require.NoError(t, json.Unmarshal([]byte(out.String()), &ms))
+		assert.Len(t, ms, 2)
+		assert.Equal(t, []string{"Access a", "Access b"}, f.asked)
+	})
+	t.Run("--diff-as: only the differing cells, the other identity impersonated", func(t *testing.T) {
+		var imp []string
+		o, out := newOpts(cluster(), &imp)
+		o.DiffAs, o.DiffAsGroups = "bob", []string{"ops"}
+		require.NoError(t, o.Run(context.Background()))
+		assert.Equal(t, []string{"bob [ops]"}, imp)
+		var m rbac.Matrix
+		require.NoError(t, json.Unmarshal([]byte(out.String()), &m))
+		require.Len(t, m.Rows, 1, "secrets: the same for both")
+		assert.Equal(t, "pods", m.Rows[0].Resource)
+		assert.Equal(t, rbac.NotApplicable, m.Rows[0].Cells["get"].Source, "pods/get: the same for both")
+		assert.NotEqual(t, rbac.NotApplicable, m.Rows[0].Cells["list"].Source, "pods/list differs")
+	})
+	t.Run("--token-identity: the server's view of the caller, impersonated", func(t *testing.T) {
+		var imp []string
+		o, _ := newOpts(cluster(), &imp)
+		o.TokenIdentity = true
+		require.NoError(t, o.Run(context.Background()))
+		assert.Equal(t, []string{"alice@example.com [dev,system:authenticated]"}, imp)
+	})
+}
+
+func TestListRun(t *testing.T) {
+	streams, out, errOut := testStreams()
+	f := &fakeCluster{user: alice, resources: []rbac.Resource{pods}, objects: []rbac.Object{
+		{Namespace: "team-a", Name: "alice@example.com-web"}, {Namespace: "team-a", Name: "other"}, {Namespace: "team-b", Name: "alice@example.com-db"}}}
+	o := &ListOptions{Resource: "po", Verbs: []string{"get"}, Method: rbac.FromRules, Output: &OutputFlags{Format: ""}, IOStreams: streams,
+		global: testGlobal(), caller: f, target: f, identity: "you", namespace: "team-a", now: time.Now}
+	require.NoError(t, o.Run(context.Background()))
+	assert.Equal(t, []string{"List team-a"}, f.asked)
+	assert.Contains(t, out.String(), "alice@example.com-web")
+	assert.NotContains(t, out.String(), "other")
+	assert.NotContains(t, out.String(), "alice@example.com-db", "another namespace")
+	assert.Empty(t, errOut.String())
+}
