@@ -47,7 +47,7 @@ e2e: ## End-to-end tests on real kube-apiserver, etcd, Dex, kubectl, keyring and
 bench: ## Benchmark the cached get-token (disk and keyring) against a Go hello world; writes the table into README.md
 	hack/bench.sh
 
-bench-check: ## The coarse speed bound of make test: cached get-token (disk) at most 3 x hello, peak RSS at most 8 MiB
+bench-check: ## The coarse speed bounds of make test: cached get-token (disk) at most 3 x hello, peak RSS at most 8 MiB; the full binary's version at most 5 x hello
 	hack/bench.sh --check
 
 lint: tools ## gofmt, go vet, staticcheck, goreleaser check, Krew manifest validation
