@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 PKG := github.com/kubectl-impersonate/kubectl-impersonate
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
-LDFLAGS := -s -w -X $(PKG)/pkg/cmd.version=$(VERSION) -X $(PKG)/pkg/cmd.commit=$(shell git rev-parse --short HEAD 2>/dev/null)
+LDFLAGS := -s -w -X $(PKG)/pkg/cmd/util.version=$(VERSION) -X $(PKG)/pkg/cmd/util.commit=$(shell git rev-parse --short HEAD 2>/dev/null)
 GOBIN_DIR := $(shell $(GO) env GOBIN)
 ifeq ($(GOBIN_DIR),)
 GOBIN_DIR := $(shell $(GO) env GOPATH)/bin

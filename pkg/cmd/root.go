@@ -1,6 +1,10 @@
-// Package cmd holds the commands of kubectl-impersonate, one file each, as
-// options structs with Complete, Validate and Run. This file is the
-// registry; options.go holds what the commands share.
+// Package cmd is kubectl-impersonate's command registry. The commands live
+// in packages by concern, as kubectl's do, each an options struct with
+// Complete(args), Validate and Run: credential (get-token, login, logout,
+// setup, cloudsigma), inspect (whoami, claims, groups, access, list, why,
+// who-can), serve (proxy); util holds what they share (global options, the
+// kubeconfig and output flags, the Complete/Validate/Run runner and the
+// hand-off to kubectl-impersonate-apiserver, whose code is apiserver's).
 package cmd
 
 import (
@@ -10,6 +14,11 @@ import (
 	"os"
 	"slices"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/credential"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/inspect"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/serve"
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -17,6 +26,18 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
+
+// APIServerCode runs kube-apiserver's own code, its JWT authenticator and
+// configuration types, for claims, proxy and setup --authentication-config
+// (pkg/cmd/apiserver.Code). Linking it costs every process its package
+// initialisers (component-base's metrics registry, CEL, the egress
+// selector: about 10 ms), so only kubectl-impersonate-apiserver links it;
+// the other binaries pass nil and hand those commands to it.
+type APIServerCode interface {
+	inspect.ClaimsRunner
+	serve.ProxyRunner
+	credential.AuthConfigChecker
+}
 
 // NewRootCmd builds the command tree.
 func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
@@ -28,25 +49,25 @@ func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
 // constructor. TestRegistryNames keeps the names equal to the commands'.
 type command struct {
 	names []string
-	build func(*GlobalOptions, genericiooptions.IOStreams) *cobra.Command
+	build func(*cmdutil.GlobalOptions, genericiooptions.IOStreams) *cobra.Command
 }
 
 // commands is the registry, in the order of the help.
 var commands = []command{
-	{[]string{"get-token"}, NewCmdGetToken},
-	{[]string{"login"}, NewCmdLogin},
-	{[]string{"setup"}, NewCmdSetup},
-	{[]string{"logout"}, NewCmdLogout},
-	{[]string{"cloudsigma"}, NewCmdCloudSigma},
-	{[]string{"whoami"}, NewCmdWhoAmI},
-	{[]string{"claims"}, NewCmdClaims},
-	{[]string{"groups"}, NewCmdGroups},
-	{[]string{"access", "can-i-matrix"}, NewCmdAccess},
-	{[]string{"list"}, NewCmdList},
-	{[]string{"why"}, NewCmdWhy},
-	{[]string{"who-can"}, NewCmdWhoCan},
-	{[]string{"proxy"}, NewCmdProxy},
-	{[]string{"version"}, func(_ *GlobalOptions, s genericiooptions.IOStreams) *cobra.Command { return NewCmdVersion(s) }},
+	{[]string{"get-token"}, credential.NewCmdGetToken},
+	{[]string{"login"}, credential.NewCmdLogin},
+	{[]string{"setup"}, credential.NewCmdSetup},
+	{[]string{"logout"}, credential.NewCmdLogout},
+	{[]string{"cloudsigma"}, credential.NewCmdCloudSigma},
+	{[]string{"whoami"}, inspect.NewCmdWhoAmI},
+	{[]string{"claims"}, inspect.NewCmdClaims},
+	{[]string{"groups"}, inspect.NewCmdGroups},
+	{[]string{"access", "can-i-matrix"}, inspect.NewCmdAccess},
+	{[]string{"list"}, inspect.NewCmdList},
+	{[]string{"why"}, inspect.NewCmdWhy},
+	{[]string{"who-can"}, inspect.NewCmdWhoCan},
+	{[]string{"proxy"}, serve.NewCmdProxy},
+	{[]string{"version"}, func(_ *cmdutil.GlobalOptions, s genericiooptions.IOStreams) *cobra.Command { return NewCmdVersion(s) }},
 }
 
 // newRootCmd builds the tree. When args name a command, only that one is
@@ -54,7 +75,11 @@ var commands = []command{
 // on every run, get-token's above all, which kubectl runs on every call.
 // Help, completion and unknown commands get the whole tree.
 func newRootCmd(streams genericiooptions.IOStreams, code APIServerCode, args []string) *cobra.Command {
-	g := &GlobalOptions{Getenv: os.Getenv, IsTerminal: isTerminal, APIServer: code, args: args}
+	var c any
+	if code != nil {
+		c = code // a nil interface stays nil: the commands hand off on nil
+	}
+	g := cmdutil.NewGlobalOptions(c, args)
 	root := &cobra.Command{
 		Use:   "kubectl-impersonate",
 		Short: "Log in to Kubernetes with OpenID Connect, and act as another user where allowed",
@@ -107,7 +132,7 @@ func Execute(ctx context.Context, args []string, streams genericiooptions.IOStre
 	if c, _, ferr := root.Find(args); os.Getenv(execcred.EnvExecInfo) == "" || (ferr == nil && c.Name() == "get-token") {
 		err = root.ExecuteContext(ctx)
 	}
-	var handed handedOff
+	var handed cmdutil.HandedOff
 	if errors.As(err, &handed) {
 		return int(handed)
 	}

@@ -92,3 +92,27 @@ func TestFuzzTargetsListed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(readme), fmt.Sprintf("(`.ci/run`: %d targets,", len(found)))
 }
+
+// TestVersionStamp: the release and make's -X flags name a variable that
+// exists (a moved package would leave builds unstamped, silently).
+func TestVersionStamp(t *testing.T) {
+	const mod = "github.com/kubectl-impersonate/kubectl-impersonate/"
+	n := 0
+	for _, file := range []string{"Makefile", ".goreleaser.yaml"} {
+		b, err := os.ReadFile(filepath.Join(docRoot, file))
+		require.NoError(t, err)
+		for _, m := range regexp.MustCompile(`-X (?:\$\(PKG\)/|`+regexp.QuoteMeta(mod)+`)(\S+)\.(\w+)=`).FindAllStringSubmatch(string(b), -1) {
+			n++
+			dir, name := m[1], m[2]
+			found := false
+			files, _ := filepath.Glob(filepath.Join(docRoot, dir, "*.go"))
+			for _, f := range files {
+				src, err := os.ReadFile(f)
+				require.NoError(t, err)
+				found = found || regexp.MustCompile(`(?m)^\s*`+name+`\s*=\s*""`).Match(src)
+			}
+			assert.True(t, found, "%s: -X %s.%s names no variable", file, dir, name)
+		}
+	}
+	assert.GreaterOrEqual(t, n, 6, "the -X flags found")
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn/oidcflags"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd"
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 )
 
 // Code implements cmd.APIServerCode.
@@ -27,7 +28,7 @@ var _ cmd.APIServerCode = Code{}
 // flags converted as kube-apiserver converts them. fill completes the flags
 // before the conversion (claims takes the token's own iss and aud when none
 // are given). rule describes the rules in one line.
-func authnOptions(authConfig string, oidc *cmd.OIDCFlags, fill func(*oidcflags.Legacy)) (opts authn.Options, rule string, err error) {
+func authnOptions(authConfig string, oidc *cmdutil.OIDCFlags, fill func(*oidcflags.Legacy)) (opts authn.Options, rule string, err error) {
 	if authConfig != "" {
 		cfg, err := authn.LoadConfigFile(authConfig)
 		if err != nil {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn/oidcflags"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/jwtclaims"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
@@ -27,17 +27,17 @@ type ClaimsResult struct {
 	Expires           time.Time `json:"expires,omitzero"`
 	SignatureVerified bool      `json:"signatureVerified"`
 	// Signature says how the signature was checked, or why not.
-	Signature   string            `json:"signature"`
-	Rules       string            `json:"rules"`
-	Notes       []string          `json:"notes,omitempty"`
-	Predicted   authn.Identity    `json:"predicted"`
-	Server      *cmd.WhoAmIResult `json:"server,omitempty"`
-	Differences []string          `json:"differences,omitempty"`
+	Signature   string                `json:"signature"`
+	Rules       string                `json:"rules"`
+	Notes       []string              `json:"notes,omitempty"`
+	Predicted   authn.Identity        `json:"predicted"`
+	Server      *inspect.WhoAmIResult `json:"server,omitempty"`
+	Differences []string              `json:"differences,omitempty"`
 }
 
 // authnOptions builds the authenticator kube-apiserver would run, and
 // says whether its issuers were named by the user (trusted).
-func claimsAuthnOptions(o *cmd.ClaimsOptions, tok *jwtclaims.Token, res *ClaimsResult) (authn.Options, bool, error) {
+func claimsAuthnOptions(o *inspect.ClaimsOptions, tok *jwtclaims.Token, res *ClaimsResult) (authn.Options, bool, error) {
 	trusted := o.AuthConfig != "" || o.OIDC.IssuerURL != ""
 	opts, rule, err := authnOptions(o.AuthConfig, &o.OIDC, func(l *oidcflags.Legacy) {
 		if l.IssuerURL == "" {
@@ -87,7 +87,7 @@ func audienceNote(iss, aud string, cfg *authn.Config) string {
 // predict runs kube-apiserver's authenticator on raw: with the trusted
 // issuers' keys when there are some, and without a signature check to
 // tell a signature failure from the rest.
-func predict(ctx context.Context, o *cmd.ClaimsOptions, raw string, opts authn.Options, trusted bool, res *ClaimsResult) error {
+func predict(ctx context.Context, o *inspect.ClaimsOptions, raw string, opts authn.Options, trusted bool, res *ClaimsResult) error {
 	run := func(keys authn.Keys) (authn.Identity, error) {
 		opts.Keys = keys
 		a, err := authn.New(ctx, opts)
@@ -141,7 +141,7 @@ func predict(ctx context.Context, o *cmd.ClaimsOptions, raw string, opts authn.O
 }
 
 // Run decodes, verifies, predicts and compares.
-func (Code) Claims(ctx context.Context, o *cmd.ClaimsOptions) error {
+func (Code) Claims(ctx context.Context, o *inspect.ClaimsOptions) error {
 	raw, err := o.Token(ctx)
 	if err != nil {
 		return err
@@ -172,15 +172,15 @@ func (Code) Claims(ctx context.Context, o *cmd.ClaimsOptions) error {
 		refused := errors.As(err, &ae) && ae.Code == http.StatusUnauthorized
 		switch {
 		case refused:
-			res.Server = &cmd.WhoAmIResult{APIVersion: "refused (401)"}
+			res.Server = &inspect.WhoAmIResult{APIVersion: "refused (401)"}
 		case err != nil:
 			return err
 		default:
-			res.Server = &cmd.WhoAmIResult{APIVersion: "authentication.k8s.io/" + version, Username: ui.Username, UID: ui.UID, Groups: ui.Groups}
+			res.Server = &inspect.WhoAmIResult{APIVersion: "authentication.k8s.io/" + version, Username: ui.Username, UID: ui.UID, Groups: ui.Groups}
 		}
 		server := authn.Identity{}
 		if ui != nil {
-			server = authn.Identity{Username: ui.Username, UID: ui.UID, Groups: ui.Groups, Extra: cmd.ExtraOf(ui.Extra)}
+			server = authn.Identity{Username: ui.Username, UID: ui.UID, Groups: ui.Groups, Extra: inspect.ExtraOf(ui.Extra)}
 			res.Server.Extra = server.Extra
 		}
 		res.Differences = authn.Differences(res.Predicted, server, refused)

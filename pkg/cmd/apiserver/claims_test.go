@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/serve"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/jwtclaims"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/proxy"
 )
@@ -76,6 +77,6 @@ func TestProxyDefaults(t *testing.T) {
 		inflight, err := p.Flags().GetInt("max-requests-inflight")
 		require.NoError(t, err)
 		assert.Equal(t, proxy.DefaultMaxInFlight, inflight)
-		assert.Equal(t, tt.cacheSize, (&cmd.ProxyOptions{TokenCacheSize: n}).CacheSize(), "%q", tt.flags)
+		assert.Equal(t, tt.cacheSize, (&serve.ProxyOptions{TokenCacheSize: n}).CacheSize(), "%q", tt.flags)
 	}
 }

@@ -17,12 +17,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/serve"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/proxy"
 )
 
 // authnOptions builds the authenticator's configuration from the flags.
-func proxyAuthnOptions(o *cmd.ProxyOptions) (authn.Options, string, error) {
+func proxyAuthnOptions(o *serve.ProxyOptions) (authn.Options, string, error) {
 	opts, rule, err := authnOptions(o.AuthConfig, &o.OIDC, nil)
 	if err != nil {
 		return opts, "", err
@@ -40,7 +40,7 @@ func proxyAuthnOptions(o *cmd.ProxyOptions) (authn.Options, string, error) {
 // upstreamConfig loads the proxy's own credential and refuses one that
 // impersonates by itself: its Impersonate-* headers would replace the
 // caller's.
-func upstreamConfig(o *cmd.ProxyOptions) (*rest.Config, *url.URL, error) {
+func upstreamConfig(o *serve.ProxyOptions) (*rest.Config, *url.URL, error) {
 	var cfg *rest.Config
 	var err error
 	if o.InCluster {
@@ -64,7 +64,7 @@ func upstreamConfig(o *cmd.ProxyOptions) (*rest.Config, *url.URL, error) {
 }
 
 // Proxy serves until ctx ends.
-func (Code) Proxy(ctx context.Context, o *cmd.ProxyOptions) error {
+func (Code) Proxy(ctx context.Context, o *serve.ProxyOptions) error {
 	cfg, u, err := upstreamConfig(o)
 	if err != nil {
 		return err

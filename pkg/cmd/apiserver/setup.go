@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
@@ -15,7 +15,7 @@ import (
 // an audience the tokens do not carry. Tokens whose aud setup cannot know
 // (access tokens, exchanged tokens without --exchange-audience) are checked
 // for the issuer only.
-func (Code) CheckAuthConfig(o *cmd.SetupOptions) (string, error) {
+func (Code) CheckAuthConfig(o *credential.SetupOptions) (string, error) {
 	cfg, err := authn.LoadConfigFile(o.AuthConfig)
 	if err != nil {
 		return "", fmt.Errorf("--authentication-config: %w", err)

@@ -1,4 +1,4 @@
-package cmd
+package credential
 
 import (
 	"net/url"

@@ -1,4 +1,4 @@
-package cmd
+package serve
 
 import (
 	"cmp"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -20,14 +22,14 @@ type ProxyOptions struct {
 	UpstreamTimeout              time.Duration
 	InCluster                    bool
 	AuthConfig                   string
-	OIDC                         OIDCFlags
+	OIDC                         cmdutil.OIDCFlags
 	SigningKeyFile               string
 	AllowSystemIdentities        bool
 	AuditLog                     string
 	TokenCacheSize               int
 	MaxInFlight                  int
 	genericiooptions.IOStreams
-	global *GlobalOptions
+	global *cmdutil.GlobalOptions
 }
 
 // CacheSize is the handler's token cache size: --token-cache-size=0
@@ -43,7 +45,7 @@ const (
 )
 
 // NewCmdProxy builds proxy.
-func NewCmdProxy(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdProxy(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &ProxyOptions{IOStreams: streams, global: g, Listen: ":8443", TokenCacheSize: proxyDefaultCacheSize, MaxInFlight: proxyDefaultMaxInFlight,
 		UpstreamTimeout: 60 * time.Second}
 	cmd := &cobra.Command{
@@ -76,7 +78,7 @@ telling the caller; metrics are served on --metrics-address only.`,
     --upstream-kubeconfig=proxy.kubeconfig --authentication-config=authn.yaml \
     --metrics-address=127.0.0.1:9090`,
 		Args: cobra.NoArgs,
-		RunE: runE(o),
+		RunE: cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Listen, "listen", o.Listen, "Address to serve HTTPS on")
@@ -101,7 +103,7 @@ telling the caller; metrics are served on --metrics-address only.`,
 // Complete routes the authenticator's own log lines (k8s.io/apiserver logs
 // through klog) to stderr.
 func (o *ProxyOptions) Complete(args []string) error {
-	routeKlog(o.ErrOut, true)
+	cmdutil.RouteKlog(o.ErrOut, true)
 	return nil
 }
 
@@ -128,7 +130,15 @@ func (o *ProxyOptions) Validate() error {
 
 // Run serves the proxy with kube-apiserver's authenticator
 // (kubectl-impersonate-apiserver) until ctx ends.
-func (o *ProxyOptions) Run(ctx context.Context) error { return o.global.APIServer.Proxy(ctx, o) }
+func (o *ProxyOptions) Run(ctx context.Context) error {
+	return o.global.APIServer.(ProxyRunner).Proxy(ctx, o)
+}
 
-// needsAPIServer: the proxy always runs kube-apiserver's authenticator.
-func (o *ProxyOptions) needsAPIServer() *GlobalOptions { return o.global }
+// ProxyRunner serves the proxy with kube-apiserver's authenticator
+// (pkg/cmd/apiserver.Code).
+type ProxyRunner interface {
+	Proxy(ctx context.Context, o *ProxyOptions) error
+}
+
+// NeedsAPIServer: the proxy always runs kube-apiserver's authenticator.
+func (o *ProxyOptions) NeedsAPIServer() *cmdutil.GlobalOptions { return o.global }

@@ -1,4 +1,4 @@
-package cmd
+package inspect
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -19,28 +21,28 @@ import (
 
 // WhoAmIOptions is the whoami command.
 type WhoAmIOptions struct {
-	Kube   *KubeFlags
-	Output *OutputFlags
+	Kube   *cmdutil.KubeFlags
+	Output *cmdutil.OutputFlags
 	client whoAmIClient
 	// tokenSource describes the current user's cached token (nil when the
 	// user does not run this plugin); it reads the local cache only.
-	tokenSource func(ctx context.Context) *TokenSource
+	tokenSource func(ctx context.Context) *cmdutil.TokenSource
 	genericiooptions.IOStreams
-	global *GlobalOptions
+	global *cmdutil.GlobalOptions
 }
 
 // WhoAmIResult is what whoami prints with -o json|yaml.
 type WhoAmIResult struct {
-	APIVersion  string              `json:"selfSubjectReviewVersion"`
-	Username    string              `json:"username"`
-	UID         string              `json:"uid,omitempty"`
-	Groups      []string            `json:"groups"`
-	Extra       map[string][]string `json:"extra,omitempty"`
-	TokenSource *TokenSource        `json:"tokenSource,omitempty"`
+	APIVersion  string               `json:"selfSubjectReviewVersion"`
+	Username    string               `json:"username"`
+	UID         string               `json:"uid,omitempty"`
+	Groups      []string             `json:"groups"`
+	Extra       map[string][]string  `json:"extra,omitempty"`
+	TokenSource *cmdutil.TokenSource `json:"tokenSource,omitempty"`
 }
 
 // NewCmdWhoAmI builds whoami.
-func NewCmdWhoAmI(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdWhoAmI(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &WhoAmIOptions{IOStreams: streams, global: g}
 	cmd := &cobra.Command{
 		Use:   "whoami",
@@ -55,11 +57,11 @@ issuer, client, grant, exchange, cache storage and expiry. No token is printed.`
   # As another user or group (impersonation headers; needs the impersonate permission)
   kubectl impersonate whoami --as=bob@example.com --as-group=oidc:developers`,
 		Args: cobra.NoArgs,
-		RunE: runE(o),
+		RunE: cmdutil.RunE(o),
 	}
-	o.Kube = NewKubeFlags(cmd.Flags())
+	o.Kube = cmdutil.NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
-	o.Output = NewOutputFlags(cmd.Flags(), "a table")
+	o.Output = cmdutil.NewOutputFlags(cmd.Flags(), "a table")
 	return cmd
 }
 
@@ -69,9 +71,9 @@ func (o *WhoAmIOptions) Complete(args []string) error {
 	if o.client, err = o.Kube.APIClient(); err != nil {
 		return err
 	}
-	o.tokenSource = func(ctx context.Context) *TokenSource {
+	o.tokenSource = func(ctx context.Context) *cmdutil.TokenSource {
 		_, ts, err := o.Kube.CachedToken(ctx, o.global.Getenv)
-		if errors.Is(err, errNotOurs) {
+		if errors.Is(err, cmdutil.ErrNotOurs) {
 			return nil
 		}
 		warnKuberc(o.ErrOut, o.Kube.ExecCommand(), o.global.Getenv)

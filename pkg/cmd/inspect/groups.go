@@ -1,4 +1,4 @@
-package cmd
+package inspect
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"text/tabwriter"
+
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -18,14 +20,14 @@ import (
 
 // GroupsOptions is the groups command.
 type GroupsOptions struct {
-	Kube        *KubeFlags
+	Kube        *cmdutil.KubeFlags
 	GroupsClaim string
-	Output      *OutputFlags
+	Output      *cmdutil.OutputFlags
 	client      whoAmIClient
 	// token is the current user's cached token (local cache only).
 	token func(ctx context.Context) (string, error)
 	genericiooptions.IOStreams
-	global *GlobalOptions
+	global *cmdutil.GlobalOptions
 }
 
 // GroupRow is one group in either list.
@@ -36,7 +38,7 @@ type GroupRow struct {
 }
 
 // NewCmdGroups builds groups.
-func NewCmdGroups(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdGroups(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &GroupsOptions{IOStreams: streams, global: g}
 	cmd := &cobra.Command{
 		Use:   "groups",
@@ -48,13 +50,13 @@ server's answer usually means a missing --oidc-groups-prefix or claim
 mapping; "system:authenticated" is added by the API server itself.`,
 		Example: `  kubectl impersonate groups --oidc-groups-claim=groups`,
 		Args:    cobra.NoArgs,
-		RunE:    runE(o),
+		RunE:    cmdutil.RunE(o),
 	}
-	o.Kube = NewKubeFlags(cmd.Flags())
+	o.Kube = cmdutil.NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
 	cmd.Flags().StringVar(&o.GroupsClaim, "oidc-groups-claim", "groups", "The token claim holding the groups, as kube-apiserver's --oidc-groups-claim")
 	settings.AliasFlag(cmd.Flags(), "groups-claim", "oidc-groups-claim", streams.ErrOut)
-	o.Output = NewOutputFlags(cmd.Flags(), "a table")
+	o.Output = cmdutil.NewOutputFlags(cmd.Flags(), "a table")
 	return cmd
 }
 

@@ -1,8 +1,10 @@
-package cmd
+package credential
 
 import (
 	"context"
 	"fmt"
+
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -16,11 +18,11 @@ type LogoutOptions struct {
 	Auth *settings.AuthOptions
 	All  bool
 	genericiooptions.IOStreams
-	global *GlobalOptions
+	global *cmdutil.GlobalOptions
 }
 
 // NewCmdLogout builds logout.
-func NewCmdLogout(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdLogout(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &LogoutOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g}
 	cmd := &cobra.Command{
 		Use:   "logout",
@@ -35,17 +37,17 @@ a refresh token that leaked stays valid until the provider expires it.`,
   # Forget every token kubectl-impersonate cached, in the keyring and on disk
   kubectl impersonate logout --all`,
 		Args: cobra.NoArgs,
-		RunE: runE(o),
+		RunE: cmdutil.RunE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
-	cmd.SetUsageFunc(groupedUsage)
+	cmd.SetUsageFunc(cmdutil.GroupedUsage)
 	cmd.Flags().BoolVar(&o.All, "all", false, "Delete every cached token of kubectl-impersonate")
 	return cmd
 }
 
 // Complete fills the settings.
 func (o *LogoutOptions) Complete(args []string) error {
-	return o.Auth.Complete(o.global.Getenv, notifier(o.ErrOut))
+	return o.Auth.Complete(o.global.Getenv, cmdutil.Notifier(o.ErrOut))
 }
 
 // Validate checks the settings; --all needs none.

@@ -1,4 +1,4 @@
-package cmd
+package credential
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package cmd
+package inspect
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -109,8 +111,8 @@ func testStreams() (genericiooptions.IOStreams, *strings.Builder, *strings.Build
 	return genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, &out, &errOut
 }
 
-func testGlobal() *GlobalOptions {
-	return &GlobalOptions{Getenv: func(string) string { return "" }, IsTerminal: func(any) bool { return false }}
+func testGlobal() *cmdutil.GlobalOptions {
+	return &cmdutil.GlobalOptions{Getenv: func(string) string { return "" }, IsTerminal: func(any) bool { return false }}
 }
 
 var (
@@ -128,7 +130,7 @@ var (
 func TestWhoAmIRun(t *testing.T) {
 	for _, format := range []string{"", "json"} {
 		streams, out, _ := testStreams()
-		o := &WhoAmIOptions{Output: &OutputFlags{Format: format}, IOStreams: streams, global: testGlobal(), client: &fakeCluster{user: alice}}
+		o := &WhoAmIOptions{Output: &cmdutil.OutputFlags{Format: format}, IOStreams: streams, global: testGlobal(), client: &fakeCluster{user: alice}}
 		require.NoError(t, o.Run(context.Background()))
 		if format == "" {
 			assert.Regexp(t, `(?m)^Username +alice@example\.com$`, out.String())
@@ -146,7 +148,7 @@ func TestGroupsRun(t *testing.T) {
 	seg := func(v any) string { b, _ := json.Marshal(v); return base64.RawURLEncoding.EncodeToString(b) }
 	token := seg(map[string]string{"alg": "RS256"}) + "." + seg(map[string]any{"groups": []string{"dev", "ops"}}) + ".sig"
 	streams, out, _ := testStreams()
-	o := &GroupsOptions{GroupsClaim: "groups", Output: &OutputFlags{Format: "json"}, IOStreams: streams, global: testGlobal(),
+	o := &GroupsOptions{GroupsClaim: "groups", Output: &cmdutil.OutputFlags{Format: "json"}, IOStreams: streams, global: testGlobal(),
 		client: &fakeCluster{user: alice}, token: func(context.Context) (string, error) { return token, nil }}
 	require.NoError(t, o.Run(context.Background()))
 	var rows []GroupRow
@@ -173,7 +175,7 @@ func TestWhyRun(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			streams, out, _ := testStreams()
 			f := &fakeCluster{user: alice, why: tt.why, rbac: tt.rbac, rbacErr: tt.rbacErr}
-			o := &WhyOptions{Output: &OutputFlags{Format: ""}, IOStreams: streams, global: testGlobal(), client: f,
+			o := &WhyOptions{Output: &cmdutil.OutputFlags{Format: ""}, IOStreams: streams, global: testGlobal(), client: f,
 				target: parseTarget([]string{"get", "pods"}, "team-a")}
 			require.NoError(t, o.Run(context.Background()))
 			for _, w := range tt.want {
@@ -184,7 +186,7 @@ func TestWhyRun(t *testing.T) {
 	}
 	t.Run("another error fails", func(t *testing.T) {
 		streams, _, _ := testStreams()
-		o := &WhyOptions{Output: &OutputFlags{}, IOStreams: streams, global: testGlobal(), target: parseTarget([]string{"get", "pods"}, "x"),
+		o := &WhyOptions{Output: &cmdutil.OutputFlags{}, IOStreams: streams, global: testGlobal(), target: parseTarget([]string{"get", "pods"}, "x"),
 			client: &fakeCluster{rbacErr: errors.New("connection refused")}}
 		assert.ErrorContains(t, o.Run(context.Background()), "connection refused")
 	})
@@ -200,7 +202,7 @@ func TestWhoCanRun(t *testing.T) {
 	} {
 		streams, out, _ := testStreams()
 		f := &fakeCluster{rbac: devGrant}
-		o := &WhoCanOptions{Output: &OutputFlags{}, IOStreams: streams, global: testGlobal(), client: f, target: parseTarget(tt.args, "team-a")}
+		o := &WhoCanOptions{Output: &cmdutil.OutputFlags{}, IOStreams: streams, global: testGlobal(), client: f, target: parseTarget(tt.args, "team-a")}
 		require.NoError(t, o.Run(context.Background()))
 		assert.Contains(t, out.String(), tt.want)
 		assert.Equal(t, []string{"ReadRBAC team-a"}, f.asked)
@@ -210,10 +212,10 @@ func TestWhoCanRun(t *testing.T) {
 func TestAccessRun(t *testing.T) {
 	newOpts := func(f *fakeCluster, impersonated *[]string) (*AccessOptions, *strings.Builder) {
 		streams, out, _ := testStreams()
-		return &AccessOptions{Verbs: []string{"get", "list"}, Method: rbac.FromRules, Output: &OutputFlags{Format: "json"}, IOStreams: streams,
+		return &AccessOptions{Verbs: []string{"get", "list"}, Method: rbac.FromRules, Output: &cmdutil.OutputFlags{Format: "json"}, IOStreams: streams,
 			global: testGlobal(), client: f, namespace: "team-a",
 			impersonate: func(user string, groups []string, _ string, _ map[string][]string) (accessClient, error) {
-				*impersonated = append(*impersonated, describeIdentity(user, groups))
+				*impersonated = append(*impersonated, cmdutil.DescribeIdentity(user, groups))
 				return &fakeCluster{allowed: map[string][]string{"pods": {"get"}, "secrets": {"get"}}}, nil
 			}}, out
 	}
@@ -272,7 +274,7 @@ func TestListRun(t *testing.T) {
 	streams, out, errOut := testStreams()
 	f := &fakeCluster{user: alice, resources: []rbac.Resource{pods}, objects: []rbac.Object{
 		{Namespace: "team-a", Name: "alice@example.com-web"}, {Namespace: "team-a", Name: "other"}, {Namespace: "team-b", Name: "alice@example.com-db"}}}
-	o := &ListOptions{Resource: "po", Verbs: []string{"get"}, Method: rbac.FromRules, Output: &OutputFlags{Format: ""}, IOStreams: streams,
+	o := &ListOptions{Resource: "po", Verbs: []string{"get"}, Method: rbac.FromRules, Output: &cmdutil.OutputFlags{Format: ""}, IOStreams: streams,
 		global: testGlobal(), caller: f, target: f, identity: "you", namespace: "team-a", now: time.Now}
 	require.NoError(t, o.Run(context.Background()))
 	assert.Equal(t, []string{"List team-a"}, f.asked)

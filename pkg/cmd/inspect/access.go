@@ -1,4 +1,4 @@
-package cmd
+package inspect
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -19,13 +21,13 @@ import (
 
 // AccessOptions is the access command (alias can-i-matrix).
 type AccessOptions struct {
-	Kube          *KubeFlags
+	Kube          *cmdutil.KubeFlags
 	AllNamespaces bool
 	ClusterScope  bool
 	Verbs         []string
 	Subresources  bool
 	Method        rbac.Source
-	Output        *OutputFlags
+	Output        *cmdutil.OutputFlags
 	TokenIdentity bool
 	DiffAs        string
 	DiffAsGroups  []string
@@ -35,11 +37,11 @@ type AccessOptions struct {
 	impersonate func(user string, groups []string, uid string, extra map[string][]string) (accessClient, error)
 	namespace   string
 	genericiooptions.IOStreams
-	global *GlobalOptions
+	global *cmdutil.GlobalOptions
 }
 
 // NewCmdAccess builds access.
-func NewCmdAccess(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdAccess(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &AccessOptions{IOStreams: streams, global: g}
 	cmd := &cobra.Command{
 		Use:     "access",
@@ -55,9 +57,9 @@ In the table, ✔ is allowed, ✗ denied, ~ allowed for some resourceNames only,
   kubectl impersonate access -n team-a --as=bob@example.com --verb=get,list,create
   kubectl impersonate access --cluster-scope -o json`,
 		Args: cobra.NoArgs,
-		RunE: runE(o),
+		RunE: cmdutil.RunE(o),
 	}
-	o.Kube = NewKubeFlags(cmd.Flags())
+	o.Kube = cmdutil.NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
 	f := cmd.Flags()
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "One matrix per namespace")
@@ -66,7 +68,7 @@ In the table, ✔ is allowed, ✗ denied, ~ allowed for some resourceNames only,
 	settings.AliasFlag(f, "verbs", "verb", streams.ErrOut)
 	f.BoolVar(&o.Subresources, "subresources", false, "Include subresources (pods/log, deployments/scale, ...)")
 	f.StringVar((*string)(&o.Method), "method", string(rbac.FromRules), "rules (a rules review, then access reviews where needed) or ssar (one access review per cell)")
-	o.Output = NewOutputFlags(f, "a table")
+	o.Output = cmdutil.NewOutputFlags(f, "a table")
 	f.BoolVar(&o.TokenIdentity, "token-identity", false, "Impersonate exactly the username, groups, UID and extra the API server reports for the current credentials (what --as alone loses; needs the impersonate permission)")
 	f.StringVar(&o.DiffAs, "diff-as", "", "Also build the matrix as this user (impersonation) and show only the cells where the two differ")
 	f.StringSliceVar(&o.DiffAsGroups, "diff-as-group", nil, "Groups for --diff-as (repeatable)")
@@ -79,14 +81,14 @@ func (o *AccessOptions) Complete(args []string) error {
 	if err != nil {
 		return err
 	}
-	if o.client, err = newRBACClient(cfg); err != nil {
+	if o.client, err = cmdutil.NewRBACClient(cfg); err != nil {
 		return err
 	}
 	o.impersonate = func(user string, groups []string, uid string, extra map[string][]string) (accessClient, error) {
-		return ImpersonatingClient(cfg, user, groups, uid, extra)
+		return cmdutil.ImpersonatingClient(cfg, user, groups, uid, extra)
 	}
 	if !o.AllNamespaces && !o.ClusterScope {
-		o.namespace, _, err = o.Kube.clientConfig().Namespace()
+		o.namespace, _, err = o.Kube.ClientConfig().Namespace()
 	}
 	return err
 }

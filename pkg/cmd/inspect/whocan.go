@@ -1,9 +1,11 @@
-package cmd
+package inspect
 
 import (
 	"context"
 	"fmt"
 	"io"
+
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -14,17 +16,17 @@ import (
 
 // WhoCanOptions is the who-can command.
 type WhoCanOptions struct {
-	Kube          *KubeFlags
+	Kube          *cmdutil.KubeFlags
 	AllNamespaces bool
-	Output        *OutputFlags
+	Output        *cmdutil.OutputFlags
 	target        rbac.Target
 	client        rbacReader
 	genericiooptions.IOStreams
-	global *GlobalOptions
+	global *cmdutil.GlobalOptions
 }
 
 // NewCmdWhoCan builds who-can.
-func NewCmdWhoCan(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdWhoCan(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &WhoCanOptions{IOStreams: streams, global: g}
 	cmd := &cobra.Command{
 		Use:   "who-can VERB (RESOURCE[.GROUP][/SUBRESOURCE] [NAME] | /NON-RESOURCE-URL)",
@@ -40,18 +42,18 @@ objects; other authorizers (webhooks) are not seen.`,
   kubectl impersonate who-can get configmaps app-settings -A -o yaml
   kubectl impersonate who-can get /metrics`,
 		Args: cobra.RangeArgs(2, 3),
-		RunE: runE(o),
+		RunE: cmdutil.RunE(o),
 	}
-	o.Kube = NewKubeFlags(cmd.Flags())
+	o.Kube = cmdutil.NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "RoleBindings of every namespace")
-	o.Output = NewOutputFlags(cmd.Flags(), "a table")
+	o.Output = cmdutil.NewOutputFlags(cmd.Flags(), "a table")
 	return cmd
 }
 
 // Complete reads the arguments and the namespace, and builds the client.
 func (o *WhoCanOptions) Complete(args []string) error {
-	ns, _, err := o.Kube.clientConfig().Namespace()
+	ns, _, err := o.Kube.ClientConfig().Namespace()
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package cmd
+package inspect
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,7 +28,7 @@ import (
 
 // ListOptions is the list command.
 type ListOptions struct {
-	Kube          *KubeFlags
+	Kube          *cmdutil.KubeFlags
 	Resource      string
 	Selector      string
 	AllNamespaces bool
@@ -41,19 +43,19 @@ type ListOptions struct {
 	identity       string
 	impersonate    func(user string, groups []string, uid string, extra map[string][]string) (listClient, error)
 	namespace      string
-	Output         *OutputFlags
+	Output         *cmdutil.OutputFlags
 	genericiooptions.IOStreams
-	global *GlobalOptions
+	global *cmdutil.GlobalOptions
 	now    func() time.Time
 }
 
 // NewCmdList builds list.
-func NewCmdList(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdList(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	cmd, _ := newCmdList(g, streams)
 	return cmd
 }
 
-func newCmdList(g *GlobalOptions, streams genericiooptions.IOStreams) (*cobra.Command, *ListOptions) {
+func newCmdList(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) (*cobra.Command, *ListOptions) {
 	o := &ListOptions{IOStreams: streams, global: g, Verbs: []string{"get"}, Method: rbac.FromRules, now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "list RESOURCE",
@@ -83,9 +85,9 @@ kept, as "kubectl get -o json" would; the verbs and reasons are in the table
   kubectl impersonate list deployments.apps -A -l tier=web --as=bob@example.com -o name`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: cobra.NoFileCompletions,
-		RunE:              runE(o),
+		RunE:              cmdutil.RunE(o),
 	}
-	o.Kube = NewKubeFlags(cmd.Flags())
+	o.Kube = cmdutil.NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
 	f := cmd.Flags()
 	f.StringVarP(&o.Selector, "selector", "l", "", "Label selector of the objects (e.g. -l app=web)")
@@ -95,7 +97,7 @@ kept, as "kubectl get -o json" would; the verbs and reasons are in the table
 	f.BoolVar(&o.TokenIdentity, "token-identity", false, "Review as exactly the username, groups, UID and extra the API server reports for your credentials (needs the impersonate permission)")
 	f.BoolVar(&o.ShowDenied, "show-denied", false, "Also show the objects not allowed, with the reason")
 	f.StringVar((*string)(&o.Method), "method", string(o.Method), "rules (a rules review per namespace, access reviews where needed) or ssar (an access review per object and verb)")
-	o.Output = NewOutputFlags(f, "a table", "wide", "name")
+	o.Output = cmdutil.NewOutputFlags(f, "a table", "wide", "name")
 	return cmd, o
 }
 
@@ -110,21 +112,21 @@ func (o *ListOptions) Complete(args []string) error {
 	}
 	callerCfg := rest.CopyConfig(cfg)
 	callerCfg.Impersonate = rest.ImpersonationConfig{}
-	if o.caller, err = newRBACClient(callerCfg); err != nil {
+	if o.caller, err = cmdutil.NewRBACClient(callerCfg); err != nil {
 		return err
 	}
 	o.impersonate = func(user string, groups []string, uid string, extra map[string][]string) (listClient, error) {
-		return ImpersonatingClient(cfg, user, groups, uid, extra)
+		return cmdutil.ImpersonatingClient(cfg, user, groups, uid, extra)
 	}
 	o.target, o.identity = o.caller, "you"
 	if imp := cfg.Impersonate; imp.UserName != "" || len(imp.Groups) > 0 {
-		if o.target, err = newRBACClient(cfg); err != nil {
+		if o.target, err = cmdutil.NewRBACClient(cfg); err != nil {
 			return err
 		}
-		o.identity = describeIdentity(imp.UserName, imp.Groups)
+		o.identity = cmdutil.DescribeIdentity(imp.UserName, imp.Groups)
 	}
 	if !o.AllNamespaces && o.ProjectLabel == "" {
-		o.namespace, _, err = o.Kube.clientConfig().Namespace()
+		o.namespace, _, err = o.Kube.ClientConfig().Namespace()
 	}
 	return err
 }
@@ -134,9 +136,9 @@ func (o *ListOptions) Validate() error {
 	switch {
 	case o.AllNamespaces && o.ProjectLabel != "":
 		return errors.New("give -A or --project-label, not both")
-	case (o.AllNamespaces || o.ProjectLabel != "") && o.Kube.overrides.Context.Namespace != "":
+	case (o.AllNamespaces || o.ProjectLabel != "") && o.Kube.NamespaceFlag() != "":
 		return errors.New("-n selects one namespace: drop it, or drop -A / --project-label")
-	case o.TokenIdentity && (o.Kube.overrides.AuthInfo.Impersonate != "" || len(o.Kube.overrides.AuthInfo.ImpersonateGroups) > 0):
+	case o.TokenIdentity && o.Kube.Impersonates():
 		return errors.New("give --as/--as-group or --token-identity, not both")
 	case !slices.Contains(rbac.Methods, o.Method):
 		return fmt.Errorf("--method %q is not one of %s, %s", o.Method, rbac.FromRules, rbac.FromAccessReview)
@@ -180,7 +182,7 @@ func (o *ListOptions) Run(ctx context.Context) error {
 		if target, err = o.impersonate(ui.Username, ui.Groups, ui.UID, ExtraOf(ui.Extra)); err != nil {
 			return err
 		}
-		identity = describeIdentity(ui.Username, ui.Groups)
+		identity = cmdutil.DescribeIdentity(ui.Username, ui.Groups)
 	}
 	all, err := caller.Discover(ctx, false)
 	if err != nil {

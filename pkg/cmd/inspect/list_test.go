@@ -1,7 +1,9 @@
-package cmd
+package inspect
 
 import (
 	"testing"
+
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,7 +28,7 @@ func TestListValidate(t *testing.T) {
 		{name: "bad output", args: []string{"-o", "table"}, wantErr: `--output "table"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd, o := newCmdList(&GlobalOptions{}, genericiooptions.NewTestIOStreamsDiscard())
+			cmd, o := newCmdList(&cmdutil.GlobalOptions{}, genericiooptions.NewTestIOStreamsDiscard())
 			require.NoError(t, cmd.ParseFlags(tc.args))
 			err := o.Validate()
 			if tc.wantErr == "" {

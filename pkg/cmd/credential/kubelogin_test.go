@@ -1,4 +1,4 @@
-package cmd
+package credential
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 )
 
 // TestMigrateKubelogin: invocations from kubelogin's README and docs map
@@ -89,8 +91,8 @@ users:
 `), 0o640))
 	var out bytes.Buffer
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg"))
-	root := newRootCmd(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out}, nil, nil)
-	root.SetArgs([]string{"setup", "--from-kubelogin", "--write", "--kubeconfig=" + path})
+	root := NewCmdSetup(cmdutil.NewGlobalOptions(nil, nil), genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
+	root.SetArgs([]string{"--from-kubelogin", "--write", "--kubeconfig=" + path})
 	require.NoError(t, root.Execute(), out.String())
 	assert.Contains(t, out.String(), `user "oidc":`)
 	assert.Contains(t, out.String(), "Migrated 1 user(s)")
@@ -150,8 +152,8 @@ users:
 	t.Setenv("KUBERC", "")
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg"))
 	var out bytes.Buffer
-	root := newRootCmd(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out}, nil, nil)
-	root.SetArgs([]string{"setup", "--from-kubelogin", "--write", "--write-kuberc", "--kubeconfig=" + path})
+	root := NewCmdSetup(cmdutil.NewGlobalOptions(nil, nil), genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
+	root.SetArgs([]string{"--from-kubelogin", "--write", "--write-kuberc", "--kubeconfig=" + path})
 	require.NoError(t, root.Execute(), out.String())
 	cfg, err := clientcmd.LoadFromFile(path)
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package cmd
+package inspect
 
 import (
 	"context"
@@ -8,26 +8,28 @@ import (
 	"os"
 	"strings"
 
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
 // ClaimsOptions is the claims command.
 type ClaimsOptions struct {
-	Kube       *KubeFlags
+	Kube       *cmdutil.KubeFlags
 	TokenFile  string
-	Output     *OutputFlags
+	Output     *cmdutil.OutputFlags
 	Compare    bool
 	AuthConfig string
 	// OIDC are kube-apiserver's --oidc-* flags.
-	OIDC       OIDCFlags
+	OIDC       cmdutil.OIDCFlags
 	SkipVerify bool
 	genericiooptions.IOStreams
-	global *GlobalOptions
+	global *cmdutil.GlobalOptions
 }
 
 // NewCmdClaims builds claims.
-func NewCmdClaims(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdClaims(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &ClaimsOptions{IOStreams: streams, global: g}
 	cmd := &cobra.Command{
 		Use:   "claims",
@@ -48,13 +50,13 @@ difference, a refusal (401) included.`,
   kubectl impersonate claims --authentication-config=/etc/kubernetes/auth-config.yaml --compare
   kubectl impersonate claims --token-file=- < token.jwt -o json`,
 		Args: cobra.NoArgs,
-		RunE: runE(o),
+		RunE: cmdutil.RunE(o),
 	}
-	o.Kube = NewKubeFlags(cmd.Flags())
+	o.Kube = cmdutil.NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.TokenFile, "token-file", "", "Read the token from this file (- for stdin) instead of the cache")
-	o.Output = NewOutputFlags(f, "a table")
+	o.Output = cmdutil.NewOutputFlags(f, "a table")
 	f.BoolVar(&o.Compare, "compare", false, "Ask the API server who the token is and list the differences")
 	f.StringVar(&o.AuthConfig, "authentication-config", "", "kube-apiserver's AuthenticationConfiguration file (v1 or v1beta1) to predict with")
 	o.OIDC.AddFlags(f, map[string]string{"client-id": "oidc-client-id", "issuer-certificate-authority": "oidc-certificate-authority",
@@ -66,7 +68,7 @@ difference, a refusal (401) included.`,
 // Complete routes the Kubernetes libraries' logs to stderr at -v 2 and
 // above, and nowhere otherwise.
 func (o *ClaimsOptions) Complete(args []string) error {
-	routeKlog(o.ErrOut, o.global.Verbosity >= 2)
+	cmdutil.RouteKlog(o.ErrOut, o.global.Verbosity >= 2)
 	return nil
 }
 
@@ -84,7 +86,7 @@ func (o *ClaimsOptions) Token(ctx context.Context) (string, error) {
 	switch o.TokenFile {
 	case "":
 		tok, _, err := o.Kube.CachedToken(ctx, o.global.Getenv)
-		if errors.Is(err, errNotOurs) {
+		if errors.Is(err, cmdutil.ErrNotOurs) {
 			return "", fmt.Errorf("%w: give the token with --token-file", err)
 		}
 		return tok, err
@@ -98,7 +100,15 @@ func (o *ClaimsOptions) Token(ctx context.Context) (string, error) {
 }
 
 // Run runs kube-apiserver's authenticator (kubectl-impersonate-apiserver).
-func (o *ClaimsOptions) Run(ctx context.Context) error { return o.global.APIServer.Claims(ctx, o) }
+func (o *ClaimsOptions) Run(ctx context.Context) error {
+	return o.global.APIServer.(ClaimsRunner).Claims(ctx, o)
+}
 
-// needsAPIServer: claims always runs kube-apiserver's authenticator.
-func (o *ClaimsOptions) needsAPIServer() *GlobalOptions { return o.global }
+// ClaimsRunner runs claims with kube-apiserver's authenticator
+// (pkg/cmd/apiserver.Code).
+type ClaimsRunner interface {
+	Claims(ctx context.Context, o *ClaimsOptions) error
+}
+
+// NeedsAPIServer: claims always runs kube-apiserver's authenticator.
+func (o *ClaimsOptions) NeedsAPIServer() *cmdutil.GlobalOptions { return o.global }

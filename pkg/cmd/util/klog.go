@@ -1,4 +1,4 @@
-package cmd
+package util
 
 import (
 	"flag"
@@ -7,10 +7,10 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// routeKlog sends the log lines of the Kubernetes libraries (klog) to w, or
+// RouteKlog sends the log lines of the Kubernetes libraries (klog) to w, or
 // nowhere: k8s.io/apiserver's authenticator logs its discovery and key
 // fetches there, which a server wants and a one-shot command does not.
-func routeKlog(w io.Writer, on bool) {
+func RouteKlog(w io.Writer, on bool) {
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
 	_ = fs.Set("logtostderr", "false")

@@ -1,4 +1,4 @@
-package cmd
+package inspect
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -18,12 +20,12 @@ import (
 
 // WhyOptions is the why command.
 type WhyOptions struct {
-	Kube   *KubeFlags
-	Output *OutputFlags
+	Kube   *cmdutil.KubeFlags
+	Output *cmdutil.OutputFlags
 	target rbac.Target
 	client whyClient
 	genericiooptions.IOStreams
-	global *GlobalOptions
+	global *cmdutil.GlobalOptions
 }
 
 // WhyResult is what why prints with -o json|yaml.
@@ -38,7 +40,7 @@ type WhyResult struct {
 }
 
 // NewCmdWhy builds why.
-func NewCmdWhy(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdWhy(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &WhyOptions{IOStreams: streams, global: g}
 	cmd := &cobra.Command{
 		Use:   "why VERB RESOURCE[.GROUP][/SUBRESOURCE] [NAME]",
@@ -51,17 +53,17 @@ system:authenticated.`,
 		Example: `  kubectl impersonate why list pods -n team-a
   kubectl impersonate why update deployments.apps/scale web -n team-a --as=bob@example.com`,
 		Args: cobra.RangeArgs(2, 3),
-		RunE: runE(o),
+		RunE: cmdutil.RunE(o),
 	}
-	o.Kube = NewKubeFlags(cmd.Flags())
+	o.Kube = cmdutil.NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
-	o.Output = NewOutputFlags(cmd.Flags(), "text")
+	o.Output = cmdutil.NewOutputFlags(cmd.Flags(), "text")
 	return cmd
 }
 
 // Complete reads the arguments and the namespace, and builds the client.
 func (o *WhyOptions) Complete(args []string) error {
-	ns, _, err := o.Kube.clientConfig().Namespace()
+	ns, _, err := o.Kube.ClientConfig().Namespace()
 	if err != nil {
 		return err
 	}

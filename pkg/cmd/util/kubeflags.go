@@ -1,4 +1,4 @@
-package cmd
+package util
 
 import (
 	"cmp"
@@ -42,16 +42,24 @@ func NewKubeFlags(fs *pflag.FlagSet) *KubeFlags {
 	return k
 }
 
-func (k *KubeFlags) clientConfig() clientcmd.ClientConfig {
+func (k *KubeFlags) ClientConfig() clientcmd.ClientConfig {
 	if k.cc == nil {
 		k.cc = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(k.rules, &k.overrides)
 	}
 	return k.cc
 }
 
+// NamespaceFlag is -n as given ("" when not given).
+func (k *KubeFlags) NamespaceFlag() string { return k.overrides.Context.Namespace }
+
+// Impersonates says whether --as or --as-group is given.
+func (k *KubeFlags) Impersonates() bool {
+	return k.overrides.AuthInfo.Impersonate != "" || len(k.overrides.AuthInfo.ImpersonateGroups) > 0
+}
+
 // Config is the REST configuration the flags select.
 func (k *KubeFlags) Config() (*rest.Config, error) {
-	cfg, err := k.clientConfig().ClientConfig()
+	cfg, err := k.ClientConfig().ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
 	}
@@ -75,7 +83,7 @@ func (k *KubeFlags) Client() (*rbac.Client, *rest.Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := newRBACClient(cfg)
+	c, err := NewRBACClient(cfg)
 	return c, cfg, err
 }
 
@@ -94,11 +102,11 @@ func (k *KubeFlags) APIClient() (*kubeapi.Client, error) {
 func ImpersonatingClient(cfg *rest.Config, user string, groups []string, uid string, extra map[string][]string) (*rbac.Client, error) {
 	c := rest.CopyConfig(cfg)
 	c.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups, UID: uid, Extra: extra}
-	return newRBACClient(c)
+	return NewRBACClient(c)
 }
 
-// describeIdentity is "user [group,...]".
-func describeIdentity(user string, groups []string) string {
+// DescribeIdentity is "user [group,...]".
+func DescribeIdentity(user string, groups []string) string {
 	s := user
 	if s == "" {
 		s = "(no user)"
@@ -114,7 +122,7 @@ func describeIdentity(user string, groups []string) string {
 func (k *KubeFlags) RegisterCompletions(cmd *cobra.Command) {
 	fromConfig := func(pick func(*clientcmdapi.Config) []string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-			raw, err := k.clientConfig().RawConfig()
+			raw, err := k.ClientConfig().RawConfig()
 			if err != nil {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
@@ -159,7 +167,7 @@ type TokenSource struct {
 	Cached    bool      `json:"cached"`
 }
 
-var errNotOurs = errors.New("the current kubeconfig user does not run kubectl-impersonate (its exec entry runs something else, or it has none)")
+var ErrNotOurs = errors.New("the current kubeconfig user does not run kubectl-impersonate (its exec entry runs something else, or it has none)")
 
 // CachedToken reads the current kubeconfig user's token from our cache,
 // without logging in: the user's exec entry must run this plugin.
@@ -169,7 +177,7 @@ func (k *KubeFlags) CachedToken(ctx context.Context, getenv func(string) string)
 		return "", nil, err
 	}
 	if exec == nil {
-		return "", nil, errNotOurs
+		return "", nil, ErrNotOurs
 	}
 	return cachedTokenOf(ctx, exec, getenv)
 }
@@ -182,9 +190,9 @@ func (k *KubeFlags) ExecCommand() string {
 	return ""
 }
 
-// contextUserExec is the exec entry of context's user (default: the
+// ContextUserExec is the exec entry of context's user (default: the
 // current context) in kubeconfig (default: kubectl's files), nil without one.
-func contextUserExec(kubeconfig, context string) (*clientcmdapi.ExecConfig, error) {
+func ContextUserExec(kubeconfig, context string) (*clientcmdapi.ExecConfig, error) {
 	k := &KubeFlags{rules: clientcmd.NewDefaultClientConfigLoadingRules()}
 	k.rules.ExplicitPath, k.overrides.CurrentContext = kubeconfig, context
 	exec, name, found, err := k.userExec()
@@ -204,7 +212,7 @@ func (k *KubeFlags) currentExec() (*clientcmdapi.ExecConfig, error) {
 // userExec is currentExec, with the context's name and whether the
 // kubeconfig has it.
 func (k *KubeFlags) userExec() (exec *clientcmdapi.ExecConfig, context string, found bool, err error) {
-	raw, err := k.clientConfig().RawConfig()
+	raw, err := k.ClientConfig().RawConfig()
 	if err != nil {
 		return nil, "", false, fmt.Errorf("loading the kubeconfig: %w", err)
 	}
@@ -220,23 +228,23 @@ func (k *KubeFlags) userExec() (exec *clientcmdapi.ExecConfig, context string, f
 	return nil, context, found, nil
 }
 
-// settingsOfExec reads the get-token settings of an exec entry that runs
+// SettingsOfExec reads the get-token settings of an exec entry that runs
 // this plugin (the fast binary, or the full one's get-token), with the
 // entry's environment over ours.
-func settingsOfExec(exec *clientcmdapi.ExecConfig, getenv func(string) string) (*settings.AuthOptions, error) {
+func SettingsOfExec(exec *clientcmdapi.ExecConfig, getenv func(string) string) (*settings.AuthOptions, error) {
 	if exec == nil {
-		return nil, errNotOurs
+		return nil, ErrNotOurs
 	}
 	args := exec.Args
 	switch filepath.Base(strings.TrimSuffix(exec.Command, ".exe")) {
 	case install.FastBinaryName:
 	case install.FullBinaryName:
 		if len(args) == 0 || args[0] != "get-token" {
-			return nil, errNotOurs
+			return nil, ErrNotOurs
 		}
 		args = args[1:]
 	default:
-		return nil, errNotOurs
+		return nil, ErrNotOurs
 	}
 	env := map[string]string{}
 	names := []string{} // not nil: the entry's env is known
@@ -258,7 +266,7 @@ func settingsOfExec(exec *clientcmdapi.ExecConfig, getenv func(string) string) (
 }
 
 func cachedTokenOf(ctx context.Context, exec *clientcmdapi.ExecConfig, getenv func(string) string) (string, *TokenSource, error) {
-	o, err := settingsOfExec(exec, getenv)
+	o, err := SettingsOfExec(exec, getenv)
 	if err != nil {
 		return "", nil, err
 	}
@@ -284,8 +292,8 @@ func cachedTokenOf(ctx context.Context, exec *clientcmdapi.ExecConfig, getenv fu
 	return r.Token, ts, nil
 }
 
-// newRBACClient is an rbac.Client for cfg.
-func newRBACClient(cfg *rest.Config) (*rbac.Client, error) {
+// NewRBACClient is an rbac.Client for cfg.
+func NewRBACClient(cfg *rest.Config) (*rbac.Client, error) {
 	c, err := kubeapi.NewClient(cfg)
 	if err != nil {
 		return nil, err

@@ -1,10 +1,12 @@
-package cmd
+package credential
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"strings"
+
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -19,14 +21,14 @@ import (
 type GetTokenOptions struct {
 	Auth *settings.AuthOptions
 	genericiooptions.IOStreams
-	global *GlobalOptions
+	global *cmdutil.GlobalOptions
 
 	request     *execcred.Request
 	interactive bool
 }
 
 // NewCmdGetToken builds get-token.
-func NewCmdGetToken(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdGetToken(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &GetTokenOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g}
 	cmd := &cobra.Command{
 		Use:   "get-token",
@@ -39,10 +41,10 @@ token has expired and cannot be refreshed. Write its kubeconfig entry with
 		Example: `  # What kubectl runs (see the kubeconfig written by setup):
   kubectl-impersonate get-token --oidc-issuer-url=https://dex.example.com --oidc-client-id=kubernetes`,
 		Args: cobra.NoArgs,
-		RunE: runE(o),
+		RunE: cmdutil.RunE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
-	cmd.SetUsageFunc(groupedUsage)
+	cmd.SetUsageFunc(cmdutil.GroupedUsage)
 	return cmd
 }
 
@@ -60,7 +62,7 @@ func (o *GetTokenOptions) Complete(args []string) error {
 	}
 	// get-token's flags and environment are the kubeconfig exec entry's.
 	o.Auth.FromExecEntry = true
-	return o.Auth.Complete(o.global.Getenv, notifier(o.ErrOut))
+	return o.Auth.Complete(o.global.Getenv, cmdutil.Notifier(o.ErrOut))
 }
 
 // Validate checks the settings.
@@ -82,7 +84,7 @@ func (o *GetTokenOptions) Run(ctx context.Context) error {
 // login's source, then the exchange's, both looked up by name in
 // pkg/cmd/sources.go. Nothing here touches the network or the provider's
 // settings until the cache misses.
-func obtain(ctx context.Context, a *settings.AuthOptions, g *GlobalOptions, streams genericiooptions.IOStreams, interactive bool, opts credential.Options) (*credential.Result, error) {
+func obtain(ctx context.Context, a *settings.AuthOptions, g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams, interactive bool, opts credential.Options) (*credential.Result, error) {
 	rt, err := newSourceRuntime(a, g, streams, interactive)
 	if err != nil {
 		return nil, err

@@ -1,9 +1,11 @@
-package cmd
+package credential
 
 import (
 	"context"
 	"fmt"
 	"net/http"
+
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -44,7 +46,7 @@ var exchanges = map[string]exchangeFactory{
 // first use.
 type sourceRuntime struct {
 	a           *settings.AuthOptions
-	g           *GlobalOptions
+	g           *cmdutil.GlobalOptions
 	streams     genericiooptions.IOStreams
 	interactive bool
 	store       tokencache.Store
@@ -54,8 +56,8 @@ type sourceRuntime struct {
 	loginClient *login.Client
 }
 
-func newSourceRuntime(a *settings.AuthOptions, g *GlobalOptions, streams genericiooptions.IOStreams, interactive bool) (*sourceRuntime, error) {
-	notify := notifier(streams.ErrOut)
+func newSourceRuntime(a *settings.AuthOptions, g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams, interactive bool) (*sourceRuntime, error) {
+	notify := cmdutil.Notifier(streams.ErrOut)
 	store, err := a.NewStore(notify)
 	if err != nil {
 		return nil, err

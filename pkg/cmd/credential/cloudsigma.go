@@ -1,4 +1,4 @@
-package cmd
+package credential
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -16,7 +18,7 @@ import (
 )
 
 // NewCmdCloudSigma groups the CloudSigma commands.
-func NewCmdCloudSigma(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdCloudSigma(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cloudsigma",
 		Short: "CloudSigma impersonation: check which account a token acts as",
@@ -34,12 +36,12 @@ get-token and login run it with --impersonate-user-email and
 // CloudSigmaWhoAmIOptions is "cloudsigma whoami".
 type CloudSigmaWhoAmIOptions struct {
 	Auth   *settings.AuthOptions
-	Output *OutputFlags
+	Output *cmdutil.OutputFlags
 	genericiooptions.IOStreams
-	global *GlobalOptions
+	global *cmdutil.GlobalOptions
 }
 
-func newCmdCloudSigmaWhoAmI(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+func newCmdCloudSigmaWhoAmI(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &CloudSigmaWhoAmIOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g}
 	o.Auth.Exchange = settings.ExchangeCloudSigma
 	cmd := &cobra.Command{
@@ -51,17 +53,17 @@ and prints the account's email and UUID. The token is never printed.`,
 		Example: `  CLOUDSIGMA_CLIENT_ID=robot CLOUDSIGMA_CLIENT_SECRET=... \
     kubectl impersonate cloudsigma whoami --cloudsigma-region=zrh --impersonate-user-email=alice@example.com`,
 		Args: cobra.NoArgs,
-		RunE: runE(o),
+		RunE: cmdutil.RunE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
-	cmd.SetUsageFunc(groupedUsage)
-	o.Output = NewOutputFlags(cmd.Flags(), "text")
+	cmd.SetUsageFunc(cmdutil.GroupedUsage)
+	o.Output = cmdutil.NewOutputFlags(cmd.Flags(), "text")
 	return cmd
 }
 
 // Complete fills the settings.
 func (o *CloudSigmaWhoAmIOptions) Complete(args []string) error {
-	return o.Auth.Complete(o.global.Getenv, notifier(o.ErrOut))
+	return o.Auth.Complete(o.global.Getenv, cmdutil.Notifier(o.ErrOut))
 }
 
 // Validate checks the settings.

@@ -1,4 +1,4 @@
-package cmd
+package credential
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/spf13/cobra"
@@ -23,11 +25,11 @@ type LoginOptions struct {
 	// gives the settings when no issuer flag or profile does.
 	Kubeconfig, Context string
 	genericiooptions.IOStreams
-	global *GlobalOptions
+	global *cmdutil.GlobalOptions
 }
 
 // NewCmdLogin builds login.
-func NewCmdLogin(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCmdLogin(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &LoginOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g}
 	cmd := &cobra.Command{
 		Use:   "login",
@@ -50,10 +52,10 @@ kubectl with interactiveMode Never.`,
   # Log in again as the current context's user
   kubectl impersonate login --force`,
 		Args: cobra.NoArgs,
-		RunE: runE(o),
+		RunE: cmdutil.RunE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
-	cmd.SetUsageFunc(groupedUsage)
+	cmd.SetUsageFunc(cmdutil.GroupedUsage)
 	cmd.Flags().BoolVar(&o.Force, "force", false, "Log in again even when a valid token is cached")
 	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "Without issuer flags or --profile: the kubeconfig whose user's exec entry gives the settings")
 	cmd.Flags().StringVar(&o.Context, "context", "", "Without issuer flags or --profile: the context whose user's exec entry gives the settings (default: the current one)")
@@ -70,12 +72,12 @@ func (o *LoginOptions) Complete(args []string) error {
 		}
 	}
 	if fromKubeconfig {
-		exec, err := contextUserExec(o.Kubeconfig, o.Context)
+		exec, err := cmdutil.ContextUserExec(o.Kubeconfig, o.Context)
 		if err != nil {
 			return err
 		}
-		a, err := settingsOfExec(exec, o.global.Getenv)
-		if errors.Is(err, errNotOurs) {
+		a, err := cmdutil.SettingsOfExec(exec, o.global.Getenv)
+		if errors.Is(err, cmdutil.ErrNotOurs) {
 			return fmt.Errorf("give --oidc-issuer-url and --oidc-client-id, or --profile: %w", err)
 		}
 		if err != nil {
@@ -86,7 +88,7 @@ func (o *LoginOptions) Complete(args []string) error {
 		o.Auth.ForceRefresh = o.Auth.ForceRefresh || force
 		return nil
 	}
-	return o.Auth.Complete(o.global.Getenv, notifier(o.ErrOut))
+	return o.Auth.Complete(o.global.Getenv, cmdutil.Notifier(o.ErrOut))
 }
 
 // Validate checks the settings.

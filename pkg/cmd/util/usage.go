@@ -1,4 +1,4 @@
-package cmd
+package util
 
 import (
 	"fmt"
@@ -9,10 +9,10 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
-// groupedUsage prints the usage of a command that takes get-token's
+// GroupedUsage prints the usage of a command that takes get-token's
 // settings with its flags in sections (settings.FlagGroups), then the
 // command's own flags, then the global ones.
-func groupedUsage(c *cobra.Command) error {
+func GroupedUsage(c *cobra.Command) error {
 	out := c.OutOrStderr()
 	fmt.Fprintf(out, "Usage:\n  %s\n", c.UseLine())
 	if c.HasExample() {
