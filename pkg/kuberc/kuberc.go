@@ -68,16 +68,13 @@ var ErrDenyAll = errors.New("the kuberc's credentialPluginPolicy is DenyAll: kub
 type doc map[string]any
 
 func read(path string) (doc, os.FileMode, error) {
-	b, err := os.ReadFile(path)
+	// Bounded, and never waiting on a FIFO: $KUBERC may name anything.
+	b, fi, err := config.ReadRegular("kuberc", path, 1<<20, config.ReadOptions{})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, 0o600, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("reading the kuberc: %w", err)
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, 0, fmt.Errorf("reading the kuberc: %w", err)
+		return nil, 0, err
 	}
 	var d doc
 	if err := yaml.Unmarshal(b, &d); err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -141,4 +142,15 @@ func TestPath(t *testing.T) {
 // snippet is the YAML a user adds by hand.
 func snippet(command string) string {
 	return fmt.Sprintf("apiVersion: %s\nkind: %s\ncredentialPluginPolicy: Allowlist\ncredentialPluginAllowlist:\n- name: %s\n", apiVersion, kind, command)
+}
+
+// TestReadIsBounded: $KUBERC may name anything; a FIFO or /dev/zero is
+// refused at once, not waited on or read forever.
+func TestReadIsBounded(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	for _, path := range []string{fifo, "/dev/zero"} {
+		_, err := Check(path, "kubectl-impersonate")
+		assert.ErrorContains(t, err, "is not a regular file", path)
+	}
 }
