@@ -16,7 +16,11 @@ import (
 )
 
 func main() {
-	args, other := fastpath.Dispatch(os.Args[0], os.Args[1:])
+	args, other, err := fastpath.Dispatch(os.Args[0], os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kubectl-impersonate:", err)
+		os.Exit(1)
+	}
 	if !other {
 		served, handoff := fastpath.Serve(context.Background(), args, os.Getenv, os.Stdout)
 		if served {

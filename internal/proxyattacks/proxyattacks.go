@@ -61,8 +61,10 @@ type Attack struct {
 // exp and nbf included), or tampered with.
 type Minter func(extra map[string]any, tamper testissuer.Tamper) (string, error)
 
-// Table is the attack table, with tokens from mint.
-func Table(mint Minter) ([]Attack, error) {
+// Table is the attack table, with tokens from mint. proxyUser is the
+// username of the proxy's own upstream credential: claims aimed at it
+// (padded, with control characters) must be refused like any other.
+func Table(mint Minter, proxyUser string) ([]Attack, error) {
 	var err error
 	token := func(extra map[string]any, tamper testissuer.Tamper) string {
 		tok, merr := mint(extra, tamper)
@@ -87,6 +89,7 @@ func Table(mint Minter) ([]Attack, error) {
 		attacks = append(attacks,
 			Attack{Name: "Connection: " + h, Headers: with([2]string{"Connection", h}), Want: 403},
 			Attack{Name: "Connection: keep-alive, " + strings.ToUpper(h), Headers: with([2]string{"Connection", "keep-alive, " + strings.ToUpper(h)}), Want: 403},
+			Attack{Name: "Connection: keep-alive, " + strings.ToLower(h), Headers: with([2]string{"Connection", "keep-alive, " + strings.ToLower(h)}), Want: 403},
 			Attack{Name: "upgrade, Connection: Upgrade, " + h, Headers: with([2]string{"Connection", "Upgrade, " + h}, [2]string{"Upgrade", "SPDY/3.1"}), Want: 403},
 			// Go's HTTP/2 server answers 400 to a connection-specific
 			// header (RFC 9113 8.2.2), before any handler runs.
@@ -96,7 +99,7 @@ func Table(mint Minter) ([]Attack, error) {
 	// The caller's own impersonation, in any case, and in the underscore
 	// spellings CGI-style gateways and nginx's underscores_in_headers read
 	// as the dashed ones.
-	for _, h := range []string{"Impersonate-User", "impersonate-user", "IMPERSONATE-GROUP", "Impersonate-Uid", "Impersonate-Extra-Scopes", "iMpErSoNaTe-ExTrA-x",
+	for _, h := range []string{"Impersonate-User", "impersonate-user", "IMPERSONATE-USER", "Impersonate-Group", "IMPERSONATE-GROUP", "Impersonate-Uid", "Impersonate-Extra-Scopes", "iMpErSoNaTe-ExTrA-x",
 		"Impersonate_User", "impersonate_group", "Impersonate_Extra_Scopes"} {
 		attacks = append(attacks,
 			Attack{Name: "caller sends " + h, Headers: with([2]string{h, "system:admin"}), Want: 403},
@@ -129,6 +132,9 @@ func Table(mint Minter) ([]Attack, error) {
 		{"system:masters in the groups claim", map[string]any{"groups": []any{"dev", "system:masters"}}},
 		{"system:nodes in the groups claim", map[string]any{"groups": []any{"system:nodes"}}},
 		{"system: username", map[string]any{"email": "system:kube-controller-manager"}},
+		{"the proxy's own user with a leading space", map[string]any{"email": " " + proxyUser}},
+		{"the proxy's own user with a tab", map[string]any{"email": proxyUser + "\t"}},
+		{"the proxy's own user with a NUL", map[string]any{"email": proxyUser[:1] + "\x00" + proxyUser[1:]}},
 	} {
 		tok := token(c.claims, testissuer.Valid)
 		attacks = append(attacks,
@@ -159,7 +165,8 @@ func Table(mint Minter) ([]Attack, error) {
 	}
 	// Dot segments, encoded or not, that would climb out of the upstream's
 	// path prefix to another cluster's.
-	for _, p := range []string{"/../../c-2" + SecretsPath, "/api/../../c-2" + SecretsPath, "/%2e%2e/c-2" + SecretsPath, "/api/%2E%2E/%2e%2e/c-2/api",
+	for _, p := range []string{"/.." + SecretsPath, "/%2e%2e" + SecretsPath, "/api/..%2f..%2f" + SecretsPath[1:], "/..;" + SecretsPath,
+		"/../../c-2" + SecretsPath, "/api/../../c-2" + SecretsPath, "/%2e%2e/c-2" + SecretsPath, "/api/%2E%2E/%2e%2e/c-2/api",
 		"/api/..%2f..%2fc-2/api", "/api/./v1/pods", `/api/..\..\c-2/api`, "/..;/..;/c-2/api", "/api/..%3b/x", "/api/v1/../../api/v1/namespaces/kube-system/secrets"} {
 		attacks = append(attacks, Attack{Name: "prefixed upstream, path " + p, Prefixed: true, Path: p, Headers: with(), Want: 400})
 	}
@@ -167,6 +174,8 @@ func Table(mint Minter) ([]Attack, error) {
 		Attack{Name: "CONNECT through the proxy", Method: "CONNECT", Path: "kubernetes.default.svc:443", Headers: with(), Want: 405},
 		Attack{Name: "CONNECT, prefixed upstream", Prefixed: true, Method: "CONNECT", Path: "kubernetes.default.svc:443", Headers: with(), Want: 405},
 		Attack{Name: "TRACE", Method: "TRACE", Headers: with(), Want: 405},
+		Attack{Name: "Basic credentials", Headers: [][2]string{{"Authorization", "Basic ZTJlLWFkbWluOng="}}, Want: 401},
+		Attack{Name: "an empty bearer", Headers: [][2]string{{"Authorization", "Bearer "}}, Want: 401},
 		Attack{Name: "X-Real-Ip and X-Forwarded-For spoofing", Path: AllowedPath, Headers: with([2]string{"X-Real-Ip", "10.9.9.9"}, [2]string{"X-Forwarded-For", "10.9.9.9"}), Forwarded: true},
 	)
 	return attacks, err

@@ -132,7 +132,7 @@ func Execute(ctx context.Context, args []string, streams genericiooptions.IOStre
 	if c, _, ferr := root.Find(args); os.Getenv(execcred.EnvExecInfo) == "" || (ferr == nil && c.Name() == "get-token") {
 		err = root.ExecuteContext(ctx)
 	}
-	var handed cmdutil.HandedOff
+	var handed cmdutil.ExitCode
 	if errors.As(err, &handed) {
 		return int(handed)
 	}

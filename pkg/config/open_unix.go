@@ -8,9 +8,10 @@ import (
 )
 
 // openRead opens path for reading without waiting on a FIFO or a terminal
-// and, with noFollow, refusing a symlink at its last element.
+// (nor making a terminal ours) and, with noFollow, refusing a symlink at
+// its last element.
 func openRead(path string, noFollow bool) (*os.File, error) {
-	flags := os.O_RDONLY | syscall.O_NONBLOCK
+	flags := os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_NOCTTY
 	if noFollow {
 		flags |= syscall.O_NOFOLLOW
 	}

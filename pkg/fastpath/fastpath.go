@@ -13,6 +13,7 @@ package fastpath
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"path/filepath"
 	"runtime"
@@ -89,16 +90,20 @@ func keyringFailure(s tokencache.Store) error {
 // links kubectl-impersonate to this binary - it is the whole plugin:
 // "get-token ARGS" is answered here, anything else goes to the full binary
 // unchanged (full is then true).
-func Dispatch(argv0 string, args []string) (getTokenArgs []string, full bool) {
+func Dispatch(argv0 string, args []string) (getTokenArgs []string, full bool, err error) {
 	name := filepath.Base(argv0)
 	if runtime.GOOS == "windows" {
 		name = strings.TrimSuffix(strings.ToLower(name), ".exe")
 	}
-	if name == install.FastBinaryName {
-		return args, false
+	switch {
+	case name == install.FastBinaryName:
+		return args, false, nil
+	case name == install.APIServerBinaryName:
+		// The full binary hands commands to that name: answering them by
+		// handing them back would loop.
+		return nil, false, errors.New(argv0 + " is the fast get-token binary under the name of " + install.APIServerBinaryName + ": install the plugin's binaries side by side, each under its own name")
+	case len(args) > 0 && args[0] == "get-token":
+		return args[1:], false, nil
 	}
-	if len(args) > 0 && args[0] == "get-token" {
-		return args[1:], false
-	}
-	return nil, true
+	return nil, true, nil
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestDispatch(t *testing.T) {
@@ -22,9 +23,18 @@ func TestDispatch(t *testing.T) {
 		{"Krew link: a flag first is not get-token", "/home/u/.krew/bin/kubectl-impersonate", []string{"--help"}, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args, full := Dispatch(tc.argv0, tc.args)
+			args, full, err := Dispatch(tc.argv0, tc.args)
+			require.NoError(t, err)
 			assert.Equal(t, tc.wantArgs, args)
 			assert.Equal(t, tc.wantFull, full)
 		})
 	}
+}
+
+// TestDispatchRefusesTheAPIServerName: the full binary hands claims and
+// proxy to kubectl-impersonate-apiserver; the fast binary under that name
+// would hand them back, forever.
+func TestDispatchRefusesTheAPIServerName(t *testing.T) {
+	_, _, err := Dispatch("/usr/local/bin/kubectl-impersonate-apiserver", []string{"claims"})
+	assert.ErrorContains(t, err, "is the fast get-token binary under the name of kubectl-impersonate-apiserver")
 }

@@ -47,3 +47,28 @@ func TestKrewLink(t *testing.T) {
 		})
 	}
 }
+
+// TestNextRefusesItself: a sibling that is this very binary (a link to it)
+// would receive the hand-off and hand it on again, forever.
+func TestNextRefusesItself(t *testing.T) {
+	self, err := os.Executable()
+	require.NoError(t, err)
+	self, err = filepath.EvalSymlinks(self)
+	require.NoError(t, err)
+	dir := filepath.Dir(self)
+	link := filepath.Join(dir, Exe("ki-test-link"))
+	require.NoError(t, os.Symlink(self, link))
+	t.Cleanup(func() { _ = os.Remove(link) })
+	_, err = Next("ki-test-link")
+	assert.ErrorContains(t, err, "under another binary's name")
+
+	other := filepath.Join(dir, Exe("ki-test-other"))
+	require.NoError(t, os.WriteFile(other, []byte("#!/bin/sh\n"), 0o755))
+	t.Cleanup(func() { _ = os.Remove(other) })
+	got, err := Next("ki-test-other")
+	require.NoError(t, err)
+	assert.Equal(t, other, got)
+
+	_, err = Next("ki-test-missing")
+	assert.ErrorContains(t, err, "is not next to")
+}

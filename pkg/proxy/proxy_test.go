@@ -188,7 +188,7 @@ func TestProxyAttacks(t *testing.T) {
 			claims[k] = v
 		}
 		return p.is.Mint(claims, tamper)
-	})
+	}, "proxy-sa")
 	require.NoError(t, err)
 	require.Greater(t, len(attacks), 100)
 	for _, a := range attacks {

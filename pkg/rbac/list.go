@@ -12,14 +12,23 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 )
 
-// ResolveResource finds the resource a user typed, as kubectl does: its
-// plural, singular, short name or kind, optionally followed by ".group"
-// (deployments.apps). The core group wins a tie, as in kubectl.
+// ResolveResource finds the resource typed names among all (discovery),
+// as kubectl resolves a resource argument: its plural, singular, kind or a
+// short name, optionally qualified by its group ("deployments.apps") or
+// version and group ("deployments.v1.apps"). Several matches prefer the
+// core group, as kubectl's RESTMapper does. An unknown name is an error
+// that names the closest resource served.
 func ResolveResource(all []Resource, typed string) (Resource, error) {
 	name, group, hasGroup := strings.Cut(strings.ToLower(typed), ".")
+	version := ""
+	if v, g, ok := strings.Cut(group, "."); ok && looksLikeVersion(v) {
+		version, group = v, g
+	} else if looksLikeVersion(group) && !slices.ContainsFunc(all, func(r Resource) bool { return r.Group == group }) {
+		version, group = group, "" // "pods.v1": the core group
+	}
 	var found []Resource
 	for _, r := range all {
-		if strings.Contains(r.Name, "/") || (hasGroup && r.Group != group) {
+		if strings.Contains(r.Name, "/") || (hasGroup && r.Group != group) || (version != "" && r.Version != version) {
 			continue
 		}
 		if r.Name == name || r.SingularName == name || strings.ToLower(r.Kind) == name || slices.Contains(r.ShortNames, name) {
@@ -27,7 +36,11 @@ func ResolveResource(all []Resource, typed string) (Resource, error) {
 		}
 	}
 	if len(found) == 0 {
-		return Resource{}, fmt.Errorf("the server does not serve a resource %q: see kubectl api-resources", typed)
+		msg := fmt.Sprintf("the server does not serve a resource %q", typed)
+		if c := closest(all, name); c != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", c)
+		}
+		return Resource{}, fmt.Errorf("%s: see kubectl api-resources", msg)
 	}
 	for _, r := range found {
 		if r.Group == "" {
@@ -35,6 +48,96 @@ func ResolveResource(all []Resource, typed string) (Resource, error) {
 		}
 	}
 	return found[0], nil
+}
+
+// ResolveTarget resolves t's resource through discovery (all, subresources
+// included), so that "get po", "get pod", "get Pod" and "get pods.v1" ask
+// about pods as kubectl auth can-i does; a subresource must be served.
+// Non-resource URLs are left as they are.
+func ResolveTarget(all []Resource, t Target) (Target, error) {
+	if t.NonResourceURL != "" {
+		return t, nil
+	}
+	typed := t.Resource
+	if t.Group != "" {
+		typed += "." + t.Group
+	}
+	r, err := ResolveResource(all, typed)
+	if err != nil {
+		return t, err
+	}
+	t.Resource, t.Group = r.Name, r.Group
+	if t.Subresource != "" {
+		sub := r.Name + "/" + t.Subresource
+		if !slices.ContainsFunc(all, func(x Resource) bool { return x.Group == r.Group && x.Name == sub }) {
+			return t, fmt.Errorf("the server does not serve the subresource %s of %s", t.Subresource, r)
+		}
+	}
+	return t, nil
+}
+
+// looksLikeVersion is an API version: v1, v2beta1, v1alpha3.
+func looksLikeVersion(s string) bool {
+	rest, ok := strings.CutPrefix(s, "v")
+	digits := len(rest) - len(strings.TrimLeft(rest, "0123456789"))
+	if !ok || digits == 0 || rest[0] == '0' {
+		return false
+	}
+	rest = rest[digits:]
+	if rest == "" {
+		return true
+	}
+	for _, q := range []string{"alpha", "beta"} {
+		if n, ok := strings.CutPrefix(rest, q); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// closest is the served resource name nearest to name (edit distance at
+// most 2, or a prefix of at least 3 letters), "" when none is close.
+func closest(all []Resource, name string) string {
+	best, bestD := "", 3
+	for _, r := range all {
+		if strings.Contains(r.Name, "/") {
+			continue
+		}
+		for _, cand := range append([]string{r.Name, r.SingularName, strings.ToLower(r.Kind)}, r.ShortNames...) {
+			if cand == "" {
+				continue
+			}
+			d := editDistance(name, cand)
+			if len(name) >= 3 && strings.HasPrefix(cand, name) {
+				d = min(d, 1)
+			}
+			if d < bestD {
+				best, bestD = r.String(), d
+			}
+		}
+	}
+	return best
+}
+
+// editDistance is Levenshtein's distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // Object is one listed object: its metadata, and the whole object when

@@ -415,6 +415,11 @@ func (o *AuthOptions) Complete(getenv func(string) string, warn func(string)) er
 		if o.ClientSecret, err = readSecretFile(flagClientSecretFile, "client secret", o.ClientSecretFile, warn); err != nil {
 			return err
 		}
+		// As before: a client secret is a token, never padded (a password
+		// may begin or end with a space, and keeps it).
+		if o.ClientSecret = strings.TrimSpace(o.ClientSecret); o.ClientSecret == "" {
+			return fmt.Errorf("--%s %s holds only white space: write the client secret into it", flagClientSecretFile, o.ClientSecretFile)
+		}
 	}
 	if o.ClientSecret == "" {
 		o.ClientSecret = getenv(EnvClientSecret)

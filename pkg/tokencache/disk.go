@@ -35,7 +35,13 @@ func isEntryFile(name string) bool {
 
 func isTempFile(name string) bool {
 	rest, ok := strings.CutPrefix(name, config.TempPrefix)
-	return ok && len(rest) > 70 && isID(rest[:64]) && rest[64:70] == ".json-"
+	if !ok || len(rest) < 66 || !isID(rest[:64]) {
+		return false
+	}
+	// ".tmp-ID.json-N" (config.WriteFileAtomic), or ".tmp-ID-N" as releases
+	// before it wrote them: a writer killed mid-write may have left one, a
+	// refresh token inside, and logout must find it.
+	return strings.HasPrefix(rest[64:], ".json-") || rest[64] == '-'
 }
 
 func isID(s string) bool {
@@ -163,8 +169,13 @@ const staleTempAge = 10 * time.Second
 // removeStaleTemps deletes the temporary files of id that killed writers
 // left behind.
 func (d *Disk) removeStaleTemps(id string) {
-	matches, _ := filepath.Glob(filepath.Join(d.Dir, config.TempPrefix+id+".json-*"))
+	matches, _ := filepath.Glob(filepath.Join(d.Dir, config.TempPrefix+id+"*"))
 	for _, m := range matches {
+		// This entry's, under either name (see isTempFile).
+		rest := strings.TrimPrefix(filepath.Base(m), config.TempPrefix+id)
+		if !strings.HasPrefix(rest, ".json-") && !strings.HasPrefix(rest, "-") {
+			continue
+		}
 		if fi, err := os.Lstat(m); err == nil && time.Since(fi.ModTime()) > staleTempAge {
 			_ = os.Remove(m)
 		}

@@ -6,10 +6,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -28,4 +30,25 @@ func TestDiskGetDoesNotWaitOnAFIFO(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Get waited on a FIFO")
 	}
+}
+
+// TestDeleteAllRemovesTempFilesOfEitherName: a writer killed mid-write
+// leaves a temporary file (a refresh token inside); logout --all removes it,
+// under the name config.WriteFileAtomic gives and under the one releases
+// before it gave, and nothing else.
+func TestDeleteAllRemovesTempFilesOfEitherName(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o700))
+	id := strings.Repeat("ab", 32)
+	names := []string{id + ".json", ".tmp-" + id + ".json-123", ".tmp-" + id + "-456"}
+	for _, n := range append(names, "someone-elses.txt", ".tmp-notanid-1") {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o600))
+	}
+	require.NoError(t, NewDisk(dir).DeleteAll(context.Background()))
+	left, _ := os.ReadDir(dir)
+	var got []string
+	for _, e := range left {
+		got = append(got, e.Name())
+	}
+	assert.ElementsMatch(t, []string{"someone-elses.txt", ".tmp-notanid-1"}, got)
 }

@@ -114,9 +114,25 @@ func TestWhyAndWhoCan(t *testing.T) {
 	r := alice.kubectl("get", "pods", "-n", "team-a")
 	require.Equal(t, 0, r.code, r.stderr)
 
-	r = run(t, alice.env, false, st.ki, "whoami", "-o", "jsonpath={.username} {.tokenSource.cacheStorage}", "--kubeconfig="+alice.kubeconfig)
+	// whoami -o jsonpath: kubectl auth whoami's paths, the cached token in
+	// annotations.
+	r = run(t, alice.env, false, st.ki, "whoami", "-o", `jsonpath={.status.userInfo.username} {.metadata.annotations.kubectl-impersonate\.io/token-cache}`, "--kubeconfig="+alice.kubeconfig)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, "oidc:alice@example.com keyring", r.stdout)
+	// whoami -o json is the object the pinned kubectl auth whoami -o json
+	// prints, for alice (our annotations aside) and for the static-token admin.
+	adminKC, err := st.adminKubeconfig(api)
+	require.NoError(t, err)
+	for _, who := range []struct {
+		env        []string
+		kubeconfig string
+	}{{alice.env, alice.kubeconfig}, {baseEnv(t.TempDir()), adminKC}} {
+		theirs := run(t, who.env, false, st.kubectl, "--kubeconfig="+who.kubeconfig, "auth", "whoami", "-o", "json")
+		ours := run(t, who.env, false, st.ki, "whoami", "-o", "json", "--kubeconfig="+who.kubeconfig)
+		require.Equal(t, 0, theirs.code, theirs.stderr)
+		require.Equal(t, 0, ours.code, ours.stderr)
+		assert.Equal(t, sameObject(t, theirs.stdout), sameObject(t, ours.stdout), "whoami -o json as kubectl auth whoami -o json")
+	}
 
 	r = run(t, alice.env, false, st.ki, "why", "list", "pods", "-n", "team-a", "--kubeconfig="+alice.kubeconfig)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -124,8 +140,18 @@ func TestWhyAndWhoCan(t *testing.T) {
 	assert.Contains(t, r.stdout, `RoleBinding "developers-read-pods/team-a"`, "the authorizer's reason names the binding")
 	assert.Contains(t, r.stdout, "you may not read RBAC objects here")
 	r = run(t, alice.env, false, st.ki, "why", "delete", "pods", "-n", "team-a", "--kubeconfig="+alice.kubeconfig)
-	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, 1, r.code, "no: exit code 1, as kubectl auth can-i: %s", r.stderr)
 	assert.Contains(t, r.stdout, "? no")
+	// Short names and kinds, the exit codes and -q, as the pinned kubectl
+	// answers the same questions on the same cluster.
+	for _, q := range [][]string{{"get", "po"}, {"get", "pod"}, {"list", "Pod"}, {"get", "pods.v1"}, {"delete", "po"}, {"get", "cm"}, {"get", "pods/log"}} {
+		want := alice.kubectl(append([]string{"auth", "can-i"}, append(q, "-n", "team-a")...)...)
+		got := run(t, alice.env, false, append([]string{st.ki, "why"}, append(q, "-n", "team-a", "--kubeconfig="+alice.kubeconfig)...)...)
+		assert.Equal(t, want.code, got.code, "why %v: kubectl auth can-i says %q: %s", q, want.stdout, got.stdout+got.stderr)
+		quiet := run(t, alice.env, false, append([]string{st.ki, "why", "-q"}, append(q, "-n", "team-a", "--kubeconfig="+alice.kubeconfig)...)...)
+		assert.Equal(t, want.code, quiet.code, "why -q %v", q)
+		assert.Empty(t, quiet.stdout, "why -q %v", q)
+	}
 
 	admin, err := st.adminKubeconfig(api)
 	require.NoError(t, err)
@@ -154,19 +180,26 @@ func TestInspectionRequestCounts(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want int
+		// discovery: the resource is resolved by discovery first (not
+		// counted in want; docs/inspection.md says so).
+		discovery bool
 	}{
-		{[]string{"whoami", aliceKC}, 1},
-		{[]string{"groups", aliceKC}, 1},
-		{[]string{"claims", "--compare", "--oidc-issuer-url=" + st.issuer, "--oidc-client-id=" + publicClient,
+		{args: []string{"whoami", aliceKC}, want: 1},
+		{args: []string{"groups", aliceKC}, want: 1},
+		{args: []string{"claims", "--compare", "--oidc-issuer-url=" + st.issuer, "--oidc-client-id=" + publicClient,
 			"--oidc-certificate-authority=" + st.caFile, "--oidc-username-claim=email", "--oidc-username-prefix=oidc:",
-			"--oidc-groups-claim=groups", "--oidc-groups-prefix=oidc:", aliceKC}, 1},
+			"--oidc-groups-claim=groups", "--oidc-groups-prefix=oidc:", aliceKC}, want: 1},
 		// The decision and the identity, then the four kinds of RBAC object.
-		{[]string{"why", "get", "pods", "-n", "team-a", adminKC}, 2 + 4},
-		{[]string{"who-can", "get", "pods", "-n", "team-a", adminKC}, 4},
+		{args: []string{"why", "get", "pods", "-n", "team-a", adminKC}, want: 2 + 4, discovery: true},
+		{args: []string{"who-can", "get", "pods", "-n", "team-a", adminKC}, want: 4, discovery: true},
 	} {
 		var res result
 		n, uris := pluginRequests(t, api, func() { res = run(t, alice.env, false, append([]string{st.ki}, tc.args...)...) })
 		require.Equal(t, 0, res.code, "%v: %s", tc.args, res.stderr)
+		if tc.discovery {
+			assert.Greater(t, n, tc.want, "%s: discovery first: %v", tc.args[0], uris)
+			n = len(withoutDiscovery(uris))
+		}
 		assert.Equal(t, tc.want, n, "%s: requests %v", tc.args[0], uris)
 	}
 	// list pages by 500 objects.
@@ -452,4 +485,20 @@ rules:
 	assert.Len(t, withoutDiscovery(ssarURIs), 1011, "requests after discovery, one access review per object")
 	t.Logf("10 namespaces × 100 ConfigMaps: rules reviews: %d requests after discovery, %s; access review per object: %d requests, %s",
 		len(withoutDiscovery(rulesURIs)), rulesTime.Round(time.Millisecond), len(withoutDiscovery(ssarURIs)), ssarTime.Round(time.Millisecond))
+}
+
+// sameObject decodes a printed object for comparison: without this plugin's
+// annotations, and without metadata's null creationTimestamp (apimachinery
+// before 1.37 prints it, later ones omit it).
+func sameObject(t *testing.T, printed string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(printed), &m), printed)
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "annotations")
+		if md["creationTimestamp"] == nil {
+			delete(md, "creationTimestamp")
+		}
+	}
+	return m
 }

@@ -116,9 +116,9 @@ jwt:
 			claims[k] = v
 		}
 		return is.Mint(claims, tamper)
-	})
+	}, "e2e-admin")
 	require.NoError(t, err)
-	require.Len(t, attacks, 114, "README's count of the attacks")
+	require.Len(t, attacks, 139, "README's count of the attacks")
 	tlsConfig := &tls.Config{RootCAs: caPool()}
 	uas := make([]string, len(attacks))
 	for i, a := range attacks {

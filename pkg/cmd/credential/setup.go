@@ -121,7 +121,11 @@ func (o *SetupOptions) Complete(args []string) error {
 		}
 		// setup --authentication-config runs in the apiserver binary: the
 		// entry runs the full one beside it.
-		if full, ok := install.Sibling(exe, install.FullBinaryName); ok && strings.TrimSuffix(filepath.Base(exe), ".exe") == install.APIServerBinaryName {
+		if strings.TrimSuffix(filepath.Base(exe), ".exe") == install.APIServerBinaryName {
+			full, ok := install.Sibling(exe, install.FullBinaryName)
+			if !ok {
+				return fmt.Errorf("%s is not next to %s: install the plugin's binaries side by side (the entry runs it)", install.Exe(install.FullBinaryName), exe)
+			}
 			exe = full
 		}
 		o.Executable = exe

@@ -77,6 +77,10 @@ In the table, ✔ is allowed, ✗ denied, ~ allowed for some resourceNames only,
 
 // Complete builds the clients and reads the namespace.
 func (o *AccessOptions) Complete(args []string) error {
+	// -o is checked before the kubeconfig is read, as before any request.
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
 	cfg, err := o.Kube.Config()
 	if err != nil {
 		return err
@@ -104,7 +108,24 @@ func (o *AccessOptions) Validate() error {
 	if !slices.Contains(rbac.Methods, o.Method) {
 		return fmt.Errorf("--method %q is not one of %s, %s", o.Method, rbac.FromRules, rbac.FromAccessReview)
 	}
+	if err := validateVerbs(o.Verbs); err != nil {
+		return err
+	}
 	return o.Output.Validate()
+}
+
+// validateVerbs is --verb's one meaning in access and list: repeatable or
+// comma-separated (pflag's string slice), each a verb.
+func validateVerbs(verbs []string) error {
+	if len(verbs) == 0 {
+		return errors.New("--verb must name at least one verb")
+	}
+	for _, v := range verbs {
+		if v == "" || strings.ContainsAny(v, " \t") {
+			return fmt.Errorf("--verb %q is not a verb: give verbs separated by commas, or --verb once per verb", v)
+		}
+	}
+	return nil
 }
 
 // Run builds the matrices.

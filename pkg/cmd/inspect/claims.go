@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -94,7 +94,7 @@ func (o *ClaimsOptions) Token(ctx context.Context) (string, error) {
 		b, err := io.ReadAll(io.LimitReader(o.In, 1<<20))
 		return strings.TrimSpace(string(b)), err
 	default:
-		b, err := os.ReadFile(o.TokenFile)
+		b, _, err := config.ReadRegular("--token-file", o.TokenFile, 1<<20, config.ReadOptions{})
 		return strings.TrimSpace(string(b)), err
 	}
 }

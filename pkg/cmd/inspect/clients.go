@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"fmt"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
@@ -25,17 +26,29 @@ type rbacReader interface {
 	ReadRBAC(ctx context.Context, namespace string) (*rbac.RBAC, error)
 }
 
+// discoverer lists the resources the server serves (discovery).
+type discoverer interface {
+	Discover(ctx context.Context, subresources bool) ([]rbac.Resource, error)
+}
+
 // whyClient asks the authorizer and reads RBAC.
 type whyClient interface {
 	whoAmIClient
 	rbacReader
+	discoverer
 	Why(ctx context.Context, t rbac.Target) (*authzv1.SubjectAccessReviewStatus, error)
+}
+
+// whoCanClient reads RBAC.
+type whoCanClient interface {
+	rbacReader
+	discoverer
 }
 
 // accessClient builds the access matrix.
 type accessClient interface {
 	whoAmIClient
-	Discover(ctx context.Context, subresources bool) ([]rbac.Resource, error)
+	discoverer
 	Namespaces(ctx context.Context) ([]string, error)
 	Access(ctx context.Context, resources []rbac.Resource, o rbac.AccessOptions) (*rbac.Matrix, error)
 }
@@ -43,7 +56,7 @@ type accessClient interface {
 // listClient lists objects and filters them by what an identity may do.
 type listClient interface {
 	whoAmIClient
-	Discover(ctx context.Context, subresources bool) ([]rbac.Resource, error)
+	discoverer
 	NamespacesWith(ctx context.Context, selector string) ([]string, error)
 	List(ctx context.Context, r rbac.Resource, namespace, selector string, full bool) ([]rbac.Object, error)
 	Filter(ctx context.Context, r rbac.Resource, objs []rbac.Object, o rbac.FilterOptions) ([]rbac.Decision, rbac.FilterStats, error)
@@ -53,6 +66,32 @@ type listClient interface {
 
 var (
 	_ whyClient    = (*rbac.Client)(nil)
+	_ whoCanClient = (*rbac.Client)(nil)
 	_ accessClient = (*rbac.Client)(nil)
 	_ listClient   = (*rbac.Client)(nil)
 )
+
+// resolveTarget resolves t's resource as kubectl does (short names, kinds,
+// resource.group, resource.version.group, subresources) through
+// discovery. Like kubectl auth can-i, a resource the server does not serve
+// gets a warning on warn, naming the closest one, and t is asked as typed;
+// so does a discovery that fails.
+func resolveTarget(ctx context.Context, d discoverer, t rbac.Target, warn func(string)) (rbac.Target, error) {
+	if t.NonResourceURL != "" {
+		return t, nil
+	}
+	all, err := d.Discover(ctx, true)
+	if err != nil {
+		if ctx.Err() != nil {
+			return t, err
+		}
+		warn(fmt.Sprintf("resolving %s through discovery: %v; asking about it as typed", t.ResourceDisplay(), err))
+		return t, nil
+	}
+	resolved, err := rbac.ResolveTarget(all, t)
+	if err != nil {
+		warn(err.Error())
+		return t, nil
+	}
+	return resolved, nil
+}

@@ -62,6 +62,10 @@ mapping; "system:authenticated" is added by the API server itself.`,
 
 // Complete builds the client and the token lookup.
 func (o *GroupsOptions) Complete(args []string) error {
+	// -o is checked before the kubeconfig is read, as before any request.
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
 	var err error
 	if o.client, err = o.Kube.APIClient(); err != nil {
 		return err

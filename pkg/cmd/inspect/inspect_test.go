@@ -127,20 +127,58 @@ var (
 	}
 )
 
+// TestWhoAmIRun: the table, and with -o json kubectl auth whoami's own
+// object (the SelfSubjectReview), the cached token's description under
+// metadata.annotations only.
 func TestWhoAmIRun(t *testing.T) {
-	for _, format := range []string{"", "json"} {
-		streams, out, _ := testStreams()
-		o := &WhoAmIOptions{Output: &cmdutil.OutputFlags{Format: format}, IOStreams: streams, global: testGlobal(), client: &fakeCluster{user: alice}}
-		require.NoError(t, o.Run(context.Background()))
-		if format == "" {
-			assert.Regexp(t, `(?m)^Username +alice@example\.com$`, out.String())
-			assert.Regexp(t, `(?m)^Groups +\[dev system:authenticated\]$`, out.String())
-			continue
-		}
-		var res WhoAmIResult
-		require.NoError(t, json.Unmarshal([]byte(out.String()), &res))
-		assert.Equal(t, "alice@example.com", res.Username)
-		assert.Equal(t, "authentication.k8s.io/v1", res.APIVersion)
+	expiry := time.Date(2026, 11, 25, 18, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name   string
+		format string
+		ts     *cmdutil.TokenSource
+		want   string
+	}{
+		{name: "table", want: "Username"},
+		{name: "json, another plugin's user: exactly kubectl's", format: "json", want: `{
+    "kind": "SelfSubjectReview",
+    "apiVersion": "authentication.k8s.io/v1",
+    "metadata": {},
+    "status": {
+        "userInfo": {
+            "username": "alice@example.com",
+            "groups": [
+                "dev",
+                "system:authenticated"
+            ]
+        }
+    }
+}
+`},
+		{name: "json, this plugin's user: annotations", format: "json", ts: &cmdutil.TokenSource{Issuer: "https://dex.example.com", ClientID: "kube", GrantType: "authcode", Storage: "keyring", Cached: true, Expiry: expiry},
+			want: `"annotations": {
+            "kubectl-impersonate.io/token-cache": "keyring",
+            "kubectl-impersonate.io/token-client": "kube",
+            "kubectl-impersonate.io/token-expiry": "2026-11-25T18:00:00Z",
+            "kubectl-impersonate.io/token-grant": "authcode",
+            "kubectl-impersonate.io/token-issuer": "https://dex.example.com"
+        }`},
+		{name: "jsonpath, as kubectl's scripts use it", format: "jsonpath={.status.userInfo.username}", want: "alice@example.com"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			streams, out, _ := testStreams()
+			o := &WhoAmIOptions{Output: &cmdutil.OutputFlags{Format: tt.format}, IOStreams: streams, global: testGlobal(), client: &fakeCluster{user: alice},
+				tokenSource: func(context.Context) *cmdutil.TokenSource { return tt.ts }}
+			require.NoError(t, o.Run(context.Background()))
+			switch tt.name {
+			case "table":
+				assert.Regexp(t, `(?m)^Username +alice@example\.com$`, out.String())
+				assert.Regexp(t, `(?m)^Groups +\[dev system:authenticated\]$`, out.String())
+			case "json, another plugin's user: exactly kubectl's":
+				assert.Equal(t, tt.want, out.String())
+			default:
+				assert.Contains(t, out.String(), tt.want)
+			}
+		})
 	}
 }
 
@@ -159,35 +197,67 @@ func TestGroupsRun(t *testing.T) {
 
 func TestWhyRun(t *testing.T) {
 	for _, tt := range []struct {
-		name    string
-		why     authzv1.SubjectAccessReviewStatus
-		rbac    *rbac.RBAC
-		rbacErr error
-		want    []string
+		name     string
+		args     []string
+		quiet    bool
+		why      authzv1.SubjectAccessReviewStatus
+		rbac     *rbac.RBAC
+		rbacErr  error
+		want     []string
+		wantErr  string
+		wantCode int
+		asked    []string
 	}{
-		{name: "allowed, the binding named", why: authzv1.SubjectAccessReviewStatus{Allowed: true, Reason: `RBAC: allowed by RoleBinding "devs-read-pods/team-a"`},
+		{name: "allowed, the binding named", args: []string{"get", "pods"}, why: authzv1.SubjectAccessReviewStatus{Allowed: true, Reason: `RBAC: allowed by RoleBinding "devs-read-pods/team-a"`},
 			rbac: devGrant, want: []string{"alice@example.com: may get pods in namespace team-a? yes", "Reason: RBAC: allowed by", "RoleBinding/devs-read-pods  team-a"}},
-		{name: "denied, no binding", why: authzv1.SubjectAccessReviewStatus{}, rbac: &rbac.RBAC{},
-			want: []string{"may get pods in namespace team-a? no"}},
-		{name: "RBAC unreadable", why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbacErr: &kubeapi.APIError{Code: 403},
+		{name: "a short name, resolved by discovery", args: []string{"get", "po"}, why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbac: devGrant,
+			want: []string{"may get pods in namespace team-a? yes", "RoleBinding/devs-read-pods"}},
+		{name: "a kind, resolved", args: []string{"get", "Pod"}, why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbac: devGrant,
+			want: []string{"may get pods in namespace team-a? yes"}},
+		{name: "denied: exit code 1, as kubectl auth can-i", args: []string{"get", "pods"}, why: authzv1.SubjectAccessReviewStatus{}, rbac: &rbac.RBAC{},
+			want: []string{"may get pods in namespace team-a? no"}, wantCode: 1},
+		{name: "-q, allowed: nothing printed, nothing more asked", args: []string{"get", "pods"}, quiet: true, why: authzv1.SubjectAccessReviewStatus{Allowed: true},
+			asked: []string{"Why get pods team-a"}},
+		{name: "-q, denied: exit code 1 alone", args: []string{"get", "pods"}, quiet: true, wantCode: 1, asked: []string{"Why get pods team-a"}},
+		{name: "an unknown resource: a warning naming the closest, asked as typed", args: []string{"get", "podz"}, rbac: &rbac.RBAC{},
+			want: []string{"may get podz in namespace team-a? no"}, wantErr: `the server does not serve a resource "podz" (did you mean "pods"?)`, wantCode: 1,
+			asked: []string{"Why get podz team-a", "ReadRBAC team-a"}},
+		{name: "RBAC unreadable", args: []string{"get", "pods"}, why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbacErr: &kubeapi.APIError{Code: 403},
 			want: []string{"? yes", "you may not read RBAC objects here"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			streams, out, _ := testStreams()
-			f := &fakeCluster{user: alice, why: tt.why, rbac: tt.rbac, rbacErr: tt.rbacErr}
-			o := &WhyOptions{Output: &cmdutil.OutputFlags{Format: ""}, IOStreams: streams, global: testGlobal(), client: f,
-				target: parseTarget([]string{"get", "pods"}, "team-a")}
-			require.NoError(t, o.Run(context.Background()))
+			streams, out, errOut := testStreams()
+			f := &fakeCluster{user: alice, why: tt.why, rbac: tt.rbac, rbacErr: tt.rbacErr, resources: []rbac.Resource{pods, secrets}}
+			o := &WhyOptions{Output: &cmdutil.OutputFlags{Format: ""}, Quiet: tt.quiet, IOStreams: streams, global: testGlobal(), client: f,
+				target: parseTarget(tt.args, "team-a")}
+			err := o.Run(context.Background())
+			if tt.wantCode == 0 {
+				require.NoError(t, err)
+			} else {
+				assert.Equal(t, cmdutil.ExitCode(tt.wantCode), err)
+			}
 			for _, w := range tt.want {
 				assert.Contains(t, out.String(), w)
 			}
-			assert.Equal(t, []string{"Why get pods team-a", "ReadRBAC team-a"}, f.asked)
+			if tt.quiet {
+				assert.Empty(t, out.String())
+			}
+			if tt.wantErr != "" {
+				assert.Contains(t, errOut.String(), tt.wantErr)
+			} else {
+				assert.Empty(t, errOut.String())
+			}
+			asked := tt.asked
+			if asked == nil {
+				asked = []string{"Why get pods team-a", "ReadRBAC team-a"}
+			}
+			assert.Equal(t, asked, f.asked)
 		})
 	}
 	t.Run("another error fails", func(t *testing.T) {
 		streams, _, _ := testStreams()
 		o := &WhyOptions{Output: &cmdutil.OutputFlags{}, IOStreams: streams, global: testGlobal(), target: parseTarget([]string{"get", "pods"}, "x"),
-			client: &fakeCluster{rbacErr: errors.New("connection refused")}}
+			client: &fakeCluster{why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbacErr: errors.New("connection refused")}}
 		assert.ErrorContains(t, o.Run(context.Background()), "connection refused")
 	})
 }
@@ -198,13 +268,15 @@ func TestWhoCanRun(t *testing.T) {
 		want string
 	}{
 		{[]string{"get", "pods"}, "RoleBinding/devs-read-pods  team-a     Role/pod-reader  Group:dev"},
+		{[]string{"get", "po"}, "RoleBinding/devs-read-pods  team-a     Role/pod-reader  Group:dev"},
 		{[]string{"delete", "pods"}, "No binding grants delete pods in namespace team-a."},
 	} {
 		streams, out, _ := testStreams()
-		f := &fakeCluster{rbac: devGrant}
+		f := &fakeCluster{rbac: devGrant, resources: []rbac.Resource{pods}}
 		o := &WhoCanOptions{Output: &cmdutil.OutputFlags{}, IOStreams: streams, global: testGlobal(), client: f, target: parseTarget(tt.args, "team-a")}
 		require.NoError(t, o.Run(context.Background()))
 		assert.Contains(t, out.String(), tt.want)
+		assert.Contains(t, out.String(), "These are the RBAC bindings only", "said in the output, not only in --help")
 		assert.Equal(t, []string{"ReadRBAC team-a"}, f.asked)
 	}
 }

@@ -93,7 +93,7 @@ kept, as "kubectl get -o json" would; the verbs and reasons are in the table
 	f.StringVarP(&o.Selector, "selector", "l", "", "Label selector of the objects (e.g. -l app=web)")
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List across all namespaces")
 	f.StringVar(&o.ProjectLabel, "project-label", "", "List in the namespaces carrying this label, KEY=VALUE (a project)")
-	f.StringArrayVar(&o.Verbs, "verb", o.Verbs, "Verb the identity must be allowed (repeatable; an object is kept if any is allowed)")
+	f.StringSliceVar(&o.Verbs, "verb", o.Verbs, "Verb the identity must be allowed (repeatable, or comma-separated, as in access; an object is kept if any is allowed)")
 	f.BoolVar(&o.TokenIdentity, "token-identity", false, "Review as exactly the username, groups, UID and extra the API server reports for your credentials (needs the impersonate permission)")
 	f.BoolVar(&o.ShowDenied, "show-denied", false, "Also show the objects not allowed, with the reason")
 	f.StringVar((*string)(&o.Method), "method", string(o.Method), "rules (a rules review per namespace, access reviews where needed) or ssar (an access review per object and verb)")
@@ -105,6 +105,10 @@ kept, as "kubectl get -o json" would; the verbs and reasons are in the table
 // namespace, and builds the clients: the caller's own, which lists, and
 // the reviewed identity's (--as, or --token-identity in Run).
 func (o *ListOptions) Complete(args []string) error {
+	// -o is checked before the kubeconfig is read, as before any request.
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
 	o.Resource = args[0]
 	cfg, err := o.Kube.Config()
 	if err != nil {
@@ -142,8 +146,6 @@ func (o *ListOptions) Validate() error {
 		return errors.New("give --as/--as-group or --token-identity, not both")
 	case !slices.Contains(rbac.Methods, o.Method):
 		return fmt.Errorf("--method %q is not one of %s, %s", o.Method, rbac.FromRules, rbac.FromAccessReview)
-	case len(o.Verbs) == 0:
-		return errors.New("--verb must name at least one verb")
 	}
 	if o.ProjectLabel != "" {
 		k, v, ok := strings.Cut(o.ProjectLabel, "=")
@@ -151,10 +153,8 @@ func (o *ListOptions) Validate() error {
 			return fmt.Errorf("--project-label %q is not KEY=VALUE (e.g. --project-label=project=a)", o.ProjectLabel)
 		}
 	}
-	for _, v := range o.Verbs {
-		if v == "" || strings.ContainsAny(v, ", ") {
-			return fmt.Errorf("--verb %q: give one verb per --verb", v)
-		}
+	if err := validateVerbs(o.Verbs); err != nil {
+		return err
 	}
 	return o.Output.Validate()
 }

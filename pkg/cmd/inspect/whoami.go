@@ -10,6 +10,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/spf13/cobra"
@@ -67,6 +70,10 @@ issuer, client, grant, exchange, cache storage and expiry. No token is printed.`
 
 // Complete builds the client from the kubeconfig, and the token lookup.
 func (o *WhoAmIOptions) Complete(args []string) error {
+	// -o is checked before the kubeconfig is read, as before any request.
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
 	var err error
 	if o.client, err = o.Kube.APIClient(); err != nil {
 		return err
@@ -95,7 +102,9 @@ func (o *WhoAmIOptions) Run(ctx context.Context) error {
 	if o.tokenSource != nil {
 		res.TokenSource = o.tokenSource(ctx)
 	}
-	return o.Output.Print(o.Out, res, func(w io.Writer) {
+	// -o json|yaml|jsonpath: the SelfSubjectReview, exactly as kubectl auth
+	// whoami prints it; the cached token's description rides in annotations.
+	return o.Output.Print(o.Out, selfSubjectReview(ui, version, res.TokenSource), func(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 		fmt.Fprintf(tw, "ATTRIBUTE\tVALUE\n")
 		fmt.Fprintf(tw, "Username\t%s\n", logging.Printable(res.Username))
@@ -150,4 +159,32 @@ func warnKuberc(w io.Writer, command string, getenv func(string) string) {
 	if v, err := kuberc.Check(path, command); err == nil && (v == kuberc.NotListed || v == kuberc.DenyAll) {
 		fmt.Fprintf(w, "kubectl-impersonate: kubectl refuses to run %s: the credentialPluginPolicy of %s does not allow it; run \"kubectl impersonate setup --write-kuberc ...\" with your setup flags, or add it to credentialPluginAllowlist\n", command, path)
 	}
+}
+
+// TokenAnnotationPrefix prefixes the annotations whoami -o json adds to the
+// SelfSubjectReview: the current user's cached token, as this plugin has it.
+const TokenAnnotationPrefix = "kubectl-impersonate.io/token-"
+
+// selfSubjectReview is the object kubectl auth whoami prints, with ts (if
+// any) under metadata.annotations.
+func selfSubjectReview(ui *authnv1.UserInfo, version string, ts *cmdutil.TokenSource) *authnv1.SelfSubjectReview {
+	ssr := &authnv1.SelfSubjectReview{
+		TypeMeta: metav1.TypeMeta{Kind: "SelfSubjectReview", APIVersion: "authentication.k8s.io/" + version},
+		Status:   authnv1.SelfSubjectReviewStatus{UserInfo: *ui},
+	}
+	if ts == nil {
+		return ssr
+	}
+	a := map[string]string{TokenAnnotationPrefix + "issuer": ts.Issuer, TokenAnnotationPrefix + "client": ts.ClientID,
+		TokenAnnotationPrefix + "grant": ts.GrantType, TokenAnnotationPrefix + "exchange": ts.Exchange, TokenAnnotationPrefix + "cache": ts.Storage}
+	if ts.Cached {
+		a[TokenAnnotationPrefix+"expiry"] = ts.Expiry.UTC().Format(time.RFC3339)
+	}
+	for k, v := range a {
+		if v == "" {
+			delete(a, k)
+		}
+	}
+	ssr.Annotations = a
+	return ssr
 }

@@ -20,7 +20,7 @@ type WhoCanOptions struct {
 	AllNamespaces bool
 	Output        *cmdutil.OutputFlags
 	target        rbac.Target
-	client        rbacReader
+	client        whoCanClient
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
 }
@@ -53,6 +53,10 @@ objects; other authorizers (webhooks) are not seen.`,
 
 // Complete reads the arguments and the namespace, and builds the client.
 func (o *WhoCanOptions) Complete(args []string) error {
+	// -o is checked before the kubeconfig is read, as before any request.
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
 	ns, _, err := o.Kube.ClientConfig().Namespace()
 	if err != nil {
 		return err
@@ -70,6 +74,11 @@ func (o *WhoCanOptions) Validate() error { return o.Output.Validate() }
 
 // Run reads RBAC and matches it.
 func (o *WhoCanOptions) Run(ctx context.Context) error {
+	t, err := resolveTarget(ctx, o.client, o.target, cmdutil.Notifier(o.ErrOut))
+	if err != nil {
+		return err
+	}
+	o.target = t
 	bindings, err := o.client.ReadRBAC(ctx, o.target.Namespace)
 	if err != nil {
 		return fmt.Errorf("%w (who-can needs to list roles and bindings)", err)
@@ -81,8 +90,14 @@ func (o *WhoCanOptions) Run(ctx context.Context) error {
 	return o.Output.Print(o.Out, grants, func(w io.Writer) {
 		if len(grants) == 0 {
 			fmt.Fprintf(w, "No binding grants %s %s %s.\n", logging.Printable(o.target.Verb), logging.Printable(o.target.ResourceDisplay()), logging.Printable(o.target.Where()))
-			return
+		} else {
+			printGrants(w, grants)
 		}
-		printGrants(w, grants)
+		// Said where it is read, not only in --help: the answer is RBAC's.
+		fmt.Fprintln(w, rbacOnlyNote)
 	})
 }
+
+// rbacOnlyNote ends who-can's table: other authorizers of the chain
+// (webhooks, Node, ABAC) are not seen in RBAC objects.
+const rbacOnlyNote = "These are the RBAC bindings only: an authorizer before or after RBAC (a webhook) may decide otherwise; \"kubectl impersonate why VERB RESOURCE --as=USER\" asks the cluster."

@@ -22,6 +22,8 @@ import (
 type WhyOptions struct {
 	Kube   *cmdutil.KubeFlags
 	Output *cmdutil.OutputFlags
+	// Quiet prints nothing: the exit code is the answer (kubectl auth can-i -q).
+	Quiet  bool
 	target rbac.Target
 	client whyClient
 	genericiooptions.IOStreams
@@ -49,7 +51,10 @@ func NewCmdWhy(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *co
 decision with the authorizer's reason (RBAC names the binding that allows).
 If you may read RBAC objects, it also lists the RoleBindings and
 ClusterRoleBindings that grant it to you, through your user, your groups or
-system:authenticated.`,
+system:authenticated. RESOURCE is resolved as kubectl resolves it (short names,
+kinds, resource.group, resource.version.group, subresources). As kubectl auth
+can-i, it exits 0 when the answer is yes and 1 when it is no (-q: the exit code
+alone).`,
 		Example: `  kubectl impersonate why list pods -n team-a
   kubectl impersonate why update deployments.apps/scale web -n team-a --as=bob@example.com`,
 		Args: cobra.RangeArgs(2, 3),
@@ -58,11 +63,16 @@ system:authenticated.`,
 	o.Kube = cmdutil.NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
 	o.Output = cmdutil.NewOutputFlags(cmd.Flags(), "text")
+	cmd.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "If true, suppress output and just return the exit code (0: yes, 1: no)")
 	return cmd
 }
 
 // Complete reads the arguments and the namespace, and builds the client.
 func (o *WhyOptions) Complete(args []string) error {
+	// -o is checked before the kubeconfig is read, as before any request.
+	if err := o.Output.Validate(); err != nil {
+		return err
+	}
 	ns, _, err := o.Kube.ClientConfig().Namespace()
 	if err != nil {
 		return err
@@ -87,9 +97,22 @@ func (o *WhyOptions) Validate() error { return o.Output.Validate() }
 // Run asks the authorizer, then reads RBAC when allowed to.
 func (o *WhyOptions) Run(ctx context.Context) error {
 	client := o.client
+	t, err := resolveTarget(ctx, client, o.target, cmdutil.Notifier(o.ErrOut))
+	if err != nil {
+		return err
+	}
+	o.target = t
 	st, err := client.Why(ctx, o.target)
 	if err != nil {
 		return err
+	}
+	// kubectl auth can-i's exit codes: 0 yes, 1 no; -q prints nothing.
+	answer := error(nil)
+	if !st.Allowed {
+		answer = cmdutil.ExitCode(1)
+	}
+	if o.Quiet {
+		return answer
 	}
 	ui, _, err := client.WhoAmI(ctx)
 	if err != nil {
@@ -106,7 +129,7 @@ func (o *WhyOptions) Run(ctx context.Context) error {
 	default:
 		res.Grants = rbac.ForIdentity(bindings.WhoCan(o.target), ui.Username, ui.Groups)
 	}
-	return o.Output.Print(o.Out, res, func(w io.Writer) {
+	if err := o.Output.Print(o.Out, res, func(w io.Writer) {
 		verdict := "no"
 		if res.Allowed {
 			verdict = "yes"
@@ -119,7 +142,10 @@ func (o *WhyOptions) Run(ctx context.Context) error {
 			fmt.Fprintln(w, logging.Printable(res.RBACNote))
 		}
 		printGrants(w, res.Grants)
-	})
+	}); err != nil {
+		return err
+	}
+	return answer
 }
 
 func printGrants(w io.Writer, grants []rbac.Grant) {

@@ -67,10 +67,12 @@ type APIServerUser interface {
 	NeedsAPIServer() *GlobalOptions
 }
 
-// HandedOff is the exit code of the binary a command was handed to.
-type HandedOff int
+// ExitCode ends a command with that exit code and no message: its answer
+// is already written (why's "no" exits 1, as kubectl auth can-i), or it
+// was the exit code of the binary the command was handed to.
+type ExitCode int
 
-func (h HandedOff) Error() string { return fmt.Sprintf("handed off, exit code %d", int(h)) }
+func (h ExitCode) Error() string { return fmt.Sprintf("exit code %d", int(h)) }
 
 // handOff runs the command line in kubectl-impersonate-apiserver, next to
 // this binary: on Unix it replaces this process (same streams, signals and
@@ -80,7 +82,7 @@ func (g *GlobalOptions) handOff(name string) error {
 	if err != nil {
 		return fmt.Errorf("%s runs kube-apiserver's authenticator, in %s: %w", name, install.APIServerBinaryName, err)
 	}
-	return HandedOff(install.Run(path, g.args))
+	return ExitCode(install.Run(path, g.args))
 }
 
 // RunE runs o's three steps as a cobra RunE, in kubectl-impersonate-apiserver

@@ -1,0 +1,70 @@
+package rbac
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// served is a discovery answer as kube-apiserver gives it (names, kinds,
+// short names), with a CRD whose short name collides with nothing.
+var served = []Resource{
+	{Version: "v1", Name: "pods", Namespaced: true, Kind: "Pod", SingularName: "pod", ShortNames: []string{"po"}},
+	{Version: "v1", Name: "pods/log", Namespaced: true, Kind: "Pod"},
+	{Version: "v1", Name: "pods/exec", Namespaced: true, Kind: "PodExecOptions"},
+	{Version: "v1", Name: "configmaps", Namespaced: true, Kind: "ConfigMap", SingularName: "configmap", ShortNames: []string{"cm"}},
+	{Version: "v1", Name: "events", Namespaced: true, Kind: "Event", SingularName: "event", ShortNames: []string{"ev"}},
+	{Group: "events.k8s.io", Version: "v1", Name: "events", Namespaced: true, Kind: "Event", SingularName: "event", ShortNames: []string{"ev"}},
+	{Group: "apps", Version: "v1", Name: "deployments", Namespaced: true, Kind: "Deployment", SingularName: "deployment", ShortNames: []string{"deploy"}},
+	{Group: "apps", Version: "v1", Name: "deployments/scale", Namespaced: true, Kind: "Scale"},
+	{Group: "example.com", Version: "v1alpha1", Name: "widgets", Namespaced: true, Kind: "Widget", SingularName: "widget", ShortNames: []string{"wg"}},
+}
+
+func TestResolveTarget(t *testing.T) {
+	for _, tt := range []struct {
+		resource, wantResource, wantGroup, wantSub, wantErr string
+	}{
+		{resource: "pods", wantResource: "pods"},
+		{resource: "po", wantResource: "pods"},
+		{resource: "pod", wantResource: "pods"},
+		{resource: "Pod", wantResource: "pods"},
+		{resource: "pods.v1", wantResource: "pods"},
+		{resource: "po/log", wantResource: "pods", wantSub: "log"},
+		{resource: "pods/exec", wantResource: "pods", wantSub: "exec"},
+		{resource: "deploy", wantResource: "deployments", wantGroup: "apps"},
+		{resource: "deployments.apps", wantResource: "deployments", wantGroup: "apps"},
+		{resource: "deployments.v1.apps", wantResource: "deployments", wantGroup: "apps"},
+		{resource: "deployment.apps/scale", wantResource: "deployments", wantGroup: "apps", wantSub: "scale"},
+		{resource: "ev", wantResource: "events", wantGroup: ""}, // the core group first, as kubectl
+		{resource: "events.events.k8s.io", wantResource: "events", wantGroup: "events.k8s.io"},
+		{resource: "wg", wantResource: "widgets", wantGroup: "example.com"},
+		{resource: "widgets.v1alpha1.example.com", wantResource: "widgets", wantGroup: "example.com"},
+		{resource: "podz", wantErr: `the server does not serve a resource "podz" (did you mean "pods"?)`},
+		{resource: "deploymets", wantErr: `(did you mean "deployments.apps"?)`},
+		{resource: "frobnicators", wantErr: `the server does not serve a resource "frobnicators": see kubectl api-resources`},
+		{resource: "deployments.v2.apps", wantErr: "does not serve"},
+		{resource: "pods/attach", wantErr: "does not serve the subresource attach of pods"},
+	} {
+		t.Run(tt.resource, func(t *testing.T) {
+			got, err := ResolveTarget(served, ParseTarget("get", tt.resource, "", "ns"))
+			if tt.wantErr != "" {
+				assert.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, Target{Verb: "get", Resource: tt.wantResource, Group: tt.wantGroup, Subresource: tt.wantSub, Namespace: "ns"}, got)
+		})
+	}
+	url := ParseTarget("get", "/metrics", "", "")
+	got, err := ResolveTarget(served, url)
+	require.NoError(t, err)
+	assert.Equal(t, url, got, "non-resource URLs stay as they are")
+}
+
+func TestLooksLikeVersion(t *testing.T) {
+	for s, want := range map[string]bool{"v1": true, "v10": true, "v2beta1": true, "v1alpha3": true, "v1beta": false, "v0": false,
+		"v": false, "apps": false, "vx1": false, "v1gamma1": false, "k8s.io": false} {
+		assert.Equal(t, want, looksLikeVersion(s), s)
+	}
+}
