@@ -21,10 +21,11 @@ import (
 func ResolveResource(all []Resource, typed string) (Resource, error) {
 	name, group, hasGroup := strings.Cut(strings.ToLower(typed), ".")
 	version := ""
+	// As kubectl's schema.ParseResourceArg: two dots or more are
+	// resource.version.group, one is resource.group ("pods.v1" is the
+	// group "v1", which no server serves).
 	if v, g, ok := strings.Cut(group, "."); ok && looksLikeVersion(v) {
 		version, group = v, g
-	} else if looksLikeVersion(group) && !slices.ContainsFunc(all, func(r Resource) bool { return r.Group == group }) {
-		version, group = group, "" // "pods.v1": the core group
 	}
 	var found []Resource
 	for _, r := range all {

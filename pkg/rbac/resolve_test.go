@@ -29,7 +29,7 @@ func TestResolveTarget(t *testing.T) {
 		{resource: "po", wantResource: "pods"},
 		{resource: "pod", wantResource: "pods"},
 		{resource: "Pod", wantResource: "pods"},
-		{resource: "pods.v1", wantResource: "pods"},
+		{resource: "pods.v1", wantErr: `the server does not serve a resource "pods.v1"`}, // kubectl: the group "v1"
 		{resource: "po/log", wantResource: "pods", wantSub: "log"},
 		{resource: "pods/exec", wantResource: "pods", wantSub: "exec"},
 		{resource: "deploy", wantResource: "deployments", wantGroup: "apps"},

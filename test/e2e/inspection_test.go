@@ -144,7 +144,7 @@ func TestWhyAndWhoCan(t *testing.T) {
 	assert.Contains(t, r.stdout, "? no")
 	// Short names and kinds, the exit codes and -q, as the pinned kubectl
 	// answers the same questions on the same cluster.
-	for _, q := range [][]string{{"get", "po"}, {"get", "pod"}, {"list", "Pod"}, {"get", "pods.v1"}, {"delete", "po"}, {"get", "cm"}, {"get", "pods/log"}} {
+	for _, q := range [][]string{{"get", "po"}, {"get", "pod"}, {"list", "Pod"}, {"get", "pods.v1"}, {"get", "deployments.v1.apps"}, {"delete", "po"}, {"get", "cm"}, {"get", "pods/log"}} {
 		want := alice.kubectl(append([]string{"auth", "can-i"}, append(q, "-n", "team-a")...)...)
 		got := run(t, alice.env, false, append([]string{st.ki, "why"}, append(q, "-n", "team-a", "--kubeconfig="+alice.kubeconfig)...)...)
 		assert.Equal(t, want.code, got.code, "why %v: kubectl auth can-i says %q: %s", q, want.stdout, got.stdout+got.stderr)
