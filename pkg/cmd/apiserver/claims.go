@@ -142,7 +142,7 @@ func predict(ctx context.Context, o *inspect.ClaimsOptions, raw string, opts aut
 
 // Run decodes, verifies, predicts and compares.
 func (Code) Claims(ctx context.Context, o *inspect.ClaimsOptions) error {
-	raw, err := o.Token(ctx)
+	raw, err := o.ReadToken(ctx)
 	if err != nil {
 		return err
 	}
@@ -163,11 +163,7 @@ func (Code) Claims(ctx context.Context, o *inspect.ClaimsOptions) error {
 		return err
 	}
 	if o.Compare {
-		client, _, err := o.Kube.Client()
-		if err != nil {
-			return err
-		}
-		ui, version, err := client.WhoAmI(ctx)
+		ui, version, err := o.Server.WhoAmI(ctx)
 		var ae *kubeapi.APIError
 		refused := errors.As(err, &ae) && ae.Code == http.StatusUnauthorized
 		switch {
@@ -204,7 +200,7 @@ func printClaims(w io.Writer, r *ClaimsResult) {
 		fmt.Fprintf(tw, "Expires\t%s (in %s)\n", r.Expires.Local().Format(time.RFC3339), time.Until(r.Expires).Round(time.Second))
 	}
 	fmt.Fprintf(tw, "Signature\t%s\n", logging.Printable(r.Signature))
-	fmt.Fprintf(tw, "PREDICTED (%s)\t\n", r.Rules)
+	fmt.Fprintf(tw, "PREDICTED\t%s\n", logging.Printable(r.Rules))
 	printIdentity(tw, r.Predicted)
 	for _, n := range r.Notes {
 		fmt.Fprintf(tw, "  note\t%s\n", n)

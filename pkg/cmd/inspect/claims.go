@@ -24,6 +24,10 @@ type ClaimsOptions struct {
 	// OIDC are kube-apiserver's --oidc-* flags.
 	OIDC       cmdutil.OIDCFlags
 	SkipVerify bool
+	// Server answers --compare (SelfSubjectReview); Complete builds it, and
+	// ReadToken reads the token, from the flags.
+	Server    WhoAmIClient
+	ReadToken func(ctx context.Context) (string, error)
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
 }
@@ -69,6 +73,14 @@ difference, a refusal (401) included.`,
 // above, and nowhere otherwise.
 func (o *ClaimsOptions) Complete(args []string) error {
 	cmdutil.RouteKlog(o.ErrOut, o.global.Verbosity >= 2)
+	o.ReadToken = o.token
+	if o.Compare {
+		c, err := o.Kube.APIClient()
+		if err != nil {
+			return err
+		}
+		o.Server = c
+	}
 	return nil
 }
 
@@ -80,9 +92,9 @@ func (o *ClaimsOptions) Validate() error {
 	return o.Output.Validate()
 }
 
-// Token is the token claims decodes: --token-file's (- for stdin), or
+// token is the token claims decodes: --token-file's (- for stdin), or
 // the current kubeconfig user's from this plugin's cache.
-func (o *ClaimsOptions) Token(ctx context.Context) (string, error) {
+func (o *ClaimsOptions) token(ctx context.Context) (string, error) {
 	switch o.TokenFile {
 	case "":
 		tok, _, err := o.Kube.CachedToken(ctx, o.global.Getenv)

@@ -14,11 +14,13 @@ import (
 // builds them from the kubeconfig flags (an *rbac.Client implements them
 // all), Run only uses them, and the tests drive Run with fakes.
 
-// whoAmIClient asks the API server who the credentials are
+// WhoAmIClient asks the API server who the credentials are
 // (SelfSubjectReview).
-type whoAmIClient interface {
+type WhoAmIClient interface {
 	WhoAmI(ctx context.Context) (*authnv1.UserInfo, string, error)
 }
+
+type whoAmIClient = WhoAmIClient
 
 // rbacReader reads the RBAC objects of a namespace ("" for all) and the
 // cluster.
