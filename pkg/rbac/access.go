@@ -61,6 +61,10 @@ type Cell struct {
 	Source Source `json:"source"`
 	// Partial: allowed for some resourceNames only.
 	Partial bool `json:"partial,omitempty"`
+	// DecidedElsewhere: the access review answered otherwise than the
+	// RBAC rules the rules review listed, in a namespace whose review says
+	// incomplete: an authorizer other than RBAC (a webhook) decided.
+	DecidedElsewhere bool `json:"decidedElsewhere,omitempty"`
 }
 
 // Row is a resource and its cells by verb.
@@ -175,6 +179,8 @@ func (c *Client) Access(ctx context.Context, resources []Resource, o AccessOptio
 		row  int
 		verb string
 		res  Resource
+		// rules is what the rules review said of the cell.
+		rules bool
 	}
 	var jobs []job
 	for i, r := range resources {
@@ -190,8 +196,12 @@ func (c *Client) Access(ctx context.Context, resources []Resource, o AccessOptio
 				cell.Allowed = cell.Allowed || a
 				cell.Partial = cell.Partial || p
 			}
-			if !cell.Allowed && (o.ForceSSAR || m.Incomplete || cell.Partial) {
-				jobs = append(jobs, job{row: i, verb: v, res: r})
+			// An incomplete review (a webhook or another authorizer in the
+			// chain) cannot be trusted either way: one before RBAC may deny
+			// what RBAC allows, so every cell is asked, as kube-apiserver
+			// answers it.
+			if o.ForceSSAR || m.Incomplete || (!cell.Allowed && cell.Partial) {
+				jobs = append(jobs, job{row: i, verb: v, res: r, rules: cell.Allowed})
 			}
 			row.Cells[v] = cell
 		}
@@ -211,6 +221,7 @@ func (c *Client) Access(ctx context.Context, resources []Resource, o AccessOptio
 		j := jobs[k]
 		cell := m.Rows[j.row].Cells[j.verb]
 		cell.Allowed, cell.Source = st.Allowed, FromAccessReview
+		cell.DecidedElsewhere = m.Incomplete && st.Allowed != j.rules
 		m.Rows[j.row].Cells[j.verb] = cell
 		done++
 		if o.Progress != nil {

@@ -113,3 +113,28 @@ func TestAccessRequestCounts(t *testing.T) {
 	assert.Equal(t, 8, peak, "access reviews 8 at a time (docs/inspection.md)")
 	t.Logf("access matrix, 31 resources x 8 verbs: %d request with the rules review, %d with one access review per cell", nRules, nSSAR)
 }
+
+// TestAccessIncompleteReview: with an authorizer besides RBAC in the chain
+// the rules review says incomplete, and cannot be trusted either way: every
+// cell is asked, the access review's answer stands, and the cells it
+// decides against RBAC's rules are marked.
+func TestAccessIncompleteReview(t *testing.T) {
+	rules := []authzv1.ResourceRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}}
+	// The stand-in chain: a webhook denies get pods (RBAC allows it) and
+	// allows delete pods (RBAC does not); RBAC's list pods stands.
+	allow := map[string]bool{allowKey("team-a", "list", "", "pods", ""): true, allowKey("team-a", "delete", "", "pods", ""): true}
+	f := &fakeAuthz{rules: map[string][]authzv1.ResourceRule{"team-a": rules}, allow: allow, incomplete: map[string]bool{"team-a": true}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	pods := Resource{Version: "v1", Name: "pods", Namespaced: true, Verbs: []string{"get", "list", "delete"}}
+	m, err := newClient(t, srv.URL).Access(context.Background(), []Resource{pods}, AccessOptions{Namespace: "team-a", Verbs: []string{"get", "list", "delete"}})
+	require.NoError(t, err)
+	assert.True(t, m.Incomplete)
+	cells := m.Rows[0].Cells
+	assert.Equal(t, Cell{Allowed: false, Source: FromAccessReview, DecidedElsewhere: true}, cells["get"], "denied by the webhook")
+	assert.Equal(t, Cell{Allowed: true, Source: FromAccessReview}, cells["list"], "RBAC's answer, confirmed")
+	assert.Equal(t, Cell{Allowed: true, Source: FromAccessReview, DecidedElsewhere: true}, cells["delete"], "allowed by the webhook")
+	ssrr, ssar := f.counts()
+	assert.Equal(t, 1, ssrr)
+	assert.Equal(t, 3, ssar, "every cell asked")
+}

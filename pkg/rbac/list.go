@@ -341,10 +341,12 @@ func (c *Client) Filter(ctx context.Context, r Resource, objs []Object, o Filter
 				}
 			}
 			switch {
+			case o.ForceSSAR || !r.Namespaced || incomplete[obj.Namespace]:
+				// An incomplete review cannot be trusted either way (a
+				// webhook before RBAC may deny what RBAC allows).
+				jobs = append(jobs, job{obj: i, verb: v})
 			case allowed:
 				d.Allowed = append(d.Allowed, v)
-			case o.ForceSSAR || !r.Namespaced || incomplete[obj.Namespace]:
-				jobs = append(jobs, job{obj: i, verb: v})
 			case named:
 				d.Denied[v] = fmt.Sprintf("%s is granted for other resourceNames only", v)
 			default:

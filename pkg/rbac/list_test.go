@@ -152,7 +152,10 @@ func TestFilter(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		incomplete bool
-		forceSSAR  bool
+		// webhookDenies: the authorizer denies get of p1/a, which RBAC's
+		// rules allow (a webhook before RBAC).
+		webhookDenies bool
+		forceSSAR     bool
 		verbs      []string
 		want       []string // ns/name:verbs allowed
 		wantSSRR   int
@@ -162,8 +165,10 @@ func TestFilter(t *testing.T) {
 			want: []string{"p1/a:get", "p1/b:get", "p2/a:get", "p2/b:get", "p2/c:get"}, wantSSRR: 3},
 		{name: "two verbs", verbs: []string{"get", "delete"},
 			want: []string{"p1/a:get", "p1/b:get", "p2/a:get", "p2/b:get", "p2/c:get"}, wantSSRR: 3},
-		{name: "incomplete review: denied verbs asked again", incomplete: true, verbs: []string{"get"},
-			want: []string{"p1/a:get", "p1/b:get", "p2/a:get", "p2/b:get", "p2/c:get"}, wantSSRR: 3, wantSSAR: 1},
+		{name: "incomplete review: every object of that namespace asked", incomplete: true, verbs: []string{"get"},
+			want: []string{"p1/a:get", "p1/b:get", "p2/a:get", "p2/b:get", "p2/c:get"}, wantSSRR: 3, wantSSAR: 3},
+		{name: "incomplete review, a webhook denies what RBAC allows", incomplete: true, webhookDenies: true, verbs: []string{"get"},
+			want: []string{"p1/b:get", "p2/a:get", "p2/b:get", "p2/c:get"}, wantSSRR: 3, wantSSAR: 3},
 		{name: "access reviews only", forceSSAR: true, verbs: []string{"get"},
 			want: []string{"p1/a:get", "p1/b:get", "p2/a:get", "p2/b:get", "p2/c:get"}, wantSSAR: 9},
 	} {
@@ -173,6 +178,9 @@ func TestFilter(t *testing.T) {
 			allow := map[string]bool{
 				allowKey("p1", "get", "", "configmaps", "a"): true, allowKey("p1", "get", "", "configmaps", "b"): true,
 				allowKey("p2", "get", "", "configmaps", "*"): true, allowKey("p2", "list", "", "configmaps", "*"): true,
+			}
+			if tc.webhookDenies {
+				delete(allow, allowKey("p1", "get", "", "configmaps", "a"))
 			}
 			f := &fakeAuthz{rules: map[string][]authzv1.ResourceRule{"p1": {getNamed}, "p2": {getAll}}, allow: allow,
 				incomplete: map[string]bool{"p1": tc.incomplete}}

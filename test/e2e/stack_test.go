@@ -31,6 +31,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,6 +41,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/authzwebhook"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/doctest"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
@@ -86,7 +88,11 @@ type stack struct {
 	google *idp.GoogleSim
 	// firebase is the Firebase Auth emulator's base URL.
 	firebase string
-	api      map[string]*apiserver
+	// webhook is the authorization webhook before RBAC of the "webhook"
+	// API server (internal/authzwebhook), a managed cluster's chain.
+	webhook    *authzwebhook.Handler
+	webhookSrv *http.Server
+	api        map[string]*apiserver
 
 	etcdData string
 	// authConfig is the structured API server's AuthenticationConfiguration.
@@ -301,6 +307,9 @@ func (s *stack) stop() {
 	}
 	if s.proxy != nil {
 		s.proxy.srv.Close()
+	}
+	if s.webhookSrv != nil {
+		_ = s.webhookSrv.Close()
 	}
 	if s.keycloak != nil {
 		s.keycloak.Close()
@@ -545,12 +554,19 @@ func (s *stack) startEtcdAndAPIServers() error {
 	if err := os.WriteFile(authConfig, b, 0o600); err != nil {
 		return err
 	}
+	authzConfig, err := s.startAuthorizationWebhook()
+	if err != nil {
+		return err
+	}
 	modes := map[string][]string{
 		"legacy": {"--oidc-issuer-url=" + s.issuer, "--oidc-client-id=" + publicClient, "--oidc-ca-file=" + s.caFile,
 			"--oidc-username-claim=email", "--oidc-groups-claim=groups"},
 		"structured": {"--authentication-config=" + authConfig},
+		// A managed cluster's chain: a webhook before Node and RBAC
+		// (--authorization-config, apiserver.config.k8s.io/v1).
+		"webhook": {"--authentication-config=" + authConfig, "--authorization-config=" + authzConfig},
 	}
-	prefixes := map[string]string{"legacy": "", "structured": "oidc:"}
+	prefixes := map[string]string{"legacy": "", "structured": "oidc:", "webhook": "oidc:"}
 	s.etcdURL, s.tokens = etcdURL, tokens
 	s.auditPolicy = filepath.Join(s.work, "audit-policy.yaml")
 	if err := os.WriteFile(s.auditPolicy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"), 0o600); err != nil {
@@ -590,11 +606,15 @@ func (s *stack) startAPIServer(mode string, flags []string) (*apiserver, *exec.C
 		"--service-account-key-file=" + filepath.Join(s.work, "sa.pub"),
 		"--service-account-signing-key-file=" + filepath.Join(s.work, "sa.key"),
 		"--service-cluster-ip-range=10.96.0.0/24",
-		"--authorization-mode=Node,RBAC", "--endpoint-reconciler-type=none",
+		"--endpoint-reconciler-type=none",
 		"--token-auth-file=" + s.tokens, "--enable-priority-and-fairness=false", "--profiling=false",
 		"--audit-policy-file=" + s.auditPolicy, "--audit-log-path=" + auditLog,
 		"--audit-log-mode=blocking",
 	}, flags...)
+	// --authorization-config replaces --authorization-mode (they exclude each other).
+	if !slices.ContainsFunc(flags, func(f string) bool { return strings.HasPrefix(f, "--authorization-config=") }) {
+		argv = append(argv, "--authorization-mode=Node,RBAC")
+	}
 	cmd, err := s.startCmd("kube-apiserver-"+mode, argv...)
 	if err != nil {
 		return nil, nil, err
@@ -787,4 +807,67 @@ func (p *countingProxy) Count(k string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.counts[k]
+}
+
+// WebhookDenied and WebhookAllowed are the webhook authorizer's decisions
+// for alice in team-a (the rest: no opinion, RBAC decides): it denies get
+// pods, which RBAC grants her group, and allows delete configmaps, which
+// RBAC does not.
+const (
+	webhookDeniedReason  = "e2e webhook: alice may not get pods in team-a"
+	webhookAllowedReason = "e2e webhook: alice may delete configmaps in team-a"
+)
+
+// startAuthorizationWebhook serves the webhook authorizer on 127.0.0.1
+// (TLS, the stack's serving certificate) and writes the
+// AuthorizationConfiguration that puts it before Node and RBAC; system:masters
+// (the admin, the proxy's upstream) skips it by a matchCondition.
+func (s *stack) startAuthorizationWebhook() (string, error) {
+	s.webhook = &authzwebhook.Handler{Rules: []authzwebhook.Rule{
+		{User: "oidc:alice@example.com", Verb: "get", Resource: "pods", Namespace: "team-a", Allow: false, Reason: webhookDeniedReason},
+		{User: "oidc:alice@example.com", Verb: "delete", Resource: "configmaps", Namespace: "team-a", Allow: true, Reason: webhookAllowedReason},
+	}}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	s.webhookSrv = &http.Server{Handler: s.webhook, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.webhookSrv.ServeTLS(l, s.certFile, s.keyFile) }()
+	kubeconfig := filepath.Join(s.work, "authz-webhook.kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: webhook
+  cluster: {server: "https://%s/authorize", certificate-authority: %q}
+users:
+- name: apiserver
+  user: {}
+contexts:
+- name: webhook
+  context: {cluster: webhook, user: apiserver}
+current-context: webhook
+`, l.Addr(), s.caFile)), 0o600); err != nil {
+		return "", err
+	}
+	config := filepath.Join(s.work, "authorization-config.yaml")
+	return config, os.WriteFile(config, []byte(fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
+kind: AuthorizationConfiguration
+authorizers:
+- type: Webhook
+  name: e2e-webhook
+  webhook:
+    timeout: 5s
+    subjectAccessReviewVersion: v1
+    matchConditionSubjectAccessReviewVersion: v1
+    failurePolicy: Deny
+    authorizedTTL: 1s
+    unauthorizedTTL: 1s
+    connectionInfo: {type: KubeConfigFile, kubeConfigFile: %q}
+    matchConditions:
+    - expression: "!('system:masters' in request.groups)"
+- type: Node
+  name: node
+- type: RBAC
+  name: rbac
+`, kubeconfig)), 0o600)
 }

@@ -215,6 +215,9 @@ func printMatrix(w io.Writer, m *rbac.Matrix) {
 		scope = "namespace " + m.Namespace
 	}
 	fmt.Fprintf(w, "# %s (%d API requests after discovery)\n", scope, m.Requests)
+	if m.Incomplete {
+		fmt.Fprintln(w, "# the rules review is incomplete (an authorizer besides RBAC, such as a webhook): every cell asked with an access review (*); ! marks an answer that authorizer gave against RBAC's rules")
+	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "NAME\t%s\n", strings.ToUpper(strings.Join(m.Verbs, "\t")))
 	for _, r := range m.Rows {
@@ -233,6 +236,9 @@ func printMatrix(w io.Writer, m *rbac.Matrix) {
 			}
 			if c.Source == rbac.FromAccessReview {
 				cells[i] += "*"
+			}
+			if c.DecidedElsewhere {
+				cells[i] += "!"
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\n", logging.Printable(r.Resource), strings.Join(cells, "\t"))

@@ -1,0 +1,106 @@
+//go:build e2e
+
+// The authorizer chain of a managed cluster: a webhook before Node and RBAC
+// (kube-apiserver's --authorization-config), where a rules review cannot
+// see what the webhook decides.
+
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestWebhookAuthorizerChain: the webhook denies alice get pods in team-a
+// (RBAC grants it) and allows her delete configmaps there (RBAC does not).
+// kubectl auth can-i is the oracle: why's exit codes, every cell of access
+// and list's objects answer as the cluster does, with the cells the webhook
+// decided marked; who-can says it shows RBAC alone.
+func TestWebhookAuthorizerChain(t *testing.T) {
+	api := st.api["webhook"]
+	alice := newPerson(t, "alice", api)
+	r := alice.kubectl("auth", "whoami")
+	require.Equal(t, 0, r.code, r.stderr)
+	kc := "--kubeconfig=" + alice.kubeconfig
+	asked := st.webhook.Asked()
+
+	// The cluster's answers, and why's: the same exit codes, the webhook's
+	// reason named.
+	for _, q := range []struct {
+		args   []string
+		want   int
+		reason string
+	}{
+		{[]string{"get", "pods"}, 1, webhookDeniedReason},
+		{[]string{"list", "pods"}, 0, "RBAC"},
+		{[]string{"delete", "configmaps"}, 0, webhookAllowedReason},
+		{[]string{"delete", "cm"}, 0, webhookAllowedReason},
+		{[]string{"get", "configmaps"}, 1, "may get configmaps in namespace team-a? no"},
+	} {
+		can := alice.kubectl(append([]string{"auth", "can-i"}, append(q.args, "-n", "team-a")...)...)
+		assert.Equal(t, q.want, can.code, "kubectl auth can-i %v: %s", q.args, can.stdout+can.stderr)
+		why := run(t, alice.env, false, append([]string{st.ki, "why"}, append(q.args, "-n", "team-a", kc)...)...)
+		assert.Equal(t, can.code, why.code, "why %v as kubectl auth can-i: %s", q.args, why.stdout+why.stderr)
+		assert.Contains(t, why.stdout, q.reason, "why %v names the authorizer's reason", q.args)
+	}
+	assert.Greater(t, st.webhook.Asked(), asked, "the webhook was asked")
+
+	// access: every cell as one access review per cell answers it.
+	byRules := accessMatrix(t, alice.env, kc, "-n", "team-a")
+	bySSAR := accessMatrix(t, alice.env, kc, "-n", "team-a", "--method=ssar")
+	assert.True(t, byRules.Incomplete, "a webhook makes the rules review incomplete")
+	assert.Equal(t, bySSAR.allowed(), byRules.allowed(), "access answers as the cluster does, every cell")
+	assert.False(t, byRules.allowed()["pods get"], "the webhook's denial")
+	assert.True(t, byRules.allowed()["pods list"], "RBAC's grant")
+	assert.True(t, byRules.allowed()["configmaps delete"], "the webhook's grant")
+	raw := run(t, alice.env, false, st.ki, "access", "-o", "json", kc, "-n", "team-a")
+	require.Equal(t, 0, raw.code, raw.stderr)
+	var cells struct {
+		Rows []struct {
+			Resource string `json:"resource"`
+			Cells    map[string]struct {
+				DecidedElsewhere bool `json:"decidedElsewhere"`
+			} `json:"verbs"`
+		} `json:"rows"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(raw.stdout), &cells))
+	marked := map[string]bool{}
+	for _, row := range cells.Rows {
+		for v, c := range row.Cells {
+			if c.DecidedElsewhere {
+				marked[row.Resource+" "+v] = true
+			}
+		}
+	}
+	assert.Equal(t, map[string]bool{"pods get": true, "configmaps delete": true}, marked, "the cells the webhook decided against RBAC")
+	table := run(t, alice.env, false, st.ki, "access", kc, "-n", "team-a", "--verb=get,list,delete")
+	require.Equal(t, 0, table.code, table.stderr)
+	assert.Contains(t, table.stdout, "the rules review is incomplete")
+	assert.Regexp(t, `(?m)^pods\s+✗\*!\s+✔\*\s+✗\*\s*$`, table.stdout)
+
+	// list, as an admin about alice: the objects the webhook lets her delete.
+	admin, err := st.adminKubeconfig(api)
+	require.NoError(t, err)
+	require.NoError(t, adminKubectl(t, admin, "", 60*time.Second, "-n", "team-a", "create", "configmap", "chain-a"))
+	require.NoError(t, adminKubectl(t, admin, "", 60*time.Second, "-n", "team-a", "create", "configmap", "chain-b"))
+	env := baseEnv(t.TempDir())
+	l := run(t, env, false, st.ki, "list", "configmaps", "-n", "team-a", "--verb=delete", "-o", "name", "--kubeconfig="+admin,
+		"--as=oidc:alice@example.com", "--as-group=oidc:developers")
+	require.Equal(t, 0, l.code, l.stderr)
+	assert.Contains(t, l.stdout, "configmap/chain-a")
+	assert.Contains(t, l.stdout, "configmap/chain-b")
+	l = run(t, env, false, st.ki, "list", "configmaps", "-n", "team-a", "--verb=get", "--kubeconfig="+admin,
+		"--as=oidc:alice@example.com", "--as-group=oidc:developers")
+	assert.NotContains(t, l.stdout, "chain-a", "get: neither the webhook nor RBAC allows it")
+
+	// who-can reads RBAC, and says so where it answers.
+	w := run(t, env, false, st.ki, "who-can", "get", "pods", "-n", "team-a", "--kubeconfig="+admin)
+	require.Equal(t, 0, w.code, w.stderr)
+	assert.Contains(t, w.stdout, "RoleBinding/developers-read-pods")
+	assert.True(t, strings.Contains(w.stdout, "These are the RBAC bindings only"), "who-can says it shows RBAC alone: %s", w.stdout)
+}
