@@ -156,10 +156,10 @@ func TestFilter(t *testing.T) {
 		// rules allow (a webhook before RBAC).
 		webhookDenies bool
 		forceSSAR     bool
-		verbs      []string
-		want       []string // ns/name:verbs allowed
-		wantSSRR   int
-		wantSSAR   int
+		verbs         []string
+		want          []string // ns/name:verbs allowed
+		wantSSRR      int
+		wantSSAR      int
 	}{
 		{name: "rules settle everything", verbs: []string{"get"},
 			want: []string{"p1/a:get", "p1/b:get", "p2/a:get", "p2/b:get", "p2/c:get"}, wantSSRR: 3},
