@@ -2,7 +2,9 @@
 
 // Package e2e runs kubectl-impersonate the way users do, against real
 // peers only: kube-apiserver and etcd (in two authentication modes: the
-// legacy --oidc-* flags and a structured AuthenticationConfiguration), Dex as
+// legacy --oidc-* flags and a structured AuthenticationConfiguration; and a
+// third API server whose --authorization-config puts a webhook before Node
+// and RBAC, as managed clusters do), Dex as
 // the OIDC provider, a pinned kubectl, gnome-keyring's Secret Service, and
 // headless Chromium driven through Dex's pages. test/e2e/run.sh builds the
 // peers and starts the D-Bus session; TestMain starts and stops the rest.
