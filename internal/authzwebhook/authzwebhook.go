@@ -11,15 +11,16 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 
 	authzv1 "k8s.io/api/authorization/v1"
 )
 
 // Rule matches a resource request: every field given must equal the
-// request's ("" matches anything).
+// request's ("" matches anything); Member is a group the requester must be in.
 type Rule struct {
-	User, Verb, Group, Resource, Subresource, Namespace string
+	User, Member, Verb, Group, Resource, Subresource, Namespace string
 	// Allow or deny; Reason is the status reason kube-apiserver passes on.
 	Allow  bool
 	Reason string
@@ -27,7 +28,7 @@ type Rule struct {
 
 func (r Rule) matches(s authzv1.SubjectAccessReviewSpec) bool {
 	a := s.ResourceAttributes
-	if a == nil {
+	if a == nil || (r.Member != "" && !slices.Contains(s.Groups, r.Member)) {
 		return false
 	}
 	for _, f := range [][2]string{{r.User, s.User}, {r.Verb, a.Verb}, {r.Group, a.Group}, {r.Resource, a.Resource}, {r.Subresource, a.Subresource}, {r.Namespace, a.Namespace}} {

@@ -47,6 +47,17 @@ var selfSubjectReviewVersions = []string{"v1", "v1beta1", "v1alpha1"}
 // impersonation headers, the impersonated identity). It returns the version
 // that answered.
 func (c *Client) WhoAmI(ctx context.Context) (*authnv1.UserInfo, string, error) {
+	ssr, v, err := c.SelfSubjectReview(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	return &ssr.Status.UserInfo, v, nil
+}
+
+// SelfSubjectReview is the API server's answer to who the request's
+// identity is, the whole object (kubectl auth whoami prints it), and the
+// version that answered.
+func (c *Client) SelfSubjectReview(ctx context.Context) (*authnv1.SelfSubjectReview, string, error) {
 	for _, v := range selfSubjectReviewVersions {
 		in := authnv1.SelfSubjectReview{}
 		in.APIVersion, in.Kind = "authentication.k8s.io/"+v, "SelfSubjectReview"
@@ -59,7 +70,8 @@ func (c *Client) WhoAmI(ctx context.Context) (*authnv1.UserInfo, string, error) 
 		if err != nil {
 			return nil, "", fmt.Errorf("asking the API server who you are: %w", err)
 		}
-		return &out.Status.UserInfo, v, nil
+		out.APIVersion, out.Kind = "authentication.k8s.io/"+v, "SelfSubjectReview"
+		return &out, v, nil
 	}
 	return nil, "", &UnsupportedVersionError{Version: c.ServerVersion(ctx)}
 }

@@ -78,6 +78,9 @@ type Grant struct {
 	Role        string           `json:"role"`
 	RoleKind    string           `json:"roleKind"`
 	Subjects    []rbacv1.Subject `json:"subjects"`
+	// Denied (who-can --verify) names the subjects the authorizer chain
+	// denies although this binding grants them, with its reason.
+	Denied map[string]string `json:"deniedBySubject,omitempty"`
 }
 
 // RBAC is a snapshot of the RBAC objects the caller can read.
@@ -196,6 +199,37 @@ func (c *Client) Why(ctx context.Context, t Target) (*authzv1.SubjectAccessRevie
 	var out authzv1.SelfSubjectAccessReview
 	if err := c.Post(ctx, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", &in, &out); err != nil {
 		return nil, fmt.Errorf("asking the authorizer: %w", err)
+	}
+	return &out.Status, nil
+}
+
+// VerifySubject asks the authorizer chain (SubjectAccessReview) whether s,
+// a binding's subject, may do t: a user as itself, a group as a member of
+// it, a service account as its user and groups; each authenticated. It is
+// who-can --verify: RBAC may grant what a webhook before it denies.
+func (c *Client) VerifySubject(ctx context.Context, s rbacv1.Subject, t Target) (*authzv1.SubjectAccessReviewStatus, error) {
+	spec := authzv1.SubjectAccessReviewSpec{Groups: []string{"system:authenticated"}}
+	switch s.Kind {
+	case rbacv1.UserKind:
+		spec.User = s.Name
+	case rbacv1.GroupKind:
+		spec.Groups = append([]string{s.Name}, spec.Groups...)
+	case rbacv1.ServiceAccountKind:
+		spec.User = "system:serviceaccount:" + s.Namespace + ":" + s.Name
+		spec.Groups = append([]string{"system:serviceaccounts", "system:serviceaccounts:" + s.Namespace}, spec.Groups...)
+	default:
+		return nil, fmt.Errorf("a subject of kind %q cannot be verified", s.Kind)
+	}
+	if t.NonResourceURL != "" {
+		spec.NonResourceAttributes = &authzv1.NonResourceAttributes{Path: t.NonResourceURL, Verb: t.Verb}
+	} else {
+		spec.ResourceAttributes = &authzv1.ResourceAttributes{Namespace: t.Namespace, Verb: t.Verb, Group: t.Group, Resource: t.Resource, Subresource: t.Subresource, Name: t.Name}
+	}
+	in := authzv1.SubjectAccessReview{Spec: spec}
+	in.APIVersion, in.Kind = "authorization.k8s.io/v1", "SubjectAccessReview"
+	var out authzv1.SubjectAccessReview
+	if err := c.Post(ctx, "/apis/authorization.k8s.io/v1/subjectaccessreviews", &in, &out); err != nil {
+		return nil, fmt.Errorf("verifying %s:%s: %w", s.Kind, s.Name, err)
 	}
 	return &out.Status, nil
 }

@@ -77,7 +77,7 @@ func TestWebhookAuthorizerChain(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, map[string]bool{"pods get": true, "configmaps delete": true}, marked, "the cells the webhook decided against RBAC")
+	assert.Equal(t, map[string]bool{"pods get": true, "pods watch": true, "configmaps delete": true}, marked, "the cells the webhook decided against RBAC")
 	table := run(t, alice.env, false, st.ki, "access", kc, "-n", "team-a", "--verb=get,list,delete")
 	require.Equal(t, 0, table.code, table.stderr)
 	assert.Contains(t, table.stdout, "the rules review is incomplete")
@@ -98,9 +98,21 @@ func TestWebhookAuthorizerChain(t *testing.T) {
 		"--as=oidc:alice@example.com", "--as-group=oidc:developers")
 	assert.NotContains(t, l.stdout, "chain-a", "get: neither the webhook nor RBAC allows it")
 
-	// who-can reads RBAC, and says so where it answers.
+	// who-can reads RBAC, and says so where it answers; --verify asks the
+	// chain about each subject: the webhook denies the developers group
+	// watch, as kubectl auth can-i --as-group finds too.
 	w := run(t, env, false, st.ki, "who-can", "get", "pods", "-n", "team-a", "--kubeconfig="+admin)
 	require.Equal(t, 0, w.code, w.stderr)
 	assert.Contains(t, w.stdout, "RoleBinding/developers-read-pods")
 	assert.True(t, strings.Contains(w.stdout, "These are the RBAC bindings only"), "who-can says it shows RBAC alone: %s", w.stdout)
+	can := run(t, env, false, st.kubectl, "--kubeconfig="+admin, "auth", "can-i", "watch", "pods", "-n", "team-a", "--as=someone", "--as-group=oidc:developers")
+	assert.Equal(t, 1, can.code, "the cluster denies the developers group watch: %s", can.stdout)
+	v := run(t, env, false, st.ki, "who-can", "watch", "pods", "-n", "team-a", "--verify", "--kubeconfig="+admin)
+	require.Equal(t, 0, v.code, v.stderr)
+	assert.Contains(t, v.stdout, "DENIES these subjects although RBAC grants them")
+	assert.Contains(t, v.stdout, "Group:oidc:developers: "+webhookGroupReason)
+	assert.NotContains(t, v.stdout, "Group:system:masters:", "cluster-admin's group is allowed")
+	v = run(t, env, false, st.ki, "who-can", "list", "pods", "-n", "team-a", "--verify", "--kubeconfig="+admin)
+	require.Equal(t, 0, v.code, v.stderr)
+	assert.Contains(t, v.stdout, "Verified: the authorizer chain allows every subject listed")
 }

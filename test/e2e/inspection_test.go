@@ -144,8 +144,16 @@ func TestWhyAndWhoCan(t *testing.T) {
 	assert.Contains(t, r.stdout, "? no")
 	// Short names and kinds, the exit codes and -q, as the pinned kubectl
 	// answers the same questions on the same cluster.
-	for _, q := range [][]string{{"get", "po"}, {"get", "pod"}, {"list", "Pod"}, {"get", "pods.v1"}, {"get", "deployments.v1.apps"}, {"delete", "po"}, {"get", "cm"}, {"get", "pods/log"}} {
-		want := alice.kubectl(append([]string{"auth", "can-i"}, append(q, "-n", "team-a")...)...)
+	// kubectl names a subresource with --subresource (its TYPE/NAME is a
+	// name); why takes RESOURCE/SUBRESOURCE.
+	kubectlArgs := map[string][]string{"pods/log": {"pods", "--subresource=log"}, "pods/exec": {"pods", "--subresource=exec"}}
+	for _, q := range [][]string{{"get", "po"}, {"get", "pod"}, {"list", "Pod"}, {"get", "pods.v1"}, {"get", "deployments.v1.apps"}, {"delete", "po"}, {"get", "cm"},
+		{"get", "pods/log"}, {"create", "pods/exec"}} {
+		theirs := q
+		if k, ok := kubectlArgs[q[1]]; ok {
+			theirs = append([]string{q[0]}, k...)
+		}
+		want := alice.kubectl(append([]string{"auth", "can-i"}, append(theirs, "-n", "team-a")...)...)
 		got := run(t, alice.env, false, append([]string{st.ki, "why"}, append(q, "-n", "team-a", "--kubeconfig="+alice.kubeconfig)...)...)
 		assert.Equal(t, want.code, got.code, "why %v: kubectl auth can-i says %q: %s", q, want.stdout, got.stdout+got.stderr)
 		quiet := run(t, alice.env, false, append([]string{st.ki, "why", "-q"}, append(q, "-n", "team-a", "--kubeconfig="+alice.kubeconfig)...)...)

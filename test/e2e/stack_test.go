@@ -818,6 +818,9 @@ func (p *countingProxy) Count(k string) int {
 const (
 	webhookDeniedReason  = "e2e webhook: alice may not get pods in team-a"
 	webhookAllowedReason = "e2e webhook: alice may delete configmaps in team-a"
+	// webhookGroupReason: the group developers may not watch pods in team-a,
+	// which RBAC's developers-read-pods grants (who-can --verify finds it).
+	webhookGroupReason = "e2e webhook: developers may not watch pods in team-a"
 )
 
 // startAuthorizationWebhook serves the webhook authorizer on 127.0.0.1
@@ -828,6 +831,7 @@ func (s *stack) startAuthorizationWebhook() (string, error) {
 	s.webhook = &authzwebhook.Handler{Rules: []authzwebhook.Rule{
 		{User: "oidc:alice@example.com", Verb: "get", Resource: "pods", Namespace: "team-a", Allow: false, Reason: webhookDeniedReason},
 		{User: "oidc:alice@example.com", Verb: "delete", Resource: "configmaps", Namespace: "team-a", Allow: true, Reason: webhookAllowedReason},
+		{Member: "oidc:developers", Verb: "watch", Resource: "pods", Namespace: "team-a", Allow: false, Reason: webhookGroupReason},
 	}}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 
@@ -18,6 +20,11 @@ import (
 // (SelfSubjectReview).
 type WhoAmIClient interface {
 	WhoAmI(ctx context.Context) (*authnv1.UserInfo, string, error)
+}
+
+// selfSubjectReviewer returns the API server's SelfSubjectReview whole.
+type selfSubjectReviewer interface {
+	SelfSubjectReview(ctx context.Context) (*authnv1.SelfSubjectReview, string, error)
 }
 
 type whoAmIClient = WhoAmIClient
@@ -41,10 +48,11 @@ type whyClient interface {
 	Why(ctx context.Context, t rbac.Target) (*authzv1.SubjectAccessReviewStatus, error)
 }
 
-// whoCanClient reads RBAC.
+// whoCanClient reads RBAC, and verifies a subject with the chain.
 type whoCanClient interface {
 	rbacReader
 	discoverer
+	VerifySubject(ctx context.Context, s rbacv1.Subject, t rbac.Target) (*authzv1.SubjectAccessReviewStatus, error)
 }
 
 // accessClient builds the access matrix.

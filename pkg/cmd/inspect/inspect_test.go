@@ -40,11 +40,31 @@ type fakeCluster struct {
 	objects    []rbac.Object
 
 	asked []string // "Access ns", "ReadRBAC ns", "List ns", ...
+	// denySubjects: the chain's denials for who-can --verify, by subject name.
+	denySubjects map[string]string
+}
+
+func (f *fakeCluster) VerifySubject(_ context.Context, s rbacv1.Subject, t rbac.Target) (*authzv1.SubjectAccessReviewStatus, error) {
+	f.asked = append(f.asked, "Verify "+s.Kind+":"+s.Name+" "+t.Verb+" "+t.Resource)
+	if reason, ok := f.denySubjects[s.Kind+":"+s.Name]; ok {
+		return &authzv1.SubjectAccessReviewStatus{Denied: true, Reason: reason}, nil
+	}
+	return &authzv1.SubjectAccessReviewStatus{Allowed: true}, nil
 }
 
 func (f *fakeCluster) WhoAmI(context.Context) (*authnv1.UserInfo, string, error) {
 	u := f.user
 	return &u, "v1", nil
+}
+
+func (f *fakeCluster) SelfSubjectReview(ctx context.Context) (*authnv1.SelfSubjectReview, string, error) {
+	ui, v, err := f.WhoAmI(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	ssr := &authnv1.SelfSubjectReview{Status: authnv1.SelfSubjectReviewStatus{UserInfo: *ui}}
+	ssr.APIVersion, ssr.Kind = "authentication.k8s.io/"+v, "SelfSubjectReview"
+	return ssr, v, nil
 }
 
 func (f *fakeCluster) Why(_ context.Context, t rbac.Target) (*authzv1.SubjectAccessReviewStatus, error) {
@@ -354,4 +374,33 @@ func TestListRun(t *testing.T) {
 	assert.NotContains(t, out.String(), "other")
 	assert.NotContains(t, out.String(), "alice@example.com-db", "another namespace")
 	assert.Empty(t, errOut.String())
+}
+
+// TestWhoCanVerify: --verify asks the chain about each subject listed
+// (once each), and reports the ones another authorizer denies, in the
+// table and under deniedBySubject in -o json.
+func TestWhoCanVerify(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		deny   map[string]string
+		format string
+		want   string
+	}{
+		{name: "all confirmed", want: "Verified: the authorizer chain allows every subject listed"},
+		{name: "a webhook denies the group", deny: map[string]string{"Group:dev": "webhook: no pods for dev on Fridays"},
+			want: "DENIES these subjects although RBAC grants them:\n  Group:dev: webhook: no pods for dev on Fridays"},
+		{name: "json", deny: map[string]string{"Group:dev": "webhook says no"}, format: "json", want: `"deniedBySubject": {
+            "Group:dev": "webhook says no"
+        }`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			streams, out, _ := testStreams()
+			f := &fakeCluster{rbac: devGrant, resources: []rbac.Resource{pods}, denySubjects: tt.deny}
+			o := &WhoCanOptions{Verify: true, Output: &cmdutil.OutputFlags{Format: tt.format}, IOStreams: streams, global: testGlobal(), client: f,
+				target: parseTarget([]string{"get", "pods"}, "team-a")}
+			require.NoError(t, o.Run(context.Background()))
+			assert.Contains(t, out.String(), tt.want)
+			assert.Equal(t, []string{"ReadRBAC team-a", "Verify Group:dev get pods"}, f.asked)
+		})
+	}
 }

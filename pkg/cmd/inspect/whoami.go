@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
@@ -26,7 +26,7 @@ import (
 type WhoAmIOptions struct {
 	Kube   *cmdutil.KubeFlags
 	Output *cmdutil.OutputFlags
-	client whoAmIClient
+	client selfSubjectReviewer
 	// tokenSource describes the current user's cached token (nil when the
 	// user does not run this plugin); it reads the local cache only.
 	tokenSource func(ctx context.Context) *cmdutil.TokenSource
@@ -94,17 +94,18 @@ func (o *WhoAmIOptions) Validate() error { return o.Output.Validate() }
 
 // Run asks the API server.
 func (o *WhoAmIOptions) Run(ctx context.Context) error {
-	ui, version, err := o.client.WhoAmI(ctx)
+	ssr, version, err := o.client.SelfSubjectReview(ctx)
 	if err != nil {
 		return err
 	}
+	ui := &ssr.Status.UserInfo
 	res := WhoAmIResult{APIVersion: "authentication.k8s.io/" + version, Username: ui.Username, UID: ui.UID, Groups: ui.Groups, Extra: ExtraOf(ui.Extra)}
 	if o.tokenSource != nil {
 		res.TokenSource = o.tokenSource(ctx)
 	}
 	// -o json|yaml|jsonpath: the SelfSubjectReview, exactly as kubectl auth
 	// whoami prints it; the cached token's description rides in annotations.
-	return o.Output.Print(o.Out, selfSubjectReview(ui, version, res.TokenSource), func(w io.Writer) {
+	return o.Output.Print(o.Out, annotated(ssr, res.TokenSource), func(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 		fmt.Fprintf(tw, "ATTRIBUTE\tVALUE\n")
 		fmt.Fprintf(tw, "Username\t%s\n", logging.Printable(res.Username))
@@ -165,13 +166,11 @@ func warnKuberc(w io.Writer, command string, getenv func(string) string) {
 // SelfSubjectReview: the current user's cached token, as this plugin has it.
 const TokenAnnotationPrefix = "kubectl-impersonate.io/token-"
 
-// selfSubjectReview is the object kubectl auth whoami prints, with ts (if
-// any) under metadata.annotations.
-func selfSubjectReview(ui *authnv1.UserInfo, version string, ts *cmdutil.TokenSource) *authnv1.SelfSubjectReview {
-	ssr := &authnv1.SelfSubjectReview{
-		TypeMeta: metav1.TypeMeta{Kind: "SelfSubjectReview", APIVersion: "authentication.k8s.io/" + version},
-		Status:   authnv1.SelfSubjectReviewStatus{UserInfo: *ui},
-	}
+// annotated is the API server's SelfSubjectReview as kubectl auth whoami
+// prints it (the server's metadata kept), with ts (if any) under
+// metadata.annotations.
+func annotated(in *authnv1.SelfSubjectReview, ts *cmdutil.TokenSource) *authnv1.SelfSubjectReview {
+	ssr := in.DeepCopy()
 	if ts == nil {
 		return ssr
 	}
@@ -185,6 +184,9 @@ func selfSubjectReview(ui *authnv1.UserInfo, version string, ts *cmdutil.TokenSo
 			delete(a, k)
 		}
 	}
-	ssr.Annotations = a
+	if len(a) > 0 && ssr.Annotations == nil {
+		ssr.Annotations = map[string]string{}
+	}
+	maps.Copy(ssr.Annotations, a)
 	return ssr
 }

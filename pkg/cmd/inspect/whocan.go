@@ -4,8 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
+	"sync"
+
+	rbacv1 "k8s.io/api/rbac/v1"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -18,9 +23,11 @@ import (
 type WhoCanOptions struct {
 	Kube          *cmdutil.KubeFlags
 	AllNamespaces bool
-	Output        *cmdutil.OutputFlags
-	target        rbac.Target
-	client        whoCanClient
+	// Verify asks the authorizer chain about every subject listed.
+	Verify bool
+	Output *cmdutil.OutputFlags
+	target rbac.Target
+	client whoCanClient
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
 }
@@ -37,7 +44,9 @@ accounts granted VERB on RESOURCE, matching wildcards, subresources
 (pods/log, */scale) and resourceNames as RBAC does. For a non-resource URL
 (a path such as /metrics) only ClusterRoleBindings count, and "/logs/*" style
 rules match by prefix, as in kube-apiserver. It needs read access to RBAC
-objects; other authorizers (webhooks) are not seen.`,
+objects; other authorizers (webhooks) are not seen in them: --verify asks the
+authorizer chain about each subject listed (a SubjectAccessReview each, which
+needs create on subjectaccessreviews) and reports those it denies.`,
 		Example: `  kubectl impersonate who-can list pods -n team-a
   kubectl impersonate who-can get configmaps app-settings -A -o yaml
   kubectl impersonate who-can get /metrics`,
@@ -47,6 +56,7 @@ objects; other authorizers (webhooks) are not seen.`,
 	o.Kube = cmdutil.NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "RoleBindings of every namespace")
+	cmd.Flags().BoolVar(&o.Verify, "verify", false, "Ask the authorizer chain (SubjectAccessReview) about each subject listed, and report those another authorizer denies")
 	o.Output = cmdutil.NewOutputFlags(cmd.Flags(), "a table")
 	return cmd
 }
@@ -87,11 +97,20 @@ func (o *WhoCanOptions) Run(ctx context.Context) error {
 	if grants == nil {
 		grants = []rbac.Grant{}
 	}
+	if o.Verify {
+		if err := o.verify(ctx, grants); err != nil {
+			return err
+		}
+	}
 	return o.Output.Print(o.Out, grants, func(w io.Writer) {
 		if len(grants) == 0 {
 			fmt.Fprintf(w, "No binding grants %s %s %s.\n", logging.Printable(o.target.Verb), logging.Printable(o.target.ResourceDisplay()), logging.Printable(o.target.Where()))
 		} else {
 			printGrants(w, grants)
+		}
+		if o.Verify {
+			printDenied(w, grants)
+			return
 		}
 		// Said where it is read, not only in --help: the answer is RBAC's.
 		fmt.Fprintln(w, rbacOnlyNote)
@@ -101,3 +120,85 @@ func (o *WhoCanOptions) Run(ctx context.Context) error {
 // rbacOnlyNote ends who-can's table: other authorizers of the chain
 // (webhooks, Node, ABAC) are not seen in RBAC objects.
 const rbacOnlyNote = "These are the RBAC bindings only: an authorizer before or after RBAC (a webhook) may decide otherwise; \"kubectl impersonate why VERB RESOURCE --as=USER\" asks the cluster."
+
+// verify asks the chain about each distinct subject (8 at a time) and
+// records, on each grant, the subjects it denies.
+func (o *WhoCanOptions) verify(ctx context.Context, grants []rbac.Grant) error {
+	verdicts := map[string]string{} // subject → "" (allowed) or the denial
+	var subjects []rbacv1.Subject
+	for _, g := range grants {
+		for _, s := range g.Subjects {
+			if _, seen := verdicts[subjectName(s)]; !seen {
+				verdicts[subjectName(s)] = ""
+				subjects = append(subjects, s)
+			}
+		}
+	}
+	var mu sync.Mutex
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.SetLimit(8)
+	for _, s := range subjects {
+		eg.Go(func() error {
+			st, err := o.client.VerifySubject(ectx, s, o.target)
+			if err != nil {
+				return err
+			}
+			if !st.Allowed {
+				reason := st.Reason
+				if reason == "" {
+					reason = "denied by the authorizer chain"
+				}
+				mu.Lock()
+				verdicts[subjectName(s)] = reason
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return err
+	}
+	for i := range grants {
+		for _, s := range grants[i].Subjects {
+			if reason := verdicts[subjectName(s)]; reason != "" {
+				if grants[i].Denied == nil {
+					grants[i].Denied = map[string]string{}
+				}
+				grants[i].Denied[subjectName(s)] = reason
+			}
+		}
+	}
+	return nil
+}
+
+// subjectName is Kind:name, Kind:namespace/name for a service account.
+func subjectName(s rbacv1.Subject) string {
+	if s.Kind == rbacv1.ServiceAccountKind {
+		return s.Kind + ":" + s.Namespace + "/" + s.Name
+	}
+	return s.Kind + ":" + s.Name
+}
+
+// printDenied ends a verified table: the subjects the chain denies, or that
+// it confirms them all.
+func printDenied(w io.Writer, grants []rbac.Grant) {
+	denied := map[string]string{}
+	for _, g := range grants {
+		for s, reason := range g.Denied {
+			denied[s] = reason
+		}
+	}
+	if len(denied) == 0 {
+		fmt.Fprintln(w, "Verified: the authorizer chain allows every subject listed (SubjectAccessReview).")
+		return
+	}
+	names := make([]string, 0, len(denied))
+	for s := range denied {
+		names = append(names, s)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w, "Verified: the authorizer chain DENIES these subjects although RBAC grants them:")
+	for _, s := range names {
+		fmt.Fprintf(w, "  %s: %s\n", logging.Printable(s), logging.Printable(denied[s]))
+	}
+}
