@@ -20,7 +20,7 @@ import (
 // Rule matches a resource request: every field given must equal the
 // request's ("" matches anything); Member is a group the requester must be in.
 type Rule struct {
-	User, Member, Verb, Group, Resource, Subresource, Namespace string
+	User, Member, Verb, Group, Resource, Subresource, Namespace, Name string
 	// Allow or deny; Reason is the status reason kube-apiserver passes on.
 	Allow  bool
 	Reason string
@@ -31,7 +31,7 @@ func (r Rule) matches(s authzv1.SubjectAccessReviewSpec) bool {
 	if a == nil || (r.Member != "" && !slices.Contains(s.Groups, r.Member)) {
 		return false
 	}
-	for _, f := range [][2]string{{r.User, s.User}, {r.Verb, a.Verb}, {r.Group, a.Group}, {r.Resource, a.Resource}, {r.Subresource, a.Subresource}, {r.Namespace, a.Namespace}} {
+	for _, f := range [][2]string{{r.User, s.User}, {r.Verb, a.Verb}, {r.Group, a.Group}, {r.Resource, a.Resource}, {r.Subresource, a.Subresource}, {r.Namespace, a.Namespace}, {r.Name, a.Name}} {
 		if f[0] != "" && f[0] != f[1] {
 			return false
 		}

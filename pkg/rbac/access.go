@@ -2,6 +2,7 @@ package rbac
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -27,6 +28,11 @@ type Resource struct {
 	Kind         string   `json:"-"`
 	SingularName string   `json:"-"`
 	ShortNames   []string `json:"-"`
+	// Priority is the resource's place in discovery (the core group first,
+	// then the groups in the server's order: built-in groups before
+	// CRDs'), which decides between resources of one name, as kubectl's
+	// RESTMapper does.
+	Priority int `json:"-"`
 }
 
 // String is kubectl's resource.group notation.
@@ -97,21 +103,39 @@ func (c *Client) Discover(ctx context.Context, subresources bool) ([]Resource, e
 		lists = append(lists, struct{ group, version, path string }{g.Name, g.PreferredVersion.Version, "/apis/" + g.PreferredVersion.GroupVersion})
 	}
 	var out []Resource
+	var failed []string
 	for _, l := range lists {
 		var rl metav1.APIResourceList
 		if err := c.Get(ctx, l.path, &rl); err != nil {
-			return nil, fmt.Errorf("discovering %s: %w", l.path, err)
+			if l.group == "" || ctx.Err() != nil {
+				return nil, fmt.Errorf("discovering %s: %w", l.path, err)
+			}
+			// One group's failure (an aggregated API server down, such as
+			// metrics-server) leaves the others usable, as in kubectl.
+			failed = append(failed, fmt.Sprintf("%s (%v)", l.path, err))
+			continue
 		}
 		for _, r := range rl.APIResources {
 			if strings.Contains(r.Name, "/") && !subresources {
 				continue
 			}
 			out = append(out, Resource{Group: l.group, Version: l.version, Name: r.Name, Namespaced: r.Namespaced, Verbs: r.Verbs,
-				Kind: r.Kind, SingularName: r.SingularName, ShortNames: r.ShortNames})
+				Kind: r.Kind, SingularName: r.SingularName, ShortNames: r.ShortNames, Priority: len(out)})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	if len(failed) > 0 {
+		return out, &PartialDiscoveryError{Failed: failed}
+	}
 	return out, nil
+}
+
+// PartialDiscoveryError says which API groups could not be discovered; the
+// resources returned with it are the others' (a warning, not a failure).
+type PartialDiscoveryError struct{ Failed []string }
+
+func (e *PartialDiscoveryError) Error() string {
+	return "could not discover " + strings.Join(e.Failed, ", ") + ": their resources are left out"
 }
 
 // RuleAllows tells whether one rule grants verb on resource (with
@@ -152,7 +176,15 @@ type AccessOptions struct {
 	// Progress, when set, is told how many access reviews are done of how
 	// many (for a progress line on a terminal).
 	Progress func(done, total int)
+	// MaxReviews bounds the access reviews of this matrix (0: no bound,
+	// negative: none may be sent): with an authorizer besides RBAC every
+	// cell is one, and a caller asking about many namespaces passes what is
+	// left of its budget.
+	MaxReviews int
 }
+
+// ErrTooManyReviews is Access's refusal to send more than MaxReviews.
+var ErrTooManyReviews = errors.New("too many access reviews")
 
 // Access builds the matrix of resources: one SelfSubjectRulesReview, then a
 // SelfSubjectAccessReview only for the cells the review leaves open (it
@@ -207,6 +239,10 @@ func (c *Client) Access(ctx context.Context, resources []Resource, o AccessOptio
 		}
 		m.Rows = append(m.Rows, row)
 	}
+	if o.MaxReviews != 0 && len(jobs) > max(o.MaxReviews, 0) {
+		return nil, fmt.Errorf("%w: the matrix%s needs %d, over the %d left (with an authorizer besides RBAC, such as a webhook, the rules review is incomplete and every cell is asked)",
+			ErrTooManyReviews, inNamespace(o.Namespace), len(jobs), max(o.MaxReviews, 0))
+	}
 	attrs := make([]authzv1.ResourceAttributes, len(jobs))
 	for k, j := range jobs {
 		name, sub, _ := strings.Cut(j.res.Name, "/")
@@ -249,8 +285,15 @@ func (c *Client) accessReviews(ctx context.Context, attrs []authzv1.ResourceAttr
 	sent := 0
 	sem := make(chan struct{}, concurrency)
 	for i := range attrs {
-		wg.Add(1)
 		sem <- struct{}{}
+		mu.Lock()
+		failed := firstErr != nil
+		mu.Unlock()
+		if failed || ctx.Err() != nil {
+			<-sem
+			break // nothing more is sent after the first failure
+		}
+		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()

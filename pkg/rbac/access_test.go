@@ -138,3 +138,26 @@ func TestAccessIncompleteReview(t *testing.T) {
 	assert.Equal(t, 1, ssrr)
 	assert.Equal(t, 3, ssar, "every cell asked")
 }
+
+// TestAccessReviewBudget: with an incomplete review every cell is an access
+// review; MaxReviews refuses the matrix before any is sent.
+func TestAccessReviewBudget(t *testing.T) {
+	f := &fakeAuthz{rules: map[string][]authzv1.ResourceRule{}, incomplete: map[string]bool{"team-a": true}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	pods := Resource{Version: "v1", Name: "pods", Namespaced: true, Verbs: []string{"get", "list", "delete"}}
+	c := newClient(t, srv.URL)
+	for _, tt := range []struct {
+		max     int
+		wantErr bool
+	}{{0, false}, {3, false}, {2, true}, {-1, true}} {
+		_, err := c.Access(context.Background(), []Resource{pods}, AccessOptions{Namespace: "team-a", Verbs: []string{"get", "list", "delete"}, MaxReviews: tt.max})
+		if tt.wantErr {
+			assert.ErrorIs(t, err, ErrTooManyReviews, "max %d", tt.max)
+		} else {
+			assert.NoError(t, err, "max %d", tt.max)
+		}
+	}
+	_, ssar := f.counts()
+	assert.Equal(t, 3+3, ssar, "the refused matrices sent no access review")
+}

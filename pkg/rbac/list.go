@@ -27,14 +27,31 @@ func ResolveResource(all []Resource, typed string) (Resource, error) {
 	if v, g, ok := strings.Cut(group, "."); ok && looksLikeVersion(v) {
 		version, group = v, g
 	}
-	var found []Resource
-	for _, r := range all {
-		if strings.Contains(r.Name, "/") || (hasGroup && r.Group != group) || (version != "" && r.Version != version) {
-			continue
+	candidates := func(match func(Resource) bool) []Resource {
+		var found []Resource
+		for _, r := range all {
+			if strings.Contains(r.Name, "/") || (hasGroup && r.Group != group) || (version != "" && r.Version != version) {
+				continue
+			}
+			if match(r) {
+				found = append(found, r)
+			}
 		}
-		if r.Name == name || r.SingularName == name || strings.ToLower(r.Kind) == name || slices.Contains(r.ShortNames, name) {
-			found = append(found, r)
+		return found
+	}
+	// kubectl's order: the plural or singular name (the kind, lowercased,
+	// where a server gives no singular), then short names; among several,
+	// discovery's priority (the core group, then built-in groups before a
+	// CRD's), so that a CRD cannot take a built-in's name.
+	found := candidates(func(r Resource) bool {
+		singular := r.SingularName
+		if singular == "" {
+			singular = strings.ToLower(r.Kind)
 		}
+		return r.Name == name || singular == name
+	})
+	if len(found) == 0 {
+		found = candidates(func(r Resource) bool { return slices.Contains(r.ShortNames, name) })
 	}
 	if len(found) == 0 {
 		msg := fmt.Sprintf("the server does not serve a resource %q", typed)
@@ -43,20 +60,18 @@ func ResolveResource(all []Resource, typed string) (Resource, error) {
 		}
 		return Resource{}, fmt.Errorf("%s: see kubectl api-resources", msg)
 	}
-	for _, r := range found {
-		if r.Group == "" {
-			return r, nil
-		}
-	}
-	return found[0], nil
+	return slices.MinFunc(found, func(a, b Resource) int { return a.Priority - b.Priority }), nil
 }
 
 // ResolveTarget resolves t's resource through discovery (all, subresources
-// included), so that "get po", "get pod", "get Pod" and "get pods.v1" ask
-// about pods as kubectl auth can-i does; a subresource must be served.
-// Non-resource URLs are left as they are.
+// included), so that "get po", "get pod" and "get Pod" ask about pods as
+// kubectl auth can-i does. Non-resource URLs, "*" and the impersonation
+// resources (users, groups, uids, userextras), which discovery does not
+// list, are left as they are.
 func ResolveTarget(all []Resource, t Target) (Target, error) {
-	if t.NonResourceURL != "" {
+	if t.NonResourceURL != "" || t.Resource == "*" ||
+		(t.Group == "" && slices.Contains([]string{"users", "groups", "serviceaccounts/token"}, t.Resource)) ||
+		(t.Group == "authentication.k8s.io" && slices.Contains([]string{"uids", "userextras"}, t.Resource)) {
 		return t, nil
 	}
 	typed := t.Resource
@@ -67,13 +82,9 @@ func ResolveTarget(all []Resource, t Target) (Target, error) {
 	if err != nil {
 		return t, err
 	}
+	// The subresource is asked as typed, as kubectl auth can-i
+	// --subresource asks it (RBAC rules may name one a server lacks).
 	t.Resource, t.Group = r.Name, r.Group
-	if t.Subresource != "" {
-		sub := r.Name + "/" + t.Subresource
-		if !slices.ContainsFunc(all, func(x Resource) bool { return x.Group == r.Group && x.Name == sub }) {
-			return t, fmt.Errorf("the server does not serve the subresource %s of %s", t.Subresource, r)
-		}
-	}
 	return t, nil
 }
 

@@ -203,22 +203,50 @@ func (c *Client) Why(ctx context.Context, t Target) (*authzv1.SubjectAccessRevie
 	return &out.Status, nil
 }
 
+// syntheticMember is the identity a SubjectAccessReview gives for a
+// binding's subject, as kube-apiserver's authenticators would: a user with
+// the authenticated group (anonymous: unauthenticated), a member of a
+// group, a service account's user and groups. A real member's other groups
+// and extra are unknown, and a webhook may decide on them.
+func syntheticMember(s rbacv1.Subject) (authzv1.SubjectAccessReviewSpec, error) {
+	authenticated := []string{"system:authenticated"}
+	sa := func(ns, name string) authzv1.SubjectAccessReviewSpec {
+		return authzv1.SubjectAccessReviewSpec{User: "system:serviceaccount:" + ns + ":" + name,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
+	}
+	switch s.Kind {
+	case rbacv1.UserKind:
+		if rest, ok := strings.CutPrefix(s.Name, "system:serviceaccount:"); ok {
+			if ns, name, ok := strings.Cut(rest, ":"); ok {
+				return sa(ns, name), nil
+			}
+		}
+		if s.Name == "system:anonymous" {
+			return authzv1.SubjectAccessReviewSpec{User: s.Name, Groups: []string{"system:unauthenticated"}}, nil
+		}
+		return authzv1.SubjectAccessReviewSpec{User: s.Name, Groups: authenticated}, nil
+	case rbacv1.GroupKind:
+		switch s.Name {
+		case "system:unauthenticated":
+			return authzv1.SubjectAccessReviewSpec{User: "system:anonymous", Groups: []string{s.Name}}, nil
+		case "system:authenticated":
+			return authzv1.SubjectAccessReviewSpec{Groups: authenticated}, nil
+		}
+		return authzv1.SubjectAccessReviewSpec{Groups: []string{s.Name, "system:authenticated"}}, nil
+	case rbacv1.ServiceAccountKind:
+		return sa(s.Namespace, s.Name), nil
+	}
+	return authzv1.SubjectAccessReviewSpec{}, fmt.Errorf("a subject of kind %q cannot be verified", s.Kind)
+}
+
 // VerifySubject asks the authorizer chain (SubjectAccessReview) whether s,
 // a binding's subject, may do t: a user as itself, a group as a member of
 // it, a service account as its user and groups; each authenticated. It is
 // who-can --verify: RBAC may grant what a webhook before it denies.
 func (c *Client) VerifySubject(ctx context.Context, s rbacv1.Subject, t Target) (*authzv1.SubjectAccessReviewStatus, error) {
-	spec := authzv1.SubjectAccessReviewSpec{Groups: []string{"system:authenticated"}}
-	switch s.Kind {
-	case rbacv1.UserKind:
-		spec.User = s.Name
-	case rbacv1.GroupKind:
-		spec.Groups = append([]string{s.Name}, spec.Groups...)
-	case rbacv1.ServiceAccountKind:
-		spec.User = "system:serviceaccount:" + s.Namespace + ":" + s.Name
-		spec.Groups = append([]string{"system:serviceaccounts", "system:serviceaccounts:" + s.Namespace}, spec.Groups...)
-	default:
-		return nil, fmt.Errorf("a subject of kind %q cannot be verified", s.Kind)
+	spec, err := syntheticMember(s)
+	if err != nil {
+		return nil, err
 	}
 	if t.NonResourceURL != "" {
 		spec.NonResourceAttributes = &authzv1.NonResourceAttributes{Path: t.NonResourceURL, Verb: t.Verb}

@@ -9,6 +9,8 @@ import (
 
 // served is a discovery answer as kube-apiserver gives it (names, kinds,
 // short names), with a CRD whose short name collides with nothing.
+// The Priority fields are discovery's order: the core group, then the
+// built-in groups, then the CRDs (a.io's hostile names among them).
 var served = []Resource{
 	{Version: "v1", Name: "pods", Namespaced: true, Kind: "Pod", SingularName: "pod", ShortNames: []string{"po"}},
 	{Version: "v1", Name: "pods/log", Namespaced: true, Kind: "Pod"},
@@ -19,6 +21,15 @@ var served = []Resource{
 	{Group: "apps", Version: "v1", Name: "deployments", Namespaced: true, Kind: "Deployment", SingularName: "deployment", ShortNames: []string{"deploy"}},
 	{Group: "apps", Version: "v1", Name: "deployments/scale", Namespaced: true, Kind: "Scale"},
 	{Group: "example.com", Version: "v1alpha1", Name: "widgets", Namespaced: true, Kind: "Widget", SingularName: "widget", ShortNames: []string{"wg"}},
+	// A CRD named to take built-ins' names: a plural, a short name, a kind.
+	{Group: "a.io", Version: "v1", Name: "deployments", Namespaced: true, Kind: "Deployment", SingularName: "deployment", ShortNames: []string{"deploy"}},
+	{Group: "a.io", Version: "v1", Name: "aaas", Namespaced: true, Kind: "ConfigMap", SingularName: "aaa", ShortNames: []string{"cm", "po"}},
+}
+
+func init() {
+	for i := range served {
+		served[i].Priority = i
+	}
 }
 
 func TestResolveTarget(t *testing.T) {
@@ -42,9 +53,18 @@ func TestResolveTarget(t *testing.T) {
 		{resource: "widgets.v1alpha1.example.com", wantResource: "widgets", wantGroup: "example.com"},
 		{resource: "podz", wantErr: `the server does not serve a resource "podz" (did you mean "pods"?)`},
 		{resource: "deploymets", wantErr: `(did you mean "deployments.apps"?)`},
+		{resource: "*", wantResource: "*"},
+		{resource: "users", wantResource: "users"},
+		{resource: "userextras.authentication.k8s.io/scopes", wantResource: "userextras", wantGroup: "authentication.k8s.io", wantSub: "scopes"},
 		{resource: "frobnicators", wantErr: `the server does not serve a resource "frobnicators": see kubectl api-resources`},
 		{resource: "deployments.v2.apps", wantErr: "does not serve"},
-		{resource: "pods/attach", wantErr: "does not serve the subresource attach of pods"},
+		{resource: "pods/attach", wantResource: "pods", wantSub: "attach"}, // asked as typed, as kubectl's --subresource
+		{resource: "deployments.a.io", wantResource: "deployments", wantGroup: "a.io"},
+		{resource: "deployments", wantResource: "deployments", wantGroup: "apps"}, // not the CRD's: discovery's priority
+		{resource: "cm", wantResource: "configmaps"},                              // nor its short names
+		{resource: "po", wantResource: "pods"},
+		{resource: "configmap", wantResource: "configmaps"}, // the CRD's kind is no name of it
+		{resource: "aaa", wantResource: "aaas", wantGroup: "a.io"},
 	} {
 		t.Run(tt.resource, func(t *testing.T) {
 			got, err := ResolveTarget(served, ParseTarget("get", tt.resource, "", "ns"))

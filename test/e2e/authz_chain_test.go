@@ -94,9 +94,31 @@ func TestWebhookAuthorizerChain(t *testing.T) {
 	require.Equal(t, 0, l.code, l.stderr)
 	assert.Contains(t, l.stdout, "configmap/chain-a")
 	assert.Contains(t, l.stdout, "configmap/chain-b")
-	l = run(t, env, false, st.ki, "list", "configmaps", "-n", "team-a", "--verb=get", "--kubeconfig="+admin,
+	// RBAC now grants the developers get on configmaps; the webhook denies
+	// alice chain-a by name: a rules review would keep it, the cluster does not.
+	kubectlApply(t, admin, `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: configmap-reader, namespace: team-a}
+rules:
+- {apiGroups: [""], resources: [configmaps], verbs: [get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: developers-read-configmaps, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: configmap-reader}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: oidc:developers}
+`)
+	for _, name := range []string{"chain-a", "chain-b"} {
+		can := run(t, env, false, st.kubectl, "--kubeconfig="+admin, "auth", "can-i", "get", "configmaps/"+name, "-n", "team-a",
+			"--as=oidc:alice@example.com", "--as-group=oidc:developers")
+		assert.Equal(t, map[string]int{"chain-a": 1, "chain-b": 0}[name], can.code, "kubectl auth can-i get configmaps/%s: %s", name, can.stdout)
+	}
+	l = run(t, env, false, st.ki, "list", "configmaps", "-n", "team-a", "--verb=get", "-o", "name", "--kubeconfig="+admin,
 		"--as=oidc:alice@example.com", "--as-group=oidc:developers")
-	assert.NotContains(t, l.stdout, "chain-a", "get: neither the webhook nor RBAC allows it")
+	require.Equal(t, 0, l.code, l.stderr)
+	assert.Contains(t, l.stdout, "configmap/chain-b", "RBAC's grant, confirmed")
+	assert.NotContains(t, l.stdout, "chain-a", "the webhook's denial of what RBAC grants")
 
 	// who-can reads RBAC, and says so where it answers; --verify asks the
 	// chain about each subject: the webhook denies the developers group
@@ -110,8 +132,13 @@ func TestWebhookAuthorizerChain(t *testing.T) {
 	v := run(t, env, false, st.ki, "who-can", "watch", "pods", "-n", "team-a", "--verify", "--kubeconfig="+admin)
 	require.Equal(t, 0, v.code, v.stderr)
 	assert.Contains(t, v.stdout, "DENIES these subjects although RBAC grants them")
-	assert.Contains(t, v.stdout, "Group:oidc:developers: "+webhookGroupReason)
+	assert.Contains(t, v.stdout, "Group:oidc:developers in team-a: "+webhookGroupReason)
 	assert.NotContains(t, v.stdout, "Group:system:masters:", "cluster-admin's group is allowed")
+	// -A: a RoleBinding's subjects are asked in its namespace, not cluster-wide.
+	v = run(t, env, false, st.ki, "who-can", "watch", "pods", "-A", "--verify", "--kubeconfig="+admin)
+	require.Equal(t, 0, v.code, v.stderr)
+	assert.Contains(t, v.stdout, "Group:oidc:developers in team-a: "+webhookGroupReason)
+	assert.Equal(t, 1, strings.Count(v.stdout, ": e2e webhook"), "no other subject is denied: %s", v.stdout)
 	v = run(t, env, false, st.ki, "who-can", "list", "pods", "-n", "team-a", "--verify", "--kubeconfig="+admin)
 	require.Equal(t, 0, v.code, v.stderr)
 	assert.Contains(t, v.stdout, "Verified: the authorizer chain allows every subject listed")

@@ -181,6 +181,9 @@ func (p *person) browserStarts() int {
 }
 
 type whoami struct {
+	Metadata struct {
+		Annotations map[string]string `json:"annotations"`
+	} `json:"metadata"`
 	Status struct {
 		UserInfo struct {
 			Username string   `json:"username"`

@@ -832,6 +832,7 @@ func (s *stack) startAuthorizationWebhook() (string, error) {
 		{User: "oidc:alice@example.com", Verb: "get", Resource: "pods", Namespace: "team-a", Allow: false, Reason: webhookDeniedReason},
 		{User: "oidc:alice@example.com", Verb: "delete", Resource: "configmaps", Namespace: "team-a", Allow: true, Reason: webhookAllowedReason},
 		{Member: "oidc:developers", Verb: "watch", Resource: "pods", Namespace: "team-a", Allow: false, Reason: webhookGroupReason},
+		{User: "oidc:alice@example.com", Verb: "get", Resource: "configmaps", Namespace: "team-a", Name: "chain-a", Allow: false, Reason: "e2e webhook: alice may not get chain-a"},
 	}}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -31,6 +31,8 @@ type AccessOptions struct {
 	TokenIdentity bool
 	DiffAs        string
 	DiffAsGroups  []string
+	// MaxReviews bounds the access reviews of the run (--max-reviews).
+	MaxReviews int
 	// client, impersonate (a client acting as another identity) and
 	// namespace are Complete's.
 	client      accessClient
@@ -65,6 +67,7 @@ In the table, ✔ is allowed, ✗ denied, ~ allowed for some resourceNames only,
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "One matrix per namespace")
 	f.BoolVar(&o.ClusterScope, "cluster-scope", false, "The cluster-scoped resources instead of a namespace's")
 	f.StringSliceVar(&o.Verbs, "verb", rbac.DefaultVerbs, "The verb columns (repeatable, or comma-separated)")
+	f.IntVar(&o.MaxReviews, "max-reviews", 2000, "At most this many access reviews in all (an authorizer besides RBAC makes every cell one); more is refused before any is sent (0: no limit)")
 	settings.AliasFlag(f, "verbs", "verb", streams.ErrOut)
 	f.BoolVar(&o.Subresources, "subresources", false, "Include subresources (pods/log, deployments/scale, ...)")
 	f.StringVar((*string)(&o.Method), "method", string(rbac.FromRules), "rules (a rules review, then access reviews where needed) or ssar (one access review per cell)")
@@ -147,7 +150,7 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	all, err := client.Discover(ctx, o.Subresources)
+	all, err := discover(ctx, client, o.Subresources, cmdutil.Notifier(o.ErrOut))
 	if err != nil {
 		return err
 	}
@@ -169,8 +172,14 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 		namespaces = []string{o.namespace}
 	}
 	var out []*rbac.Matrix
+	reviews := 0 // the requests sent so far, against --max-reviews
 	for _, ns := range namespaces {
 		opts := rbac.AccessOptions{Namespace: ns, Verbs: o.Verbs, ForceSSAR: o.Method == rbac.FromAccessReview || o.ClusterScope}
+		if o.MaxReviews > 0 {
+			if opts.MaxReviews = o.MaxReviews - reviews; opts.MaxReviews <= 0 {
+				opts.MaxReviews = -1 // spent: the next review is refused
+			}
+		}
 		if o.global.IsTerminal(o.ErrOut) {
 			opts.Progress = func(done, total int) {
 				if total < 20 {
@@ -183,14 +192,24 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 			}
 		}
 		m, err := client.Access(ctx, resources, opts)
+		if errors.Is(err, rbac.ErrTooManyReviews) {
+			return fmt.Errorf("%w; raise --max-reviews (0: no limit), or ask about fewer namespaces or verbs", err)
+		}
 		if err != nil {
 			return err
 		}
+		reviews += m.Requests
 		if other != nil {
+			if o.MaxReviews > 0 {
+				if opts.MaxReviews = o.MaxReviews - reviews; opts.MaxReviews <= 0 {
+					opts.MaxReviews = -1
+				}
+			}
 			m2, err := other.Access(ctx, resources, opts)
 			if err != nil {
 				return fmt.Errorf("as %s: %w", o.DiffAs, err)
 			}
+			reviews += m2.Requests
 			m = rbac.Diff(m, m2)
 		}
 		out = append(out, m)

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -90,7 +91,7 @@ func resolveTarget(ctx context.Context, d discoverer, t rbac.Target, warn func(s
 	if t.NonResourceURL != "" {
 		return t, nil
 	}
-	all, err := d.Discover(ctx, true)
+	all, err := discover(ctx, d, true, warn)
 	if err != nil {
 		if ctx.Err() != nil {
 			return t, err
@@ -104,4 +105,16 @@ func resolveTarget(ctx context.Context, d discoverer, t rbac.Target, warn func(s
 		return t, nil
 	}
 	return resolved, nil
+}
+
+// discover is d's discovery with a partial failure (one API group down)
+// turned into a warning on warn, as kubectl's "couldn't get resource list".
+func discover(ctx context.Context, d discoverer, subresources bool, warn func(string)) ([]rbac.Resource, error) {
+	all, err := d.Discover(ctx, subresources)
+	var partial *rbac.PartialDiscoveryError
+	if errors.As(err, &partial) {
+		warn(partial.Error())
+		return all, nil
+	}
+	return all, err
 }

@@ -45,7 +45,7 @@ type fakeCluster struct {
 }
 
 func (f *fakeCluster) VerifySubject(_ context.Context, s rbacv1.Subject, t rbac.Target) (*authzv1.SubjectAccessReviewStatus, error) {
-	f.asked = append(f.asked, "Verify "+s.Kind+":"+s.Name+" "+t.Verb+" "+t.Resource)
+	f.asked = append(f.asked, "Verify "+s.Kind+":"+s.Name+" "+t.Verb+" "+t.Resource+" in "+t.Namespace)
 	if reason, ok := f.denySubjects[s.Kind+":"+s.Name]; ok {
 		return &authzv1.SubjectAccessReviewStatus{Denied: true, Reason: reason}, nil
 	}
@@ -274,11 +274,13 @@ func TestWhyRun(t *testing.T) {
 			assert.Equal(t, asked, f.asked)
 		})
 	}
-	t.Run("another error fails", func(t *testing.T) {
-		streams, _, _ := testStreams()
+	t.Run("RBAC unreadable otherwise: the decision stands, said so", func(t *testing.T) {
+		streams, out, _ := testStreams()
 		o := &WhyOptions{Output: &cmdutil.OutputFlags{}, IOStreams: streams, global: testGlobal(), target: parseTarget([]string{"get", "pods"}, "x"),
-			client: &fakeCluster{why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbacErr: errors.New("connection refused")}}
-		assert.ErrorContains(t, o.Run(context.Background()), "connection refused")
+			client: &fakeCluster{user: alice, why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbacErr: errors.New("connection refused")}}
+		require.NoError(t, o.Run(context.Background()))
+		assert.Contains(t, out.String(), "? yes")
+		assert.Contains(t, out.String(), "could not read RBAC objects (connection refused)")
 	})
 }
 
@@ -384,11 +386,13 @@ func TestWhoCanVerify(t *testing.T) {
 		name   string
 		deny   map[string]string
 		format string
+		allNS  bool
 		want   string
 	}{
 		{name: "all confirmed", want: "Verified: the authorizer chain allows every subject listed"},
+		{name: "-A: a RoleBinding's subjects asked in its namespace", allNS: true, want: "Verified: the authorizer chain allows every subject listed"},
 		{name: "a webhook denies the group", deny: map[string]string{"Group:dev": "webhook: no pods for dev on Fridays"},
-			want: "DENIES these subjects although RBAC grants them:\n  Group:dev: webhook: no pods for dev on Fridays"},
+			want: "DENIES these subjects although RBAC grants them:\n  Group:dev in team-a: webhook: no pods for dev on Fridays"},
 		{name: "json", deny: map[string]string{"Group:dev": "webhook says no"}, format: "json", want: `"deniedBySubject": {
             "Group:dev": "webhook says no"
         }`},
@@ -396,11 +400,15 @@ func TestWhoCanVerify(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			streams, out, _ := testStreams()
 			f := &fakeCluster{rbac: devGrant, resources: []rbac.Resource{pods}, denySubjects: tt.deny}
-			o := &WhoCanOptions{Verify: true, Output: &cmdutil.OutputFlags{Format: tt.format}, IOStreams: streams, global: testGlobal(), client: f,
-				target: parseTarget([]string{"get", "pods"}, "team-a")}
+			ns := "team-a"
+			if tt.allNS {
+				ns = ""
+			}
+			o := &WhoCanOptions{Verify: true, AllNamespaces: tt.allNS, Output: &cmdutil.OutputFlags{Format: tt.format}, IOStreams: streams, global: testGlobal(), client: f,
+				target: parseTarget([]string{"get", "pods"}, ns)}
 			require.NoError(t, o.Run(context.Background()))
 			assert.Contains(t, out.String(), tt.want)
-			assert.Equal(t, []string{"ReadRBAC team-a", "Verify Group:dev get pods"}, f.asked)
+			assert.Equal(t, []string{"ReadRBAC " + ns, "Verify Group:dev get pods in team-a"}, f.asked)
 		})
 	}
 }

@@ -184,7 +184,7 @@ func (o *ListOptions) Run(ctx context.Context) error {
 		}
 		identity = cmdutil.DescribeIdentity(ui.Username, ui.Groups)
 	}
-	all, err := caller.Discover(ctx, false)
+	all, err := discover(ctx, caller, false, cmdutil.Notifier(o.ErrOut))
 	if err != nil {
 		return err
 	}

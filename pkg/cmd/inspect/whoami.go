@@ -171,6 +171,8 @@ const TokenAnnotationPrefix = "kubectl-impersonate.io/token-"
 // metadata.annotations.
 func annotated(in *authnv1.SelfSubjectReview, ts *cmdutil.TokenSource) *authnv1.SelfSubjectReview {
 	ssr := in.DeepCopy()
+	// Ours alone under our prefix: never a server's (or anyone's) claim to be.
+	maps.DeleteFunc(ssr.Annotations, func(k, _ string) bool { return strings.HasPrefix(k, TokenAnnotationPrefix) })
 	if ts == nil {
 		return ssr
 	}

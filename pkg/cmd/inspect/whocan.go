@@ -121,25 +121,40 @@ func (o *WhoCanOptions) Run(ctx context.Context) error {
 // (webhooks, Node, ABAC) are not seen in RBAC objects.
 const rbacOnlyNote = "These are the RBAC bindings only: an authorizer before or after RBAC (a webhook) may decide otherwise; \"kubectl impersonate why VERB RESOURCE --as=USER\" asks the cluster."
 
-// verify asks the chain about each distinct subject (8 at a time) and
-// records, on each grant, the subjects it denies.
+// verify asks the chain about each subject of each grant (8 at a time),
+// where the grant applies: a RoleBinding's subjects in its namespace, a
+// ClusterRoleBinding's where the question is asked; and records, on each
+// grant, the subjects it denies.
 func (o *WhoCanOptions) verify(ctx context.Context, grants []rbac.Grant) error {
-	verdicts := map[string]string{} // subject → "" (allowed) or the denial
-	var subjects []rbacv1.Subject
+	type question struct {
+		subject rbacv1.Subject
+		target  rbac.Target
+	}
+	verdicts := map[string]string{} // subject@namespace → "" (allowed) or the denial
+	var questions []question
+	key := func(s rbacv1.Subject, ns string) string { return subjectName(s) + "@" + ns }
+	where := func(g rbac.Grant) rbac.Target {
+		t := o.target
+		if g.BindingKind == "RoleBinding" {
+			t.Namespace = g.Namespace
+		}
+		return t
+	}
 	for _, g := range grants {
+		t := where(g)
 		for _, s := range g.Subjects {
-			if _, seen := verdicts[subjectName(s)]; !seen {
-				verdicts[subjectName(s)] = ""
-				subjects = append(subjects, s)
+			if _, seen := verdicts[key(s, t.Namespace)]; !seen {
+				verdicts[key(s, t.Namespace)] = ""
+				questions = append(questions, question{s, t})
 			}
 		}
 	}
 	var mu sync.Mutex
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.SetLimit(8)
-	for _, s := range subjects {
+	for _, q := range questions {
 		eg.Go(func() error {
-			st, err := o.client.VerifySubject(ectx, s, o.target)
+			st, err := o.client.VerifySubject(ectx, q.subject, q.target)
 			if err != nil {
 				return err
 			}
@@ -149,7 +164,7 @@ func (o *WhoCanOptions) verify(ctx context.Context, grants []rbac.Grant) error {
 					reason = "denied by the authorizer chain"
 				}
 				mu.Lock()
-				verdicts[subjectName(s)] = reason
+				verdicts[key(q.subject, q.target.Namespace)] = reason
 				mu.Unlock()
 			}
 			return nil
@@ -159,8 +174,9 @@ func (o *WhoCanOptions) verify(ctx context.Context, grants []rbac.Grant) error {
 		return err
 	}
 	for i := range grants {
+		ns := where(grants[i]).Namespace
 		for _, s := range grants[i].Subjects {
-			if reason := verdicts[subjectName(s)]; reason != "" {
+			if reason := verdicts[key(s, ns)]; reason != "" {
 				if grants[i].Denied == nil {
 					grants[i].Denied = map[string]string{}
 				}
@@ -185,11 +201,14 @@ func printDenied(w io.Writer, grants []rbac.Grant) {
 	denied := map[string]string{}
 	for _, g := range grants {
 		for s, reason := range g.Denied {
+			if g.BindingKind == "RoleBinding" {
+				s += " in " + g.Namespace
+			}
 			denied[s] = reason
 		}
 	}
 	if len(denied) == 0 {
-		fmt.Fprintln(w, "Verified: the authorizer chain allows every subject listed (SubjectAccessReview).")
+		fmt.Fprintln(w, "Verified: the authorizer chain allows every subject listed, each asked as a synthetic member (SubjectAccessReview: a user with the authenticated group, a group's member, a service account); a real member's other groups may still be decided otherwise.")
 		return
 	}
 	names := make([]string, 0, len(denied))

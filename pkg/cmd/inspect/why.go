@@ -124,6 +124,9 @@ func (o *WhyOptions) Run(ctx context.Context) error {
 	switch {
 	case errors.As(err, &ae) && ae.Code == 403:
 		res.RBACNote = "you may not read RBAC objects here, so only the authorizer's reason is shown"
+	case err != nil && ctx.Err() == nil:
+		// The decision stands without the bindings behind it.
+		res.RBACNote = "could not read RBAC objects (" + logging.OneLine(err.Error(), 200) + "), so only the authorizer's reason is shown"
 	case err != nil:
 		return err
 	default:
