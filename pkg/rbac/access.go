@@ -88,6 +88,29 @@ type Matrix struct {
 	Requests int `json:"requests"`
 	// Incomplete is the rules review's word that it could not list everything.
 	Incomplete bool `json:"rulesIncomplete"`
+	// Streaming says, by kubectl command, whether exec, attach and
+	// port-forward work (with subresources): since Kubernetes 1.35 they go
+	// over WebSockets and need get and create on the subresource.
+	Streaming map[string]bool `json:"streaming,omitempty"`
+}
+
+// streamingSubresources are the subresources kubectl streams over.
+var streamingSubresources = map[string]string{"pods/exec": "kubectl exec", "pods/attach": "kubectl attach", "pods/portforward": "kubectl port-forward"}
+
+// setStreaming fills m.Streaming from its rows: a command works with get
+// and create allowed on its subresource.
+func (m *Matrix) setStreaming() {
+	if !slices.Contains(m.Verbs, "get") || !slices.Contains(m.Verbs, "create") {
+		return
+	}
+	for _, r := range m.Rows {
+		if command, ok := streamingSubresources[r.Resource]; ok {
+			if m.Streaming == nil {
+				m.Streaming = map[string]bool{}
+			}
+			m.Streaming[command] = r.Cells["get"].Allowed && r.Cells["create"].Allowed
+		}
+	}
 }
 
 // Discover lists the resources the API server serves (preferred versions),
@@ -269,6 +292,7 @@ func (c *Client) Access(ctx context.Context, resources []Resource, o AccessOptio
 		return nil, fmt.Errorf("checking access: %w", err)
 	}
 	m.Requests = int(requests.Load())
+	m.setStreaming()
 	return m, nil
 }
 

@@ -161,3 +161,25 @@ func TestAccessReviewBudget(t *testing.T) {
 	_, ssar := f.counts()
 	assert.Equal(t, 3+3, ssar, "the refused matrices sent no access review")
 }
+
+// TestAccessStreaming: kubectl exec works with get and create on pods/exec
+// (WebSockets, Kubernetes 1.35+); create alone, enough for SPDY, is not.
+func TestAccessStreaming(t *testing.T) {
+	rules := []authzv1.ResourceRule{
+		{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/portforward"}, Verbs: []string{"get", "create"}},
+	}
+	f := &fakeAuthz{rules: map[string][]authzv1.ResourceRule{"team-a": rules}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	var resources []Resource
+	for _, n := range []string{"pods/exec", "pods/portforward", "pods/attach"} {
+		resources = append(resources, Resource{Version: "v1", Name: n, Namespaced: true, Verbs: []string{"get", "create"}})
+	}
+	m, err := newClient(t, srv.URL).Access(context.Background(), resources, AccessOptions{Namespace: "team-a", Verbs: []string{"get", "create"}})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]bool{"kubectl exec": false, "kubectl port-forward": true, "kubectl attach": false}, m.Streaming)
+	m, err = newClient(t, srv.URL).Access(context.Background(), resources, AccessOptions{Namespace: "team-a", Verbs: []string{"create"}})
+	require.NoError(t, err)
+	assert.Nil(t, m.Streaming, "without get in the columns, nothing is said")
+}

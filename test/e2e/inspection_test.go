@@ -156,9 +156,27 @@ func TestWhyAndWhoCan(t *testing.T) {
 		want := alice.kubectl(append([]string{"auth", "can-i"}, append(theirs, "-n", "team-a")...)...)
 		got := run(t, alice.env, false, append([]string{st.ki, "why"}, append(q, "-n", "team-a", "--kubeconfig="+alice.kubeconfig)...)...)
 		assert.Equal(t, want.code, got.code, "why %v: kubectl auth can-i says %q: %s", q, want.stdout, got.stdout+got.stderr)
+		if q[1] == "pods/exec" {
+			assert.Contains(t, got.stdout, "kubectl exec: fails (since Kubernetes 1.35 it needs get and create on pods/exec over WebSockets: get no, create no)")
+		}
 		quiet := run(t, alice.env, false, append([]string{st.ki, "why", "-q"}, append(q, "-n", "team-a", "--kubeconfig="+alice.kubeconfig)...)...)
 		assert.Equal(t, want.code, quiet.code, "why -q %v", q)
 		assert.Empty(t, quiet.stdout, "why -q %v", q)
+	}
+	// access --subresources says whether kubectl exec, attach and
+	// port-forward work: get and create, as the cluster answers both.
+	sub := run(t, alice.env, false, st.ki, "access", "-n", "team-a", "--subresources", "-o", "json", "--kubeconfig="+alice.kubeconfig)
+	require.Equal(t, 0, sub.code, sub.stderr)
+	var streaming struct {
+		Streaming map[string]bool `json:"streaming"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(sub.stdout), &streaming))
+	for command, subresource := range map[string]string{"kubectl exec": "exec", "kubectl attach": "attach", "kubectl port-forward": "portforward"} {
+		get := alice.kubectl("auth", "can-i", "get", "pods", "--subresource="+subresource, "-n", "team-a").code == 0
+		create := alice.kubectl("auth", "can-i", "create", "pods", "--subresource="+subresource, "-n", "team-a").code == 0
+		works, said := streaming.Streaming[command]
+		assert.True(t, said, "access says whether %s works", command)
+		assert.Equal(t, get && create, works, command)
 	}
 
 	admin, err := st.adminKubeconfig(api)

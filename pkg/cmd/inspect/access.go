@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -234,6 +235,10 @@ func printMatrix(w io.Writer, m *rbac.Matrix) {
 		scope = "namespace " + m.Namespace
 	}
 	fmt.Fprintf(w, "# %s (%d API requests after discovery)\n", scope, m.Requests)
+	commands := slices.Sorted(maps.Keys(m.Streaming))
+	for _, c := range commands {
+		fmt.Fprintf(w, "# %s: %s (get and create on its subresource, since Kubernetes 1.35)\n", c, map[bool]string{true: "works", false: "fails"}[m.Streaming[c]])
+	}
 	if m.Incomplete {
 		fmt.Fprintln(w, "# the rules review is incomplete (an authorizer besides RBAC, such as a webhook): every cell asked with an access review (*); ! marks an answer that authorizer gave against RBAC's rules")
 	}

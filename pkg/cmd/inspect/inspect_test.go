@@ -42,6 +42,8 @@ type fakeCluster struct {
 	asked []string // "Access ns", "ReadRBAC ns", "List ns", ...
 	// denySubjects: the chain's denials for who-can --verify, by subject name.
 	denySubjects map[string]string
+	// whyVerbs, when set, decides Why by verb instead of why.
+	whyVerbs map[string]bool
 }
 
 func (f *fakeCluster) VerifySubject(_ context.Context, s rbacv1.Subject, t rbac.Target) (*authzv1.SubjectAccessReviewStatus, error) {
@@ -70,6 +72,9 @@ func (f *fakeCluster) SelfSubjectReview(ctx context.Context) (*authnv1.SelfSubje
 func (f *fakeCluster) Why(_ context.Context, t rbac.Target) (*authzv1.SubjectAccessReviewStatus, error) {
 	f.asked = append(f.asked, "Why "+t.Verb+" "+t.Resource+" "+t.Namespace)
 	st := f.why
+	if f.whyVerbs != nil {
+		st = authzv1.SubjectAccessReviewStatus{Allowed: f.whyVerbs[t.Verb]}
+	}
 	return &st, nil
 }
 
@@ -223,6 +228,7 @@ func TestWhyRun(t *testing.T) {
 		why      authzv1.SubjectAccessReviewStatus
 		rbac     *rbac.RBAC
 		rbacErr  error
+		whyVerbs map[string]bool
 		want     []string
 		wantErr  string
 		wantCode int
@@ -242,12 +248,18 @@ func TestWhyRun(t *testing.T) {
 		{name: "an unknown resource: a warning naming the closest, asked as typed", args: []string{"get", "podz"}, rbac: &rbac.RBAC{},
 			want: []string{"may get podz in namespace team-a? no"}, wantErr: `the server does not serve a resource "podz" (did you mean "pods"?)`, wantCode: 1,
 			asked: []string{"Why get podz team-a", "ReadRBAC team-a"}},
+		{name: "kubectl exec needs get and create (1.35+): create alone", args: []string{"create", "pods/exec"}, rbac: &rbac.RBAC{},
+			whyVerbs: map[string]bool{"create": true}, want: []string{"may create pods/exec in namespace team-a? yes", "kubectl exec: fails (since Kubernetes 1.35 it needs get and create on pods/exec over WebSockets: get no, create yes)"},
+			asked: []string{"Why create pods team-a", "Why get pods team-a", "ReadRBAC team-a"}},
+		{name: "kubectl port-forward with both verbs", args: []string{"get", "pods/portforward"}, rbac: &rbac.RBAC{},
+			whyVerbs: map[string]bool{"create": true, "get": true}, want: []string{"kubectl port-forward: works"},
+			asked: []string{"Why get pods team-a", "Why create pods team-a", "ReadRBAC team-a"}},
 		{name: "RBAC unreadable", args: []string{"get", "pods"}, why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbacErr: &kubeapi.APIError{Code: 403},
 			want: []string{"? yes", "you may not read RBAC objects here"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			streams, out, errOut := testStreams()
-			f := &fakeCluster{user: alice, why: tt.why, rbac: tt.rbac, rbacErr: tt.rbacErr, resources: []rbac.Resource{pods, secrets}}
+			f := &fakeCluster{user: alice, why: tt.why, whyVerbs: tt.whyVerbs, rbac: tt.rbac, rbacErr: tt.rbacErr, resources: []rbac.Resource{pods, secrets}}
 			o := &WhyOptions{Output: &cmdutil.OutputFlags{Format: ""}, Quiet: tt.quiet, IOStreams: streams, global: testGlobal(), client: f,
 				target: parseTarget(tt.args, "team-a")}
 			err := o.Run(context.Background())

@@ -39,7 +39,23 @@ type WhyResult struct {
 	Groups   []string     `json:"groups"`
 	Grants   []rbac.Grant `json:"grants,omitempty"`
 	RBACNote string       `json:"rbacNote,omitempty"`
+	// Streaming is set for pods/exec, pods/attach and pods/portforward: the
+	// command works only with both verbs.
+	Streaming *StreamingAccess `json:"streaming,omitempty"`
 }
+
+// StreamingAccess says whether kubectl exec, attach or port-forward works:
+// since Kubernetes 1.35 they go over WebSockets, which need get as well as
+// create on the subresource (SPDY needed create alone).
+type StreamingAccess struct {
+	Command string `json:"command"`
+	Get     bool   `json:"get"`
+	Create  bool   `json:"create"`
+	Works   bool   `json:"works"`
+}
+
+// streamingCommands are the subresources kubectl streams over, by command.
+var streamingCommands = map[string]string{"exec": "kubectl exec", "attach": "kubectl attach", "portforward": "kubectl port-forward"}
 
 // NewCmdWhy builds why.
 func NewCmdWhy(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
@@ -119,6 +135,23 @@ func (o *WhyOptions) Run(ctx context.Context) error {
 		return err
 	}
 	res := WhyResult{Allowed: st.Allowed, Denied: st.Denied, Reason: st.Reason, Username: ui.Username, Groups: ui.Groups}
+	if command, ok := streamingCommands[o.target.Subresource]; ok && o.target.Group == "" && o.target.Resource == "pods" &&
+		(o.target.Verb == "get" || o.target.Verb == "create") {
+		// The other verb, as the cluster answers it.
+		other := o.target
+		other.Verb = map[string]string{"get": "create", "create": "get"}[o.target.Verb]
+		ost, err := client.Why(ctx, other)
+		if err != nil {
+			return err
+		}
+		sa := &StreamingAccess{Command: command}
+		sa.Get, sa.Create = st.Allowed, ost.Allowed
+		if o.target.Verb == "create" {
+			sa.Get, sa.Create = ost.Allowed, st.Allowed
+		}
+		sa.Works = sa.Get && sa.Create
+		res.Streaming = sa
+	}
 	bindings, err := client.ReadRBAC(ctx, o.target.Namespace)
 	var ae *kubeapi.APIError
 	switch {
@@ -143,6 +176,11 @@ func (o *WhyOptions) Run(ctx context.Context) error {
 		}
 		if res.RBACNote != "" {
 			fmt.Fprintln(w, logging.Printable(res.RBACNote))
+		}
+		if sa := res.Streaming; sa != nil {
+			yes := map[bool]string{true: "yes", false: "no"}
+			fmt.Fprintf(w, "%s: %s (since Kubernetes 1.35 it needs get and create on %s over WebSockets: get %s, create %s)\n",
+				sa.Command, map[bool]string{true: "works", false: "fails"}[sa.Works], o.target.ResourceDisplay(), yes[sa.Get], yes[sa.Create])
 		}
 		printGrants(w, res.Grants)
 	}); err != nil {
