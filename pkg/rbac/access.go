@@ -94,8 +94,12 @@ type Matrix struct {
 	Streaming map[string]bool `json:"streaming,omitempty"`
 }
 
-// streamingSubresources are the subresources kubectl streams over.
-var streamingSubresources = map[string]string{"pods/exec": "kubectl exec", "pods/attach": "kubectl attach", "pods/portforward": "kubectl port-forward"}
+// StreamingCommand is the kubectl command that streams over the core
+// resource/subresource resource ("pods/exec": "kubectl exec"), "" for none:
+// since Kubernetes 1.35 it needs get and create on it (WebSockets).
+func StreamingCommand(resource string) string {
+	return map[string]string{"pods/exec": "kubectl exec", "pods/attach": "kubectl attach", "pods/portforward": "kubectl port-forward"}[resource]
+}
 
 // setStreaming fills m.Streaming from its rows: a command works with get
 // and create allowed on its subresource.
@@ -104,7 +108,7 @@ func (m *Matrix) setStreaming() {
 		return
 	}
 	for _, r := range m.Rows {
-		if command, ok := streamingSubresources[r.Resource]; ok {
+		if command := StreamingCommand(r.Resource); command != "" {
 			if m.Streaming == nil {
 				m.Streaming = map[string]bool{}
 			}

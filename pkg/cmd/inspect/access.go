@@ -175,12 +175,8 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 	var out []*rbac.Matrix
 	reviews := 0 // the requests sent so far, against --max-reviews
 	for _, ns := range namespaces {
-		opts := rbac.AccessOptions{Namespace: ns, Verbs: o.Verbs, ForceSSAR: o.Method == rbac.FromAccessReview || o.ClusterScope}
-		if o.MaxReviews > 0 {
-			if opts.MaxReviews = o.MaxReviews - reviews; opts.MaxReviews <= 0 {
-				opts.MaxReviews = -1 // spent: the next review is refused
-			}
-		}
+		opts := rbac.AccessOptions{Namespace: ns, Verbs: o.Verbs, ForceSSAR: o.Method == rbac.FromAccessReview || o.ClusterScope,
+			MaxReviews: o.reviewsLeft(reviews)}
 		if o.global.IsTerminal(o.ErrOut) {
 			opts.Progress = func(done, total int) {
 				if total < 20 {
@@ -201,11 +197,7 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 		}
 		reviews += m.Requests
 		if other != nil {
-			if o.MaxReviews > 0 {
-				if opts.MaxReviews = o.MaxReviews - reviews; opts.MaxReviews <= 0 {
-					opts.MaxReviews = -1
-				}
-			}
+			opts.MaxReviews = o.reviewsLeft(reviews)
 			m2, err := other.Access(ctx, resources, opts)
 			if err != nil {
 				return fmt.Errorf("as %s: %w", o.DiffAs, err)
@@ -275,4 +267,16 @@ func nsLabel(ns string) string {
 		return "cluster scope"
 	}
 	return "namespace " + ns
+}
+
+// reviewsLeft is --max-reviews less the requests sent: rbac.AccessOptions'
+// MaxReviews (0: no limit; negative when spent, so the next is refused).
+func (o *AccessOptions) reviewsLeft(sent int) int {
+	if o.MaxReviews <= 0 {
+		return 0
+	}
+	if left := o.MaxReviews - sent; left > 0 {
+		return left
+	}
+	return -1
 }

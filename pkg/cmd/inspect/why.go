@@ -54,9 +54,6 @@ type StreamingAccess struct {
 	Works   bool   `json:"works"`
 }
 
-// streamingCommands are the subresources kubectl streams over, by command.
-var streamingCommands = map[string]string{"exec": "kubectl exec", "attach": "kubectl attach", "portforward": "kubectl port-forward"}
-
 // NewCmdWhy builds why.
 func NewCmdWhy(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &WhyOptions{IOStreams: streams, global: g}
@@ -135,7 +132,7 @@ func (o *WhyOptions) Run(ctx context.Context) error {
 		return err
 	}
 	res := WhyResult{Allowed: st.Allowed, Denied: st.Denied, Reason: st.Reason, Username: ui.Username, Groups: ui.Groups}
-	if command, ok := streamingCommands[o.target.Subresource]; ok && o.target.Group == "" && o.target.Resource == "pods" &&
+	if command := rbac.StreamingCommand(o.target.Resource + "/" + o.target.Subresource); command != "" && o.target.Group == "" &&
 		(o.target.Verb == "get" || o.target.Verb == "create") {
 		// The other verb, as the cluster answers it.
 		other := o.target
