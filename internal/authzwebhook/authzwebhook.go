@@ -65,12 +65,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.asked++
 	h.mu.Unlock()
 	sar.Status = authzv1.SubjectAccessReviewStatus{}
-	for _, rule := range h.Rules {
-		if rule.matches(sar.Spec) {
-			sar.Status = authzv1.SubjectAccessReviewStatus{Allowed: rule.Allow, Denied: !rule.Allow, Reason: rule.Reason}
-			break
-		}
+	if rule, ok := h.Decides(sar.Spec); ok {
+		sar.Status = authzv1.SubjectAccessReviewStatus{Allowed: rule.Allow, Denied: !rule.Allow, Reason: rule.Reason}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(&sar)
+}
+
+// Decides is the rule that decides spec (the first that matches), false
+// when the webhook has no opinion.
+func (h *Handler) Decides(spec authzv1.SubjectAccessReviewSpec) (Rule, bool) {
+	for _, rule := range h.Rules {
+		if rule.matches(spec) {
+			return rule, true
+		}
+	}
+	return Rule{}, false
 }

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,6 +91,14 @@ type Matrix struct {
 	// port-forward work (with subresources): since Kubernetes 1.35 they go
 	// over WebSockets and need get and create on the subresource.
 	Streaming map[string]bool `json:"streaming,omitempty"`
+	// Escalation answers the escalation checks (EscalationChecks): the
+	// cluster's, and the namespace's for a namespace's matrix.
+	Escalation []EscalationCell `json:"escalation,omitempty"`
+	// ImpersonateOn holds, for each constrained impersonation mode the
+	// identity holds (impersonate:<mode>), the rows' cells asked as
+	// impersonate-on:<mode>:<verb>: what it may do as an identity it
+	// impersonates in that mode.
+	ImpersonateOn map[string][]Row `json:"impersonateOn,omitempty"`
 }
 
 // StreamingCommand is the kubectl command that streams over the core
@@ -203,6 +210,11 @@ type AccessOptions struct {
 	// Progress, when set, is told how many access reviews are done of how
 	// many (for a progress line on a terminal).
 	Progress func(done, total int)
+	// Escalation adds the escalation section: the cluster's checks (or
+	// ClusterEscalation, from an earlier matrix of the run), the namespace's,
+	// and the impersonate-on cells of the constrained modes held.
+	Escalation        bool
+	ClusterEscalation []EscalationCell
 	// MaxReviews bounds the access reviews of this matrix (0: no bound,
 	// negative: none may be sent): with an authorizer besides RBAC every
 	// cell is one, and a caller asking about many namespaces passes what is
@@ -215,33 +227,187 @@ var ErrTooManyReviews = errors.New("too many access reviews")
 
 // Access builds the matrix of resources: one SelfSubjectRulesReview, then a
 // SelfSubjectAccessReview only for the cells the review leaves open (it
-// says incomplete, or grants for some resourceNames only).
+// says incomplete, or grants for some resourceNames only). With
+// o.Escalation it also answers the escalation checks, and, for each
+// constrained impersonation mode the identity holds, the
+// impersonate-on:<mode>:<verb> cells of the same rows and columns. Every
+// access review it may send is counted against o.MaxReviews before the
+// first is sent.
 func (c *Client) Access(ctx context.Context, resources []Resource, o AccessOptions) (*Matrix, error) {
 	verbs := o.Verbs
 	if len(verbs) == 0 {
 		verbs = DefaultVerbs
 	}
 	m := &Matrix{Namespace: o.Namespace, Verbs: verbs}
-	var requests atomic.Int32
-	var rules []authzv1.ResourceRule
+	requests := 0
+	p := &planner{ssar: o.ForceSSAR}
 	if !o.ForceSSAR {
-		in := authzv1.SelfSubjectRulesReview{Spec: authzv1.SelfSubjectRulesReviewSpec{Namespace: o.Namespace}}
-		in.APIVersion, in.Kind = "authorization.k8s.io/v1", "SelfSubjectRulesReview"
-		var out authzv1.SelfSubjectRulesReview
-		requests.Add(1)
-		if err := c.Post(ctx, "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", &in, &out); err != nil {
+		requests++
+		var err error
+		if p.rules, p.incomplete, err = c.rulesReview(ctx, o.Namespace); err != nil {
 			return nil, fmt.Errorf("reviewing your rules in %q: %w", o.Namespace, err)
 		}
-		rules, m.Incomplete = out.Status.ResourceRules, out.Status.Incomplete
-	}
-	type job struct {
-		row  int
-		verb string
-		res  Resource
-		// rules is what the rules review said of the cell.
-		rules bool
+		m.Incomplete = p.incomplete
 	}
 	var jobs []job
+	m.Rows = p.rows(resources, verbs, o.Namespace, "", &jobs)
+	if o.Escalation {
+		cluster := o.ClusterEscalation
+		var cp *planner
+		if cluster == nil {
+			var err error
+			var n int
+			if cp, n, err = c.clusterPlanner(ctx, p); err != nil {
+				return nil, err
+			}
+			requests += n
+		}
+		m.Escalation = escalationCells(p, cp, o.Namespace, cluster, &jobs)
+	}
+	// The impersonate-on rows of every mode that may turn out held, so that
+	// the budget counts them; only the held ones are kept and asked.
+	modeRows, modeJobs := map[string][]Row{}, map[string][]job{}
+	budget := len(jobs)
+	if o.Escalation {
+		for _, mode := range ImpersonationModes {
+			if maybeHeld(m.Escalation, jobs, mode) {
+				var mj []job
+				modeRows[mode] = p.rows(resources, verbs, o.Namespace, mode, &mj)
+				modeJobs[mode] = mj
+				budget += len(mj)
+			}
+		}
+	}
+	if o.MaxReviews != 0 && budget > max(o.MaxReviews, 0) {
+		return nil, fmt.Errorf("%w: the matrix%s may need %d, over the %d left (with an authorizer besides RBAC, such as a webhook, the rules review is incomplete and every cell is asked)",
+			ErrTooManyReviews, inNamespace(o.Namespace), budget, max(o.MaxReviews, 0))
+	}
+	n, err := c.answer(ctx, m, jobs, o)
+	requests += n
+	if err != nil {
+		return nil, err
+	}
+	if o.Escalation {
+		jobs = nil
+		for _, mode := range grantedModes(m.Escalation) {
+			if m.ImpersonateOn == nil {
+				m.ImpersonateOn = map[string][]Row{}
+			}
+			m.ImpersonateOn[mode] = modeRows[mode]
+			jobs = append(jobs, modeJobs[mode]...)
+		}
+		n, err := c.answer(ctx, m, jobs, o)
+		requests += n
+		if err != nil {
+			return nil, err
+		}
+	}
+	m.Requests = requests
+	m.setStreaming()
+	return m, nil
+}
+
+// rulesReview is a SelfSubjectRulesReview of namespace.
+func (c *Client) rulesReview(ctx context.Context, namespace string) ([]authzv1.ResourceRule, bool, error) {
+	in := authzv1.SelfSubjectRulesReview{Spec: authzv1.SelfSubjectRulesReviewSpec{Namespace: namespace}}
+	in.APIVersion, in.Kind = "authorization.k8s.io/v1", "SelfSubjectRulesReview"
+	var out authzv1.SelfSubjectRulesReview
+	if err := c.Post(ctx, "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", &in, &out); err != nil {
+		return nil, false, err
+	}
+	return out.Status.ResourceRules, out.Status.Incomplete, nil
+}
+
+// answer sends jobs' access reviews and writes their answers into m.
+func (c *Client) answer(ctx context.Context, m *Matrix, jobs []job, o AccessOptions) (int, error) {
+	if len(jobs) == 0 {
+		return 0, nil
+	}
+	attrs := make([]authzv1.ResourceAttributes, len(jobs))
+	for k, j := range jobs {
+		attrs[k] = j.attrs
+	}
+	done := 0
+	n, err := c.accessReviews(ctx, attrs, o.Concurrency, func(k int, st authzv1.SubjectAccessReviewStatus) {
+		j := jobs[k]
+		// The rules' cell, answered: its "some names only" is kept.
+		var cell Cell
+		switch {
+		case j.escalation >= 0:
+			cell = m.Escalation[j.escalation].Cell
+		case j.mode != "":
+			cell = m.ImpersonateOn[j.mode][j.row].Cells[j.verb]
+		default:
+			cell = m.Rows[j.row].Cells[j.verb]
+		}
+		cell.Allowed, cell.Source = st.Allowed, FromAccessReview
+		cell.DecidedElsewhere = j.incomplete && st.Allowed != j.rules
+		switch {
+		case j.escalation >= 0:
+			m.Escalation[j.escalation].Cell = cell
+		case j.mode != "":
+			m.ImpersonateOn[j.mode][j.row].Cells[j.verb] = cell
+		default:
+			m.Rows[j.row].Cells[j.verb] = cell
+		}
+		done++
+		if o.Progress != nil {
+			o.Progress(done, len(jobs))
+		}
+	})
+	if err != nil {
+		return n, fmt.Errorf("checking access: %w", err)
+	}
+	return n, nil
+}
+
+// planner answers cells from a rules review, and lists the access reviews
+// the others need.
+type planner struct {
+	rules []authzv1.ResourceRule
+	// incomplete: the review said so (another authorizer in the chain).
+	incomplete bool
+	// ssar: no rules review, every cell is asked.
+	ssar bool
+}
+
+// ask tells whether a cell, as the rules answer it, is asked again: every
+// cell without a review or with an incomplete one (a webhook before RBAC
+// may deny what RBAC allows), and grants for some names only.
+func (p *planner) ask(cell Cell) bool {
+	return p.ssar || p.incomplete || (!cell.Allowed && cell.Partial)
+}
+
+// job is one access review of the matrix: a cell of a row (of the matrix,
+// or of mode's impersonate-on rows), or an escalation cell.
+type job struct {
+	row        int
+	verb       string
+	mode       string
+	escalation int
+	attrs      authzv1.ResourceAttributes
+	// rules is what the rules review said of the cell; incomplete, that
+	// the review said it was incomplete (an answer against rules is then
+	// another authorizer's).
+	rules, incomplete bool
+}
+
+// fromRules is the cell the rules give verb on resource (resource/sub).
+func (p *planner) fromRules(group, resource, verb string) Cell {
+	cell := Cell{Source: FromRules}
+	for _, rule := range p.rules {
+		a, partial := RuleAllows(rule, group, resource, verb)
+		cell.Allowed = cell.Allowed || a
+		cell.Partial = cell.Partial || partial
+	}
+	return cell
+}
+
+// rows answers resources × verbs in namespace from the rules, the verbs
+// asked as impersonate-on:<mode>:<verb> when mode is set, adding the
+// access reviews needed to jobs.
+func (p *planner) rows(resources []Resource, verbs []string, namespace, mode string, jobs *[]job) []Row {
+	var out []Row
 	for i, r := range resources {
 		row := Row{Resource: r.String(), Cells: map[string]Cell{}}
 		for _, v := range verbs {
@@ -249,55 +415,25 @@ func (c *Client) Access(ctx context.Context, resources []Resource, o AccessOptio
 				row.Cells[v] = Cell{Source: NotApplicable}
 				continue
 			}
-			cell := Cell{Source: FromRules}
-			for _, rule := range rules {
-				a, p := RuleAllows(rule, r.Group, r.Name, v)
-				cell.Allowed = cell.Allowed || a
-				cell.Partial = cell.Partial || p
+			asked := v
+			if mode != "" {
+				asked = ImpersonateOnVerb(mode, v)
 			}
-			// An incomplete review (a webhook or another authorizer in the
-			// chain) cannot be trusted either way: one before RBAC may deny
-			// what RBAC allows, so every cell is asked, as kube-apiserver
-			// answers it.
-			if o.ForceSSAR || m.Incomplete || (!cell.Allowed && cell.Partial) {
-				jobs = append(jobs, job{row: i, verb: v, res: r, rules: cell.Allowed})
+			cell := p.fromRules(r.Group, r.Name, asked)
+			if p.ask(cell) {
+				name, sub, _ := strings.Cut(r.Name, "/")
+				ns := namespace
+				if !r.Namespaced {
+					ns = ""
+				}
+				*jobs = append(*jobs, job{row: i, verb: v, mode: mode, escalation: -1, rules: cell.Allowed, incomplete: p.incomplete,
+					attrs: authzv1.ResourceAttributes{Namespace: ns, Verb: asked, Group: r.Group, Resource: name, Subresource: sub}})
 			}
 			row.Cells[v] = cell
 		}
-		m.Rows = append(m.Rows, row)
+		out = append(out, row)
 	}
-	if o.MaxReviews != 0 && len(jobs) > max(o.MaxReviews, 0) {
-		return nil, fmt.Errorf("%w: the matrix%s needs %d, over the %d left (with an authorizer besides RBAC, such as a webhook, the rules review is incomplete and every cell is asked)",
-			ErrTooManyReviews, inNamespace(o.Namespace), len(jobs), max(o.MaxReviews, 0))
-	}
-	attrs := make([]authzv1.ResourceAttributes, len(jobs))
-	for k, j := range jobs {
-		name, sub, _ := strings.Cut(j.res.Name, "/")
-		ns := o.Namespace
-		if !j.res.Namespaced {
-			ns = ""
-		}
-		attrs[k] = authzv1.ResourceAttributes{Namespace: ns, Verb: j.verb, Group: j.res.Group, Resource: name, Subresource: sub}
-	}
-	done := 0
-	n, err := c.accessReviews(ctx, attrs, o.Concurrency, func(k int, st authzv1.SubjectAccessReviewStatus) {
-		j := jobs[k]
-		cell := m.Rows[j.row].Cells[j.verb]
-		cell.Allowed, cell.Source = st.Allowed, FromAccessReview
-		cell.DecidedElsewhere = m.Incomplete && st.Allowed != j.rules
-		m.Rows[j.row].Cells[j.verb] = cell
-		done++
-		if o.Progress != nil {
-			o.Progress(done, len(jobs))
-		}
-	})
-	requests.Add(int32(n))
-	if err != nil {
-		return nil, fmt.Errorf("checking access: %w", err)
-	}
-	m.Requests = int(requests.Load())
-	m.setStreaming()
-	return m, nil
+	return out
 }
 
 // accessReviews asks a SelfSubjectAccessReview for each of attrs,
@@ -357,13 +493,59 @@ func (c *Client) Namespaces(ctx context.Context) ([]string, error) {
 
 // Diff keeps the rows and cells where a and b answer differently; the cell
 // is b's answer (so ✔ means: the other identity may, this one may not).
+// So with the escalation cells and the impersonate-on rows.
 func Diff(a, b *Matrix) *Matrix {
 	d := &Matrix{Namespace: a.Namespace, Verbs: a.Verbs, Requests: a.Requests + b.Requests, Incomplete: a.Incomplete || b.Incomplete}
-	for i, ra := range a.Rows {
-		rb := b.Rows[i]
+	d.Rows = diffRows(a.Verbs, a.Rows, b.Rows)
+	for i, ea := range a.Escalation {
+		if i < len(b.Escalation) && (ea.Allowed != b.Escalation[i].Allowed || ea.Partial != b.Escalation[i].Partial) {
+			d.Escalation = append(d.Escalation, b.Escalation[i])
+		}
+	}
+	for _, mode := range ImpersonationModes {
+		ra, rb := a.ImpersonateOn[mode], b.ImpersonateOn[mode]
+		if ra == nil && rb == nil {
+			continue
+		}
+		if ra == nil {
+			ra = deniedRows(rb)
+		}
+		if rb == nil {
+			rb = deniedRows(ra)
+		}
+		if rows := diffRows(a.Verbs, ra, rb); len(rows) > 0 {
+			if d.ImpersonateOn == nil {
+				d.ImpersonateOn = map[string][]Row{}
+			}
+			d.ImpersonateOn[mode] = rows
+		}
+	}
+	return d
+}
+
+// deniedRows is rows with every applicable cell denied: the impersonate-on
+// rows of an identity that does not hold the mode.
+func deniedRows(rows []Row) []Row {
+	out := make([]Row, len(rows))
+	for i, r := range rows {
+		out[i] = Row{Resource: r.Resource, Cells: map[string]Cell{}}
+		for v, c := range r.Cells {
+			if c.Source != NotApplicable {
+				c = Cell{Source: c.Source}
+			}
+			out[i].Cells[v] = c
+		}
+	}
+	return out
+}
+
+func diffRows(verbs []string, a, b []Row) []Row {
+	var out []Row
+	for i, ra := range a {
+		rb := b[i]
 		row := Row{Resource: ra.Resource, Cells: map[string]Cell{}}
 		differs := false
-		for _, v := range a.Verbs {
+		for _, v := range verbs {
 			if ra.Cells[v].Allowed != rb.Cells[v].Allowed || ra.Cells[v].Partial != rb.Cells[v].Partial {
 				row.Cells[v] = rb.Cells[v]
 				differs = true
@@ -372,8 +554,8 @@ func Diff(a, b *Matrix) *Matrix {
 			}
 		}
 		if differs {
-			d.Rows = append(d.Rows, row)
+			out = append(out, row)
 		}
 	}
-	return d
+	return out
 }

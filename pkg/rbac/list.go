@@ -66,12 +66,13 @@ func ResolveResource(all []Resource, typed string) (Resource, error) {
 // ResolveTarget resolves t's resource through discovery (all, subresources
 // included), so that "get po", "get pod" and "get Pod" ask about pods as
 // kubectl auth can-i does. Non-resource URLs, "*" and the impersonation
-// resources (users, groups, uids, userextras), which discovery does not
-// list, are left as they are.
+// resources (users, groups, uids, userextras; constrained impersonation's
+// users, groups, serviceaccounts and nodes of authentication.k8s.io), which
+// discovery does not list, are left as they are.
 func ResolveTarget(all []Resource, t Target) (Target, error) {
 	if t.NonResourceURL != "" || t.Resource == "*" ||
 		(t.Group == "" && slices.Contains([]string{"users", "groups", "serviceaccounts/token"}, t.Resource)) ||
-		(t.Group == "authentication.k8s.io" && slices.Contains([]string{"uids", "userextras"}, t.Resource)) {
+		(t.Group == ImpersonationGroup && slices.Contains([]string{"uids", "userextras", "users", "groups", "serviceaccounts", "nodes"}, t.Resource)) {
 		return t, nil
 	}
 	typed := t.Resource

@@ -137,7 +137,7 @@ func (r *RBAC) WhoCan(t Target) []Grant {
 	// Non-resource URLs have no namespace: only ClusterRoleBindings grant
 	// them, as in kube-apiserver's RBAC authorizer.
 	for _, b := range r.RoleBindings {
-		if t.NonResourceURL != "" {
+		if t.NonResourceURL != "" || ClusterScoped(t) {
 			break
 		}
 		if t.Namespace != "" && b.Namespace != t.Namespace {
@@ -284,6 +284,9 @@ func (t Target) ResourceDisplay() string {
 func (t Target) Where() string {
 	if t.NonResourceURL != "" {
 		return "(a non-resource URL)"
+	}
+	if ClusterScoped(t) {
+		return "at cluster scope"
 	}
 	if t.Namespace == "" {
 		return "in any namespace"

@@ -49,6 +49,15 @@ func TestWhoCanAndForIdentity(t *testing.T) {
 		{"resourceNames: not another", ParseTarget("get", "configmaps", "c", "team-a"), nil},
 		{"subresource via a cluster binding", ParseTarget("get", "pods/log", "", "team-a"), []string{"/logs"}},
 		{"group of the resource", ParseTarget("get", "deployments.apps", "", "team-a"), nil},
+		// dave's admin RoleBinding in team-b does not let him impersonate:
+		// kube-apiserver asks impersonation at cluster scope.
+		{"impersonate users: cluster bindings only", ParseTarget("impersonate", "users", "", "team-b"), nil},
+		{"impersonate serviceaccounts: the namespace's", ParseTarget("impersonate", "serviceaccounts", "", "team-b"), []string{"team-b/other"}},
+		// Binding a ClusterRole in a RoleBinding is asked in its namespace.
+		{"bind clusterroles: the namespace's too", ParseTarget("bind", "clusterroles.rbac.authorization.k8s.io", "", "team-b"), []string{"team-b/other"}},
+		{"escalate clusterroles: cluster bindings only", ParseTarget("escalate", "clusterroles.rbac.authorization.k8s.io", "", "team-b"), nil},
+		{"bind roles: the namespace's", ParseTarget("bind", "roles.rbac.authorization.k8s.io", "", "team-b"), []string{"team-b/other"}},
+		{"constrained: impersonate-on is the request's", ParseTarget("impersonate-on:user-info:get", "pods", "", "team-b"), []string{"team-b/other"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -56,6 +56,11 @@ func TestResolveTarget(t *testing.T) {
 		{resource: "*", wantResource: "*"},
 		{resource: "users", wantResource: "users"},
 		{resource: "userextras.authentication.k8s.io/scopes", wantResource: "userextras", wantGroup: "authentication.k8s.io", wantSub: "scopes"},
+		// Constrained impersonation's resources (KEP-5284): served by no API.
+		{resource: "users.authentication.k8s.io", wantResource: "users", wantGroup: "authentication.k8s.io"},
+		{resource: "serviceaccounts.authentication.k8s.io", wantResource: "serviceaccounts", wantGroup: "authentication.k8s.io"},
+		{resource: "nodes.authentication.k8s.io", wantResource: "nodes", wantGroup: "authentication.k8s.io"},
+		{resource: "groups.authentication.k8s.io", wantResource: "groups", wantGroup: "authentication.k8s.io"},
 		{resource: "frobnicators", wantErr: `the server does not serve a resource "frobnicators": see kubectl api-resources`},
 		{resource: "deployments.v2.apps", wantErr: "does not serve"},
 		{resource: "pods/attach", wantResource: "pods", wantSub: "attach"}, // asked as typed, as kubectl's --subresource

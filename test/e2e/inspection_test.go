@@ -25,7 +25,14 @@ import (
 type matrix struct {
 	Requests   int  `json:"requests"`
 	Incomplete bool `json:"rulesIncomplete"`
-	Rows       []struct {
+	Escalation []struct {
+		Verb     string `json:"verb"`
+		Resource string `json:"resource"`
+		Allowed  bool   `json:"allowed"`
+		Source   string `json:"source"`
+	} `json:"escalation"`
+	ImpersonateOn map[string]json.RawMessage `json:"impersonateOn"`
+	Rows          []struct {
 		Resource string `json:"resource"`
 		Cells    map[string]struct {
 			Allowed bool   `json:"allowed"`
@@ -101,6 +108,23 @@ func TestAccessMatrix(t *testing.T) {
 	plain := accessMatrix(t, baseEnv(t.TempDir()), "--kubeconfig="+admin, "-n", "team-a")
 	same := accessMatrix(t, baseEnv(t.TempDir()), "--kubeconfig="+admin, "-n", "team-a", "--token-identity")
 	assert.Equal(t, plain.allowed(), same.allowed())
+
+	// Escalation paths: alice holds none, and no rule of her namespace's
+	// review could grant a cluster-scoped one (1 request, above). The admin
+	// holds every one: the cluster's rules, reviewed apart (a namespace no
+	// object can be in), answer the cluster-scoped checks: 2 requests, no
+	// access review, and every constrained mode's impersonate-on cells.
+	for _, e := range fast.Escalation {
+		assert.False(t, e.Allowed, "alice: %s %s", e.Verb, e.Resource)
+	}
+	assert.Len(t, fast.Escalation, 17)
+	assert.Empty(t, fast.ImpersonateOn)
+	assert.Equal(t, 2, plain.Requests, "the namespace's rules review and the cluster's")
+	for _, e := range plain.Escalation {
+		assert.True(t, e.Allowed, "admin: %s %s", e.Verb, e.Resource)
+		assert.Equal(t, "rules", e.Source, "admin: %s %s", e.Verb, e.Resource)
+	}
+	assert.Len(t, plain.ImpersonateOn, 4)
 
 	human := run(t, alice.env, false, st.ki, "access", "--kubeconfig="+alice.kubeconfig, "-n", "team-a", "--verb=get,create")
 	require.Equal(t, 0, human.code, human.stderr)

@@ -823,6 +823,21 @@ const (
 	webhookGroupReason = "e2e webhook: developers may not watch pods in team-a"
 )
 
+// webhookDiffSeed is the seed of the RBAC differential on the webhook
+// chain; webhookDiffRules are the webhook's decisions for its identities:
+// denials of what RBAC may grant, grants RBAC does not make, on resources,
+// at cluster scope and on escalation verbs.
+const webhookDiffSeed = 6
+
+var webhookDiffRules = []authzwebhook.Rule{
+	{User: "rbac-diff-6-a", Verb: "get", Namespace: "rbac-diff-6", Allow: false, Reason: "e2e webhook: a may not get in rbac-diff-6"},
+	{User: "rbac-diff-6-c", Verb: "list", Allow: true, Reason: "e2e webhook: c may list anything"},
+	{Member: "rbac-diff-6-g2", Verb: "delete", Resource: "configmaps", Allow: false, Reason: "e2e webhook: g2 may not delete configmaps"},
+	{User: "rbac-diff-6-d", Verb: "impersonate", Resource: "serviceaccounts", Allow: true, Reason: "e2e webhook: d may impersonate service accounts"},
+	{User: "rbac-diff-6-b", Verb: "impersonate-on:user-info:get", Allow: true, Reason: "e2e webhook: b may get as whom it impersonates"},
+	{User: "rbac-diff-6-b", Verb: "impersonate:user-info", Allow: true, Reason: "e2e webhook: b may impersonate users"},
+}
+
 // startAuthorizationWebhook serves the webhook authorizer on 127.0.0.1
 // (TLS, the stack's serving certificate) and writes the
 // AuthorizationConfiguration that puts it before Node and RBAC; system:masters
@@ -834,6 +849,7 @@ func (s *stack) startAuthorizationWebhook() (string, error) {
 		{Member: "oidc:developers", Verb: "watch", Resource: "pods", Namespace: "team-a", Allow: false, Reason: webhookGroupReason},
 		{User: "oidc:alice@example.com", Verb: "get", Resource: "configmaps", Namespace: "team-a", Name: "chain-a", Allow: false, Reason: "e2e webhook: alice may not get chain-a"},
 	}}
+	s.webhook.Rules = append(s.webhook.Rules, webhookDiffRules...)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err

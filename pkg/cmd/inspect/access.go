@@ -34,6 +34,8 @@ type AccessOptions struct {
 	DiffAsGroups  []string
 	// MaxReviews bounds the access reviews of the run (--max-reviews).
 	MaxReviews int
+	// Escalation adds the escalation paths (--escalation).
+	Escalation bool
 	// client, impersonate (a client acting as another identity) and
 	// namespace are Complete's.
 	client      accessClient
@@ -55,7 +57,19 @@ locally (wildcards, subresources, resourceNames); only cells the review cannot
 settle (it says incomplete, or grants for some names only) are asked again with a
 SelfSubjectAccessReview. Cluster-scoped resources are always asked per cell.
 In the table, ✔ is allowed, ✗ denied, ~ allowed for some resourceNames only,
-"·" means the resource has no such verb, and * marks an answer from a SelfSubjectAccessReview.`,
+"·" means the resource has no such verb, and * marks an answer from a SelfSubjectAccessReview.
+
+Below the matrix come the escalation paths you hold (--escalation, on by
+default): impersonate on users, groups, serviceaccounts, uids and userextras
+(kubectl --as), bind and escalate on roles and clusterroles, and constrained
+impersonation (Kubernetes 1.35+, KEP-5284): impersonate:user-info,
+impersonate:serviceaccount, impersonate:arbitrary-node and
+impersonate:associated-node on the identities of authentication.k8s.io, each
+asked as kube-apiserver asks it (the cluster-scoped ones with one access review
+each where a rule might grant it, once per run). For each constrained mode you hold, a second matrix shows
+the impersonate-on:<mode>:<verb> cells: what you may do as an identity you
+impersonate that way. -o json has every check under "escalation" and
+"impersonateOn".`,
 		Example: `  kubectl impersonate access -n team-a
   kubectl impersonate access -n team-a --as=bob@example.com --verb=get,list,create
   kubectl impersonate access --cluster-scope -o json`,
@@ -70,6 +84,7 @@ In the table, ✔ is allowed, ✗ denied, ~ allowed for some resourceNames only,
 	f.StringSliceVar(&o.Verbs, "verb", rbac.DefaultVerbs, "The verb columns (repeatable, or comma-separated)")
 	f.IntVar(&o.MaxReviews, "max-reviews", 2000, "At most this many access reviews in all (an authorizer besides RBAC makes every cell one); more is refused before any is sent (0: no limit)")
 	settings.AliasFlag(f, "verbs", "verb", streams.ErrOut)
+	f.BoolVar(&o.Escalation, "escalation", true, "Also the escalation paths: impersonate, bind, escalate and constrained impersonation (impersonate:<mode>, impersonate-on:<mode>:<verb>)")
 	f.BoolVar(&o.Subresources, "subresources", false, "Include subresources (pods/log, deployments/scale, ...)")
 	f.StringVar((*string)(&o.Method), "method", string(rbac.FromRules), "rules (a rules review, then access reviews where needed) or ssar (one access review per cell)")
 	o.Output = cmdutil.NewOutputFlags(f, "a table")
@@ -174,15 +189,18 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 	}
 	var out []*rbac.Matrix
 	reviews := 0 // the requests sent so far, against --max-reviews
+	// The cluster's escalation checks: asked with the first matrix, reused
+	// by the others (-A), for each identity.
+	var escalation, otherEscalation []rbac.EscalationCell
 	for _, ns := range namespaces {
 		opts := rbac.AccessOptions{Namespace: ns, Verbs: o.Verbs, ForceSSAR: o.Method == rbac.FromAccessReview || o.ClusterScope,
-			MaxReviews: o.reviewsLeft(reviews)}
+			MaxReviews: o.reviewsLeft(reviews), Escalation: o.Escalation, ClusterEscalation: escalation}
 		if o.global.IsTerminal(o.ErrOut) {
 			opts.Progress = func(done, total int) {
 				if total < 20 {
 					return
 				}
-				fmt.Fprintf(o.ErrOut, "\r\033[Kchecking %s: %d/%d access reviews", nsLabel(ns), done, total)
+				fmt.Fprintf(o.ErrOut, "\r\033[Kchecking %s: %d/%d access reviews", logging.Printable(nsLabel(ns)), done, total)
 				if done == total {
 					fmt.Fprint(o.ErrOut, "\r\033[K")
 				}
@@ -190,19 +208,25 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 		}
 		m, err := client.Access(ctx, resources, opts)
 		if errors.Is(err, rbac.ErrTooManyReviews) {
-			return fmt.Errorf("%w; raise --max-reviews (0: no limit), or ask about fewer namespaces or verbs", err)
+			return fmt.Errorf("%w; raise --max-reviews (0: no limit), or ask about fewer namespaces or verbs (or give --escalation=false)", err)
 		}
 		if err != nil {
 			return err
 		}
 		reviews += m.Requests
+		if o.Escalation && escalation == nil {
+			escalation = m.ClusterEscalation()
+		}
 		if other != nil {
-			opts.MaxReviews = o.reviewsLeft(reviews)
+			opts.MaxReviews, opts.ClusterEscalation = o.reviewsLeft(reviews), otherEscalation
 			m2, err := other.Access(ctx, resources, opts)
 			if err != nil {
 				return fmt.Errorf("as %s: %w", o.DiffAs, err)
 			}
 			reviews += m2.Requests
+			if o.Escalation && otherEscalation == nil {
+				otherEscalation = m2.ClusterEscalation()
+			}
 			m = rbac.Diff(m, m2)
 		}
 		out = append(out, m)
@@ -216,15 +240,17 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 			if i > 0 {
 				fmt.Fprintln(w)
 			}
-			printMatrix(w, m)
+			printMatrix(w, m, o.DiffAs != "")
 		}
 	})
 }
 
-func printMatrix(w io.Writer, m *rbac.Matrix) {
+// printMatrix prints m, a --diff-as matrix (only the cells that differ)
+// when diff is set.
+func printMatrix(w io.Writer, m *rbac.Matrix, diff bool) {
 	scope := "cluster scope"
 	if m.Namespace != "" {
-		scope = "namespace " + m.Namespace
+		scope = "namespace " + logging.Printable(m.Namespace)
 	}
 	fmt.Fprintf(w, "# %s (%d API requests after discovery)\n", scope, m.Requests)
 	commands := slices.Sorted(maps.Keys(m.Streaming))
@@ -234,32 +260,107 @@ func printMatrix(w io.Writer, m *rbac.Matrix) {
 	if m.Incomplete {
 		fmt.Fprintln(w, "# the rules review is incomplete (an authorizer besides RBAC, such as a webhook): every cell asked with an access review (*); ! marks an answer that authorizer gave against RBAC's rules")
 	}
+	printRows(w, m.Verbs, m.Rows, false)
+	printEscalation(w, m, diff)
+}
+
+// printRows is the table of rows (only the rows with a cell allowed, for
+// some names at least, when held is set).
+func printRows(w io.Writer, verbs []string, rows []rbac.Row, held bool) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "NAME\t%s\n", strings.ToUpper(strings.Join(m.Verbs, "\t")))
-	for _, r := range m.Rows {
-		cells := make([]string, len(m.Verbs))
-		for i, v := range m.Verbs {
-			c := r.Cells[v]
-			switch {
-			case c.Source == rbac.NotApplicable:
-				cells[i] = "·"
-			case c.Allowed:
-				cells[i] = "✔"
-			case c.Partial:
-				cells[i] = "~"
-			default:
-				cells[i] = "✗"
-			}
-			if c.Source == rbac.FromAccessReview {
-				cells[i] += "*"
-			}
-			if c.DecidedElsewhere {
-				cells[i] += "!"
-			}
+	fmt.Fprintf(tw, "NAME\t%s\n", strings.ToUpper(strings.Join(verbs, "\t")))
+	for _, r := range rows {
+		if held && !slices.ContainsFunc(verbs, func(v string) bool { return r.Cells[v].Allowed || r.Cells[v].Partial }) {
+			continue
+		}
+		cells := make([]string, len(verbs))
+		for i, v := range verbs {
+			cells[i] = cellMark(r.Cells[v])
 		}
 		fmt.Fprintf(tw, "%s\t%s\n", logging.Printable(r.Resource), strings.Join(cells, "\t"))
 	}
 	_ = tw.Flush()
+}
+
+// cellMark is a cell in a table: ✔, ✗, ~ (some names) or · (no such verb),
+// * when an access review answered, ! when it answered against RBAC's rules.
+func cellMark(c rbac.Cell) string {
+	var s string
+	switch {
+	case c.Source == rbac.NotApplicable:
+		return "·"
+	case c.Allowed:
+		s = "✔"
+	case c.Partial:
+		s = "~"
+	default:
+		s = "✗"
+	}
+	if c.Source == rbac.FromAccessReview {
+		s += "*"
+	}
+	if c.DecidedElsewhere {
+		s += "!"
+	}
+	return s
+}
+
+// printEscalation is the escalation section: the checks held (all of them
+// are in -o json), and the impersonate-on matrix of each constrained mode
+// held; of a --diff-as matrix (diff), every check and cell that differs.
+func printEscalation(w io.Writer, m *rbac.Matrix, diff bool) {
+	if m.Escalation == nil && !diff {
+		return
+	}
+	var shown []rbac.EscalationCell
+	for _, e := range m.Escalation {
+		if diff || e.Allowed || e.Partial {
+			shown = append(shown, e)
+		}
+	}
+	fmt.Fprintln(w)
+	switch {
+	case diff && len(shown) == 0 && len(m.ImpersonateOn) == 0:
+		fmt.Fprintln(w, "# escalation paths: the same for both identities")
+		return
+	case diff:
+		fmt.Fprintln(w, "# escalation paths where the two identities differ (the --diff-as identity's answer)")
+	case len(shown) == 0:
+		fmt.Fprintf(w, "# escalation paths: none of the %d checks (impersonate, bind, escalate, constrained impersonation) is allowed\n", len(m.Escalation))
+		return
+	default:
+		fmt.Fprintf(w, "# escalation paths: %d of the %d checks allowed (~: for some names only); each acts with another identity's permissions or grants more\n", len(shown), len(m.Escalation))
+	}
+	if len(shown) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "VERB\tRESOURCE\tWHERE\tALLOWED")
+		for _, e := range shown {
+			where := "cluster"
+			if e.Namespace != "" {
+				where = "namespace " + e.Namespace
+			}
+			res := e.Resource
+			if e.Subresource != "" {
+				res += "/" + e.Subresource
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Verb, res, logging.Printable(where), cellMark(e.Cell))
+		}
+		_ = tw.Flush()
+	}
+	for _, mode := range rbac.ImpersonationModes {
+		rows, ok := m.ImpersonateOn[mode]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(w, "\n# impersonate-on:%s:VERB: what you may do as an identity you impersonate in the %s mode (constrained impersonation)\n", mode, mode)
+		if !diff && !slices.ContainsFunc(rows, func(r rbac.Row) bool {
+			return slices.ContainsFunc(m.Verbs, func(v string) bool { return r.Cells[v].Allowed || r.Cells[v].Partial })
+		}) {
+			fmt.Fprintln(w, "nothing in these columns")
+			continue
+		}
+		printRows(w, m.Verbs, rows, !diff)
+	}
 }
 
 func nsLabel(ns string) string {

@@ -44,6 +44,9 @@ type fakeCluster struct {
 	denySubjects map[string]string
 	// whyVerbs, when set, decides Why by verb instead of why.
 	whyVerbs map[string]bool
+	// escalation is the matrices' escalation cells (the cluster's are
+	// reused from the first).
+	escalation []rbac.EscalationCell
 }
 
 func (f *fakeCluster) VerifySubject(_ context.Context, s rbacv1.Subject, t rbac.Target) (*authzv1.SubjectAccessReviewStatus, error) {
@@ -92,6 +95,13 @@ func (f *fakeCluster) Namespaces(context.Context) ([]string, error) { return f.n
 func (f *fakeCluster) Access(_ context.Context, resources []rbac.Resource, o rbac.AccessOptions) (*rbac.Matrix, error) {
 	f.asked = append(f.asked, "Access "+o.Namespace)
 	m := &rbac.Matrix{Namespace: o.Namespace, Verbs: o.Verbs}
+	if o.Escalation {
+		m.Escalation = o.ClusterEscalation
+		if m.Escalation == nil {
+			f.asked = append(f.asked, "cluster escalation")
+			m.Escalation = f.escalation
+		}
+	}
 	for _, r := range resources {
 		row := rbac.Row{Resource: r.String(), Cells: map[string]rbac.Cell{}}
 		for _, v := range o.Verbs {
@@ -254,6 +264,17 @@ func TestWhyRun(t *testing.T) {
 		{name: "kubectl port-forward with both verbs", args: []string{"get", "pods/portforward"}, rbac: &rbac.RBAC{},
 			whyVerbs: map[string]bool{"create": true, "get": true}, want: []string{"kubectl port-forward: works"},
 			asked: []string{"Why get pods team-a", "Why create pods team-a", "ReadRBAC team-a"}},
+		{name: "an escalation verb, said so", args: []string{"impersonate", "users", "bob"}, why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbac: &rbac.RBAC{},
+			want:  []string{"may impersonate users bob at cluster scope? yes", "This is an escalation path: impersonating acts with the permissions"},
+			asked: []string{"Why impersonate users ", "ReadRBAC team-a"}},
+		{name: "impersonate-on also asks the mode's identity check", args: []string{"impersonate-on:user-info:list", "pods"}, rbac: &rbac.RBAC{},
+			whyVerbs: map[string]bool{"impersonate-on:user-info:list": true},
+			want:     []string{"? yes", "constrained impersonation", "Constrained impersonation path: fails (impersonate:user-info users.authentication.k8s.io, any name: no; impersonate-on:user-info:list: yes)"},
+			asked:    []string{"Why impersonate-on:user-info:list pods team-a", "Why impersonate:user-info users ", "ReadRBAC team-a"}},
+		{name: "the serviceaccount mode's identity check is the namespace's", args: []string{"impersonate-on:serviceaccount:get", "pods"}, rbac: &rbac.RBAC{},
+			whyVerbs: map[string]bool{"impersonate-on:serviceaccount:get": true, "impersonate:serviceaccount": true},
+			want:     []string{"Constrained impersonation path: works"},
+			asked:    []string{"Why impersonate-on:serviceaccount:get pods team-a", "Why impersonate:serviceaccount serviceaccounts team-a", "ReadRBAC team-a"}},
 		{name: "RBAC unreadable", args: []string{"get", "pods"}, why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbacErr: &kubeapi.APIError{Code: 403},
 			want: []string{"? yes", "you may not read RBAC objects here"}},
 	} {
@@ -353,6 +374,21 @@ func TestAccessRun(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(out.String()), &ms))
 		assert.Len(t, ms, 2)
 		assert.Equal(t, []string{"Access a", "Access b"}, f.asked)
+	})
+	t.Run("escalation: the cluster's checks once per run, the paths held in the table", func(t *testing.T) {
+		var imp []string
+		f := cluster()
+		f.escalation = []rbac.EscalationCell{
+			{Verb: "impersonate", Resource: "users", Cell: rbac.Cell{Allowed: true, Source: rbac.FromAccessReview}},
+			{Verb: "bind", Resource: "clusterroles.rbac.authorization.k8s.io", Cell: rbac.Cell{Source: rbac.FromRules}},
+		}
+		o, out := newOpts(f, &imp)
+		o.AllNamespaces, o.Escalation, o.Output.Format = true, true, ""
+		require.NoError(t, o.Run(context.Background()))
+		assert.Equal(t, []string{"Access a", "cluster escalation", "Access b"}, f.asked)
+		assert.Contains(t, out.String(), "# escalation paths: 1 of the 2 checks allowed")
+		assert.Regexp(t, `impersonate +users +cluster +✔\*`, out.String())
+		assert.NotContains(t, out.String(), "bind ", "only the paths held are in the table")
 	})
 	t.Run("--diff-as: only the differing cells, the other identity impersonated", func(t *testing.T) {
 		var imp []string

@@ -88,8 +88,15 @@ func (o *WhoCanOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// RBAC objects are read in the namespace asked about, even for a
+	// check the server makes at cluster scope (a RoleBinding grants it
+	// nowhere, and WhoCan says so), so that reading needs no more.
+	readNS := t.Namespace
+	if rbac.ClusterScoped(t) {
+		t.Namespace = ""
+	}
 	o.target = t
-	bindings, err := o.client.ReadRBAC(ctx, o.target.Namespace)
+	bindings, err := o.client.ReadRBAC(ctx, readNS)
 	if err != nil {
 		return fmt.Errorf("%w (who-can needs to list roles and bindings)", err)
 	}
@@ -103,6 +110,9 @@ func (o *WhoCanOptions) Run(ctx context.Context) error {
 		}
 	}
 	return o.Output.Print(o.Out, grants, func(w io.Writer) {
+		if e := rbac.Escalation(o.target.Verb, o.target.Group, o.target.Resource); e != "" && o.target.NonResourceURL == "" {
+			fmt.Fprintf(w, "%s %s is %s.\n", logging.Printable(o.target.Verb), logging.Printable(o.target.ResourceDisplay()), e)
+		}
 		if len(grants) == 0 {
 			fmt.Fprintf(w, "No binding grants %s %s %s.\n", logging.Printable(o.target.Verb), logging.Printable(o.target.ResourceDisplay()), logging.Printable(o.target.Where()))
 		} else {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -42,6 +43,28 @@ type WhyResult struct {
 	// Streaming is set for pods/exec, pods/attach and pods/portforward: the
 	// command works only with both verbs.
 	Streaming *StreamingAccess `json:"streaming,omitempty"`
+	// Escalation says what the permission asked about lets one do, when it
+	// is an escalation path (impersonate, bind, escalate, constrained
+	// impersonation).
+	Escalation string `json:"escalation,omitempty"`
+	// Impersonation is set for impersonate-on:<mode>:<verb>: the mode's
+	// identity check asked too, since the path needs both.
+	Impersonation *ImpersonationPath `json:"impersonation,omitempty"`
+}
+
+// ImpersonationPath says whether a constrained impersonation path works:
+// impersonate-on:<mode>:<verb> on the resource, and impersonate:<mode> on
+// the identity (asked for any name: resourceNames may grant some).
+type ImpersonationPath struct {
+	Mode string `json:"mode"`
+	// Identity is the identity check asked: "impersonate:user-info users.authentication.k8s.io",
+	// for any name (a grant for some names only says no here), in
+	// Namespace for a service account (the request's, assumed).
+	Identity        string `json:"identity"`
+	Namespace       string `json:"namespace,omitempty"`
+	IdentityAllowed bool   `json:"identityAllowed"`
+	On              bool   `json:"impersonateOn"`
+	Works           bool   `json:"works"`
 }
 
 // StreamingAccess says whether kubectl exec, attach or port-forward works:
@@ -114,6 +137,13 @@ func (o *WhyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// RBAC objects are read in the namespace asked about, even for a
+	// check the server makes at cluster scope (a RoleBinding grants it
+	// nowhere, and WhoCan says so), so that reading needs no more.
+	readNS := t.Namespace
+	if rbac.ClusterScoped(t) {
+		t.Namespace = ""
+	}
 	o.target = t
 	st, err := client.Why(ctx, o.target)
 	if err != nil {
@@ -149,7 +179,20 @@ func (o *WhyOptions) Run(ctx context.Context) error {
 		sa.Works = sa.Get && sa.Create
 		res.Streaming = sa
 	}
-	bindings, err := client.ReadRBAC(ctx, o.target.Namespace)
+	res.Escalation = rbac.Escalation(o.target.Verb, o.target.Group, o.target.Resource)
+	if mode, ok := impersonateOnMode(o.target.Verb); ok && o.target.NonResourceURL == "" {
+		check := identityCheck(mode)
+		idt := rbac.Target{Verb: check.Verb, Group: check.Group, Resource: check.Resource, Name: check.Name}
+		if check.Namespaced {
+			idt.Namespace = o.target.Namespace
+		}
+		ist, err := client.Why(ctx, idt)
+		if err != nil {
+			return err
+		}
+		res.Impersonation = &ImpersonationPath{Mode: mode, Identity: check.String(), Namespace: idt.Namespace, IdentityAllowed: ist.Allowed, On: st.Allowed, Works: ist.Allowed && st.Allowed}
+	}
+	bindings, err := client.ReadRBAC(ctx, readNS)
 	var ae *kubeapi.APIError
 	switch {
 	case errors.As(err, &ae) && ae.Code == 403:
@@ -178,6 +221,21 @@ func (o *WhyOptions) Run(ctx context.Context) error {
 			yes := map[bool]string{true: "yes", false: "no"}
 			fmt.Fprintf(w, "%s: %s (since Kubernetes 1.35 it needs get and create on %s over WebSockets: get %s, create %s)\n",
 				sa.Command, map[bool]string{true: "works", false: "fails"}[sa.Works], o.target.ResourceDisplay(), yes[sa.Get], yes[sa.Create])
+		}
+		if res.Escalation != "" {
+			fmt.Fprintf(w, "This is %s.\n", res.Escalation)
+		}
+		if ip := res.Impersonation; ip != nil {
+			yes := map[bool]string{true: "yes", false: "no"}
+			where := ""
+			if ip.Namespace != "" {
+				where = " in namespace " + logging.Printable(ip.Namespace)
+			}
+			fmt.Fprintf(w, "Constrained impersonation path: %s (%s%s, any name: %s; %s: %s)\n", map[bool]string{true: "works", false: "fails"}[ip.Works],
+				ip.Identity, where, yes[ip.IdentityAllowed], logging.Printable(o.target.Verb), yes[ip.On])
+			if !ip.IdentityAllowed {
+				fmt.Fprintf(w, "A grant of %s for some names only is not seen here: ask \"kubectl impersonate why %s NAME\".\n", ip.Identity, ip.Identity)
+			}
 		}
 		printGrants(w, res.Grants)
 	}); err != nil {
@@ -208,4 +266,21 @@ func printGrants(w io.Writer, grants []rbac.Grant) {
 		fmt.Fprintf(tw, "%s/%s\t%s\t%s/%s\t%s\n", g.BindingKind, logging.Printable(g.Binding), logging.Printable(ns), g.RoleKind, logging.Printable(g.Role), strings.Join(subs, ", "))
 	}
 	_ = tw.Flush()
+}
+
+// impersonateOnMode is the constrained impersonation mode of an
+// impersonate-on:<mode>:<verb> verb.
+func impersonateOnMode(verb string) (string, bool) {
+	rest, ok := strings.CutPrefix(verb, "impersonate-on:")
+	if !ok {
+		return "", false
+	}
+	mode, v, ok := strings.Cut(rest, ":")
+	return mode, ok && v != "" && slices.Contains(rbac.ImpersonationModes, mode)
+}
+
+// identityCheck is mode's check on the identity impersonated.
+func identityCheck(mode string) rbac.EscalationCheck {
+	i := slices.IndexFunc(rbac.EscalationChecks, func(c rbac.EscalationCheck) bool { return c.Mode == mode })
+	return rbac.EscalationChecks[i]
 }
