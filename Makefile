@@ -14,8 +14,12 @@ endif
 TOOLS = $(shell hack/tools/build.sh)
 # The version in the archive names of a goreleaser output directory.
 snapshot_version = $$(ls $(1)/kubectl-impersonate_*_linux_amd64.tar.gz | sed -E 's/.*kubectl-impersonate_(.*)_linux_amd64.tar.gz/\1/')
+# The proxy's container image from a goreleaser output (hack/tools/oci-image:
+# go-containerregistry, no daemon, an empty base), and the deploy manifest
+# naming it by tag and digest.
+oci_image = $(GO) -C hack/tools run ./oci-image -dist $(CURDIR)/$(1) -manifest $(CURDIR)/deploy/proxy/proxy.yaml -manifest-out $(CURDIR)/$(1)/deploy/proxy/proxy.yaml
 
-.PHONY: help build install test unit e2e demo demo-check bench bench-check lint fmt fuzz clean tools release-snapshot release-test krew-manifest krew-validate docs
+.PHONY: help build install test unit e2e demo demo-check bench bench-check lint fmt fuzz clean tools release-snapshot release-test snapshot-host krew-manifest deploy-manifest krew-validate docs
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -41,8 +45,8 @@ demo: ## A local kube-apiserver + etcd + Dex + proxy and a kubeconfig with two u
 demo-check: ## Run the demo non-interactively (headless Chromium answers the logins) and check what its commands print
 	hack/demo.sh --check
 
-e2e: ## End-to-end tests on real kube-apiserver, etcd, Dex, kubectl, keyring and Chromium
-	test/e2e/run.sh
+e2e: snapshot-host ## End-to-end tests on real kube-apiserver, etcd, Dex, kubectl, keyring, Chromium, and the proxy's image in podman
+	KI_IMAGE_DIST=$(CURDIR)/dist-host test/e2e/run.sh
 
 bench: ## Benchmark the cached get-token (disk and keyring) against a Go hello world; writes the table into README.md
 	hack/bench.sh
@@ -55,6 +59,7 @@ lint: tools ## gofmt, go vet, staticcheck, goreleaser check, Krew manifest valid
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/...
 	$(GO) vet -tags release ./test/release/...
+	$(GO) -C hack/tools vet ./oci-image
 	$(TOOLS)/staticcheck ./...
 	$(TOOLS)/goreleaser check
 	$(TOOLS)/validate-krew-manifest -skip-install -manifest krew/impersonate.yaml
@@ -62,25 +67,33 @@ lint: tools ## gofmt, go vet, staticcheck, goreleaser check, Krew manifest valid
 tools: ## Build the pinned release and lint tools once (goreleaser, staticcheck, krew; cached in ~/.cache)
 	@echo "tools in $(TOOLS)"
 
-release-snapshot: ## Build every release archive (linux, darwin, windows x amd64, arm64) into dist/ with its Krew manifest
+release-snapshot: ## Build every release archive (linux, darwin, windows x amd64, arm64) into dist/ with its Krew manifest and the proxy's image (dist/image)
 	$(TOOLS)/goreleaser release --snapshot --clean
 	@n=$$(ls dist/kubectl-impersonate_*.tar.gz dist/kubectl-impersonate_*.zip | wc -l); test "$$n" -eq 6 || { echo "expected 6 archives, found $$n"; exit 1; }
 	@n=$$(ls dist/*_v*/kubectl-impersonate* | wc -l); test "$$n" -eq 18 || { echo "expected 18 binaries (3 x 6 platforms), found $$n"; exit 1; }
 	hack/krew-manifest.sh "$(call snapshot_version,dist)" dist dist/krew/impersonate.yaml
 	$(TOOLS)/validate-krew-manifest -skip-install -manifest dist/krew/impersonate.yaml
+	$(call oci_image,dist)
 
-# The Krew install test builds the snapshot for linux/amd64 only (the same
-# configuration with one platform; the six take 7 minutes on 2 cores).
-release-test: ## Install a snapshot archive with its manifest into a temporary Krew root and run it through kubectl
+# The host platform's snapshot (linux/amd64: the same configuration with one
+# platform; the six take 7 minutes on 2 cores) with its Krew manifest and the
+# proxy's image: the Krew install test and the e2e container test use it.
+snapshot-host: ## Build the linux/amd64 snapshot into dist-host/: archive, Krew manifest, the proxy's image (dist-host/image)
 	sed -e 's/^    goos: .*/    goos: [linux]/' -e 's/^    goarch: .*/    goarch: [amd64]/' -e 's/^project_name:/dist: dist-host\nproject_name:/' .goreleaser.yaml > .goreleaser.host.yaml
 	$(TOOLS)/goreleaser release --snapshot --clean --config .goreleaser.host.yaml; rc=$$?; rm -f .goreleaser.host.yaml; exit $$rc
 	PLATFORMS=linux/amd64 hack/krew-manifest.sh "$(call snapshot_version,dist-host)" dist-host dist-host/krew/impersonate.yaml
 	$(TOOLS)/validate-krew-manifest -skip-install -manifest dist-host/krew/impersonate.yaml
+	$(call oci_image,dist-host)
+
+release-test: snapshot-host ## Install the snapshot archive with its manifest into a temporary Krew root and run it through kubectl
 	KI_DIST=$(CURDIR)/dist-host KI_KREW=$(TOOLS)/krew KI_KUBECTL="$$(test/e2e/tools/build.sh)/kubectl" $(GO) test -tags release -count=1 -v ./test/release/
 
 krew-manifest: ## Regenerate krew/impersonate.yaml from dist/ for VERSION (after goreleaser release)
 	@test -n "$(VERSION)" || { echo "usage: make krew-manifest VERSION=1.2.3"; exit 1; }
 	hack/krew-manifest.sh $(VERSION) dist krew/impersonate.yaml
+
+deploy-manifest: ## Name the release's image by tag and digest in deploy/proxy/proxy.yaml, from dist/ (after make release-snapshot or goreleaser release)
+	$(GO) -C hack/tools run ./oci-image -dist $(CURDIR)/dist -manifest $(CURDIR)/deploy/proxy/proxy.yaml
 
 krew-validate: tools ## Validate krew/impersonate.yaml with Krew's validate-krew-manifest
 	$(TOOLS)/validate-krew-manifest -skip-install -manifest krew/impersonate.yaml

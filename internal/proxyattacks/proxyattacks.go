@@ -55,6 +55,71 @@ type Attack struct {
 	// Forwarded: the request reaches the upstream, as alice and only alice
 	// (the caller's additions removed); otherwise nothing reaches it.
 	Forwarded bool
+	// As, for a forwarded request of CallerImpersonationTable, is the user
+	// it reaches the upstream as (with alice under the proxy's
+	// original-user extra); "" is alice herself.
+	As string
+}
+
+// Send sends a to the proxy at base (HTTP/2 frames or HTTP/1.1 bytes, its
+// path and method or the defaults), headers first, and returns the status.
+func Send(base string, tlsConfig *tls.Config, a Attack, headers ...[2]string) (int, error) {
+	path := a.Path
+	if path == "" {
+		path = SecretsPath
+	}
+	headers = append(headers, a.Headers...)
+	if a.HTTP2 {
+		return HTTP2(base, tlsConfig, path, headers)
+	}
+	method := a.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	return HTTP1(base, tlsConfig, method, path, headers)
+}
+
+// Impersonable is the one identity alice may impersonate in
+// CallerImpersonationTable (a RoleBinding names it): a user, no group,
+// UID or extra.
+const Impersonable = "bob@example.com"
+
+// CallerImpersonationTable attacks a proxy that honours callers'
+// impersonation (--allow-caller-impersonation) where alice may impersonate
+// the user Impersonable and nothing else: what the authorizer would not
+// let alice do, spellings kube-apiserver would not read, requests without
+// a user, and the proxy's own extra, are refused; Impersonable alone is
+// forwarded, as Impersonable.
+func CallerImpersonationTable(mint Minter) ([]Attack, error) {
+	tok, err := mint(nil, testissuer.Valid)
+	bearer := [2]string{"Authorization", "Bearer " + tok}
+	with := func(hs ...[2]string) [][2]string { return append([][2]string{bearer}, hs...) }
+	as := [2]string{"Impersonate-User", Impersonable}
+	attacks := []Attack{
+		{Name: "control: alice as herself", Path: AllowedPath, Headers: with(), Forwarded: true},
+		{Name: "control: alice as " + Impersonable, Headers: with(as), Forwarded: true, As: Impersonable},
+		{Name: "control: HTTP/2, alice as " + Impersonable, Headers: with(as), HTTP2: true, Forwarded: true, As: Impersonable},
+		{Name: "control: lowercase header, alice as " + Impersonable, Headers: with([2]string{"impersonate-user", Impersonable}), Forwarded: true, As: Impersonable},
+		{Name: "no token, as " + Impersonable, Headers: [][2]string{as}, Want: 401},
+		{Name: "as another user", Headers: with([2]string{"Impersonate-User", "carol@example.com"}), Want: 403},
+		{Name: "as system:admin", Headers: with([2]string{"Impersonate-User", "system:admin"}), Want: 403},
+		{Name: "as a service account", Headers: with([2]string{"Impersonate-User", "system:serviceaccount:kube-system:default"}), Want: 403},
+		{Name: "as a node", Headers: with([2]string{"Impersonate-User", "system:node:node-1"}), Want: 403},
+		{Name: "as " + Impersonable + " in system:masters", Headers: with(as, [2]string{"Impersonate-Group", "system:masters"}), Want: 403},
+		{Name: "HTTP/2, as " + Impersonable + " in system:masters", Headers: with(as, [2]string{"Impersonate-Group", "system:masters"}), HTTP2: true, Want: 403},
+		{Name: "as " + Impersonable + " in a group", Headers: with(as, [2]string{"Impersonate-Group", "admins"}), Want: 403},
+		{Name: "as " + Impersonable + " with a UID", Headers: with(as, [2]string{"Impersonate-Uid", "0"}), Want: 403},
+		{Name: "as " + Impersonable + " with an extra", Headers: with(as, [2]string{"Impersonate-Extra-Scopes", "admin"}), Want: 403},
+		{Name: "as " + Impersonable + " with the proxy's original-user extra", Headers: with(as, [2]string{"Impersonate-Extra-Kubectl-Impersonate.io%2foriginal-User", "admin"}), Want: 403},
+		{Name: "two users", Headers: with(as, [2]string{"Impersonate-User", "system:admin"}), Want: 403},
+		{Name: "a group without a user", Headers: with([2]string{"Impersonate-Group", "system:masters"}), Want: 403},
+		{Name: "an empty user", Headers: with([2]string{"Impersonate-User", ""}), Want: 403},
+		{Name: "Impersonate_User (underscore)", Headers: with([2]string{"Impersonate_User", Impersonable}), Want: 403},
+		{Name: "Impersonate_Group (underscore) beside the user", Headers: with(as, [2]string{"Impersonate_Group", "system:masters"}), Want: 403},
+		{Name: "Connection: Impersonate-User", Headers: with(as, [2]string{"Connection", "Impersonate-User"}), Want: 403},
+		{Name: "upgrade, as another user", Headers: with([2]string{"Impersonate-User", "carol@example.com"}, [2]string{"Connection", "Upgrade"}, [2]string{"Upgrade", "SPDY/3.1"}), Want: 403},
+	}
+	return attacks, err
 }
 
 // Minter mints a token for alice with extra claims over her own (iss, aud,

@@ -13,8 +13,10 @@
 //     Impersonate-User or Authorization in its Connection header would
 //     otherwise have them removed after they were set); such requests are
 //     refused outright;
-//   - callers' own Impersonate-* headers are refused and X-Remote-* headers
-//     (request-header authentication) are always removed;
+//   - callers' own Impersonate-* headers are refused (or, with
+//     CallerImpersonation, honoured only once kube-apiserver says the
+//     authenticated caller may impersonate each of them) and X-Remote-*
+//     headers (request-header authentication) are always removed;
 //   - identities that kube-apiserver would never produce from a token, or
 //     that HTTP/1.1 would alter in transit (leading or trailing white space,
 //     control characters), and system: identities, are refused;
@@ -82,6 +84,12 @@ type Handler struct {
 	// Log receives what the proxy withholds from callers (why it is not
 	// ready); nil: dropped.
 	Log func(string)
+	// CallerImpersonation, when set (--allow-caller-impersonation), honours
+	// a caller's own Impersonate-* headers (kubectl --as) once it says the
+	// authenticated caller may impersonate each of them; the request then
+	// goes as the impersonated identity, with the caller under
+	// OriginalUserExtra. Nil: such headers are refused (403).
+	CallerImpersonation ImpersonationAuthorizer
 
 	proxy    *httputil.ReverseProxy
 	once     sync.Once
@@ -234,8 +242,10 @@ func status(w http.ResponseWriter, code int, reason, msg string) {
 
 // requestLog is what the audit line says of one request.
 type requestLog struct {
-	user   user.Info
-	reason string
+	user user.Info
+	// original is the caller who impersonated user, if one did.
+	original user.Info
+	reason   string
 	// release gives back the request's in-flight slot.
 	release func()
 }
@@ -315,6 +325,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if l.user != nil {
 			line["user"], line["groups"], line["uid"] = l.user.GetName(), l.user.GetGroups(), l.user.GetUID()
 		}
+		if l.original != nil {
+			line["originalUser"] = l.original.GetName()
+		}
 		if l.reason != "" {
 			line["reason"] = l.reason
 		}
@@ -370,10 +383,19 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 			}
 		}
 	}
-	for name := range r.Header {
-		if strings.HasPrefix(normalHeader(name), "impersonate-") {
-			h.refuse(w, l, http.StatusForbidden, "request", "caller sent "+name,
-				"impersonation headers are not accepted through the impersonating proxy")
+	var asked *callerImpersonation
+	if h.CallerImpersonation == nil {
+		for name := range r.Header {
+			if strings.HasPrefix(normalHeader(name), "impersonate-") {
+				h.refuse(w, l, http.StatusForbidden, "request", "caller sent "+name,
+					"impersonation headers are not accepted through the impersonating proxy")
+				return
+			}
+		}
+	} else {
+		var err error
+		if asked, err = readCallerImpersonation(r.Header); err != nil {
+			h.refuse(w, l, http.StatusForbidden, "request", err.Error(), "impersonation refused: "+err.Error())
 			return
 		}
 	}
@@ -406,6 +428,21 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 		h.refuse(w, l, http.StatusForbidden, "identity", err.Error(),
 			"the token's identity cannot be impersonated through this proxy: "+err.Error())
 		return
+	}
+	if asked != nil {
+		// kubectl --as: the authorizer decides whether the caller may.
+		if err := h.authorizeCaller(r.Context(), u, asked); err != nil {
+			h.refuse(w, l, http.StatusForbidden, "impersonation", "impersonation refused: "+logging.OneLine(err.Error(), 0),
+				"impersonation refused: "+logging.OneLine(err.Error(), 0))
+			return
+		}
+		l.original, u = u, asked.identity(u)
+		l.user = u
+		if err := forwardable(u, h.AllowSystemIdentities); err != nil {
+			h.refuse(w, l, http.StatusForbidden, "identity", err.Error(),
+				"the impersonated identity cannot be forwarded through this proxy: "+err.Error())
+			return
+		}
 	}
 	ctx := r.Context()
 	if longRunning(r) {

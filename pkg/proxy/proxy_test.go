@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -194,14 +193,7 @@ func TestProxyAttacks(t *testing.T) {
 	for _, a := range attacks {
 		t.Run(a.Name, func(t *testing.T) {
 			p.upstream.take()
-			path := cmp.Or(a.Path, proxyattacks.SecretsPath)
-			var code int
-			var err error
-			if a.HTTP2 {
-				code, err = proxyattacks.HTTP2(srv.URL, tlsConfig, path, a.Headers)
-			} else {
-				code, err = proxyattacks.HTTP1(srv.URL, tlsConfig, cmp.Or(a.Method, "GET"), path, a.Headers)
-			}
+			code, err := proxyattacks.Send(srv.URL, tlsConfig, a)
 			require.NoError(t, err)
 			seen := p.upstream.take()
 			if !a.Forwarded {

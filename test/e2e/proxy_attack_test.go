@@ -33,12 +33,18 @@ type auditEvent struct {
 		Username string `json:"username"`
 	} `json:"user"`
 	ImpersonatedUser *struct {
-		Username string   `json:"username"`
-		Groups   []string `json:"groups"`
+		Username string              `json:"username"`
+		Groups   []string            `json:"groups"`
+		Extra    map[string][]string `json:"extra"`
 	} `json:"impersonatedUser"`
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
+	// AuthenticationMetadata names the constrained impersonation verb that
+	// allowed an impersonated request (Kubernetes 1.35+).
+	AuthenticationMetadata *struct {
+		ImpersonationConstraint string `json:"impersonationConstraint"`
+	} `json:"authenticationMetadata"`
 }
 
 // auditEvents reads kube-apiserver's audit log: the events whose user
@@ -84,39 +90,13 @@ func caPool() *x509.CertPool {
 // the audit check sees forwarded requests.
 func TestProxyAttacksOnTheRealStack(t *testing.T) {
 	api := st.api["legacy"]
-	is, err := testissuer.Start()
-	require.NoError(t, err)
-	defer is.Close()
-	dir := t.TempDir()
-	caFile := filepath.Join(dir, "issuer-ca.crt")
-	require.NoError(t, os.WriteFile(caFile, is.CAPEM(), 0o600))
-	// The most exposed mapping: no prefixes, so a claim could name
-	// system: identities; uid and extra mapped.
-	ca, _ := json.Marshal(string(is.CAPEM()))
-	authConfig := filepath.Join(dir, "authn.yaml")
-	require.NoError(t, os.WriteFile(authConfig, []byte(fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
-kind: AuthenticationConfiguration
-jwt:
-- issuer: {url: %q, audiences: [kube], certificateAuthority: %s}
-  claimMappings:
-    username: {claim: email, prefix: ""}
-    groups: {claim: groups, prefix: ""}
-    uid: {claim: sub}
-    extra:
-    - {key: example.com/tenant, valueExpression: 'has(claims.tenant) ? claims.tenant : ""'}
-`, is.URL, ca)), 0o600))
+	is, authConfig := attackIssuer(t)
 	proxyURL := startProxyWith(t, "privileged", adminToken, "", "--authentication-config="+authConfig)
 	prefixed := startProxyWith(t, "prefixed", adminToken, "/c-1", "--authentication-config="+authConfig)
 
 	// The table pkg/proxy's TestProxyAttacks drives in-process: here each
 	// forwarded request gets kube-apiserver's own answer for alice.
-	attacks, err := proxyattacks.Table(func(extra map[string]any, tamper testissuer.Tamper) (string, error) {
-		claims := is.Claims("alice-uid", "kube", time.Hour, map[string]any{"email": "alice@example.com", "email_verified": true, "groups": []any{"developers"}})
-		for k, v := range extra {
-			claims[k] = v
-		}
-		return is.Mint(claims, tamper)
-	}, "e2e-admin")
+	attacks, err := proxyattacks.Table(aliceMinter(is), "e2e-admin")
 	require.NoError(t, err)
 	require.Len(t, attacks, 139, "README's count of the attacks")
 	tlsConfig := &tls.Config{RootCAs: caPool()}
@@ -128,13 +108,7 @@ jwt:
 			base = prefixed
 		}
 		path := cmp.Or(a.Path, proxyattacks.SecretsPath)
-		headers := append([][2]string{{"User-Agent", uas[i]}}, a.Headers...)
-		var code int
-		if a.HTTP2 {
-			code, err = proxyattacks.HTTP2(base, tlsConfig, path, headers)
-		} else {
-			code, err = proxyattacks.HTTP1(base, tlsConfig, cmp.Or(a.Method, "GET"), path, headers)
-		}
+		code, err := proxyattacks.Send(base, tlsConfig, a, [2]string{"User-Agent", uas[i]})
 		require.NoError(t, err, a.Name)
 		want := a.Want
 		if a.Forwarded {
@@ -174,6 +148,42 @@ jwt:
 	assert.Zero(t, ranAsProxy)
 }
 
+// attackIssuer starts a test issuer and writes the attack tables' mapping:
+// the most exposed one, no prefixes, so a claim could name system:
+// identities; uid and extra mapped.
+func attackIssuer(t *testing.T) (*testissuer.Issuer, string) {
+	t.Helper()
+	is, err := testissuer.Start()
+	require.NoError(t, err)
+	t.Cleanup(is.Close)
+	dir := t.TempDir()
+	ca, _ := json.Marshal(string(is.CAPEM()))
+	authConfig := filepath.Join(dir, "authn.yaml")
+	require.NoError(t, os.WriteFile(authConfig, []byte(fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
+kind: AuthenticationConfiguration
+jwt:
+- issuer: {url: %q, audiences: [kube], certificateAuthority: %s}
+  claimMappings:
+    username: {claim: email, prefix: ""}
+    groups: {claim: groups, prefix: ""}
+    uid: {claim: sub}
+    extra:
+    - {key: example.com/tenant, valueExpression: 'has(claims.tenant) ? claims.tenant : ""'}
+`, is.URL, ca)), 0o600))
+	return is, authConfig
+}
+
+// aliceMinter mints alice's tokens (group developers) at is.
+func aliceMinter(is *testissuer.Issuer) proxyattacks.Minter {
+	return func(extra map[string]any, tamper testissuer.Tamper) (string, error) {
+		claims := is.Claims("alice-uid", "kube", time.Hour, map[string]any{"email": "alice@example.com", "email_verified": true, "groups": []any{"developers"}})
+		for k, v := range extra {
+			claims[k] = v
+		}
+		return is.Mint(claims, tamper)
+	}
+}
+
 // pluginRequests counts the requests kube-apiserver's audit log records
 // from this plugin (its user agent) while f runs: the server's count, not
 // the client's. The audit log is written before each response (blocking).
@@ -192,4 +202,105 @@ func pluginRequests(t *testing.T, api *apiserver, f func()) (n int, uris []strin
 	f()
 	after := count()
 	return len(after) - before, after[before:]
+}
+
+// TestProxyCallerImpersonation: kubectl --as through a proxy started with
+// --allow-caller-impersonation, whose own credential (e2e-proxy) may only
+// impersonate and ask SubjectAccessReviews. The caller-impersonation attack
+// table runs against it (alice may impersonate proxyattacks.Impersonable
+// alone, by a ClusterRoleBinding): each status asserted, and
+// kube-apiserver's audit log shows refused requests never arrived and
+// forwarded ones arrived as the impersonated user with alice under the
+// original-user extra. Then a person: alice's kubectl, logged in through
+// Dex, runs kubectl --as=bob through the proxy.
+func TestProxyCallerImpersonation(t *testing.T) {
+	api := st.api["legacy"]
+	admin, err := st.adminKubeconfig(api)
+	require.NoError(t, err)
+	kubectlApply(t, admin, fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: impersonate-bob}
+rules:
+- {apiGroups: [""], resources: [users], verbs: [impersonate], resourceNames: [%q]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: alice-impersonates-bob}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: impersonate-bob}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice@example.com}
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: proxy:alice@example.com}
+`, proxyattacks.Impersonable))
+	is, authConfig := attackIssuer(t)
+	proxyURL := startProxyWith(t, "callers", proxyToken, "", "--authentication-config="+authConfig, "--allow-caller-impersonation")
+	attacks, err := proxyattacks.CallerImpersonationTable(aliceMinter(is))
+	require.NoError(t, err)
+	tlsConfig := &tls.Config{RootCAs: caPool()}
+	uas := make([]string, len(attacks))
+	for i, a := range attacks {
+		uas[i] = fmt.Sprintf("ki-caller-attack/%d", i)
+		path := cmp.Or(a.Path, proxyattacks.SecretsPath)
+		code, err := proxyattacks.Send(proxyURL, tlsConfig, a, [2]string{"User-Agent", uas[i]})
+		require.NoError(t, err, a.Name)
+		want := a.Want
+		if a.Forwarded {
+			// kube-apiserver's answer: alice's group may list team-a's
+			// pods; bob has no RBAC at all.
+			want = map[bool]int{true: 200, false: 403}[path == proxyattacks.AllowedPath && a.As == ""]
+		}
+		assert.Equal(t, want, code, "%s: status", a.Name)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) && len(auditEvents(t, api.auditLog, uas[1])) == 0 {
+		time.Sleep(200 * time.Millisecond)
+	}
+	forwarded := 0
+	for i, a := range attacks {
+		events := auditEvents(t, api.auditLog, uas[i])
+		if !a.Forwarded {
+			assert.Empty(t, events, "%s: refused by the proxy, never reached kube-apiserver", a.Name)
+			continue
+		}
+		forwarded++
+		require.NotEmpty(t, events, a.Name)
+		for _, e := range events {
+			assert.Equal(t, "e2e-proxy", e.User.Username, a.Name)
+			require.NotNil(t, e.ImpersonatedUser, a.Name)
+			if a.As == "" {
+				assert.Equal(t, "alice@example.com", e.ImpersonatedUser.Username, a.Name)
+				continue
+			}
+			assert.Equal(t, a.As, e.ImpersonatedUser.Username, a.Name)
+			assert.Equal(t, []string{"alice@example.com"}, e.ImpersonatedUser.Extra["kubectl-impersonate.io/original-user"], "%s: the caller, in the audit log", a.Name)
+			assert.NotContains(t, e.ImpersonatedUser.Groups, "system:masters", a.Name)
+		}
+	}
+	t.Logf("%d caller-impersonation attacks, %d forwarded (%d as %s), the others refused before kube-apiserver", len(attacks), forwarded, forwarded-1, proxyattacks.Impersonable)
+
+	// A person: kubectl --as through the proxy, after a browser login.
+	dex := startProxyWith(t, "callers-dex", proxyToken, "",
+		"--oidc-issuer-url="+st.issuer, "--oidc-certificate-authority="+st.caFile, "--oidc-client-id="+publicClient,
+		"--oidc-username-claim=email", "--oidc-username-prefix=proxy:", "--oidc-groups-claim=groups", "--allow-caller-impersonation")
+	alice := newPerson(t, "alice", &apiserver{mode: "proxy", url: dex})
+	r := alice.kubectl("--as="+proxyattacks.Impersonable, "auth", "whoami", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var review struct {
+		Status struct {
+			UserInfo struct {
+				Username string              `json:"username"`
+				Extra    map[string][]string `json:"extra"`
+			} `json:"userInfo"`
+		} `json:"status"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &review), r.stdout)
+	assert.Equal(t, proxyattacks.Impersonable, review.Status.UserInfo.Username, "kubectl --as through the proxy")
+	assert.Equal(t, []string{"proxy:alice@example.com"}, review.Status.UserInfo.Extra["kubectl-impersonate.io/original-user"])
+	r = alice.kubectl("--as=carol@example.com", "get", "pods", "-n", "team-a")
+	assert.NotEqual(t, 0, r.code, "alice may not impersonate carol")
+	assert.Contains(t, r.stderr, "Forbidden", r.stderr)
+	audit, err := os.ReadFile(filepath.Join(st.logs, "TestProxyCallerImpersonation-callers-dex-audit.log"))
+	require.NoError(t, err)
+	assert.Contains(t, string(audit), `proxy:alice@example.com may not impersonate users \"carol@example.com\"`, "the proxy's audit line gives the reason")
+	r = alice.kubectl("--as="+proxyattacks.Impersonable, "--as-group=system:masters", "get", "secrets", "-n", "kube-system")
+	assert.NotEqual(t, 0, r.code, "nor add system:masters")
 }

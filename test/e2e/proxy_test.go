@@ -305,13 +305,14 @@ func startFloorProxy(t *testing.T, upstream, user, group string) string {
 	return u
 }
 
-// The deploy manifests of the proxy apply to a real API server, and the
-// proxy's service account may impersonate and do nothing else.
+// The deploy manifests of the proxy apply to a real API server, and with
+// the classic RBAC the proxy's service account may impersonate and do
+// nothing else (the constrained RBAC: TestProxyContainer).
 func TestProxyManifests(t *testing.T) {
 	admin, err := st.adminKubeconfig(st.api["structured"])
 	require.NoError(t, err)
 	env := baseEnv(t.TempDir())
-	r := run(t, env, false, st.kubectl, "--kubeconfig="+admin, "apply", "-f", "../../deploy/proxy/proxy.yaml")
+	r := run(t, env, false, st.kubectl, "--kubeconfig="+admin, "apply", "-f", "../../deploy/proxy/proxy.yaml", "-f", "../../deploy/proxy/rbac-classic.yaml")
 	require.Equal(t, 0, r.code, r.stderr)
 	sa := "--as=system:serviceaccount:kubectl-impersonate:proxy"
 	for _, c := range []struct {

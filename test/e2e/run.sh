@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the end-to-end tests on real peers: kube-apiserver + etcd, Dex,
-# kubectl, gnome-keyring's Secret Service (in a private D-Bus session) and
-# headless Chromium. Installs the Debian packages it needs when missing
+# kubectl, gnome-keyring's Secret Service (in a private D-Bus session),
+# headless Chromium, and podman running the proxy's image (KI_IMAGE_DIST:
+# make e2e builds it first). Installs the Debian packages it needs when missing
 # (as root), builds the pinned peers once per version (test/e2e/tools), and
 # keeps every log under a folder printed at the end.
 #
@@ -15,7 +16,7 @@ fail() { echo "e2e: $*" >&2; exit 1; }
 
 # Debian packages: binary -> package.
 declare -A pkgs=([gnome-keyring-daemon]=gnome-keyring [dbus-run-session]=dbus
-  [chromium]=chromium [secret-tool]=libsecret-tools [curl]=curl)
+  [chromium]=chromium [secret-tool]=libsecret-tools [curl]=curl [podman]=podman [runc]=runc)
 missing=()
 for b in "${!pkgs[@]}"; do command -v "$b" >/dev/null 2>&1 || missing+=("${pkgs[$b]}"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -72,7 +73,7 @@ for v in $versions; do
     GOPATH="$(go env GOPATH)" GOCACHE="$(go env GOCACHE)" GOMODCACHE="$(go env GOMODCACHE)" GOFLAGS="${GOFLAGS:-}" \
     GOPROXY="$(go env GOPROXY)" KI_E2E_TOOLS="${tools[$v]}" KI_E2E_LOGS="$vlogs" KI_E2E_SESSION="$session" \
     E2E_CHROMIUM="$(command -v chromium)" KI_E2E_RUN="${KI_E2E_RUN:-.}" KI_E2E_FIRST="$KI_E2E_FIRST" KI_E2E_K8S="$v" \
-    KI_E2E_FIREBASE="$firebase_dir/node_modules/.bin/firebase" \
+    KI_E2E_FIREBASE="$firebase_dir/node_modules/.bin/firebase" KI_IMAGE_DIST="${KI_IMAGE_DIST:-}" \
     dbus-run-session -- bash -c '
       set -euo pipefail
       eval "$(printf e2e-keyring | gnome-keyring-daemon --unlock --components=secrets)"

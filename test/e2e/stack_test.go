@@ -699,8 +699,11 @@ rules:
   resources: [users, groups]
   verbs: [impersonate]
 - apiGroups: [authentication.k8s.io]
-  resources: [uids, userextras/scopes]
+  resources: [uids, userextras/scopes, userextras/kubectl-impersonate.io/original-user]
   verbs: [impersonate]
+- apiGroups: [authorization.k8s.io]
+  resources: [subjectaccessreviews]
+  verbs: [create]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding

@@ -109,6 +109,9 @@ func (Code) Proxy(ctx context.Context, o *serve.ProxyOptions) error {
 		Ready: proxy.ReadyCheck(u, proxy.HeaderTimeout(transport, o.UpstreamTimeout), authenticator.HealthCheck, time.Second),
 		Audit: audit, Metrics: metrics, CacheSize: o.CacheSize(), MaxInFlight: cmp.Or(o.MaxInFlight, -1),
 		Log: func(s string) { fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy: %s\n", s) }}
+	if o.AllowCallerImpersonation {
+		h.CallerImpersonation = proxy.SubjectAccessReviewer{Upstream: u, RT: proxy.HeaderTimeout(transport, o.UpstreamTimeout)}
+	}
 	l, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", o.Listen, err)

@@ -25,6 +25,7 @@ type ProxyOptions struct {
 	OIDC                         cmdutil.OIDCFlags
 	SigningKeyFile               string
 	AllowSystemIdentities        bool
+	AllowCallerImpersonation     bool
 	AuditLog                     string
 	TokenCacheSize               int
 	MaxInFlight                  int
@@ -59,7 +60,15 @@ kube-apiserver validates it) or by kube-apiserver's legacy --oidc-* flags
 It forwards the request with its own credential and Impersonate-User, -Group,
 -Uid and -Extra-* headers, streaming and upgrades included.
 
-Refused: requests carrying Impersonate-* headers or naming Authorization,
+With --allow-caller-impersonation, a caller's own Impersonate-User, -Group, -Uid
+and -Extra-* headers (kubectl --as, --as-group, --as-uid) are honoured once a
+SubjectAccessReview says the authenticated caller may impersonate each of them
+(the proxy's credential needs create on subjectaccessreviews); the request then
+goes as that identity, with the caller under the extra
+kubectl-impersonate.io/original-user, which kube-apiserver's audit log shows.
+
+Refused: requests carrying Impersonate-* headers (without that flag, or that the
+authorizer does not allow the caller) or naming Authorization,
 Impersonate-* or X-Remote-* in Connection (403), paths with dot segments (400),
 identities with leading or trailing white space or control characters, and
 system: users and groups unless --allow-system-identities (403). X-Remote-*
@@ -93,6 +102,7 @@ telling the caller; metrics are served on --metrics-address only.`,
 	o.OIDC.AddFlags(f, map[string]string{"oidc-audience": "oidc-client-id", "username-claim": "oidc-username-claim",
 		"username-prefix": "oidc-username-prefix", "groups-claim": "oidc-groups-claim", "groups-prefix": "oidc-groups-prefix"}, streams.ErrOut)
 	f.StringVar(&o.SigningKeyFile, "oidc-signing-key-file", "", "Verify with these keys (a JWKS document or PEM public keys) instead of the issuers' discovery and JWKS")
+	f.BoolVar(&o.AllowCallerImpersonation, "allow-caller-impersonation", false, "Honour a caller's Impersonate-* headers (kubectl --as) when a SubjectAccessReview says the caller may impersonate them; the caller goes upstream as the extra kubectl-impersonate.io/original-user")
 	f.BoolVar(&o.AllowSystemIdentities, "allow-system-identities", false, "Let tokens map to system: users and groups (refused by default: a token should not make anyone a node, a controller or system:masters)")
 	f.StringVar(&o.AuditLog, "audit-log", "-", "Audit log file, one JSON line per request with the refusal reason (- for stderr, empty for none); tokens are never written")
 	f.IntVar(&o.TokenCacheSize, "token-cache-size", o.TokenCacheSize, "Authenticated tokens whose identity is kept until their exp (0 authenticates every request)")
