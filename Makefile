@@ -19,7 +19,7 @@ snapshot_version = $$(ls $(1)/kubectl-impersonate_*_linux_amd64.tar.gz | sed -E 
 # naming it by tag and digest.
 oci_image = $(GO) -C hack/tools run ./oci-image -dist $(CURDIR)/$(1) -manifest $(CURDIR)/deploy/proxy/proxy.yaml -manifest-out $(CURDIR)/$(1)/deploy/proxy/proxy.yaml
 
-.PHONY: help build install test unit e2e demo demo-check bench bench-check lint fmt fuzz clean tools release-snapshot release-test snapshot-host krew-manifest deploy-manifest krew-validate docs
+.PHONY: help build install test unit e2e demo demo-check bench bench-check soak lint fmt fuzz clean tools release-snapshot release-test snapshot-host krew-manifest deploy-manifest krew-validate docs
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -50,6 +50,9 @@ e2e: snapshot-host ## End-to-end tests on real kube-apiserver, etcd, Dex, kubect
 
 bench: ## Benchmark the cached get-token (disk and keyring) against a Go hello world; writes the table into README.md
 	hack/bench.sh
+
+soak: ## The proxy's soak (not in make test): 2 replicas, 200 requests/s, token re-issue, key rotation, a restart, for SOAK_DURATION (default 10m); writes its report into docs/proxy.md
+	hack/soak.sh
 
 bench-check: ## The coarse speed bounds of make test: cached get-token (disk) at most 3 x hello, peak RSS at most 8 MiB; the full binary's version at most 5 x hello
 	hack/bench.sh --check

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,10 +43,16 @@ const (
 
 // Issuer serves discovery and keys; Mint signs tokens.
 type Issuer struct {
-	URL   string
-	srv   *httptest.Server
-	key   *rsa.PrivateKey
-	other *rsa.PrivateKey
+	URL string
+	srv *httptest.Server
+	mu  sync.Mutex
+	key *rsa.PrivateKey
+	kid string
+	// retired is the key before the last Rotate, still published so that
+	// the tokens it signed stay valid until they expire.
+	retired    *rsa.PrivateKey
+	retiredKid string
+	other      *rsa.PrivateKey
 	// JWKSFetches counts key set requests.
 	JWKSFetches atomic.Int64
 }
@@ -62,7 +69,7 @@ func Start() (*Issuer, error) {
 	if err != nil {
 		return nil, err
 	}
-	is := &Issuer{key: key, other: other}
+	is := &Issuer{key: key, kid: kid, other: other}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, map[string]any{"issuer": is.URL, "jwks_uri": is.URL + "/keys",
@@ -82,13 +89,55 @@ func Start() (*Issuer, error) {
 // Close stops the server.
 func (is *Issuer) Close() { is.srv.Close() }
 
+// UnprefixedMappings are the claim mappings of the proxy's tests: username
+// and groups without prefixes (the most exposed mapping: a claim could name
+// system: identities), uid from sub, an extra from a tenant claim.
+const UnprefixedMappings = `    username: {claim: email, prefix: ""}
+    groups: {claim: groups, prefix: ""}
+    uid: {claim: sub}
+    extra:
+    - {key: example.com/tenant, valueExpression: 'has(claims.tenant) ? claims.tenant : ""'}
+`
+
+// AuthenticationConfig is an AuthenticationConfiguration
+// (apiserver.config.k8s.io/v1) that trusts the issuer for the audience
+// "kube", with mappings (YAML under claimMappings, indented by four).
+func (is *Issuer) AuthenticationConfig(mappings string) string {
+	ca, _ := json.Marshal(string(is.CAPEM()))
+	return fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
+kind: AuthenticationConfiguration
+jwt:
+- issuer: {url: %q, audiences: [kube], certificateAuthority: %s}
+  claimMappings:
+%s`, is.URL, ca, mappings)
+}
+
 // CAPEM is the issuer's serving certificate, to trust it as a CA.
 func (is *Issuer) CAPEM() []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: is.srv.Certificate().Raw})
 }
 
 // PublicKeyPEM is the signing key's public half (PKIX).
-func (is *Issuer) PublicKeyPEM() []byte { return publicKeyPEM(&is.key.PublicKey) }
+func (is *Issuer) PublicKeyPEM() []byte {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	return publicKeyPEM(&is.key.PublicKey)
+}
+
+// Rotate makes a new signing key, under a new kid, the one Mint signs
+// with; the previous one stays in the key set (its tokens stay valid until
+// they expire), the one before it is dropped, as an issuer rotates keys.
+func (is *Issuer) Rotate() error {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	is.retired, is.retiredKid = is.key, is.kid
+	is.key, is.kid = key, fmt.Sprintf("%s-%d", kid, time.Now().UnixNano())
+	return nil
+}
 
 func publicKeyPEM(pub *rsa.PublicKey) []byte {
 	der, _ := x509.MarshalPKIXPublicKey(pub)
@@ -97,10 +146,17 @@ func publicKeyPEM(pub *rsa.PublicKey) []byte {
 
 // JWKS is the key set document.
 func (is *Issuer) JWKS() map[string]any {
+	is.mu.Lock()
+	defer is.mu.Unlock()
 	b64 := base64.RawURLEncoding.EncodeToString
-	e := big(is.key.E)
-	return map[string]any{"keys": []map[string]any{{"kty": "RSA", "use": "sig", "alg": "RS256", "kid": kid,
-		"n": b64(is.key.N.Bytes()), "e": b64(e)}}}
+	jwk := func(k *rsa.PrivateKey, id string) map[string]any {
+		return map[string]any{"kty": "RSA", "use": "sig", "alg": "RS256", "kid": id, "n": b64(k.N.Bytes()), "e": b64(big(k.E))}
+	}
+	keys := []map[string]any{jwk(is.key, is.kid)}
+	if is.retired != nil {
+		keys = append(keys, jwk(is.retired, is.retiredKid))
+	}
+	return map[string]any{"keys": keys}
 }
 
 func big(e int) []byte {
@@ -128,7 +184,10 @@ func (is *Issuer) Claims(sub, aud string, lifetime time.Duration, extra map[stri
 
 // Mint signs claims, tampered as asked.
 func (is *Issuer) Mint(claims map[string]any, t Tamper) (string, error) {
-	return Sign(claims, t, kid, is.key, is.other)
+	is.mu.Lock()
+	key, id := is.key, is.kid
+	is.mu.Unlock()
+	return Sign(claims, t, id, key, is.other)
 }
 
 // Sign signs claims with key (RS256) under kid, tampered as t asks:

@@ -340,6 +340,13 @@ func (a *Authenticator) WaitReady(ctx context.Context) error {
 // 401 when none accepts).
 var ErrNoAuthenticator = errors.New("no jwt authenticator accepts the token's issuer")
 
+// AuthenticateToken is kube-apiserver's authenticator.Token: the user of
+// token, false when no authenticator accepts it (the proxy builds
+// k8s.io/apiserver's request authenticators and token cache on it).
+func (a *Authenticator) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
+	return a.union.AuthenticateToken(ctx, token)
+}
+
 // Authenticate returns the user kube-apiserver would see for token (before
 // it adds system:authenticated), or why it would refuse the token.
 func (a *Authenticator) Authenticate(ctx context.Context, token string) (user.Info, error) {

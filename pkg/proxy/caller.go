@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
@@ -72,11 +73,11 @@ func readCallerImpersonation(h http.Header) (*callerImpersonation, error) {
 		case name == authnv1.ImpersonateGroupHeader:
 			c.groups = append(c.groups, values...)
 		case strings.HasPrefix(name, authnv1.ImpersonateUserExtraHeaderPrefix):
-			key, err := url.PathUnescape(strings.TrimPrefix(name, authnv1.ImpersonateUserExtraHeaderPrefix))
-			if err != nil || key == "" {
+			// As kube-apiserver: lowercased, then percent-decoded.
+			key, err := url.PathUnescape(strings.ToLower(strings.TrimPrefix(name, authnv1.ImpersonateUserExtraHeaderPrefix)))
+			if err != nil || key == "" || !utf8.ValidString(key) {
 				return nil, fmt.Errorf("%w: %s has no valid extra key", errImpersonationHeaders, name)
 			}
-			key = strings.ToLower(key)
 			if key == OriginalUserExtra {
 				return nil, fmt.Errorf("%w: the extra %s is the proxy's to set", errImpersonationHeaders, OriginalUserExtra)
 			}
@@ -94,14 +95,59 @@ func readCallerImpersonation(h http.Header) (*callerImpersonation, error) {
 	if c.user == "" {
 		return nil, fmt.Errorf("%w: impersonation without %s", errImpersonationHeaders, authnv1.ImpersonateUserHeader)
 	}
+	// One check per value: repeated values are one, and the values are
+	// bounded (each costs a SubjectAccessReview); invalid UTF-8 would be
+	// asked about as U+FFFD and forwarded as it is.
+	c.groups = dedupe(c.groups)
+	values := 1 + len(c.groups)
+	for k, vs := range c.extra {
+		c.extra[k] = dedupe(vs)
+		values += len(c.extra[k])
+	}
+	if values > MaxImpersonatedValues {
+		return nil, fmt.Errorf("%w: %d groups and extra values, over %d", errImpersonationHeaders, values-1, MaxImpersonatedValues)
+	}
+	for _, v := range append(append([]string{c.user, c.uid}, c.groups...), extraValues(c.extra)...) {
+		if !utf8.ValidString(v) {
+			return nil, fmt.Errorf("%w: a value is not valid UTF-8", errImpersonationHeaders)
+		}
+	}
 	return &c, nil
+}
+
+// MaxImpersonatedValues bounds a caller's impersonation: the user, its
+// groups and extra values (one SubjectAccessReview each).
+const MaxImpersonatedValues = 32
+
+func dedupe(vs []string) []string {
+	var out []string
+	for _, v := range vs {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func extraValues(extra map[string][]string) []string {
+	var out []string
+	for _, vs := range extra {
+		out = append(out, vs...)
+	}
+	return out
 }
 
 // checks are the SubjectAccessReviews kube-apiserver's impersonation
 // filter asks (the impersonate verb: users, or a service account in its
 // namespace; each group; the UID; each extra value), for caller.
 func (c *callerImpersonation) checks(caller user.Info) []authzv1.SubjectAccessReviewSpec {
-	base := authzv1.SubjectAccessReviewSpec{User: caller.GetName(), UID: caller.GetUID(), Groups: caller.GetGroups()}
+	// The caller as kube-apiserver authenticates it: a token's user gets
+	// system:authenticated.
+	groups := caller.GetGroups()
+	if !slices.Contains(groups, user.AllAuthenticated) {
+		groups = append(slices.Clone(groups), user.AllAuthenticated)
+	}
+	base := authzv1.SubjectAccessReviewSpec{User: caller.GetName(), UID: caller.GetUID(), Groups: groups}
 	if extra := caller.GetExtra(); len(extra) > 0 {
 		base.Extra = map[string]authzv1.ExtraValue{}
 		for k, v := range extra {

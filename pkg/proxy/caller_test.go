@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -58,6 +59,13 @@ func TestReadCallerImpersonation(t *testing.T) {
 		{name: "empty user", headers: [][2]string{{"Impersonate-User", ""}}, wantErr: "once, not empty"},
 		{name: "underscore", headers: [][2]string{{"Impersonate_User", "bob"}}, wantErr: "not a spelling"},
 		{name: "the proxy's own extra", headers: [][2]string{{"Impersonate-User", "bob"}, {"Impersonate-Extra-Kubectl-Impersonate.io%2FOriginal-User", "x"}}, wantErr: "the proxy's to set"},
+		{name: "repeated groups are one check", headers: [][2]string{{"Impersonate-User", "bob"}, {"Impersonate-Group", "a"}, {"Impersonate-Group", "a"}},
+			want: &callerImpersonation{user: "bob", groups: []string{"a"}}},
+		{name: "too many groups", headers: append([][2]string{{"Impersonate-User", "bob"}}, manyGroups(MaxImpersonatedValues)...), wantErr: "over 32"},
+		{name: "invalid UTF-8", headers: [][2]string{{"Impersonate-User", "bob\xff"}}, wantErr: "not valid UTF-8"},
+		// kube-apiserver lowercases the key, then decodes it.
+		{name: "an escaped capital stays capital", headers: [][2]string{{"Impersonate-User", "bob"}, {"Impersonate-Extra-Foo%41", "x"}},
+			want: &callerImpersonation{user: "bob", extra: map[string][]string{"fooA": {"x"}}}},
 		{name: "unknown impersonation header", headers: [][2]string{{"Impersonate-User", "bob"}, {"Impersonate-Whatever", "x"}}, wantErr: "not an impersonation header"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,7 +97,7 @@ func TestCallerImpersonationChecks(t *testing.T) {
 	var got []authzv1.ResourceAttributes
 	for _, s := range c.checks(caller) {
 		assert.Equal(t, "alice", s.User, "asked for the caller, never the proxy")
-		assert.Equal(t, []string{"dev"}, s.Groups)
+		assert.Equal(t, []string{"dev", "system:authenticated"}, s.Groups, "as kube-apiserver authenticates the caller")
 		got = append(got, *s.ResourceAttributes)
 	}
 	assert.Equal(t, []authzv1.ResourceAttributes{
@@ -165,4 +173,12 @@ func TestProxyCallerImpersonationAttacks(t *testing.T) {
 		assert.Equal(t, "alice@example.com", s.User, "every question is about the caller")
 	}
 	assert.Contains(t, p.audit.String(), `"originalUser":"alice@example.com"`, "the proxy's audit line names the caller")
+}
+
+func manyGroups(n int) [][2]string {
+	var out [][2]string
+	for i := range n {
+		out = append(out, [2]string{"Impersonate-Group", fmt.Sprintf("g%d", i)})
+	}
+	return out
 }

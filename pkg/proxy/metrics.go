@@ -13,11 +13,10 @@ import (
 // Metrics are the proxy's Prometheus metrics, in a registry of their own
 // (served on --metrics-address, never on the API port).
 type Metrics struct {
-	Registry  *prometheus.Registry
-	requests  *prometheus.CounterVec
-	refusals  *prometheus.CounterVec
-	cacheHits prometheus.Counter
-	latency   prometheus.Histogram
+	Registry *prometheus.Registry
+	requests *prometheus.CounterVec
+	refusals *prometheus.CounterVec
+	latency  prometheus.Histogram
 }
 
 // NewMetrics registers the proxy's metrics and the process and Go runtime
@@ -29,15 +28,13 @@ func NewMetrics() *Metrics {
 			Name: "kubectl_impersonate_proxy_requests_total", Help: "Requests by HTTP status code."}, []string{"code"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubectl_impersonate_proxy_refusals_total",
-			Help: "Requests the proxy refused before forwarding, by reason: no_token, invalid_token (verification failures), identity, request."},
+			Help: "Requests the proxy refused before forwarding, by reason: no_token, invalid_token (verification failures), not_ready (the issuers' keys not loaded yet), identity, impersonation, request, overload."},
 			[]string{"reason"}),
-		cacheHits: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "kubectl_impersonate_proxy_token_cache_hits_total", Help: "Requests whose token was authenticated before (identity from the cache)."}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "kubectl_impersonate_proxy_request_duration_seconds", Help: "Time to serve a request, upstream included.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}}),
 	}
-	m.Registry.MustRegister(m.requests, m.refusals, m.cacheHits, m.latency,
+	m.Registry.MustRegister(m.requests, m.refusals, m.latency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -53,4 +50,10 @@ func (m *Metrics) observe(code int, d time.Duration) {
 }
 
 func (m *Metrics) refused(reason string) { m.refusals.WithLabelValues(reason).Inc() }
-func (m *Metrics) cacheHit()             { m.cacheHits.Inc() }
+
+// cacheHits registers the token cache's hits: the requests authenticated
+// without the authenticator checking their token, as hits counts them.
+func (m *Metrics) cacheHits(hits func() float64) {
+	_ = m.Registry.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "kubectl_impersonate_proxy_token_cache_hits_total", Help: "Requests whose token was authenticated before (identity from the cache)."}, hits))
+}

@@ -26,8 +26,8 @@ package proxy
 
 import (
 	"bufio"
+	"cmp"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,22 +38,28 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	"k8s.io/apiserver/pkg/authentication/request/union"
+	"k8s.io/apiserver/pkg/authentication/request/websocket"
+	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	"k8s.io/apiserver/pkg/authentication/user"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/transport"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/jwtclaims"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 )
 
-// Authenticator returns the user of a bearer token, as kube-apiserver would.
-type Authenticator interface {
-	Authenticate(ctx context.Context, token string) (user.Info, error)
-}
+// Authenticator is kube-apiserver's token authenticator (pkg/authn's):
+// the proxy reads the token from the request with k8s.io/apiserver's
+// bearer-token and WebSocket-protocol request authenticators, and caches
+// identities with its token cache, as kube-apiserver does.
+type Authenticator = authenticator.Token
 
 // Handler is the proxy.
 type Handler struct {
@@ -69,13 +75,19 @@ type Handler struct {
 	AllowSystemIdentities bool
 	// Ready reports whether the proxy can serve (upstream and issuers);
 	// nil means always.
-	Ready   func(ctx context.Context) error
-	Audit   io.Writer
-	Metrics *Metrics
-	Now     func() time.Time
-	// CacheSize bounds the cache of authenticated tokens' identities (kept
-	// until each token's exp): 0 means DefaultCacheSize, negative disables.
-	CacheSize int
+	Ready func(ctx context.Context) error
+	// AuthenticatorReady reports whether every issuer's keys are loaded
+	// (pkg/authn's HealthCheck); nil means always. A token refused while
+	// they are not gets 503 with Retry-After, not 401: the token may be
+	// good, and the client should try again, not log in again.
+	AuthenticatorReady func() error
+	Audit              io.Writer
+	Metrics            *Metrics
+	Now                func() time.Time
+	// CacheTTL is how long an authenticated token's identity is reused
+	// (k8s.io/apiserver's token cache, as kube-apiserver's 10 s): 0 means
+	// DefaultCacheTTL, negative disables the cache.
+	CacheTTL time.Duration
 	// MaxInFlight bounds the requests served at once, long-running ones
 	// (watches, upgrades) aside, as kube-apiserver's
 	// --max-requests-inflight: more get 429. 0 means DefaultMaxInFlight,
@@ -95,7 +107,13 @@ type Handler struct {
 	once     sync.Once
 	inFlight chan struct{}
 	auditMu  sync.Mutex
-	cache    *identityCache
+	// requests authenticates a request: its bearer token, or a WebSocket
+	// client's (the base64url.bearer.authorization.k8s.io. subprotocol).
+	requests authenticator.Request
+	// authentications and verifications count the authenticated requests
+	// and the tokens the authenticator itself checked: the difference is
+	// the cache's hits.
+	authentications, verifications atomic.Int64
 }
 
 // identityKey carries the authenticated identity from ServeHTTP to the
@@ -115,12 +133,17 @@ func (h *Handler) init() {
 	case h.MaxInFlight > 0:
 		h.inFlight = make(chan struct{}, h.MaxInFlight)
 	}
-	switch {
-	case h.CacheSize == 0:
-		h.cache = newIdentityCache(DefaultCacheSize)
-	case h.CacheSize > 0:
-		h.cache = newIdentityCache(h.CacheSize)
+	var tokens authenticator.Token = authenticator.TokenFunc(func(ctx context.Context, token string) (*authenticator.Response, bool, error) {
+		h.verifications.Add(1)
+		return h.Authenticator.AuthenticateToken(ctx, token)
+	})
+	if ttl := cmp.Or(h.CacheTTL, DefaultCacheTTL); ttl > 0 {
+		// kube-apiserver's: keyed by an HMAC of the token, failures not
+		// cached, concurrent lookups of one token made once.
+		tokens = tokencache.New(tokens, false, ttl, 0)
 	}
+	h.requests = union.New(bearertoken.New(tokens), websocket.NewProtocolAuthenticator(tokens))
+	h.Metrics.cacheHits(func() float64 { return float64(h.authentications.Load() - h.verifications.Load()) })
 	h.proxy = &httputil.ReverseProxy{
 		// Rewrite runs after the hop-by-hop headers (and those the caller
 		// named in Connection) were removed from the outbound request.
@@ -128,6 +151,7 @@ func (h *Handler) init() {
 			r.SetURL(h.Upstream)
 			r.Out.Host = h.Upstream.Host
 			stripIdentityHeaders(r.Out.Header)
+			stripWebSocketToken(r.Out.Header)
 			// The caller's address, as kube-apiserver's audit reads it
 			// (sourceIPs): X-Forwarded-For set from the connection, and no
 			// X-Real-Ip of the caller's choosing.
@@ -384,6 +408,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 		}
 	}
 	var asked *callerImpersonation
+	var askedErr error // refused once the caller is authenticated (401 first)
 	if h.CallerImpersonation == nil {
 		for name := range r.Header {
 			if strings.HasPrefix(normalHeader(name), "impersonate-") {
@@ -393,56 +418,69 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 			}
 		}
 	} else {
-		var err error
-		if asked, err = readCallerImpersonation(r.Header); err != nil {
-			h.refuse(w, l, http.StatusForbidden, "request", err.Error(), "impersonation refused: "+err.Error())
-			return
-		}
+		asked, askedErr = readCallerImpersonation(r.Header)
 	}
 	if hasDotSegment(r.URL) {
 		h.refuse(w, l, http.StatusBadRequest, "request", "dot segment in the path",
 			"the path may not contain dot segments (. or ..)")
 		return
 	}
-	raw, ok := bearer(r)
-	if !ok {
+	if !hasCredential(r) {
 		h.refuse(w, l, http.StatusUnauthorized, "no_token", "no bearer token", "Unauthorized")
 		return
 	}
-	u, ok := h.cache.get(raw, h.Now())
-	if ok {
-		h.Metrics.cacheHit()
-	} else {
-		var err error
-		u, err = h.Authenticator.Authenticate(r.Context(), raw)
+	h.authentications.Add(1)
+	resp, ok, err := h.requests.AuthenticateRequest(r)
+	if !ok || resp == nil || resp.User == nil {
+		h.authentications.Add(-1) // a refusal is no hit
+		reason := "no authenticator accepts the token"
 		if err != nil {
-			h.refuse(w, l, http.StatusUnauthorized, "invalid_token", "token refused: "+logging.OneLine(err.Error(), 0), "Unauthorized")
-			return
+			reason = logging.OneLine(err.Error(), 0)
 		}
-		if exp, ok := expiry(raw); ok {
-			h.cache.put(raw, u, exp, h.Now())
+		if h.AuthenticatorReady != nil {
+			if nerr := h.AuthenticatorReady(); nerr != nil {
+				// Starting (or the issuer unreachable): say so, and when to
+				// try again, as kube-apiserver's not-ready answers do.
+				w.Header().Set("Retry-After", "1")
+				h.refuse(w, l, http.StatusServiceUnavailable, "not_ready", "token not checked: the issuers' keys are not loaded: "+logging.OneLine(nerr.Error(), 0),
+					"the impersonating proxy is not ready to authenticate yet, try again")
+				return
+			}
 		}
+		h.refuse(w, l, http.StatusUnauthorized, "invalid_token", "token refused: "+reason, "Unauthorized")
+		return
 	}
+	u := resp.User
 	l.user = u
 	if err := forwardable(u, h.AllowSystemIdentities); err != nil {
 		h.refuse(w, l, http.StatusForbidden, "identity", err.Error(),
 			"the token's identity cannot be impersonated through this proxy: "+err.Error())
 		return
 	}
+	if askedErr != nil {
+		h.refuse(w, l, http.StatusForbidden, "request", askedErr.Error(), "impersonation refused: "+logging.OneLine(askedErr.Error(), 0))
+		return
+	}
 	if asked != nil {
-		// kubectl --as: the authorizer decides whether the caller may.
-		if err := h.authorizeCaller(r.Context(), u, asked); err != nil {
-			h.refuse(w, l, http.StatusForbidden, "impersonation", "impersonation refused: "+logging.OneLine(err.Error(), 0),
-				"impersonation refused: "+logging.OneLine(err.Error(), 0))
-			return
-		}
-		l.original, u = u, asked.identity(u)
-		l.user = u
-		if err := forwardable(u, h.AllowSystemIdentities); err != nil {
+		// kubectl --as: what could not be forwarded is refused before any
+		// question; then the authorizer decides whether the caller may,
+		// within the request's time (--request-timeout's).
+		target := asked.identity(u)
+		if err := forwardable(target, h.AllowSystemIdentities); err != nil {
 			h.refuse(w, l, http.StatusForbidden, "identity", err.Error(),
 				"the impersonated identity cannot be forwarded through this proxy: "+err.Error())
 			return
 		}
+		actx, cancel := context.WithTimeout(r.Context(), RequestTimeout)
+		err := h.authorizeCaller(actx, u, asked)
+		cancel()
+		if err != nil {
+			h.refuse(w, l, http.StatusForbidden, "impersonation", "impersonation refused: "+logging.OneLine(err.Error(), 0),
+				"impersonation refused: "+logging.OneLine(err.Error(), 0))
+			return
+		}
+		l.original, u = u, target
+		l.user = u
 	}
 	ctx := r.Context()
 	if longRunning(r) {
@@ -461,14 +499,45 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 	h.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, identityKey{}, u)))
 }
 
-// bearer reads the token as kube-apiserver's bearer token authenticator
-// does: "Bearer" in any case, one space, a non-empty token.
-func bearer(r *http.Request) (string, bool) {
-	parts := strings.SplitN(strings.TrimSpace(r.Header.Get("Authorization")), " ", 3)
-	if len(parts) < 2 || !strings.EqualFold(parts[0], "bearer") || parts[1] == "" {
-		return "", false
+// hasCredential tells whether the request carries a token for the
+// request authenticators: an Authorization header, or a WebSocket bearer
+// subprotocol.
+func hasCredential(r *http.Request) bool {
+	if strings.TrimSpace(r.Header.Get("Authorization")) != "" {
+		return true
 	}
-	return parts[1], true
+	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
+		if strings.Contains(v, webSocketBearerPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// webSocketBearerPrefix is the subprotocol that carries a WebSocket
+// client's bearer token (k8s.io/apiserver's request/websocket).
+const webSocketBearerPrefix = "base64url.bearer.authorization.k8s.io."
+
+// stripWebSocketToken removes the bearer subprotocols from
+// Sec-WebSocket-Protocol: a caller's token never goes upstream, whichever
+// credential authenticated it.
+func stripWebSocketToken(h http.Header) {
+	values := h.Values("Sec-WebSocket-Protocol")
+	if len(values) == 0 {
+		return
+	}
+	var keep []string
+	for _, v := range values {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" && !strings.HasPrefix(p, webSocketBearerPrefix) {
+				keep = append(keep, p)
+			}
+		}
+	}
+	h.Del("Sec-WebSocket-Protocol")
+	if len(keep) > 0 {
+		h.Set("Sec-WebSocket-Protocol", strings.Join(keep, ", "))
+	}
 }
 
 // hasDotSegment reports "." or ".." path segments, raw or percent-encoded
@@ -535,16 +604,3 @@ func forwardable(u user.Info, allowSystem bool) error {
 	}
 	return nil
 }
-
-// expiry reads exp from a token the authenticator has just accepted
-// (jwtclaims.Decode: the decoder the claims command prints with).
-func expiry(raw string) (time.Time, bool) {
-	tok, err := jwtclaims.Decode(raw)
-	if err != nil {
-		return time.Time{}, false
-	}
-	return tok.Expiry()
-}
-
-// tokenKey is the cache key of a token: its SHA-256, never the token.
-func tokenKey(raw string) [sha256.Size]byte { return sha256.Sum256([]byte(raw)) }

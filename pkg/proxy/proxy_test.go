@@ -40,18 +40,7 @@ func legacyConfig(is *testissuer.Issuer) authn.Options {
 // structuredConfig maps uid and extra too, and groups without a prefix
 // (so that a groups claim could name system: groups).
 func structuredConfig(is *testissuer.Issuer) authn.Options {
-	ca, _ := json.Marshal(string(is.CAPEM()))
-	cfg, err := authn.LoadConfig([]byte(fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
-kind: AuthenticationConfiguration
-jwt:
-- issuer: {url: %q, audiences: [kube], certificateAuthority: %s}
-  claimMappings:
-    username: {claim: email, prefix: ""}
-    groups: {claim: groups, prefix: ""}
-    uid: {claim: sub}
-    extra:
-    - {key: example.com/tenant, valueExpression: 'has(claims.tenant) ? claims.tenant : ""'}
-`, is.URL, ca)))
+	cfg, err := authn.LoadConfig([]byte(is.AuthenticationConfig(testissuer.UnprefixedMappings)))
 	if err != nil {
 		panic(err)
 	}

@@ -289,6 +289,10 @@ type Decision struct {
 	// Source is FromRules (settled by the rules review) or
 	// FromAccessReview (at least one verb asked with an access review).
 	Source Source `json:"source"`
+	// DecidedElsewhere lists the verbs whose access review answered
+	// against RBAC's rules, in a namespace whose review says incomplete:
+	// an authorizer other than RBAC (a webhook) decided them.
+	DecidedElsewhere []string `json:"decidedElsewhere,omitempty"`
 }
 
 // FilterStats counts the requests Filter made.
@@ -339,6 +343,8 @@ func (c *Client) Filter(ctx context.Context, r Resource, objs []Object, o Filter
 	type job struct {
 		obj  int
 		verb string
+		// rules is what the namespace's rules said of it.
+		rules bool
 	}
 	decisions := make([]Decision, len(objs))
 	var jobs []job
@@ -356,7 +362,7 @@ func (c *Client) Filter(ctx context.Context, r Resource, objs []Object, o Filter
 			case o.ForceSSAR || !r.Namespaced || incomplete[obj.Namespace]:
 				// An incomplete review cannot be trusted either way (a
 				// webhook before RBAC may deny what RBAC allows).
-				jobs = append(jobs, job{obj: i, verb: v})
+				jobs = append(jobs, job{obj: i, verb: v, rules: allowed})
 			case allowed:
 				d.Allowed = append(d.Allowed, v)
 			case named:
@@ -376,6 +382,9 @@ func (c *Client) Filter(ctx context.Context, r Resource, objs []Object, o Filter
 		j := jobs[k]
 		d := &decisions[j.obj]
 		d.Source = FromAccessReview
+		if incomplete[d.Namespace] && out.Allowed != j.rules {
+			d.DecidedElsewhere = append(d.DecidedElsewhere, j.verb)
+		}
 		if out.Allowed {
 			d.Allowed = append(d.Allowed, j.verb)
 			return

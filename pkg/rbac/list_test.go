@@ -218,3 +218,25 @@ func TestFilterDenialReasons(t *testing.T) {
 	require.Len(t, ds, 1)
 	assert.Equal(t, map[string]string{"get": "get is granted for other resourceNames only", "delete": "no rule grants delete on configmaps"}, ds[0].Denied)
 }
+
+// TestFilterIncompleteReview: where the rules review says incomplete, every
+// object is asked; the answers against RBAC's rules are marked as another
+// authorizer's.
+func TestFilterIncompleteReview(t *testing.T) {
+	rules := []authzv1.ResourceRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}
+	// The stand-in chain: a webhook denies a (RBAC grants it) and allows
+	// deleting b (RBAC does not).
+	f := &fakeAuthz{rules: map[string][]authzv1.ResourceRule{"p1": rules}, incomplete: map[string]bool{"p1": true},
+		allow: map[string]bool{allowKey("p1", "get", "", "configmaps", "b"): true, allowKey("p1", "delete", "", "configmaps", "b"): true}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	cm := Resource{Version: "v1", Name: "configmaps", Namespaced: true, Verbs: []string{"get", "delete"}}
+	ds, st, err := newClient(t, srv.URL).Filter(context.Background(), cm, []Object{{Namespace: "p1", Name: "a"}, {Namespace: "p1", Name: "b"}},
+		FilterOptions{Verbs: []string{"get", "delete"}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"p1"}, st.Incomplete)
+	assert.Empty(t, ds[0].Allowed)
+	assert.Equal(t, []string{"get"}, ds[0].DecidedElsewhere, "a: get denied against RBAC's rules")
+	assert.Equal(t, []string{"get", "delete"}, ds[1].Allowed)
+	assert.Equal(t, []string{"delete"}, ds[1].DecidedElsewhere, "b: delete allowed against RBAC's rules")
+}

@@ -94,6 +94,34 @@ func TestWebhookAuthorizerChain(t *testing.T) {
 	require.Equal(t, 0, l.code, l.stderr)
 	assert.Contains(t, l.stdout, "configmap/chain-a")
 	assert.Contains(t, l.stdout, "configmap/chain-b")
+	// -o wide says who decided: the webhook, against RBAC's rules.
+	l = run(t, env, false, st.ki, "list", "configmaps", "-n", "team-a", "--verb=delete", "-o", "wide", "--kubeconfig="+admin,
+		"--as=oidc:alice@example.com", "--as-group=oidc:developers")
+	require.Equal(t, 0, l.code, l.stderr)
+	assert.Regexp(t, `(?m)^chain-a\s.*access-review \(another authorizer: delete\)`, l.stdout)
+	// why, once alice's group may read RBAC objects: the bindings, and
+	// that another authorizer decided against them.
+	kubectlApply(t, admin, `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: rbac-reader}
+rules:
+- {apiGroups: [rbac.authorization.k8s.io], resources: [roles, rolebindings, clusterroles, clusterrolebindings], verbs: [get, list]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: developers-read-rbac}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: rbac-reader}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: oidc:developers}
+`)
+	asAlice := []string{"--kubeconfig=" + admin, "-n", "team-a", "--as=oidc:alice@example.com", "--as-group=oidc:developers"}
+	wy := run(t, env, false, append([]string{st.ki, "why", "get", "pods"}, asAlice...)...)
+	assert.Equal(t, 1, wy.code, wy.stdout+wy.stderr)
+	assert.Contains(t, wy.stdout, "RBAC grants it to you (the bindings below), but another authorizer of the chain (such as a webhook) denied it.")
+	assert.Contains(t, wy.stdout, "RoleBinding/developers-read-pods")
+	wy = run(t, env, false, append([]string{st.ki, "why", "delete", "configmaps"}, asAlice...)...)
+	assert.Equal(t, 0, wy.code, wy.stdout+wy.stderr)
+	assert.Contains(t, wy.stdout, "No RBAC binding grants it to you: another authorizer of the chain (such as a webhook) allowed it.")
 	// RBAC now grants the developers get on configmaps; the webhook denies
 	// alice chain-a by name: a rules review would keep it, the cluster does not.
 	kubectlApply(t, admin, `apiVersion: rbac.authorization.k8s.io/v1

@@ -156,20 +156,8 @@ func attackIssuer(t *testing.T) (*testissuer.Issuer, string) {
 	is, err := testissuer.Start()
 	require.NoError(t, err)
 	t.Cleanup(is.Close)
-	dir := t.TempDir()
-	ca, _ := json.Marshal(string(is.CAPEM()))
-	authConfig := filepath.Join(dir, "authn.yaml")
-	require.NoError(t, os.WriteFile(authConfig, []byte(fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
-kind: AuthenticationConfiguration
-jwt:
-- issuer: {url: %q, audiences: [kube], certificateAuthority: %s}
-  claimMappings:
-    username: {claim: email, prefix: ""}
-    groups: {claim: groups, prefix: ""}
-    uid: {claim: sub}
-    extra:
-    - {key: example.com/tenant, valueExpression: 'has(claims.tenant) ? claims.tenant : ""'}
-`, is.URL, ca)), 0o600))
+	authConfig := filepath.Join(t.TempDir(), "authn.yaml")
+	require.NoError(t, os.WriteFile(authConfig, []byte(is.AuthenticationConfig(testissuer.UnprefixedMappings)), 0o600))
 	return is, authConfig
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,27 +57,31 @@ func TestIdentityPlatformAudience(t *testing.T) {
 }
 
 // TestProxyDefaults: the proxy command's flag defaults, bound in a binary
-// that does not link pkg/proxy, are pkg/proxy's; --token-cache-size=0
-// turns the cache off (the handler's -1; docs/proxy.md: "0 authenticates
-// every request").
+// that does not link pkg/proxy, are pkg/proxy's; --token-cache-ttl=0 (or
+// the deprecated --token-cache-size=0) turns the cache off (the handler's
+// -1; docs/proxy.md: "0 authenticates every request").
 func TestProxyDefaults(t *testing.T) {
 	for _, tt := range []struct {
-		flags     []string
-		cacheSize int
+		flags []string
+		ttl   time.Duration
 	}{
-		{nil, proxy.DefaultCacheSize},
+		{nil, proxy.DefaultCacheTTL},
+		{[]string{"--token-cache-ttl=0"}, -1},
+		{[]string{"--token-cache-ttl=2s"}, 2 * time.Second},
 		{[]string{"--token-cache-size=0"}, -1},
-		{[]string{"--token-cache-size=10"}, 10},
+		{[]string{"--token-cache-size=10"}, proxy.DefaultCacheTTL},
 	} {
 		c := cmd.NewRootCmd(genericiooptions.NewTestIOStreamsDiscard())
 		p, _, err := c.Find([]string{"proxy"})
 		require.NoError(t, err)
 		require.NoError(t, p.ParseFlags(tt.flags))
-		n, err := p.Flags().GetInt("token-cache-size")
+		ttl, err := p.Flags().GetDuration("token-cache-ttl")
+		require.NoError(t, err)
+		size, err := p.Flags().GetInt("token-cache-size")
 		require.NoError(t, err)
 		inflight, err := p.Flags().GetInt("max-requests-inflight")
 		require.NoError(t, err)
 		assert.Equal(t, proxy.DefaultMaxInFlight, inflight)
-		assert.Equal(t, tt.cacheSize, (&serve.ProxyOptions{TokenCacheSize: n}).CacheSize(), "%q", tt.flags)
+		assert.Equal(t, tt.ttl, (&serve.ProxyOptions{TokenCacheTTL: ttl, TokenCacheSize: size}).CacheTTL(), "%q", tt.flags)
 	}
 }

@@ -3,12 +3,10 @@ package apiserver
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"time"
@@ -89,6 +87,13 @@ func (Code) Proxy(ctx context.Context, o *serve.ProxyOptions) error {
 		return err
 	}
 	defer authenticator.Close()
+	// The issuers' keys first (bounded): a replica that listened before
+	// could only answer "not ready" (503, Retry-After).
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	if err := authenticator.WaitReady(wctx); err != nil && ctx.Err() == nil {
+		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy: serving before the issuers' keys are loaded (/readyz fails until they are): %v\n", err)
+	}
+	cancel()
 	audit, closeAudit, err := openAudit(o.AuditLog, o.ErrOut)
 	if err != nil {
 		return err
@@ -106,45 +111,22 @@ func (Code) Proxy(ctx context.Context, o *serve.ProxyOptions) error {
 		Transport:        proxy.HeaderTimeout(transport, o.UpstreamTimeout),
 		UpgradeTransport: proxy.HeaderTimeout(upgradeTransport, o.UpstreamTimeout),
 		Authenticator:    authenticator, AllowSystemIdentities: o.AllowSystemIdentities,
-		Ready: proxy.ReadyCheck(u, proxy.HeaderTimeout(transport, o.UpstreamTimeout), authenticator.HealthCheck, time.Second),
-		Audit: audit, Metrics: metrics, CacheSize: o.CacheSize(), MaxInFlight: cmp.Or(o.MaxInFlight, -1),
+		Ready:              proxy.ReadyCheck(u, proxy.HeaderTimeout(transport, o.UpstreamTimeout), authenticator.HealthCheck, time.Second),
+		AuthenticatorReady: authenticator.HealthCheck,
+		Audit:              audit, Metrics: metrics, CacheTTL: o.CacheTTL(), MaxInFlight: cmp.Or(o.MaxInFlight, -1),
 		Log: func(s string) { fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy: %s\n", s) }}
 	if o.AllowCallerImpersonation {
 		h.CallerImpersonation = proxy.SubjectAccessReviewer{Upstream: u, RT: proxy.HeaderTimeout(transport, o.UpstreamTimeout)}
 	}
-	l, err := net.Listen("tcp", o.Listen)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", o.Listen, err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 90 * time.Second,
-		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}}
-	servers := []*http.Server{srv}
-	if o.MetricsAddress != "" {
-		ml, err := net.Listen("tcp", o.MetricsAddress)
-		if err != nil {
-			return fmt.Errorf("listening on --metrics-address %s: %w", o.MetricsAddress, err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", metrics.Handler())
-		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		servers = append(servers, msrv)
-		go func() { _ = msrv.Serve(ml) }()
-		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy metrics on http://%s/metrics\n", ml.Addr())
-	}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		for _, s := range servers {
-			_ = s.Shutdown(sctx)
-		}
-	}()
-	fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy for %s listening on https://%s; identities: %s; system: identities %s\n",
-		u.Host, l.Addr(), rule, map[bool]string{true: "allowed", false: "refused"}[o.AllowSystemIdentities])
-	if err := srv.ServeTLS(l, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	srv := &proxy.Server{Handler: h, Listen: o.Listen, MetricsAddress: o.MetricsAddress, Certs: certs,
+		Listening: func(api, metrics net.Addr) {
+			if metrics != nil {
+				fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy metrics on http://%s/metrics\n", metrics)
+			}
+			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy for %s listening on https://%s; identities: %s; system: identities %s\n",
+				u.Host, api, rule, map[bool]string{true: "allowed", false: "refused"}[o.AllowSystemIdentities])
+		}}
+	return srv.Run(ctx)
 }
 
 // openAudit opens the audit log: "-" is stderr, "" none, else a 0600 file.

@@ -275,6 +275,10 @@ func TestWhyRun(t *testing.T) {
 			whyVerbs: map[string]bool{"impersonate-on:serviceaccount:get": true, "impersonate:serviceaccount": true},
 			want:     []string{"Constrained impersonation path: works"},
 			asked:    []string{"Why impersonate-on:serviceaccount:get pods team-a", "Why impersonate:serviceaccount serviceaccounts team-a", "ReadRBAC team-a"}},
+		{name: "RBAC grants it, the chain denies it: decided elsewhere", args: []string{"get", "pods"}, why: authzv1.SubjectAccessReviewStatus{Denied: true, Reason: "webhook: no"},
+			rbac: devGrant, wantCode: 1, want: []string{"? no", "Reason: webhook: no", "another authorizer of the chain (such as a webhook) denied it", "RoleBinding/devs-read-pods"}},
+		{name: "no binding, yet allowed: decided elsewhere", args: []string{"get", "pods"}, why: authzv1.SubjectAccessReviewStatus{Allowed: true},
+			rbac: &rbac.RBAC{}, want: []string{"? yes", "No RBAC binding grants it to you: another authorizer"}},
 		{name: "RBAC unreadable", args: []string{"get", "pods"}, why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbacErr: &kubeapi.APIError{Code: 403},
 			want: []string{"? yes", "you may not read RBAC objects here"}},
 	} {

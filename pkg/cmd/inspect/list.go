@@ -324,7 +324,12 @@ func (o *ListOptions) printTable(w io.Writer, r *ListResult, rows []rbac.Decisio
 			cols = append(cols, strings.Join(denied, "; "))
 		}
 		if wide {
-			cols = append(cols, map[rbac.Source]string{rbac.FromRules: "rules-review", rbac.FromAccessReview: "access-review"}[d.Source])
+			by := map[rbac.Source]string{rbac.FromRules: "rules-review", rbac.FromAccessReview: "access-review"}[d.Source]
+			if len(d.DecidedElsewhere) > 0 {
+				// Against RBAC's rules: another authorizer (a webhook).
+				by += " (another authorizer: " + strings.Join(d.DecidedElsewhere, ",") + ")"
+			}
+			cols = append(cols, by)
 		}
 		for i := range cols {
 			cols[i] = logging.Printable(cols[i]) // names and reasons are the API server's

@@ -47,6 +47,9 @@ type WhyResult struct {
 	// is an escalation path (impersonate, bind, escalate, constrained
 	// impersonation).
 	Escalation string `json:"escalation,omitempty"`
+	// DecidedElsewhere: RBAC's bindings (readable) say otherwise than the
+	// answer: another authorizer of the chain (a webhook) decided.
+	DecidedElsewhere bool `json:"decidedElsewhere,omitempty"`
 	// Impersonation is set for impersonate-on:<mode>:<verb>: the mode's
 	// identity check asked too, since the path needs both.
 	Impersonation *ImpersonationPath `json:"impersonation,omitempty"`
@@ -204,6 +207,7 @@ func (o *WhyOptions) Run(ctx context.Context) error {
 		return err
 	default:
 		res.Grants = rbac.ForIdentity(bindings.WhoCan(o.target), ui.Username, ui.Groups)
+		res.DecidedElsewhere = (len(res.Grants) > 0) != res.Allowed
 	}
 	if err := o.Output.Print(o.Out, res, func(w io.Writer) {
 		verdict := "no"
@@ -216,6 +220,12 @@ func (o *WhyOptions) Run(ctx context.Context) error {
 		}
 		if res.RBACNote != "" {
 			fmt.Fprintln(w, logging.Printable(res.RBACNote))
+		}
+		switch {
+		case res.DecidedElsewhere && res.Allowed:
+			fmt.Fprintln(w, "No RBAC binding grants it to you: another authorizer of the chain (such as a webhook) allowed it.")
+		case res.DecidedElsewhere:
+			fmt.Fprintln(w, "RBAC grants it to you (the bindings below), but another authorizer of the chain (such as a webhook) denied it.")
 		}
 		if sa := res.Streaming; sa != nil {
 			yes := map[bool]string{true: "yes", false: "no"}

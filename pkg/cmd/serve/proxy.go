@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,26 +27,33 @@ type ProxyOptions struct {
 	AllowCallerImpersonation     bool
 	AuditLog                     string
 	TokenCacheSize               int
+	TokenCacheTTL                time.Duration
 	MaxInFlight                  int
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
 }
 
-// CacheSize is the handler's token cache size: --token-cache-size=0
-// authenticates every request (the handler's -1).
-func (o *ProxyOptions) CacheSize() int { return cmp.Or(o.TokenCacheSize, -1) }
+// CacheTTL is the handler's token cache TTL: --token-cache-ttl=0 (or the
+// deprecated --token-cache-size=0) authenticates every request (the
+// handler's -1).
+func (o *ProxyOptions) CacheTTL() time.Duration {
+	if o.TokenCacheTTL == 0 || o.TokenCacheSize == 0 {
+		return -1
+	}
+	return o.TokenCacheTTL
+}
 
-// The flags' defaults are pkg/proxy's (DefaultCacheSize, DefaultMaxInFlight;
+// The flags' defaults are pkg/proxy's (DefaultCacheTTL, DefaultMaxInFlight;
 // pkg/cmd/apiserver's TestProxyDefaults keeps them equal): this binary does
 // not link pkg/proxy.
 const (
-	proxyDefaultCacheSize   = 4096
+	proxyDefaultCacheTTL    = 10 * time.Second
 	proxyDefaultMaxInFlight = 400
 )
 
 // NewCmdProxy builds proxy.
 func NewCmdProxy(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ProxyOptions{IOStreams: streams, global: g, Listen: ":8443", TokenCacheSize: proxyDefaultCacheSize, MaxInFlight: proxyDefaultMaxInFlight,
+	o := &ProxyOptions{IOStreams: streams, global: g, Listen: ":8443", TokenCacheSize: -1, TokenCacheTTL: proxyDefaultCacheTTL, MaxInFlight: proxyDefaultMaxInFlight,
 		UpstreamTimeout: 60 * time.Second}
 	cmd := &cobra.Command{
 		Use:   "proxy",
@@ -105,7 +111,9 @@ telling the caller; metrics are served on --metrics-address only.`,
 	f.BoolVar(&o.AllowCallerImpersonation, "allow-caller-impersonation", false, "Honour a caller's Impersonate-* headers (kubectl --as) when a SubjectAccessReview says the caller may impersonate them; the caller goes upstream as the extra kubectl-impersonate.io/original-user")
 	f.BoolVar(&o.AllowSystemIdentities, "allow-system-identities", false, "Let tokens map to system: users and groups (refused by default: a token should not make anyone a node, a controller or system:masters)")
 	f.StringVar(&o.AuditLog, "audit-log", "-", "Audit log file, one JSON line per request with the refusal reason (- for stderr, empty for none); tokens are never written")
-	f.IntVar(&o.TokenCacheSize, "token-cache-size", o.TokenCacheSize, "Authenticated tokens whose identity is kept until their exp (0 authenticates every request)")
+	f.DurationVar(&o.TokenCacheTTL, "token-cache-ttl", o.TokenCacheTTL, "How long an authenticated token's identity is reused, as kube-apiserver's token cache (0 authenticates every request)")
+	f.IntVar(&o.TokenCacheSize, "token-cache-size", o.TokenCacheSize, "0 authenticates every request; other values are ignored")
+	_ = f.MarkDeprecated("token-cache-size", "the cache is kube-apiserver's, bounded by time: use --token-cache-ttl (0 turns it off)")
 	f.IntVar(&o.MaxInFlight, "max-requests-inflight", o.MaxInFlight, "Requests served at once, watches and upgrades aside, as kube-apiserver's flag; more get 429 (0: no limit)")
 	return cmd
 }
@@ -122,8 +130,8 @@ func (o *ProxyOptions) Validate() error {
 	switch {
 	case o.CertFile == "" || o.KeyFile == "":
 		return errors.New("--tls-cert-file and --tls-private-key-file are required: the proxy receives bearer tokens")
-	case o.TokenCacheSize < 0:
-		return errors.New("--token-cache-size must not be negative (0 authenticates every request)")
+	case o.TokenCacheTTL < 0:
+		return errors.New("--token-cache-ttl must not be negative (0 authenticates every request)")
 	case o.UpstreamTimeout <= 0:
 		return errors.New("--upstream-timeout must be positive")
 	case o.AuthConfig != "" && len(o.OIDC.Given()) > 0:

@@ -1,0 +1,453 @@
+// Command soak runs the impersonating proxy for a while as production
+// would, and reports: two replicas on 127.0.0.1 in front of a kube-apiserver
+// (hack/soak.sh starts it), a round-robin client sending a mixed load of
+// get, list and watch requests as 20 users at a fixed rate, their tokens
+// re-issued every 30 s by a test issuer whose signing key is rotated
+// halfway, and one replica restarted at 40 % of the run (its requests cut
+// by the restart are retried once on the other). Every 10 s it samples
+// p50/p99 latency, errors and each replica's RSS. It fails on any error
+// that is not a retried restart cut, and on RSS growth of the replica that
+// runs throughout beyond the stated bound.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
+)
+
+// The bounds the run is held to (docs/proxy.md states them).
+const (
+	// maxSlopeMiBPerMin bounds the fitted RSS slope of the replica that
+	// runs throughout, after the first fifth of the run (warm-up).
+	maxSlopeMiBPerMin = 1.0
+	// maxGrowthMiB bounds its RSS growth over the same span.
+	maxGrowthMiB = 16.0
+	users        = 20
+)
+
+type options struct {
+	bin, upstreamKubeconfig, cert, key, ca, out string
+	duration                                    time.Duration
+	rate                                        int
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.bin, "bin", "", "kubectl-impersonate-apiserver")
+	flag.StringVar(&o.upstreamKubeconfig, "upstream-kubeconfig", "", "the proxy's own credential")
+	flag.StringVar(&o.cert, "tls-cert-file", "", "the replicas' serving certificate (also the API server's CA)")
+	flag.StringVar(&o.key, "tls-private-key-file", "", "its key")
+	flag.StringVar(&o.ca, "ca", "", "the CA of the replicas' certificate")
+	flag.StringVar(&o.out, "out", "", "write the Markdown report here too")
+	flag.DurationVar(&o.duration, "duration", 10*time.Minute, "how long to run")
+	flag.IntVar(&o.rate, "rate", 200, "requests per second")
+	flag.Parse()
+	report, err := run(o)
+	fmt.Print(report)
+	if o.out != "" {
+		_ = os.WriteFile(o.out, []byte(report), 0o644)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		os.Exit(1)
+	}
+}
+
+// replica is one proxy process.
+type replica struct {
+	url, port string
+	args      []string
+	log       *os.File
+	mu        sync.Mutex
+	cmd       *exec.Cmd
+}
+
+func (r *replica) start(bin string) error {
+	cmd := exec.Command(bin, r.args...)
+	cmd.Stdout, cmd.Stderr = r.log, r.log
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.cmd = cmd
+	r.mu.Unlock()
+	return nil
+}
+
+// pid is the running process's, 0 while there is none.
+func (r *replica) pid() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil || r.cmd.Process == nil {
+		return 0
+	}
+	return r.cmd.Process.Pid
+}
+
+func (r *replica) stop() {
+	r.mu.Lock()
+	cmd := r.cmd
+	r.cmd = nil
+	r.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// rssMiB is the process's resident set (VmRSS), in MiB.
+func rssMiB(pid int) float64 {
+	if pid == 0 {
+		return math.NaN()
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return math.NaN()
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return math.NaN()
+}
+
+type sample struct {
+	at           time.Duration
+	n, errs      int
+	retried      int
+	p50, p99     time.Duration
+	rss1, rss2   float64
+	event        string
+	inFlightPeak int64
+}
+
+func run(o options) (string, error) {
+	is, err := testissuer.Start()
+	if err != nil {
+		return "", err
+	}
+	defer is.Close()
+	dir, err := os.MkdirTemp("", "ki-soak-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	authn := filepath.Join(dir, "authn.yaml")
+	if err := os.WriteFile(authn, []byte(is.AuthenticationConfig(`    username: {claim: email, prefix: ""}
+    groups: {claim: groups, prefix: ""}
+`)), 0o600); err != nil {
+		return "", err
+	}
+	pem, err := os.ReadFile(o.ca)
+	if err != nil {
+		return "", err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, MaxIdleConnsPerHost: 64, ForceAttemptHTTP2: true}
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+
+	var replicas []*replica
+	for i := range 2 {
+		port, err := freePort()
+		if err != nil {
+			return "", err
+		}
+		log, err := os.Create(filepath.Join(dir, fmt.Sprintf("replica-%d.log", i+1)))
+		if err != nil {
+			return "", err
+		}
+		r := &replica{url: "https://127.0.0.1:" + port, port: port, log: log, args: []string{"proxy", "--listen=127.0.0.1:" + port,
+			"--tls-cert-file=" + o.cert, "--tls-private-key-file=" + o.key, "--upstream-kubeconfig=" + o.upstreamKubeconfig,
+			"--authentication-config=" + authn, "--max-requests-inflight=400"}}
+		if err := r.start(o.bin); err != nil {
+			return "", err
+		}
+		defer r.stop()
+		replicas = append(replicas, r)
+	}
+	for _, r := range replicas {
+		if err := waitReady(client, r.url); err != nil {
+			return "", err
+		}
+	}
+
+	// Tokens of the 20 users, re-issued every 30 s.
+	var tokens atomic.Pointer[[]string]
+	mint := func() error {
+		ts := make([]string, users)
+		for i := range ts {
+			t, err := is.Mint(is.Claims(fmt.Sprintf("user-%d", i), "kube", 2*time.Minute,
+				map[string]any{"email": fmt.Sprintf("soak-%d@example.com", i), "email_verified": true, "groups": []any{"soak"}}), testissuer.Valid)
+			if err != nil {
+				return err
+			}
+			ts[i] = t
+		}
+		tokens.Store(&ts)
+		return nil
+	}
+	if err := mint(); err != nil {
+		return "", err
+	}
+
+	// Interrupted (Ctrl-C, the script's trap), it stops early and still
+	// stops its replicas.
+	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(sig, o.duration)
+	defer cancel()
+	var mu sync.Mutex
+	var lat []time.Duration
+	errs, retried, total := 0, 0, 0
+	var errSamples []string
+	var inFlight, peak atomic.Int64
+	paths := []string{"/api/v1/namespaces/team-a/configmaps/soak", "/api/v1/namespaces/team-a/pods?limit=50",
+		"/api/v1/namespaces/team-a/configmaps?limit=50", "/api/v1/namespaces/team-a/configmaps?watch=1&timeoutSeconds=2"}
+	request := func(n int) {
+		defer inFlight.Add(-1)
+		path := paths[[]int{0, 0, 0, 0, 1, 1, 1, 2, 2, 3}[n%10]]
+		tok := (*tokens.Load())[n%users]
+		send := func(r *replica) (int, time.Duration, error) {
+			start := time.Now()
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, r.url+path, nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			resp, err := client.Do(req)
+			if err != nil {
+				return 0, 0, err
+			}
+			d := time.Since(start) // to the headers: a watch then streams
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode, d, nil
+		}
+		code, d, err := send(replicas[n%2])
+		retry := false
+		if err != nil {
+			// A restart cuts the connection: once more, on the other.
+			retry = true
+			code, d, err = send(replicas[(n+1)%2])
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		total++
+		if retry {
+			retried++
+		}
+		if err != nil || code != http.StatusOK {
+			errs++
+			if len(errSamples) < 5 {
+				errSamples = append(errSamples, fmt.Sprintf("%s: %d %v", path, code, err))
+			}
+			return
+		}
+		lat = append(lat, d)
+	}
+
+	var samples []sample
+	start := time.Now()
+	tick := time.NewTicker(time.Second / time.Duration(o.rate))
+	defer tick.Stop()
+	every10 := time.NewTicker(10 * time.Second)
+	defer every10.Stop()
+	every30 := time.NewTicker(30 * time.Second)
+	defer every30.Stop()
+	rotated, restarted := false, false
+	var restartErr atomic.Pointer[error]
+	event := ""
+	n := 0
+	var wg sync.WaitGroup
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-tick.C:
+			if inFlight.Load() >= 400 { // every loop bounded: the client's own cap
+				continue
+			}
+			if v := inFlight.Add(1); v > peak.Load() {
+				peak.Store(v)
+			}
+			n++
+			wg.Add(1)
+			go func(n int) { defer wg.Done(); request(n) }(n)
+		case <-every30.C:
+			if err := mint(); err != nil {
+				return "", err
+			}
+		case <-every10.C:
+			elapsed := time.Since(start)
+			if !restarted && elapsed >= o.duration*2/5 {
+				// In the background: the load goes on, and what reaches
+				// replica 2 while it is down is retried on replica 1.
+				restarted = true
+				event = strings.TrimSpace(event + " replica 2 restarted")
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					replicas[1].stop()
+					if err := replicas[1].start(o.bin); err != nil {
+						restartErr.Store(&err)
+						return
+					}
+					if err := waitReady(client, replicas[1].url); err != nil {
+						restartErr.Store(&err)
+					}
+				}()
+			}
+			if !rotated && elapsed >= o.duration/2 {
+				rotated = true
+				if err := is.Rotate(); err != nil {
+					return "", err
+				}
+				if err := mint(); err != nil {
+					return "", err
+				}
+				event = strings.TrimSpace(event + " signing key rotated")
+			}
+			mu.Lock()
+			s := sample{at: elapsed.Round(time.Second), n: len(lat), errs: errs, retried: retried, event: event, inFlightPeak: peak.Swap(0)}
+			s.p50, s.p99 = percentile(lat, 50), percentile(lat, 99)
+			lat, errs, retried, event = nil, 0, 0, ""
+			mu.Unlock()
+			s.rss1, s.rss2 = rssMiB(replicas[0].pid()), rssMiB(replicas[1].pid())
+			samples = append(samples, s)
+		}
+	}
+	wg.Wait()
+	if err := restartErr.Load(); err != nil {
+		return "", fmt.Errorf("restarting replica 2: %w", *err)
+	}
+	return summarize(o, samples, total, errSamples)
+}
+
+func summarize(o options, samples []sample, total int, errSamples []string) (string, error) {
+	var b strings.Builder
+	errs, retried := 0, 0
+	for _, s := range samples {
+		errs += s.errs
+		retried += s.retried
+	}
+	fmt.Fprintf(&b, "Soak (hack/soak.sh, %s, %s): 2 replicas, %d requests/s (get 40 %%, list 50 %%, watch 10 %%) as %d users, tokens re-issued every 30 s, the signing key rotated at 1/2, replica 2 restarted at 2/5.\n\n",
+		o.duration, time.Now().UTC().Format("2006-01-02"), o.rate, users)
+	fmt.Fprintln(&b, "| t | requests | errors | retried | p50 ms | p99 ms | RSS replica 1 MiB | RSS replica 2 MiB | event |")
+	fmt.Fprintln(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	for _, s := range samples {
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %.1f | %.1f | %.1f | %.1f | %s |\n", s.at, s.n, s.errs, s.retried,
+			ms(s.p50), ms(s.p99), s.rss1, s.rss2, s.event)
+	}
+	// The replica that ran throughout, after the warm-up (the first fifth).
+	var xs, ys []float64
+	for _, s := range samples {
+		if s.at >= o.duration/5 && !math.IsNaN(s.rss1) {
+			xs, ys = append(xs, s.at.Minutes()), append(ys, s.rss1)
+		}
+	}
+	slope, growth := fit(xs, ys)
+	fmt.Fprintf(&b, "\n%d requests, %d errors, %d retried after the restart cut them; replica 1's RSS after warm-up: slope %.2f MiB/min (bound %.1f), growth %.1f MiB (bound %.0f).\n",
+		total, errs, retried, slope, maxSlopeMiBPerMin, growth, maxGrowthMiB)
+	var fails []string
+	if errs > 0 {
+		fails = append(fails, fmt.Sprintf("%d errors (%s)", errs, strings.Join(errSamples, "; ")))
+	}
+	if len(xs) < 2 {
+		fails = append(fails, "too few RSS samples after warm-up: run longer (SOAK_DURATION)")
+	} else if slope > maxSlopeMiBPerMin || growth > maxGrowthMiB {
+		fails = append(fails, fmt.Sprintf("RSS grows: %.2f MiB/min, %.1f MiB", slope, growth))
+	}
+	if len(fails) > 0 {
+		return b.String(), errors.New(strings.Join(fails, "; "))
+	}
+	return b.String(), nil
+}
+
+// fit is the least-squares slope of ys over xs, and the growth from the
+// first to the last sample.
+func fit(xs, ys []float64) (slope, growth float64) {
+	if len(xs) < 2 {
+		return 0, 0
+	}
+	var mx, my float64
+	for i := range xs {
+		mx += xs[i]
+		my += ys[i]
+	}
+	mx /= float64(len(xs))
+	my /= float64(len(xs))
+	var num, den float64
+	for i := range xs {
+		num += (xs[i] - mx) * (ys[i] - my)
+		den += (xs[i] - mx) * (xs[i] - mx)
+	}
+	if den > 0 {
+		slope = num / den
+	}
+	return slope, ys[len(ys)-1] - ys[0]
+}
+
+func percentile(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, len(s)*p/100)]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func waitReady(c *http.Client, url string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := c.Get(url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("%s not ready after 30 s", url)
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port), nil
+}
