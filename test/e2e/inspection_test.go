@@ -126,6 +126,15 @@ func TestAccessMatrix(t *testing.T) {
 	}
 	assert.Len(t, plain.ImpersonateOn, 4)
 
+	// -A --as: an admin asking about alice lists the namespaces with its
+	// own rights (alice may not list them).
+	all := run(t, baseEnv(t.TempDir()), false, st.ki, "access", "-A", "--kubeconfig="+admin, "--as=alice@example.com", "--as-group=developers",
+		"--verb=list", "--escalation=false", "-o", "json")
+	require.Equal(t, 0, all.code, all.stderr)
+	var perNS []matrix
+	require.NoError(t, json.Unmarshal([]byte(all.stdout), &perNS))
+	assert.Greater(t, len(perNS), 2, "one matrix per namespace")
+
 	human := run(t, alice.env, false, st.ki, "access", "--kubeconfig="+alice.kubeconfig, "-n", "team-a", "--verb=get,create")
 	require.Equal(t, 0, human.code, human.stderr)
 	assert.Regexp(t, `(?m)^pods\s+✔\s+✗\s*$`, human.stdout)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
@@ -36,9 +37,11 @@ type AccessOptions struct {
 	MaxReviews int
 	// Escalation adds the escalation paths (--escalation).
 	Escalation bool
-	// client, impersonate (a client acting as another identity) and
-	// namespace are Complete's.
+	// client, caller (the kubeconfig's own identity, --as aside: it lists
+	// the namespaces for -A), impersonate (a client acting as another
+	// identity) and namespace are Complete's.
 	client      accessClient
+	caller      namespaceLister
 	impersonate func(user string, groups []string, uid string, extra map[string][]string) (accessClient, error)
 	namespace   string
 	genericiooptions.IOStreams
@@ -105,6 +108,13 @@ func (o *AccessOptions) Complete(args []string) error {
 		return err
 	}
 	if o.client, err = cmdutil.NewRBACClient(cfg); err != nil {
+		return err
+	}
+	// -A lists the namespaces with the caller's own rights: an admin asking
+	// about alice (--as) may list them, alice may not.
+	callerCfg := rest.CopyConfig(cfg)
+	callerCfg.Impersonate = rest.ImpersonationConfig{}
+	if o.caller, err = cmdutil.NewRBACClient(callerCfg); err != nil {
 		return err
 	}
 	o.impersonate = func(user string, groups []string, uid string, extra map[string][]string) (accessClient, error) {
@@ -181,7 +191,11 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 	case o.ClusterScope:
 		namespaces = []string{""}
 	case o.AllNamespaces:
-		if namespaces, err = client.Namespaces(ctx); err != nil {
+		lister := namespaceLister(client)
+		if o.caller != nil {
+			lister = o.caller
+		}
+		if namespaces, err = lister.Namespaces(ctx); err != nil {
 			return err
 		}
 	default:

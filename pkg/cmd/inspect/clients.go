@@ -56,11 +56,16 @@ type whoCanClient interface {
 	VerifySubject(ctx context.Context, s rbacv1.Subject, t rbac.Target) (*authzv1.SubjectAccessReviewStatus, error)
 }
 
+// namespaceLister lists the namespaces the client may list.
+type namespaceLister interface {
+	Namespaces(ctx context.Context) ([]string, error)
+}
+
 // accessClient builds the access matrix.
 type accessClient interface {
 	whoAmIClient
 	discoverer
-	Namespaces(ctx context.Context) ([]string, error)
+	namespaceLister
 	Access(ctx context.Context, resources []rbac.Resource, o rbac.AccessOptions) (*rbac.Matrix, error)
 }
 

@@ -394,6 +394,19 @@ func TestAccessRun(t *testing.T) {
 		assert.Regexp(t, `impersonate +users +cluster +✔\*`, out.String())
 		assert.NotContains(t, out.String(), "bind ", "only the paths held are in the table")
 	})
+	t.Run("-A --as: the namespaces listed with the caller's own rights", func(t *testing.T) {
+		var imp []string
+		f := cluster()
+		f.namespaces = nil // the impersonated identity may not list them
+		o, out := newOpts(f, &imp)
+		o.AllNamespaces = true
+		o.caller = &fakeCluster{namespaces: []string{"a", "b"}}
+		require.NoError(t, o.Run(context.Background()))
+		var ms []rbac.Matrix
+		require.NoError(t, json.Unmarshal([]byte(out.String()), &ms))
+		assert.Len(t, ms, 2)
+		assert.Equal(t, []string{"Access a", "Access b"}, f.asked, "the matrices are the impersonated identity's")
+	})
 	t.Run("--diff-as: only the differing cells, the other identity impersonated", func(t *testing.T) {
 		var imp []string
 		o, out := newOpts(cluster(), &imp)
