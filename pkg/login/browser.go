@@ -33,3 +33,20 @@ func openBrowser(command, url string, stderr io.Writer) error {
 	go func() { _ = cmd.Wait() }()
 	return nil
 }
+
+// headless tells whether no browser can be shown to the person logging in,
+// and why: over SSH (SSH_CONNECTION or SSH_TTY: a browser would open on the
+// remote machine's screen, if any), or on a Unix without a display (neither
+// DISPLAY nor WAYLAND_DISPLAY). A browser command (or a test's opener)
+// given explicitly says otherwise.
+func headless(getenv func(string) string, goos string, browserGiven bool) (bool, string) {
+	switch {
+	case browserGiven:
+		return false, ""
+	case getenv("SSH_CONNECTION") != "" || getenv("SSH_TTY") != "":
+		return true, "over SSH"
+	case goos != "darwin" && goos != "windows" && getenv("DISPLAY") == "" && getenv("WAYLAND_DISPLAY") == "":
+		return true, "no display (DISPLAY and WAYLAND_DISPLAY unset)"
+	}
+	return false, ""
+}

@@ -383,7 +383,9 @@ func (c *Client) deviceCode(ctx context.Context, p *oidc.Provider) (*oauth2.Toke
 	if target != da.VerificationURI {
 		fmt.Fprintf(c.cfg.Stderr, "Or open %s\n", target)
 	}
-	if !c.cfg.SkipOpenBrowser {
+	// No browser where none can be shown: xdg-open would only print its
+	// failures under the prompt.
+	if noBrowser, _ := c.headless(); !c.cfg.SkipOpenBrowser && !noBrowser {
 		if err := c.open(target); err != nil {
 			c.cfg.Log.Printf(1, "could not open a browser: %v", err)
 		}

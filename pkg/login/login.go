@@ -12,6 +12,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"runtime"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -35,6 +37,9 @@ type Config struct {
 	// OpenURL replaces the browser (tests); nil runs BrowserCommand or
 	// the platform's opener.
 	OpenURL func(url string) error
+	// Getenv reads the environment (nil: os.Getenv): whether a browser
+	// can be shown (headless).
+	Getenv func(string) string
 
 	HTTPClient *http.Client
 	// Interactive allows grants that need a person.
@@ -153,6 +158,14 @@ func (c *Client) Grant(ctx context.Context) (*tokencache.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.cfg.GrantType == "" || c.cfg.GrantType == settings.GrantAuto {
+		// auto: the browser, unless none can be shown and the provider
+		// offers the device flow (a person at an SSH session).
+		if yes, why := c.headless(); yes && p.Endpoint.DeviceAuthURL != "" {
+			grant = settings.GrantDeviceCode
+			fmt.Fprintf(c.cfg.Stderr, "kubectl-impersonate: %s: logging in with the device code flow (--grant-type=authcode for the browser)\n", why)
+		}
+	}
 	var tok *oauth2.Token
 	var nonce string
 	switch grant {
@@ -173,6 +186,15 @@ func (c *Client) Grant(ctx context.Context) (*tokencache.Entry, error) {
 		return nil, err
 	}
 	return c.toEntry(ctx, p, grant, tok, nonce, "")
+}
+
+// headless is headless() for this login's environment and browser.
+func (c *Client) headless() (bool, string) {
+	getenv := c.cfg.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return headless(getenv, runtime.GOOS, c.cfg.OpenURL != nil || c.cfg.BrowserCommand != "")
 }
 
 // Refresh redeems refreshToken (RFC 6749 §6), asking for the original scopes

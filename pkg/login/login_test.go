@@ -448,3 +448,73 @@ func TestDeviceCodeRefusesNonWebVerificationURL(t *testing.T) {
 		})
 	}
 }
+
+func TestHeadless(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	for _, tt := range []struct {
+		name         string
+		getenv       func(string) string
+		goos         string
+		browserGiven bool
+		want         bool
+	}{
+		{"a Linux desktop", env("DISPLAY", ":0"), "linux", false, false},
+		{"Wayland", env("WAYLAND_DISPLAY", "wayland-0"), "linux", false, false},
+		{"a Linux server", env(), "linux", false, true},
+		{"over SSH, with X forwarding too", env("SSH_CONNECTION", "10.0.0.1 5 10.0.0.2 22", "DISPLAY", "localhost:10"), "linux", false, true},
+		{"over SSH to a Mac", env("SSH_TTY", "/dev/ttys001"), "darwin", false, true},
+		{"a Mac", env(), "darwin", false, false},
+		{"Windows", env(), "windows", false, false},
+		{"a browser command given", env(), "linux", true, false},
+	} {
+		got, why := headless(tt.getenv, tt.goos, tt.browserGiven)
+		assert.Equal(t, tt.want, got, tt.name)
+		assert.Equal(t, tt.want, why != "", tt.name)
+	}
+}
+
+// --grant-type auto where no browser can be shown (here: over SSH) and the
+// provider offers the device flow: the device flow, said on stderr, and no
+// browser started.
+func TestAutoPicksTheDeviceFlowWithoutADisplay(t *testing.T) {
+	srv := oidctest.New(t)
+	c, stderr := newClient(t, srv, func(c *Config) {
+		c.GrantType = settings.GrantAuto
+		c.OpenURL = nil
+		c.Getenv = func(k string) string { return map[string]string{"SSH_CONNECTION": "10.0.0.1 5 10.0.0.2 22"}[k] }
+	})
+	code := regexp.MustCompile(`enter the code (\S+) to log in`)
+	go func() {
+		for range 500 {
+			if m := code.FindStringSubmatch(stderr.String()); m != nil {
+				srv.ApproveDevice(m[1])
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	e, err := c.Grant(context.Background())
+	require.NoError(t, err)
+	assert.NotEmpty(t, e.IDToken)
+	assert.Contains(t, stderr.String(), "over SSH: logging in with the device code flow (--grant-type=authcode for the browser)")
+	assert.GreaterOrEqual(t, srv.TokenCalls("urn:ietf:params:oauth:grant-type:device_code"), 1)
+}
+
+// With a display, auto is the browser.
+func TestAutoIsTheBrowserWithADisplay(t *testing.T) {
+	srv := oidctest.New(t)
+	c, stderr := newClient(t, srv, func(c *Config) {
+		c.GrantType = settings.GrantAuto
+		c.Getenv = func(k string) string { return map[string]string{"DISPLAY": ":0"}[k] }
+	})
+	_, err := c.Grant(context.Background())
+	require.NoError(t, err)
+	assert.NotContains(t, stderr.String(), "device code flow")
+	assert.Zero(t, srv.TokenCalls("urn:ietf:params:oauth:grant-type:device_code"))
+}

@@ -327,7 +327,7 @@ func (o *OIDCOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClientSecretFile, flagClientSecretFile, o.ClientSecretFile, "File holding the OAuth client secret")
 	fs.StringVar(&o.ClientAuthMethod, flagClientAuthMethod, o.ClientAuthMethod, "How a confidential client authenticates at the token endpoint: basic (HTTP Basic) or post (in the form body); default: post for CloudSigma, basic for token exchange, either for logins")
 	fs.StringSliceVar(&o.ExtraScopes, flagExtraScope, o.ExtraScopes, "Scope to request besides openid (repeatable, or comma-separated)")
-	fs.StringVar(&o.GrantType, flagGrantType, o.GrantType, "Grant: "+strings.Join(GrantTypes, "|")+" (auto: authcode, for people)")
+	fs.StringVar(&o.GrantType, flagGrantType, o.GrantType, "Grant: "+strings.Join(GrantTypes, "|")+" (auto: authcode for people; device-code where no browser can be shown, over SSH or without a display, if the provider offers it)")
 	fs.BoolVar(&o.UseAccessToken, flagUseAccessToken, o.UseAccessToken, "Give kubectl the access token instead of the ID token")
 	fs.StringVar(&o.RedirectURL, flagRedirectURL, o.RedirectURL, "[authcode] the loopback redirect URL the provider has registered, e.g. http://localhost:8000/ (default: a free port); [authcode-keyboard] the redirect URL (default "+OOBRedirectURL+")")
 	fs.StringToStringVar(&o.AuthRequestExtraParams, flagExtraParams, o.AuthRequestExtraParams, "[authcode, authcode-keyboard] extra parameter of the authorization request, key=value (Auth0 audience, Entra prompt, ADFS resource); repeatable")
