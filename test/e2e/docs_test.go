@@ -138,7 +138,9 @@ func newDocReader(t *testing.T, name string, g docGroup) *docReader {
 		require.NoError(t, os.Symlink(target, filepath.Join(bin, name)))
 	}
 	u := users["alice"]
-	r.env = append(baseEnv(home), "PATH="+bin+":"+os.Getenv("PATH"), "SSL_CERT_FILE="+st.caFile,
+	// The reader is at a desktop: a display (xdg-open above is its
+	// browser), so --grant-type auto is the browser flow.
+	r.env = append(baseEnv(home), "PATH="+bin+":"+os.Getenv("PATH"), "SSL_CERT_FILE="+st.caFile, "DISPLAY=:0",
 		"E2E_USER="+u.email, "E2E_PASSWORD="+u.password,
 		"E2E_BROWSER_LOG="+filepath.Join(st.logs, "TestDocsOnTheStack-"+name+"-browser.log"))
 
