@@ -78,6 +78,17 @@ func TestTokenCache(t *testing.T) {
 		assert.Equal(t, int64(1), h.verifications.Load())
 		assert.Equal(t, int64(20), h.authentications.Load())
 	})
+	t.Run("the cache's hits: refused tokens count as none", func(t *testing.T) {
+		h := &Handler{Upstream: u, Transport: http.DefaultTransport, Authenticator: a, Metrics: NewMetrics()}
+		for _, tok := range []string{forged, valid, valid, valid} {
+			req := httptest.NewRequest("GET", "/api", nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			h.ServeHTTP(httptest.NewRecorder(), req)
+		}
+		rec := httptest.NewRecorder()
+		h.Metrics.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		assert.Contains(t, rec.Body.String(), "kubectl_impersonate_proxy_token_cache_hits_total 2\n")
+	})
 }
 
 // While the issuers' keys are not loaded (a replica starting), a refused

@@ -83,7 +83,6 @@ type Handler struct {
 	AuthenticatorReady func() error
 	Audit              io.Writer
 	Metrics            *Metrics
-	Now                func() time.Time
 	// CacheTTL is how long an authenticated token's identity is reused
 	// (k8s.io/apiserver's token cache, as kube-apiserver's 10 s): 0 means
 	// DefaultCacheTTL, negative disables the cache.
@@ -110,10 +109,10 @@ type Handler struct {
 	// requests authenticates a request: its bearer token, or a WebSocket
 	// client's (the base64url.bearer.authorization.k8s.io. subprotocol).
 	requests authenticator.Request
-	// authentications and verifications count the authenticated requests
-	// and the tokens the authenticator itself checked: the difference is
-	// the cache's hits.
-	authentications, verifications atomic.Int64
+	// verifications counts the tokens the authenticator itself checked;
+	// of them, verified those it accepted. authentications counts the
+	// requests authenticated: less verified, the cache's hits.
+	verifications, verified, authentications atomic.Int64
 }
 
 // identityKey carries the authenticated identity from ServeHTTP to the
@@ -121,9 +120,6 @@ type Handler struct {
 type identityKey struct{}
 
 func (h *Handler) init() {
-	if h.Now == nil {
-		h.Now = time.Now
-	}
 	if h.Metrics == nil {
 		h.Metrics = NewMetrics()
 	}
@@ -135,7 +131,11 @@ func (h *Handler) init() {
 	}
 	var tokens authenticator.Token = authenticator.TokenFunc(func(ctx context.Context, token string) (*authenticator.Response, bool, error) {
 		h.verifications.Add(1)
-		return h.Authenticator.AuthenticateToken(ctx, token)
+		resp, ok, err := h.Authenticator.AuthenticateToken(ctx, token)
+		if ok {
+			h.verified.Add(1)
+		}
+		return resp, ok, err
 	})
 	if ttl := cmp.Or(h.CacheTTL, DefaultCacheTTL); ttl > 0 {
 		// kube-apiserver's: keyed by an HMAC of the token, failures not
@@ -143,7 +143,7 @@ func (h *Handler) init() {
 		tokens = tokencache.New(tokens, false, ttl, 0)
 	}
 	h.requests = union.New(bearertoken.New(tokens), websocket.NewProtocolAuthenticator(tokens))
-	h.Metrics.cacheHits(func() float64 { return float64(h.authentications.Load() - h.verifications.Load()) })
+	h.Metrics.cacheHits(func() float64 { return float64(h.authentications.Load() - h.verified.Load()) })
 	h.proxy = &httputil.ReverseProxy{
 		// Rewrite runs after the hop-by-hop headers (and those the caller
 		// named in Connection) were removed from the outbound request.
@@ -429,10 +429,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 		h.refuse(w, l, http.StatusUnauthorized, "no_token", "no bearer token", "Unauthorized")
 		return
 	}
-	h.authentications.Add(1)
 	resp, ok, err := h.requests.AuthenticateRequest(r)
 	if !ok || resp == nil || resp.User == nil {
-		h.authentications.Add(-1) // a refusal is no hit
 		reason := "no authenticator accepts the token"
 		if err != nil {
 			reason = logging.OneLine(err.Error(), 0)
@@ -450,6 +448,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 		h.refuse(w, l, http.StatusUnauthorized, "invalid_token", "token refused: "+reason, "Unauthorized")
 		return
 	}
+	h.authentications.Add(1)
 	u := resp.User
 	l.user = u
 	if err := forwardable(u, h.AllowSystemIdentities); err != nil {
