@@ -2,16 +2,12 @@ package proxy
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,7 +15,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/proxyattacks"
-	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
 )
 
 // allowOnly is an authorizer that allows exactly its specs (by caller and
@@ -124,51 +119,29 @@ func TestProxyCallerImpersonationAttacks(t *testing.T) {
 	authz := &allowOnly{allowed: []authzv1.SubjectAccessReviewSpec{{User: "alice@example.com",
 		ResourceAttributes: &authzv1.ResourceAttributes{Verb: "impersonate", Resource: "users", Name: proxyattacks.Impersonable}}}}
 	p.handler.CallerImpersonation = authz
-	srv := httptest.NewUnstartedServer(p.handler)
-	srv.EnableHTTP2 = true
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	pool := x509.NewCertPool()
-	pool.AddCert(srv.Certificate())
-	tlsConfig := &tls.Config{RootCAs: pool}
-	attacks, err := proxyattacks.CallerImpersonationTable(func(extra map[string]any, tamper testissuer.Tamper) (string, error) {
-		return p.is.Mint(p.is.Claims("sub-1", "kube", time.Hour, aliceClaims), tamper)
-	})
+	attacks, err := proxyattacks.CallerImpersonationTable(p.aliceMinter())
 	require.NoError(t, err)
-	for _, a := range attacks {
-		t.Run(a.Name, func(t *testing.T) {
-			p.upstream.take()
-			code, err := proxyattacks.Send(srv.URL, tlsConfig, a)
-			require.NoError(t, err)
-			seen := p.upstream.take()
-			if !a.Forwarded {
-				assert.Equal(t, a.Want, code)
-				assert.Empty(t, seen, "nothing reaches the API server")
-				return
+	p.driveAttacks(t, attacks, func(t *testing.T, a proxyattacks.Attack, r *http.Request) {
+		if a.As == "" {
+			assertForwardedAsAlice(t, r)
+			return
+		}
+		h := r.Header
+		assert.Equal(t, []string{a.As}, h.Values("Impersonate-User"))
+		assert.Empty(t, h.Values("Impersonate-Group"), "no group asked, none forwarded")
+		assert.Empty(t, h.Values("Impersonate-Uid"))
+		var original []string
+		for name, vs := range h {
+			if k, ok := strings.CutPrefix(name, "Impersonate-Extra-"); ok {
+				key, err := url.PathUnescape(k)
+				require.NoError(t, err)
+				assert.Equal(t, OriginalUserExtra, strings.ToLower(key), "the only extra")
+				original = vs
 			}
-			assert.Equal(t, 200, code, "the upstream's answer")
-			require.Len(t, seen, 1)
-			if a.As == "" {
-				assertForwardedAsAlice(t, seen[0])
-				return
-			}
-			h := seen[0].Header
-			assert.Equal(t, []string{a.As}, h.Values("Impersonate-User"))
-			assert.Empty(t, h.Values("Impersonate-Group"), "no group asked, none forwarded")
-			assert.Empty(t, h.Values("Impersonate-Uid"))
-			var original []string
-			for name, vs := range h {
-				if k, ok := strings.CutPrefix(name, "Impersonate-Extra-"); ok {
-					key, err := url.PathUnescape(k)
-					require.NoError(t, err)
-					assert.Equal(t, OriginalUserExtra, strings.ToLower(key), "the only extra")
-					original = vs
-				}
-			}
-			assert.Equal(t, []string{"alice@example.com"}, original, "the caller, for kube-apiserver's audit log")
-			assert.Empty(t, h.Get("Authorization"))
-		})
-	}
+		}
+		assert.Equal(t, []string{"alice@example.com"}, original, "the caller, for kube-apiserver's audit log")
+		assert.Empty(t, h.Get("Authorization"))
+	})
 	for _, s := range authz.asked {
 		assert.Equal(t, "alice@example.com", s.User, "every question is about the caller")
 	}

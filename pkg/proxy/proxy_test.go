@@ -163,6 +163,32 @@ func rawRequest(t *testing.T, base, method, path string, headers [][2]string) in
 // reaches it with exactly the caller's identity and nothing the caller added.
 func TestProxyAttacks(t *testing.T) {
 	p := newTestProxy(t, structuredConfig, false)
+	attacks, err := proxyattacks.Table(p.aliceMinter(), "proxy-sa")
+	require.NoError(t, err)
+	require.Greater(t, len(attacks), 100)
+	p.driveAttacks(t, attacks, func(t *testing.T, _ proxyattacks.Attack, r *http.Request) {
+		assertForwardedAsAlice(t, r)
+		assert.Empty(t, r.Header.Get("X-Real-Ip"), "no source address of the caller's choosing")
+		assert.Equal(t, []string{"127.0.0.1"}, r.Header.Values("X-Forwarded-For"), "the caller's real address")
+	})
+}
+
+// aliceMinter mints alice's tokens at the test issuer, with extra claims.
+func (p *testProxy) aliceMinter() proxyattacks.Minter {
+	return func(extra map[string]any, tamper testissuer.Tamper) (string, error) {
+		claims := p.is.Claims("sub-1", "kube", time.Hour, aliceClaims)
+		for k, v := range extra {
+			claims[k] = v
+		}
+		return p.is.Mint(claims, tamper)
+	}
+}
+
+// driveAttacks sends each attack to the proxy over TLS (HTTP/2 where the
+// attack says), and checks the answer: a refused one, its status and that
+// nothing reached the upstream; a forwarded one, the upstream's 200 and,
+// by forwarded, the one request the upstream received.
+func (p *testProxy) driveAttacks(t *testing.T, attacks []proxyattacks.Attack, forwarded func(*testing.T, proxyattacks.Attack, *http.Request)) {
 	srv := httptest.NewUnstartedServer(p.handler)
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
@@ -170,15 +196,6 @@ func TestProxyAttacks(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AddCert(srv.Certificate())
 	tlsConfig := &tls.Config{RootCAs: pool}
-	attacks, err := proxyattacks.Table(func(extra map[string]any, tamper testissuer.Tamper) (string, error) {
-		claims := p.is.Claims("sub-1", "kube", time.Hour, aliceClaims)
-		for k, v := range extra {
-			claims[k] = v
-		}
-		return p.is.Mint(claims, tamper)
-	}, "proxy-sa")
-	require.NoError(t, err)
-	require.Greater(t, len(attacks), 100)
 	for _, a := range attacks {
 		t.Run(a.Name, func(t *testing.T) {
 			p.upstream.take()
@@ -192,9 +209,7 @@ func TestProxyAttacks(t *testing.T) {
 			}
 			assert.Equal(t, 200, code, "the upstream's answer")
 			require.Len(t, seen, 1)
-			assertForwardedAsAlice(t, seen[0])
-			assert.Empty(t, seen[0].Header.Get("X-Real-Ip"), "no source address of the caller's choosing")
-			assert.Equal(t, []string{"127.0.0.1"}, seen[0].Header.Values("X-Forwarded-For"), "the caller's real address")
+			forwarded(t, a, seen[0])
 		})
 	}
 }

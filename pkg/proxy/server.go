@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -13,7 +14,7 @@ import (
 // Server serves a Handler over TLS (its certificate reloaded as it
 // changes), and the Handler's metrics on a listener of their own, until
 // Run's context ends; then it shuts both down, giving requests in flight
-// ShutdownTimeout (default 5 s).
+// ShutdownTimeout (0: 5 s).
 type Server struct {
 	Handler *Handler
 	// Listen is the API address; MetricsAddress, if set, the metrics'
@@ -57,7 +58,7 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() {
 		defer close(stopped)
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), cmpDuration(s.ShutdownTimeout, 5*time.Second))
+		sctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.ShutdownTimeout, 5*time.Second))
 		defer cancel()
 		for _, srv := range servers {
 			_ = srv.Shutdown(sctx)
@@ -71,11 +72,4 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	<-stopped
 	return nil
-}
-
-func cmpDuration(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }

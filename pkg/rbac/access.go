@@ -72,10 +72,21 @@ type Cell struct {
 	DecidedElsewhere bool `json:"decidedElsewhere,omitempty"`
 }
 
+// Held tells whether the cell allows, for some resourceNames at least.
+func (c Cell) Held() bool { return c.Allowed || c.Partial }
+
+// sameAnswer tells whether two identities' cells answer alike.
+func (c Cell) sameAnswer(o Cell) bool { return c.Allowed == o.Allowed && c.Partial == o.Partial }
+
 // Row is a resource and its cells by verb.
 type Row struct {
 	Resource string          `json:"resource"`
 	Cells    map[string]Cell `json:"verbs"`
+}
+
+// Held tells whether a cell of verbs is held (Cell.Held).
+func (r Row) Held(verbs []string) bool {
+	return slices.ContainsFunc(verbs, func(v string) bool { return r.Cells[v].Held() })
 }
 
 // Matrix is the access matrix of one namespace ("" for cluster scope).
@@ -498,7 +509,7 @@ func Diff(a, b *Matrix) *Matrix {
 	d := &Matrix{Namespace: a.Namespace, Verbs: a.Verbs, Requests: a.Requests + b.Requests, Incomplete: a.Incomplete || b.Incomplete}
 	d.Rows = diffRows(a.Verbs, a.Rows, b.Rows)
 	for i, ea := range a.Escalation {
-		if i < len(b.Escalation) && (ea.Allowed != b.Escalation[i].Allowed || ea.Partial != b.Escalation[i].Partial) {
+		if i < len(b.Escalation) && !ea.sameAnswer(b.Escalation[i].Cell) {
 			d.Escalation = append(d.Escalation, b.Escalation[i])
 		}
 	}
@@ -546,7 +557,7 @@ func diffRows(verbs []string, a, b []Row) []Row {
 		row := Row{Resource: ra.Resource, Cells: map[string]Cell{}}
 		differs := false
 		for _, v := range verbs {
-			if ra.Cells[v].Allowed != rb.Cells[v].Allowed || ra.Cells[v].Partial != rb.Cells[v].Partial {
+			if !ra.Cells[v].sameAnswer(rb.Cells[v]) {
 				row.Cells[v] = rb.Cells[v]
 				differs = true
 			} else {

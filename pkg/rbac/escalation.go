@@ -151,7 +151,7 @@ func (c *Client) clusterPlanner(ctx context.Context, p *planner) (*planner, int,
 	}
 	if !p.incomplete && !slices.ContainsFunc(EscalationChecks, func(e EscalationCheck) bool {
 		cell := e.answer(p)
-		return !e.Namespaced && (cell.Allowed || cell.Partial)
+		return !e.Namespaced && cell.Held()
 	}) {
 		return p, 0, nil
 	}
@@ -214,7 +214,7 @@ func maybeHeld(cells []EscalationCell, jobs []job, mode string) bool {
 		if c.Mode != mode {
 			continue
 		}
-		if c.Allowed || c.Partial || slices.ContainsFunc(jobs, func(j job) bool { return j.escalation == i }) {
+		if c.Held() || slices.ContainsFunc(jobs, func(j job) bool { return j.escalation == i }) {
 			return true
 		}
 	}
@@ -226,7 +226,7 @@ func maybeHeld(cells []EscalationCell, jobs []job, mode string) bool {
 func grantedModes(cells []EscalationCell) []string {
 	var modes []string
 	for _, m := range ImpersonationModes {
-		if slices.ContainsFunc(cells, func(c EscalationCell) bool { return c.Mode == m && (c.Allowed || c.Partial) }) {
+		if slices.ContainsFunc(cells, func(c EscalationCell) bool { return c.Mode == m && c.Held() }) {
 			modes = append(modes, m)
 		}
 	}
@@ -237,46 +237,62 @@ func grantedModes(cells []EscalationCell) []string {
 // while impersonating in mode: impersonate-on:<mode>:<verb>.
 func ImpersonateOnVerb(mode, verb string) string { return "impersonate-on:" + mode + ":" + verb }
 
+// ParseImpersonateOn reads impersonate-on:<mode>:<verb>: the mode (one of
+// ImpersonationModes) and the verb.
+func ParseImpersonateOn(verb string) (mode, onVerb string, ok bool) {
+	rest, ok := strings.CutPrefix(verb, "impersonate-on:")
+	if !ok {
+		return "", "", false
+	}
+	mode, onVerb, ok = strings.Cut(rest, ":")
+	return mode, onVerb, ok && onVerb != "" && slices.Contains(ImpersonationModes, mode)
+}
+
+// checksFor are the escalation checks (EscalationChecks) of verb on
+// group/resource: none when it is no escalation path.
+func checksFor(verb, group, resource string) []EscalationCheck {
+	var out []EscalationCheck
+	for _, e := range EscalationChecks {
+		if e.Verb == verb && e.Group == group && e.Resource == resource {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // Escalation describes what holding verb on resource (resource[.group],
 // without a subresource) lets an identity do, "" when it is no escalation
-// path: why and who-can print it.
+// path (EscalationChecks, and impersonate-on:<mode>:<verb> on any
+// resource): why and who-can print it.
 func Escalation(verb, group, resource string) string {
-	if mode, rest, ok := strings.Cut(strings.TrimPrefix(verb, "impersonate-on:"), ":"); ok && strings.HasPrefix(verb, "impersonate-on:") && slices.Contains(ImpersonationModes, mode) {
-		return fmt.Sprintf("an escalation path (constrained impersonation: alpha in Kubernetes 1.35, on by default from 1.36): %s on this resource as an identity impersonated in the %s mode, which also needs impersonate:%s on that identity", rest, mode, mode)
+	const constrained = "an escalation path (constrained impersonation: alpha in Kubernetes 1.35, on by default from 1.36): "
+	if mode, onVerb, ok := ParseImpersonateOn(verb); ok {
+		return fmt.Sprintf(constrained+"%s on this resource as an identity impersonated in the %s mode, which also needs impersonate:%s on that identity", onVerb, mode, mode)
+	}
+	if len(checksFor(verb, group, resource)) == 0 {
+		return ""
 	}
 	switch {
-	case verb == "impersonate" && ((group == "" && slices.Contains([]string{"users", "groups", "serviceaccounts"}, resource)) ||
-		(group == ImpersonationGroup && slices.Contains([]string{"uids", "userextras"}, resource))):
+	case verb == "impersonate":
 		return "an escalation path: impersonating acts with the permissions of the identity named (kubectl --as, --as-group, --as-uid), on every verb and resource"
-	case strings.HasPrefix(verb, "impersonate:") && slices.Contains(ImpersonationModes, strings.TrimPrefix(verb, "impersonate:")) && group == ImpersonationGroup:
-		mode := strings.TrimPrefix(verb, "impersonate:")
-		return fmt.Sprintf("an escalation path (constrained impersonation: alpha in Kubernetes 1.35, on by default from 1.36): acting as the identity named, for the verbs and resources an impersonate-on:%s:VERB grants", mode)
-	case verb == "bind" && group == "rbac.authorization.k8s.io" && (resource == "roles" || resource == "clusterroles"):
+	case verb == "bind":
 		return "an escalation path: binding a role grants its permissions to anyone, yourself included, even those you do not hold"
-	case verb == "escalate" && group == "rbac.authorization.k8s.io" && (resource == "roles" || resource == "clusterroles"):
+	case verb == "escalate":
 		return "an escalation path: creating or updating a role with permissions you do not hold"
 	}
-	return ""
+	return fmt.Sprintf(constrained+"acting as the identity named, for the verbs and resources an impersonate-on:%s:VERB grants", strings.TrimPrefix(verb, "impersonate:"))
 }
 
 // ClusterScoped tells whether kube-apiserver asks t's verb on t's resource
-// at cluster scope whatever the namespace of the request: impersonating
-// users, groups, UIDs, extra and nodes, and escalating cluster roles. A
-// RoleBinding never grants those, so why and who-can ask them without a
-// namespace.
+// at cluster scope whatever the namespace of the request: an escalation
+// check that is never a namespace's (EscalationChecks: impersonating users,
+// groups, UIDs, extra and nodes, and escalating cluster roles; binding a
+// ClusterRole is asked in a RoleBinding's namespace too). A RoleBinding
+// never grants those, so why and who-can ask them without a namespace.
 func ClusterScoped(t Target) bool {
 	if t.NonResourceURL != "" {
 		return false
 	}
-	switch {
-	case t.Verb == "impersonate":
-		return (t.Group == "" && (t.Resource == "users" || t.Resource == "groups")) ||
-			(t.Group == ImpersonationGroup && (t.Resource == "uids" || t.Resource == "userextras"))
-	case strings.HasPrefix(t.Verb, "impersonate:"):
-		return t.Group == ImpersonationGroup && t.Resource != "serviceaccounts"
-	case t.Verb == "escalate":
-		// Binding a ClusterRole is asked in a RoleBinding's namespace too.
-		return t.Group == "rbac.authorization.k8s.io" && t.Resource == "clusterroles"
-	}
-	return false
+	checks := checksFor(t.Verb, t.Group, t.Resource)
+	return len(checks) > 0 && !slices.ContainsFunc(checks, func(e EscalationCheck) bool { return e.Namespaced })
 }

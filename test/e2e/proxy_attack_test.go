@@ -5,7 +5,6 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -99,29 +98,12 @@ func TestProxyAttacksOnTheRealStack(t *testing.T) {
 	attacks, err := proxyattacks.Table(aliceMinter(is), "e2e-admin")
 	require.NoError(t, err)
 	require.Len(t, attacks, 139, "README's count of the attacks")
-	tlsConfig := &tls.Config{RootCAs: caPool()}
-	uas := make([]string, len(attacks))
-	for i, a := range attacks {
-		uas[i] = fmt.Sprintf("ki-attack/%d", i)
-		base := proxyURL
+	uas := sendAttacks(t, api, "ki-attack", attacks, func(a proxyattacks.Attack) string {
 		if a.Prefixed {
-			base = prefixed
+			return prefixed
 		}
-		path := cmp.Or(a.Path, proxyattacks.SecretsPath)
-		code, err := proxyattacks.Send(base, tlsConfig, a, [2]string{"User-Agent", uas[i]})
-		require.NoError(t, err, a.Name)
-		want := a.Want
-		if a.Forwarded {
-			want = map[bool]int{true: 200, false: 403}[path == proxyattacks.AllowedPath] // alice's RBAC
-		}
-		assert.Equal(t, want, code, "%s: status", a.Name)
-	}
-	// kube-apiserver writes each event as the request completes: wait
-	// (bounded) for the controls to appear, then read every attack's.
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) && len(auditEvents(t, api.auditLog, uas[1])) == 0 {
-		time.Sleep(200 * time.Millisecond)
-	}
+		return proxyURL
+	}, func(a proxyattacks.Attack) bool { return a.Path == proxyattacks.AllowedPath }) // alice's RBAC
 	ranAsProxy, forwarded := 0, 0
 	for i, a := range attacks {
 		events := auditEvents(t, api.auditLog, uas[i])
@@ -146,6 +128,32 @@ func TestProxyAttacksOnTheRealStack(t *testing.T) {
 	}
 	t.Logf("%d attacks (%d forwarded as alice), %d ran as the proxy's identity", len(attacks), forwarded, ranAsProxy)
 	assert.Zero(t, ranAsProxy)
+}
+
+// sendAttacks sends each attack to base(a) with a user agent of its own
+// (prefix/i, returned), and asserts its status: the proxy's for a refused
+// one, kube-apiserver's for a forwarded one (200 where allowed(a), else
+// 403). Then it waits (bounded) for the control attacks[1]'s audit event:
+// kube-apiserver writes each event as the request completes.
+func sendAttacks(t *testing.T, api *apiserver, prefix string, attacks []proxyattacks.Attack, base func(proxyattacks.Attack) string, allowed func(proxyattacks.Attack) bool) []string {
+	t.Helper()
+	tlsConfig := &tls.Config{RootCAs: caPool()}
+	uas := make([]string, len(attacks))
+	for i, a := range attacks {
+		uas[i] = fmt.Sprintf("%s/%d", prefix, i)
+		code, err := proxyattacks.Send(base(a), tlsConfig, a, [2]string{"User-Agent", uas[i]})
+		require.NoError(t, err, a.Name)
+		want := a.Want
+		if a.Forwarded {
+			want = map[bool]int{true: 200, false: 403}[allowed(a)]
+		}
+		assert.Equal(t, want, code, "%s: status", a.Name)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) && len(auditEvents(t, api.auditLog, uas[1])) == 0 {
+		time.Sleep(200 * time.Millisecond)
+	}
+	return uas
 }
 
 // attackIssuer starts a test issuer and writes the attack tables' mapping:
@@ -223,25 +231,10 @@ subjects:
 	proxyURL := startProxyWith(t, "callers", proxyToken, "", "--authentication-config="+authConfig, "--allow-caller-impersonation")
 	attacks, err := proxyattacks.CallerImpersonationTable(aliceMinter(is))
 	require.NoError(t, err)
-	tlsConfig := &tls.Config{RootCAs: caPool()}
-	uas := make([]string, len(attacks))
-	for i, a := range attacks {
-		uas[i] = fmt.Sprintf("ki-caller-attack/%d", i)
-		path := cmp.Or(a.Path, proxyattacks.SecretsPath)
-		code, err := proxyattacks.Send(proxyURL, tlsConfig, a, [2]string{"User-Agent", uas[i]})
-		require.NoError(t, err, a.Name)
-		want := a.Want
-		if a.Forwarded {
-			// kube-apiserver's answer: alice's group may list team-a's
-			// pods; bob has no RBAC at all.
-			want = map[bool]int{true: 200, false: 403}[path == proxyattacks.AllowedPath && a.As == ""]
-		}
-		assert.Equal(t, want, code, "%s: status", a.Name)
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) && len(auditEvents(t, api.auditLog, uas[1])) == 0 {
-		time.Sleep(200 * time.Millisecond)
-	}
+	// kube-apiserver's answer: alice's group may list team-a's pods; bob
+	// has no RBAC at all.
+	uas := sendAttacks(t, api, "ki-caller-attack", attacks, func(proxyattacks.Attack) string { return proxyURL },
+		func(a proxyattacks.Attack) bool { return a.Path == proxyattacks.AllowedPath && a.As == "" })
 	forwarded := 0
 	for i, a := range attacks {
 		events := auditEvents(t, api.auditLog, uas[i])

@@ -284,7 +284,7 @@ func printRows(w io.Writer, verbs []string, rows []rbac.Row, held bool) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "NAME\t%s\n", strings.ToUpper(strings.Join(verbs, "\t")))
 	for _, r := range rows {
-		if held && !slices.ContainsFunc(verbs, func(v string) bool { return r.Cells[v].Allowed || r.Cells[v].Partial }) {
+		if held && !r.Held(verbs) {
 			continue
 		}
 		cells := make([]string, len(verbs))
@@ -328,7 +328,7 @@ func printEscalation(w io.Writer, m *rbac.Matrix, diff bool) {
 	}
 	var shown []rbac.EscalationCell
 	for _, e := range m.Escalation {
-		if diff || e.Allowed || e.Partial {
+		if diff || e.Held() {
 			shown = append(shown, e)
 		}
 	}
@@ -367,9 +367,7 @@ func printEscalation(w io.Writer, m *rbac.Matrix, diff bool) {
 			continue
 		}
 		fmt.Fprintf(w, "\n# impersonate-on:%s:VERB: what you may do as an identity you impersonate in the %s mode (constrained impersonation)\n", mode, mode)
-		if !diff && !slices.ContainsFunc(rows, func(r rbac.Row) bool {
-			return slices.ContainsFunc(m.Verbs, func(v string) bool { return r.Cells[v].Allowed || r.Cells[v].Partial })
-		}) {
+		if !diff && !slices.ContainsFunc(rows, func(r rbac.Row) bool { return r.Held(m.Verbs) }) {
 			fmt.Fprintln(w, "nothing in these columns")
 			continue
 		}

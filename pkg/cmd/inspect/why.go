@@ -183,7 +183,7 @@ func (o *WhyOptions) Run(ctx context.Context) error {
 		res.Streaming = sa
 	}
 	res.Escalation = rbac.Escalation(o.target.Verb, o.target.Group, o.target.Resource)
-	if mode, ok := impersonateOnMode(o.target.Verb); ok && o.target.NonResourceURL == "" {
+	if mode, _, ok := rbac.ParseImpersonateOn(o.target.Verb); ok && o.target.NonResourceURL == "" {
 		check := identityCheck(mode)
 		idt := rbac.Target{Verb: check.Verb, Group: check.Group, Resource: check.Resource, Name: check.Name}
 		if check.Namespaced {
@@ -276,17 +276,6 @@ func printGrants(w io.Writer, grants []rbac.Grant) {
 		fmt.Fprintf(tw, "%s/%s\t%s\t%s/%s\t%s\n", g.BindingKind, logging.Printable(g.Binding), logging.Printable(ns), g.RoleKind, logging.Printable(g.Role), strings.Join(subs, ", "))
 	}
 	_ = tw.Flush()
-}
-
-// impersonateOnMode is the constrained impersonation mode of an
-// impersonate-on:<mode>:<verb> verb.
-func impersonateOnMode(verb string) (string, bool) {
-	rest, ok := strings.CutPrefix(verb, "impersonate-on:")
-	if !ok {
-		return "", false
-	}
-	mode, v, ok := strings.Cut(rest, ":")
-	return mode, ok && v != "" && slices.Contains(rbac.ImpersonationModes, mode)
 }
 
 // identityCheck is mode's check on the identity impersonated.
