@@ -14,8 +14,10 @@
 #        hack/bench.sh --check   (make test: hello, the cached disk path and
 #                                 the full binary's version only, 200 runs;
 #                                 fails unless the disk path is at most 3 x
-#                                 hello and its peak RSS at most 8 MiB, and
-#                                 version at most 5 x hello; writes nothing)
+#                                 hello and its peak RSS at most 8 MiB,
+#                                 version at most 5 x hello, and status over
+#                                 200 contexts in the keyring at most 1 s;
+#                                 writes nothing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CHECK="${CHECK:-}"
@@ -85,6 +87,37 @@ export KUBERNETES_EXEC_INFO='{"kind":"ExecCredential","apiVersion":"client.authe
 
 # shellcheck disable=SC2086
 env -u KUBERNETES_EXEC_INFO "$ki" login $disk "$browser" >/dev/null
+
+# status over a kubeconfig of 200 contexts, each its own identity in the
+# keyring (20 of them logged in): one keyring lookup per context, no
+# network. The issue's bound is one second.
+python3 - "$work/fleet.yaml" "$fast" "$common --token-cache-storage=keyring --token-cache-dir=$work/fleet-locks" <<'PY'
+import json, shlex, sys
+path, fast, args = sys.argv[1], sys.argv[2], shlex.split(sys.argv[3])
+cfg = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": [], "current-context": "c000"}
+for i in range(200):
+    n = f"c{i:03d}"
+    cfg["clusters"].append({"name": n, "cluster": {"server": f"https://{n}.example.com:6443"}})
+    cfg["users"].append({"name": n, "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": fast,
+        "args": args + [f"--oidc-extra-scope=s{i}"], "interactiveMode": "IfAvailable", "provideClusterInfo": True}}})
+    cfg["contexts"].append({"name": n, "context": {"cluster": n, "user": n}})
+open(path, "w").write(json.dumps(cfg))
+PY
+for i in $(seq 0 19); do
+  # shellcheck disable=SC2086
+  env -u KUBERNETES_EXEC_INFO "$ki" login --kubeconfig="$work/fleet.yaml" --context="$(printf 'c%03d' "$i")" "$browser" >/dev/null
+done
+logged_in=$(env -u KUBERNETES_EXEC_INFO "$ki" status --kubeconfig="$work/fleet.yaml" -o 'jsonpath={.sessions[?(@.valid==true)].context}' | wc -w)
+[ "$logged_in" = 20 ] || { echo "bench: status found $logged_in of 20 logged-in contexts" >&2; exit 1; }
+env -u KUBERNETES_EXEC_INFO hyperfine -N --style none --warmup 2 --runs 10 --export-json "$work/status.json" \
+  -n "status (200 contexts, keyring)" "$ki status --kubeconfig=$work/fleet.yaml" >/dev/null
+python3 - "$work/status.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))["results"][0]["median"]
+print(f"bench: status over 200 contexts (keyring, 20 logged in): {m*1000:.0f} ms (limit 1000)", file=sys.stderr)
+if m > 1:
+    sys.exit("bench: status over the limit")
+PY
 
 rss() { # median peak RSS in KiB over 21 runs
   for _ in $(seq 21); do /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; done | sort -n | sed -n 11p

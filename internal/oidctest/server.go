@@ -1,8 +1,9 @@
 // Package oidctest is an in-process OpenID Connect provider for tests. It
 // serves discovery, JWKS, an authorization endpoint that approves at once,
 // a token endpoint (authorization_code with PKCE S256, refresh_token,
-// client_credentials, device_code) and a device authorization endpoint,
-// following OpenID Connect Core 1.0, RFC 6749, RFC 7636 and RFC 8628. It
+// client_credentials, device_code), a device authorization endpoint and a
+// revocation endpoint, following OpenID Connect Core 1.0, RFC 6749, RFC
+// 7636, RFC 8628 and RFC 7009. It
 // counts requests and can be told to misbehave, so tests can check what a
 // client does with a bad provider.
 package oidctest
@@ -61,24 +62,29 @@ type Server struct {
 	// DeviceVerificationURI replaces the device authorization answer's
 	// verification_uri and verification_uri_complete (a hostile provider).
 	DeviceVerificationURI string
-
-	mu               sync.Mutex
-	key              *rsa.PrivateKey
-	otherKey         *rsa.PrivateKey
-	tamper           Tamper
-	codes            map[string]authRequest
-	issuedCodes      []string
-	refreshTokens    map[string]string // token -> scope
-	devices          map[string]*deviceRequest
-	tokenCalls       map[string]int
-	failNext         []failure
-	lastScopeByRT    string
-	omitIDToken      bool
-	rotateRefresh    bool
-	authRequests     int
-	lastAuthParams   url.Values
-	lastDeviceSecret string
-	lastTokenHeader  http.Header
+	mu                    sync.Mutex
+	key                   *rsa.PrivateKey
+	otherKey              *rsa.PrivateKey
+	tamper                Tamper
+	codes                 map[string]authRequest
+	issuedCodes           []string
+	refreshTokens         map[string]string // token -> scope
+	devices               map[string]*deviceRequest
+	tokenCalls            map[string]int
+	failNext              []failure
+	lastScopeByRT         string
+	omitIDToken           bool
+	rotateRefresh         bool
+	authRequests          int
+	lastAuthParams        url.Values
+	lastDeviceSecret      string
+	lastTokenHeader       http.Header
+	revocations           []Revocation
+	// noRevocation leaves revocation_endpoint out of discovery, as Dex
+	// does; revocationStatus, when set, is the revocation endpoint's
+	// answer (a provider in trouble: 503).
+	noRevocation     bool
+	revocationStatus int
 	// pkceMethods are discovery's code_challenge_methods_supported; set
 	// means advertised (nil: the field is left out).
 	pkceMethods []string
@@ -163,6 +169,7 @@ func NewServer() (*Server, error) {
 	mux.HandleFunc("/auth", s.authorize)
 	mux.HandleFunc("/token", s.token)
 	mux.HandleFunc("/device/code", s.deviceAuthorize)
+	mux.HandleFunc("/revoke", s.revoke)
 	// Assign before serving: the handlers read s.URL.
 	s.Server = httptest.NewUnstartedServer(mux)
 	s.Start()
@@ -270,6 +277,12 @@ func (s *Server) discovery(w http.ResponseWriter, _ *http.Request) {
 	}
 	if s.AuthorizationEndpoint != "" {
 		doc["authorization_endpoint"] = s.AuthorizationEndpoint
+	}
+	s.mu.Lock()
+	noRevocation := s.noRevocation
+	s.mu.Unlock()
+	if !noRevocation {
+		doc["revocation_endpoint"] = s.URL + "/revoke"
 	}
 	if pkceSet {
 		delete(doc, "code_challenge_methods_supported")
@@ -552,4 +565,72 @@ func (s *Server) SignIDToken(tamper Tamper, nonce string, now time.Time) (string
 		signature = tamper // a defect of the signature
 	}
 	return testissuer.Sign(claims, signature, "k1", s.key, s.otherKey)
+}
+
+// Revocation is one request to the revocation endpoint.
+type Revocation struct {
+	// Hint is token_type_hint; Kind what the token was ("refresh_token",
+	// "access_token", "unknown").
+	Hint, Kind string
+	// Authenticated says the client authenticated (its secret, or a
+	// public client's client_id).
+	Authenticated bool
+}
+
+// SetRevocation says whether discovery advertises the revocation
+// endpoint (Dex does not) and, when status is set, what it answers.
+func (s *Server) SetRevocation(advertised bool, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noRevocation, s.revocationStatus = !advertised, status
+}
+
+// Revocations are the revocation requests so far.
+func (s *Server) Revocations() []Revocation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.revocations)
+}
+
+// revoke is RFC 7009 §2: a POST form with token and an optional
+// token_type_hint, from an authenticated client; 200 whether or not the
+// token was known (§2.2); a revoked refresh token is refused afterwards.
+// Access tokens here are opaque and not recorded, so they are "unknown"
+// unless they have the issued form.
+func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		OAuthError(w, 405, "invalid_request", "POST only")
+		return
+	}
+	if err := r.ParseForm(); err != nil || r.PostForm.Get("token") == "" {
+		OAuthError(w, 400, "invalid_request", "token is required")
+		return
+	}
+	_, ok := s.clientAuth(r)
+	rev := Revocation{Hint: r.PostForm.Get("token_type_hint"), Kind: "unknown", Authenticated: ok}
+	if !ok {
+		s.mu.Lock()
+		s.revocations = append(s.revocations, rev)
+		s.mu.Unlock()
+		OAuthError(w, 401, "invalid_client", "client authentication failed")
+		return
+	}
+	s.mu.Lock()
+	status := s.revocationStatus
+	s.mu.Unlock()
+	if status != 0 {
+		OAuthError(w, status, "temporarily_unavailable", "revocation is down")
+		return
+	}
+	tok := r.PostForm.Get("token")
+	s.mu.Lock()
+	if _, found := s.refreshTokens[tok]; found {
+		delete(s.refreshTokens, tok)
+		rev.Kind = "refresh_token"
+	} else if strings.HasPrefix(tok, "at-") {
+		rev.Kind = "access_token"
+	}
+	s.revocations = append(s.revocations, rev)
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
 }

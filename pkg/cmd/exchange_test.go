@@ -181,12 +181,18 @@ func TestAllowedServers(t *testing.T) {
 
 func jwtClaim(t *testing.T, token, claim string) string {
 	t.Helper()
+	v, _ := jwtClaimAny(t, token, claim).(string)
+	return v
+}
+
+// jwtClaimAny is the claim of a JWT as JSON decodes it.
+func jwtClaimAny(t *testing.T, token, claim string) any {
+	t.Helper()
 	parts := strings.Split(token, ".")
 	require.Len(t, parts, 3)
 	var m map[string]any
 	require.NoError(t, jsonDecodeSegment(parts[1], &m))
-	v, _ := m[claim].(string)
-	return v
+	return m[claim]
 }
 
 func selfSignedPEM(t *testing.T, cn string) []byte {

@@ -58,6 +58,7 @@ var commands = []command{
 	{[]string{"login"}, credential.NewCmdLogin},
 	{[]string{"setup"}, credential.NewCmdSetup},
 	{[]string{"logout"}, credential.NewCmdLogout},
+	{[]string{"status", "sessions"}, credential.NewCmdStatus},
 	{[]string{"cloudsigma"}, credential.NewCmdCloudSigma},
 	{[]string{"whoami"}, inspect.NewCmdWhoAmI},
 	{[]string{"claims"}, inspect.NewCmdClaims},

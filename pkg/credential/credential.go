@@ -43,6 +43,30 @@ type Source struct {
 	// MinValidity overrides the package's MinValidity (CloudSigma's tokens
 	// are renewed 5 minutes before they expire).
 	MinValidity time.Duration
+	// Cooldown is how long after an interactive login of this identity
+	// failed or was abandoned no other is started (0: none): a GUI tool
+	// that runs kubectl in a loop then gets one line per call instead of
+	// a browser tab per call.
+	Cooldown time.Duration
+	// NoCooldown starts the login whatever the cooldown: a person asked
+	// for it (kubectl impersonate login).
+	NoCooldown bool
+}
+
+// ErrCooldown is returned while an identity's login is cooling down.
+var ErrCooldown = errors.New("no new login yet")
+
+// PersonNeeder is an Authenticator whose Grant may need a person at a
+// browser or terminal (and is allowed to ask one).
+type PersonNeeder interface {
+	NeedsPerson() bool
+}
+
+// InvalidGrant is an error of the provider refusing a grant outright
+// (RFC 6749 §5.2 invalid_grant: a refresh token revoked, expired, or
+// already rotated).
+type InvalidGrant interface {
+	InvalidGrant() bool
 }
 
 // How a token was obtained.
@@ -225,6 +249,34 @@ func (s *Source) Get(ctx context.Context, opts Options) (*Result, error) {
 // getLocked re-reads the cache, then refreshes or logs in, and stores the
 // result. It must be called while holding the entry's lock.
 func (s *Source) getLocked(ctx context.Context, id string, opts Options) (*Result, error) {
+	var att loginAttempt
+	r, err := s.renew(ctx, id, opts, &att)
+	att.end(s, id, err)
+	return r, err
+}
+
+// loginAttempt is a login that asks a person, recorded next to the
+// entry's lock from its start until a token it obtained is accepted.
+type loginAttempt struct {
+	started time.Time
+}
+
+// end records how the attempt ended: any failure once a person was asked
+// (the provider's refusal, its passing trouble, an unusable token) starts
+// the cooldown; an accepted token ends it.
+func (a *loginAttempt) end(s *Source, id string, err error) {
+	if a.started.IsZero() {
+		return
+	}
+	if err != nil {
+		_ = tokencache.WriteLoginAttempt(s.LockDir, id, tokencache.LoginAttempt{Started: a.started, Failed: s.now().UTC(), Reason: logging.OneLine(err.Error(), 200)})
+		return
+	}
+	tokencache.ClearLoginAttempt(s.LockDir, id)
+}
+
+// renew is getLocked's work; att records a login that asks a person.
+func (s *Source) renew(ctx context.Context, id string, opts Options, att *loginAttempt) (*Result, error) {
 	e, err := s.read(ctx, id)
 	if err != nil {
 		return nil, err
@@ -260,6 +312,33 @@ func (s *Source) getLocked(ctx context.Context, id string, opts Options) (*Resul
 		if r, ok := outage(err); ok {
 			return r, nil
 		}
+		if err != nil && invalidGrant(err) {
+			// Another process may have rotated the refresh token (one
+			// whose lock is elsewhere: another --token-cache-dir over the
+			// same keyring entry). Read the cache again before giving up.
+			if again, rerr := s.read(ctx, id); rerr == nil && again != nil && again.RefreshToken != e.RefreshToken {
+				if r, ok := s.usable(again); ok && !opts.ForceRefresh {
+					s.Log.Printf(1, "the refresh token was rotated by another process; using its token")
+					r.From = FromCache
+					return r, nil
+				}
+				if again.RefreshToken != "" {
+					e = again
+					fresh, err = auth.Refresh(ctx, e.RefreshToken)
+				}
+			}
+		}
+		if err != nil && invalidGrant(err) {
+			// Dead for good: forget it, so that the processes waiting on
+			// this lock do not each present it again.
+			dead := *e
+			dead.RefreshToken = ""
+			if b, eerr := dead.Encode(); eerr == nil && (dead.IDToken != "" || dead.AccessToken != "") {
+				_ = s.Store.Put(ctx, id, b)
+			} else {
+				_ = s.Store.Delete(ctx, id)
+			}
+		}
 		if err != nil && transient(err) {
 			// The provider is in trouble, the refresh token is not refused:
 			// keep it for the next call rather than asking for a login.
@@ -274,7 +353,7 @@ func (s *Source) getLocked(ctx context.Context, id string, opts Options) (*Resul
 		}
 	}
 	if fresh == nil {
-		fresh, err = auth.Grant(ctx)
+		fresh, err = s.grant(ctx, id, auth, att)
 		if r, ok := outage(err); ok {
 			return r, nil
 		}
@@ -305,4 +384,50 @@ func (s *Source) getLocked(ctx context.Context, id string, opts Options) (*Resul
 		s.notify(fmt.Sprintf("the token could not be cached, so the next command logs in again: %v", err))
 	}
 	return r, nil
+}
+
+func invalidGrant(err error) bool {
+	var ig InvalidGrant
+	return errors.As(err, &ig) && ig.InvalidGrant()
+}
+
+// grant runs auth's grant. One that needs a person is recorded next to the
+// entry's lock from its start (att; getLocked records its end), so that for
+// Cooldown after a failed or abandoned login the next calls for this
+// identity fail fast instead of opening another browser.
+func (s *Source) grant(ctx context.Context, id string, auth Authenticator, att *loginAttempt) (*tokencache.Entry, error) {
+	pn, ok := auth.(PersonNeeder)
+	if !ok || !pn.NeedsPerson() {
+		return auth.Grant(ctx)
+	}
+	if err := s.cooldown(id); err != nil {
+		return nil, err
+	}
+	att.started = s.now().UTC()
+	_ = tokencache.WriteLoginAttempt(s.LockDir, id, tokencache.LoginAttempt{Started: att.started})
+	return auth.Grant(ctx)
+}
+
+// cooldown refuses to start a login while the identity's last one failed
+// less than Cooldown ago. A record of a login that never ended belongs to
+// a process that died holding the lock (it is held now): abandoned now.
+func (s *Source) cooldown(id string) error {
+	if s.Cooldown <= 0 || s.NoCooldown {
+		return nil
+	}
+	a := tokencache.ReadLoginAttempt(s.LockDir, id)
+	if a == nil {
+		return nil
+	}
+	now := s.now()
+	if a.Failed.IsZero() {
+		a.Failed, a.Reason = now.UTC(), "the process logging in ended before the login did"
+		_ = tokencache.WriteLoginAttempt(s.LockDir, id, *a)
+	}
+	ago := now.Sub(a.Failed)
+	if ago < 0 || ago >= s.Cooldown {
+		return nil
+	}
+	return fmt.Errorf("%w: the last one for this identity failed %s ago (%s); another may start in %s",
+		ErrCooldown, ago.Round(time.Second), a.Reason, (s.Cooldown - ago).Round(time.Second))
 }

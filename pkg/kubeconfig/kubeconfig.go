@@ -12,9 +12,12 @@
 package kubeconfig
 
 import (
+	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -137,4 +140,58 @@ func SetContext(cfg *clientcmdapi.Config, files []string, name, cluster, user st
 	}
 	c.AuthInfo = user
 	return nil
+}
+
+// SetClusterAudience rewrites the cluster name's extension extName with
+// edit (given the extension's JSON, nil when absent; an edit answering
+// "{}" removes the extension), and points every context of that cluster at
+// user, creating a context named after the cluster when none uses it. It
+// returns the contexts, sorted, and for those that used another user,
+// "CONTEXT used USER".
+func SetClusterAudience(cfg *clientcmdapi.Config, name, extName string, edit func(raw []byte) ([]byte, error), user string) (contexts, moved []string, err error) {
+	c, ok := cfg.Clusters[name]
+	if !ok {
+		return nil, nil, fmt.Errorf("the kubeconfig has no cluster %q (kubectl config get-clusters lists them)", name)
+	}
+	var old []byte
+	if ext, ok := c.Extensions[extName]; ok {
+		if u, ok := ext.(*runtime.Unknown); ok {
+			old = u.Raw
+		} else if old, err = json.Marshal(ext); err != nil {
+			return nil, nil, err
+		}
+	}
+	raw, err := edit(old)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.Extensions == nil {
+		c.Extensions = map[string]runtime.Object{}
+	}
+	if string(raw) == "{}" {
+		delete(c.Extensions, extName)
+	} else {
+		c.Extensions[extName] = &runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}
+	}
+	for n, ctx := range cfg.Contexts {
+		if ctx.Cluster == name {
+			if ctx.AuthInfo != "" && ctx.AuthInfo != user {
+				moved = append(moved, fmt.Sprintf("%s used %s", n, ctx.AuthInfo))
+			}
+			ctx.AuthInfo = user
+			contexts = append(contexts, n)
+		}
+	}
+	if len(contexts) == 0 {
+		if _, taken := cfg.Contexts[name]; taken {
+			return nil, nil, fmt.Errorf("no context uses cluster %q, and the context %q uses another: create one (kubectl config set-context NAME --cluster=%s)", name, name, name)
+		}
+		ctx := clientcmdapi.NewContext()
+		ctx.Cluster, ctx.AuthInfo = name, user
+		cfg.Contexts[name] = ctx
+		contexts = []string{name}
+	}
+	sort.Strings(contexts)
+	sort.Strings(moved)
+	return contexts, moved, nil
 }

@@ -444,16 +444,21 @@ func (c *Client) tokenRequest(ctx context.Context, p *oidc.Provider, params url.
 	if params.Get("scope") == "" {
 		params.Set("scope", strings.Join(c.Scopes(), " "))
 	}
-	method := c.cfg.ClientAuthMethod
-	switch c.endpoint(p).AuthStyle { // the discovery document's choice, unless the flag says
-	case oauth2.AuthStyleInHeader:
-		method = oauth.AuthBasic
-	case oauth2.AuthStyleInParams:
-		method = oauth.AuthPost
-	}
 	tc := &oauth.Client{HTTPClient: c.cfg.HTTPClient, TokenURL: p.Endpoint.TokenURL, ClientID: c.cfg.ClientID,
-		ClientSecret: c.cfg.ClientSecret, AuthMethod: method}
+		ClientSecret: c.cfg.ClientSecret, AuthMethod: c.authMethod(p)}
 	return tc.Token(ctx, params, "")
+}
+
+// authMethod is how the client authenticates at p's token and revocation
+// endpoints: the discovery document's choice, unless the flag says.
+func (c *Client) authMethod(p *oidc.Provider) string {
+	switch c.endpoint(p).AuthStyle {
+	case oauth2.AuthStyleInHeader:
+		return oauth.AuthBasic
+	case oauth2.AuthStyleInParams:
+		return oauth.AuthPost
+	}
+	return c.cfg.ClientAuthMethod
 }
 
 // providerError is err of x/oauth2's own requests (code exchange, device

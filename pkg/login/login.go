@@ -70,6 +70,10 @@ func (c Config) NeedsPerson() bool {
 	return true
 }
 
+// NeedsPerson tells whether Grant will ask a person (and may: the run is
+// interactive).
+func (c *Client) NeedsPerson() bool { return c.cfg.Interactive && c.cfg.NeedsPerson() }
+
 // Client talks to one provider. Discovery happens on first use.
 type Client struct {
 	cfg      Config
@@ -246,4 +250,28 @@ func (c *Client) toEntry(ctx context.Context, p *oidc.Provider, grant string, to
 		e.AccessTokenExpiry = oauth.Expiry(tok.AccessToken, oauth.ExpiresIn(tok), now, oauth.DefaultLifetime)
 	}
 	return e, nil
+}
+
+// ErrNoRevocation means the provider advertises no revocation endpoint
+// (Dex does not): a token it issued stays valid until it expires.
+var ErrNoRevocation = errors.New("the identity provider advertises no revocation endpoint (RFC 7009), so its tokens stay valid there until they expire")
+
+// Revoke asks the provider to revoke token (RFC 7009), hint being
+// "refresh_token" or "access_token", authenticated as the client is at the
+// token endpoint. The endpoint must be https (or http on loopback), as the
+// token endpoint's secrets are sent there.
+func (c *Client) Revoke(ctx context.Context, token, hint string) error {
+	p, err := c.discover(ctx)
+	if err != nil {
+		return err
+	}
+	if p.RevocationURL == "" {
+		return ErrNoRevocation
+	}
+	if !printableWebURL(p.RevocationURL) {
+		return fmt.Errorf("the provider's revocation endpoint %q is not an https URL: refusing to send a token there", p.RevocationURL)
+	}
+	c.cfg.Log.Printf(1, "revoking the %s at %s", hint, p.RevocationURL)
+	tc := &oauth.Client{HTTPClient: c.cfg.HTTPClient, ClientID: c.cfg.ClientID, ClientSecret: c.cfg.ClientSecret, AuthMethod: c.authMethod(p)}
+	return tc.Revoke(ctx, p.RevocationURL, token, hint)
 }

@@ -8,15 +8,18 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -79,6 +82,10 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// InvalidGrant is true when the provider refused the grant itself (RFC
+// 6749 §5.2 invalid_grant): a refresh token revoked, expired or rotated.
+func (e *Error) InvalidGrant() bool { return e.Code == "invalid_grant" }
 
 // Transient is true for the provider's passing trouble (no answer, 5xx,
 // 429, a success whose body is not a token response): retried, and a
@@ -304,3 +311,50 @@ func Expiry(token string, lifetime time.Duration, now time.Time, def time.Durati
 // of its lifetime and that is not a JWT: expires_in is optional in RFC 6749
 // and RFC 8693 alike.
 const DefaultLifetime = 5 * time.Minute
+
+// Revoke asks the revocation endpoint revocationURL to revoke token (RFC
+// 7009 §2.1), with hint as token_type_hint ("refresh_token",
+// "access_token" or ""), authenticated as for Token. The endpoint answers
+// 200 for a token it revoked and for one it does not know (§2.2): both are
+// success. Anything else is an *Error; it is not retried (logout reports
+// it and goes on).
+func (c *Client) Revoke(ctx context.Context, revocationURL, token, hint string) error {
+	form := url.Values{"token": {token}}
+	if hint != "" {
+		form.Set("token_type_hint", hint)
+	}
+	basic := c.ClientSecret != "" && c.AuthMethod != AuthPost
+	if !basic {
+		form.Set("client_id", c.ClientID)
+		if c.ClientSecret != "" {
+			form.Set("client_secret", c.ClientSecret)
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, revocationURL, strings.NewReader(form.Encode()))
+	if err != nil {
+		return fmt.Errorf("revoking at %s: %w", revocationURL, err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if basic {
+		// RFC 6749 §2.3.1: each part form-urlencoded first.
+		req.SetBasicAuth(url.QueryEscape(c.ClientID), url.QueryEscape(c.ClientSecret))
+	}
+	hc := c.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	peer := cmp.Or(c.Peer, PeerIdP)
+	host := req.URL.Host
+	resp, err := hc.Do(req)
+	if err != nil {
+		return &Error{Peer: peer, Host: host, Err: err}
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode/100 == 2 { // 200 per the RFC; some answer 204
+		return nil
+	}
+	e := newError(peer, host, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	e.Err = fmt.Errorf("revocation endpoint answered %d", resp.StatusCode)
+	return e
+}

@@ -26,7 +26,10 @@ type Provider struct {
 	// PKCEMethods is the discovery document's
 	// code_challenge_methods_supported (RFC 8414 §2), if listed.
 	PKCEMethods []string
-	verifier    *gooidc.IDTokenVerifier
+	// RevocationURL is the discovery document's revocation_endpoint (RFC
+	// 8414 §2, RFC 7009), "" when the provider advertises none (Dex).
+	RevocationURL string
+	verifier      *gooidc.IDTokenVerifier
 }
 
 // Discover fetches {issuer}/.well-known/openid-configuration with client and
@@ -40,14 +43,16 @@ func Discover(ctx context.Context, issuer, clientID string, client *http.Client)
 	endpoint := p.Endpoint()
 	endpoint.AuthStyle = authStyle(p)
 	var doc struct {
-		PKCE []string `json:"code_challenge_methods_supported"`
+		PKCE       []string `json:"code_challenge_methods_supported"`
+		Revocation string   `json:"revocation_endpoint"`
 	}
 	_ = p.Claims(&doc)
 	return &Provider{
-		Issuer:      issuer,
-		Endpoint:    endpoint,
-		PKCEMethods: doc.PKCE,
-		verifier:    p.Verifier(&gooidc.Config{ClientID: clientID}),
+		Issuer:        issuer,
+		Endpoint:      endpoint,
+		PKCEMethods:   doc.PKCE,
+		RevocationURL: doc.Revocation,
+		verifier:      p.Verifier(&gooidc.Config{ClientID: clientID}),
 	}, nil
 }
 

@@ -3,6 +3,7 @@ package settings
 import (
 	"fmt"
 	"io"
+	"maps"
 
 	"github.com/spf13/pflag"
 )
@@ -24,7 +25,22 @@ func CheckArgs(args []string, getenv func(string) string) (*AuthOptions, error) 
 	return o, err
 }
 
+// ParseArgsOverridden is ParseArgs with the flags the user set on the
+// command line of login or logout (user, AddFlags of another AuthOptions)
+// over the exec entry's: each replaces the entry's value of that flag (a
+// list or key=value flag whole, not appended to), and the entry supplies
+// the rest. The user's own flags are not the entry's, so the exec entry's
+// lock (trust.go) does not apply to them.
+func ParseArgsOverridden(args []string, user *AuthOptions, getenv func(string) string, warn func(string), entryEnv ...string) (*AuthOptions, error) {
+	o, _, err := parseArgsWith(args, getenv, warn, true, entryEnv, user)
+	return o, err
+}
+
 func parseArgs(args []string, getenv func(string) string, warn func(string), fromEntry bool, entryEnv []string) (*AuthOptions, int, error) {
+	return parseArgsWith(args, getenv, warn, fromEntry, entryEnv, nil)
+}
+
+func parseArgsWith(args []string, getenv func(string) string, warn func(string), fromEntry bool, entryEnv []string, user *AuthOptions) (*AuthOptions, int, error) {
 	fs := pflag.NewFlagSet("get-token", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	o := NewAuthOptions()
@@ -36,6 +52,9 @@ func parseArgs(args []string, getenv func(string) string, warn func(string), fro
 	if fs.NArg() > 0 {
 		return nil, 0, fmt.Errorf("get-token takes no arguments, got %q", fs.Args())
 	}
+	if err := o.override(user); err != nil {
+		return nil, 0, err
+	}
 	o.FromExecEntry = fromEntry
 	if entryEnv != nil {
 		o.EntryEnv = entryEnv
@@ -44,4 +63,49 @@ func parseArgs(args []string, getenv func(string) string, warn func(string), fro
 		return nil, 0, err
 	}
 	return o, *verbosity, nil
+}
+
+// override sets every flag user's command line set to user's value and
+// remembers it as the user's own.
+func (o *AuthOptions) override(user *AuthOptions) error {
+	if user == nil || user.flags == nil {
+		return nil
+	}
+	var err error
+	user.flags.VisitAll(func(f *pflag.Flag) {
+		if err != nil || !f.Changed || !user.names[f.Name] || !o.names[f.Name] {
+			return
+		}
+		target := o.flags.Lookup(f.Name)
+		switch v := f.Value.(type) {
+		case pflag.SliceValue:
+			err = target.Value.(pflag.SliceValue).Replace(v.GetSlice())
+		default:
+			if m, ok := user.maps()[f.Name]; ok {
+				o.setMap(f.Name, maps.Clone(m))
+			} else {
+				err = target.Value.Set(f.Value.String())
+			}
+		}
+		if err != nil {
+			err = fmt.Errorf("--%s: %w", f.Name, err)
+			return
+		}
+		target.Changed = true
+		if o.userSet == nil {
+			o.userSet = map[string]bool{}
+		}
+		o.userSet[f.Name] = true
+	})
+	return err
+}
+
+// setMap replaces the key=value flag name's map.
+func (o *AuthOptions) setMap(name string, m map[string]string) {
+	switch name {
+	case flagExtraParams:
+		o.AuthRequestExtraParams = m
+	case flagRequestHeader:
+		o.RequestHeaders = m
+	}
 }

@@ -59,6 +59,7 @@ const (
 	flagSkipOpenBrowser  = "skip-open-browser"
 	flagAuthTimeout      = "authentication-timeout"
 	flagRequestTimeout   = "idp-request-timeout"
+	flagLoginCooldown    = "login-cooldown"
 
 	flagExchange            = "exchange"
 	flagCSOAuthURL          = "cloudsigma-oauth-url"
@@ -67,6 +68,7 @@ const (
 	flagCSLegacy            = "cloudsigma-enable-legacy-credentials"
 	flagUserEmail           = "impersonate-user-email"
 	flagExchangeAudience    = "exchange-audience"
+	flagExchangeFromCluster = "exchange-audience-from-cluster"
 	flagExchangeScope       = "exchange-scope"
 	flagExchangeRequested   = "exchange-requested-token-type"
 	flagExchangeSubjectType = "exchange-subject-token-type"
@@ -191,6 +193,9 @@ type AuthOptions struct {
 	profileServers []string
 	// secretFromFlag is set when the secret was given on the command line.
 	secretFromFlag bool
+	// userSet are the flags the user's own command line set over an exec
+	// entry's (login, logout): not the entry's, so not under its lock.
+	userSet map[string]bool
 }
 
 // OIDCOptions select the OpenID Connect provider, the client and the grant
@@ -216,6 +221,9 @@ type OIDCOptions struct {
 	AuthTimeout            time.Duration
 	// RequestTimeout bounds each request to the identity provider.
 	RequestTimeout time.Duration
+	// LoginCooldown is how long after a failed or abandoned interactive
+	// login no other starts for the same identity (0: none).
+	LoginCooldown time.Duration
 	// CertificateAuthorityData are base64 PEM CAs, as kubelogin's
 	// --certificate-authority-data.
 	CertificateAuthorityData string
@@ -260,10 +268,13 @@ type CloudSigmaOptions struct {
 // TokenExchangeOptions are RFC 8693 token exchange (pkg/exchange).
 type TokenExchangeOptions struct {
 	ExchangeAudiences []string
-	ExchangeScopes    []string
-	ExchangeRequested string
-	ExchangeSubject   string
-	ImpersonateUser   string
+	// ExchangeFromCluster takes the audience from the cluster's exec
+	// extension (ForCluster): one login, a token per cluster.
+	ExchangeFromCluster bool
+	ExchangeScopes      []string
+	ExchangeRequested   string
+	ExchangeSubject     string
+	ImpersonateUser     string
 }
 
 // IdentityPlatformOptions are Google Cloud Identity Platform's sign-in
@@ -285,6 +296,10 @@ type ServerOptions struct {
 	AllowedServerCA string
 }
 
+// DefaultLoginCooldown is how long after a failed or abandoned browser
+// login the next kubectl call fails fast instead of opening another.
+const DefaultLoginCooldown = time.Minute
+
 // DefaultRequestTimeout bounds one request to the identity provider: a
 // kubectl call should fail in seconds, not hang, when the provider does.
 const DefaultRequestTimeout = 15 * time.Second
@@ -292,7 +307,7 @@ const DefaultRequestTimeout = 15 * time.Second
 // NewAuthOptions returns the defaults.
 func NewAuthOptions() *AuthOptions {
 	return &AuthOptions{
-		OIDCOptions:             OIDCOptions{GrantType: GrantAuto, AuthTimeout: DefaultAuthTimeout, RequestTimeout: DefaultRequestTimeout, PKCEMethod: PKCEAuto},
+		OIDCOptions:             OIDCOptions{GrantType: GrantAuto, AuthTimeout: DefaultAuthTimeout, RequestTimeout: DefaultRequestTimeout, PKCEMethod: PKCEAuto, LoginCooldown: DefaultLoginCooldown},
 		CacheOptions:            CacheOptions{TokenCacheStorage: tokencache.StorageAuto},
 		CloudSigmaOptions:       CloudSigmaOptions{CSOAuthURL: DefaultCloudSigmaOAuthURL, CSAPIURL: DefaultCloudSigmaAPIURL},
 		TokenExchangeOptions:    TokenExchangeOptions{ExchangeSubject: "access_token"},
@@ -346,6 +361,7 @@ func (o *OIDCOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.SkipOpenBrowser, flagSkipOpenBrowser, o.SkipOpenBrowser, "[authcode, device-code] print the login URL without opening a browser")
 	fs.DurationVar(&o.AuthTimeout, flagAuthTimeout, o.AuthTimeout, "[authcode, authcode-keyboard, device-code] how long to wait for the login in the browser or on the device page")
 	fs.DurationVar(&o.RequestTimeout, flagRequestTimeout, o.RequestTimeout, "How long to wait for each answer of the identity provider (and the exchange's endpoints)")
+	fs.DurationVar(&o.LoginCooldown, flagLoginCooldown, o.LoginCooldown, "[authcode, authcode-keyboard, device-code] after a login that failed or was abandoned, how long further calls for the same identity fail at once instead of opening another (0: no cooldown; login itself ignores it)")
 }
 
 // AddFlags binds the cache's flags.
@@ -366,6 +382,7 @@ func (o *CloudSigmaOptions) AddFlags(fs *pflag.FlagSet) {
 // AddFlags binds token exchange's flags.
 func (o *TokenExchangeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.ExchangeAudiences, flagExchangeAudience, o.ExchangeAudiences, "With --exchange=token-exchange: audience to request (repeatable)")
+	fs.BoolVar(&o.ExchangeFromCluster, flagExchangeFromCluster, o.ExchangeFromCluster, "With --exchange=token-exchange: the audience is the one the cluster's kubeconfig extension "+ExecExtensionName+" names (audience: NAME; needs provideClusterInfo: true); a cluster without one gets the login's token (setup --cluster-audience writes them)")
 	fs.StringSliceVar(&o.ExchangeScopes, flagExchangeScope, o.ExchangeScopes, "With --exchange=token-exchange: scope to request (repeatable)")
 	fs.StringVar(&o.ExchangeRequested, flagExchangeRequested, o.ExchangeRequested, "With --exchange=token-exchange: requested_token_type (access_token, id_token, refresh_token or a URN)")
 	fs.StringVar(&o.ExchangeSubject, flagExchangeSubjectType, o.ExchangeSubject, "With --exchange=token-exchange: which token of the login to exchange (access_token or id_token)")
@@ -575,11 +592,14 @@ func (o *AuthOptions) Validate() error {
 		return fmt.Errorf("--%s %q is not one of %s, %s", flagExchange, o.Exchange, ExchangeCloudSigma, ExchangeTokenExchange)
 	}
 	if o.Exchange != ExchangeTokenExchange {
-		for _, f := range []string{flagExchangeAudience, flagExchangeScope, flagExchangeRequested, flagImpersonateUser} {
+		for _, f := range []string{flagExchangeAudience, flagExchangeFromCluster, flagExchangeScope, flagExchangeRequested, flagImpersonateUser} {
 			if o.flags != nil && o.flags.Changed(f) {
 				return fmt.Errorf("--%s takes effect with --%s=%s only", f, flagExchange, ExchangeTokenExchange)
 			}
 		}
+	}
+	if o.ExchangeFromCluster && len(o.ExchangeAudiences) > 0 {
+		return fmt.Errorf("give --%s or --%s, not both: the audience comes from one place", flagExchangeAudience, flagExchangeFromCluster)
 	}
 	if o.IssuerURL == "" {
 		return fmt.Errorf("--%s is required (or a --%s that sets it)", flagIssuerURL, flagProfile)
@@ -639,6 +659,9 @@ func (o *OIDCOptions) Validate() error {
 	}
 	if o.RequestTimeout <= 0 {
 		return fmt.Errorf("--%s must be positive", flagRequestTimeout)
+	}
+	if o.LoginCooldown < 0 {
+		return fmt.Errorf("--%s must be 0 (no cooldown) or positive, got %s", flagLoginCooldown, o.LoginCooldown)
 	}
 	switch o.PKCEMethod {
 	case PKCEAuto, PKCENo, PKCES256:
@@ -1003,14 +1026,14 @@ func (o *AuthOptions) MinValidity() time.Duration {
 // supplies auth, so that both binaries always find the same entry.
 func (o *AuthOptions) Source(store tokencache.Store, notify func(string), auth func() (credential.Authenticator, error)) *credential.Source {
 	return &credential.Source{Key: o.Key(), Store: store, LockDir: o.TokenCacheDir, UseAccessToken: o.UsesAccessToken(),
-		MinValidity: o.MinValidity(), NewAuthenticator: auth, Notify: notify}
+		MinValidity: o.MinValidity(), NewAuthenticator: auth, Notify: notify, Cooldown: o.LoginCooldown}
 }
 
 // BaseSource is the login's own source, before any exchange: an exchange
 // obtains its subject token from it.
 func (o *AuthOptions) BaseSource(store tokencache.Store, notify func(string), auth func() (credential.Authenticator, error)) *credential.Source {
 	return &credential.Source{Key: o.BaseKey(), Store: store, LockDir: o.TokenCacheDir, UseAccessToken: o.UseAccessToken,
-		NewAuthenticator: auth, Notify: notify}
+		NewAuthenticator: auth, Notify: notify, Cooldown: o.LoginCooldown}
 }
 
 // UsesAccessToken tells whether the token handed out is the access token

@@ -27,11 +27,15 @@ import (
 // none of them runs a program, reads or writes a file outside the plugin's
 // own cache, weakens TLS or PKCE, or chooses where a token or a secret is
 // sent. Everything else must come from a profile.
+//
+// Not --exchange-audience-from-cluster: a cluster without an audience gets
+// the login's token, so from an entry it would switch the profile's
+// exchange off. A profile that wants a fleet says so itself.
 var execEntrySafe = map[string]bool{
 	flagProfile: true,
 	// Only narrowing: applyProfile refuses a server the profile lacks.
 	flagAllowedServer: true, flagAllowedServerCA: true,
-	flagForceRefresh: true, flagSkipOpenBrowser: true, flagAuthTimeout: true, flagRequestTimeout: true,
+	flagForceRefresh: true, flagSkipOpenBrowser: true, flagAuthTimeout: true, flagRequestTimeout: true, flagLoginCooldown: true,
 	flagStorage: true, flagListen: true,
 	// Which identity to ask the profile's provider for: the token goes
 	// nowhere else, and each choice is a cache key of its own.
@@ -131,7 +135,7 @@ func (o *AuthOptions) checkExecEntry(getenv func(string) string) error {
 	// pflag listing the canonical among the flags set.
 	o.flags.VisitAll(func(f *pflag.Flag) {
 		switch {
-		case !f.Changed || !o.names[f.Name]:
+		case !f.Changed || !o.names[f.Name] || o.userSet[f.Name]:
 		case !execEntrySafe[f.Name]:
 			unsafe = append(unsafe, "--"+f.Name)
 		case o.profileKeys[f.Name] && f.Name != flagAllowedServer && f.Name != flagAllowedServerCA:

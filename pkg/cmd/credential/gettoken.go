@@ -85,10 +85,17 @@ func (o *GetTokenOptions) Run(ctx context.Context) error {
 // pkg/cmd/sources.go. Nothing here touches the network or the provider's
 // settings until the cache misses.
 func obtain(ctx context.Context, a *settings.AuthOptions, g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams, interactive bool, opts credential.Options) (*credential.Result, error) {
+	return obtainWith(ctx, a, g, streams, interactive, false, opts)
+}
+
+// obtainWith is obtain; a person (login) starts a login whatever the
+// cooldown.
+func obtainWith(ctx context.Context, a *settings.AuthOptions, g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams, interactive, person bool, opts credential.Options) (*credential.Result, error) {
 	rt, err := newSourceRuntime(a, g, streams, interactive)
 	if err != nil {
 		return nil, err
 	}
+	rt.noCooldown = person
 	src, err := rt.source()
 	if err != nil {
 		return nil, err
@@ -98,6 +105,9 @@ func obtain(ctx context.Context, a *settings.AuthOptions, g *cmdutil.GlobalOptio
 		return nil, fmt.Errorf("no valid cached token, and the %s login needs a person, but kubectl runs this plugin non-interactively: run '%s' in a terminal first",
 			login.Config{OIDCOptions: a.OIDCOptions}.EffectiveGrant(), loginCommand(a))
 	}
+	if errors.Is(err, credential.ErrCooldown) {
+		return nil, fmt.Errorf("%w: run '%s' to log in now (--login-cooldown sets the wait)", err, loginCommand(a))
+	}
 	return r, err
 }
 
@@ -105,7 +115,12 @@ func loginCommand(a *settings.AuthOptions) string {
 	return strings.Join(append([]string{"kubectl", "impersonate", "login"}, quoteArgs(a.HintArgs())...), " ")
 }
 
-// checkAllowedServer applies --allowed-server to the cluster kubectl named.
+// checkAllowedServer applies --allowed-server to the cluster kubectl
+// named, then the cluster's exec extension (a fleet's per-cluster
+// audience).
 func (o *GetTokenOptions) checkAllowedServer() error {
-	return o.Auth.CheckAllowedServer(o.request.Cluster)
+	if err := o.Auth.CheckAllowedServer(o.request.Cluster); err != nil {
+		return err
+	}
+	return o.Auth.ForCluster(o.request.Cluster)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
@@ -37,10 +36,13 @@ func NewCmdLogin(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *
 		Long: `login runs the login that get-token would run on a cache miss (browser,
 keyboard, device code, client credentials, and the exchange when configured),
 stores the token in the cache, and prints one line on stdout: who is logged in
-and until when (never the token; prompts and URLs go to stderr). It takes
-get-token's flags or a --profile; without them, the settings of the current
-kubeconfig user's exec entry (--kubeconfig, --context), so "log in again" is
-"kubectl impersonate login --force". --force logs in again even when the
+and until when (never the token; prompts and URLs go to stderr). Its settings
+are those of the current kubeconfig user's exec entry (--kubeconfig,
+--context), so "log in again" is "kubectl impersonate login --force"; any of
+get-token's flags given replaces the entry's value of that flag and the entry
+supplies the rest. Flags that name a provider (--oidc-issuer-url, --profile,
+--exchange) without --kubeconfig or --context are used alone, as get-token
+would. --force logs in again even when the
 cached token is still valid. Use it before a script or CI job that runs
 kubectl with interactiveMode Never.`,
 		Example: `  # Log in with the browser
@@ -50,45 +52,59 @@ kubectl with interactiveMode Never.`,
   kubectl impersonate login --profile=tenant-a --grant-type=authcode-keyboard
 
   # Log in again as the current context's user
-  kubectl impersonate login --force`,
+  kubectl impersonate login --force
+
+  # The same, over SSH: the entry's settings, but no browser is opened
+  kubectl impersonate login --context=prod --force --skip-open-browser`,
 		Args: cobra.NoArgs,
 		RunE: cmdutil.RunE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
 	cmd.SetUsageFunc(cmdutil.GroupedUsage)
 	cmd.Flags().BoolVar(&o.Force, "force", false, "Log in again even when a valid token is cached")
-	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "Without issuer flags or --profile: the kubeconfig whose user's exec entry gives the settings")
-	cmd.Flags().StringVar(&o.Context, "context", "", "Without issuer flags or --profile: the context whose user's exec entry gives the settings (default: the current one)")
+	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "The kubeconfig whose user's exec entry gives the settings the flags do not")
+	cmd.Flags().StringVar(&o.Context, "context", "", "The context whose user's exec entry gives the settings the flags do not (default: the current one)")
 	return cmd
 }
 
-// Complete fills the settings: from the flags or profile, else from the
-// kubeconfig user's exec entry.
+// Complete fills the settings: from the flags or profile when they name a
+// provider, else from the kubeconfig user's exec entry with the flags over
+// it.
 func (o *LoginOptions) Complete(args []string) error {
-	fromKubeconfig := o.Auth.IssuerURL == "" && o.Auth.Profile == "" && o.Auth.Exchange == ""
-	for _, a := range o.Auth.Args() {
-		if !strings.HasPrefix(a, "--force-refresh") {
-			fromKubeconfig = false // other settings given: they are checked as given
-		}
+	a, err := settingsOfContext(o.Auth, o.Kubeconfig, o.Context, o.global.Getenv, cmdutil.Notifier(o.ErrOut))
+	if err != nil {
+		return err
 	}
-	if fromKubeconfig {
-		exec, err := cmdutil.ContextUserExec(o.Kubeconfig, o.Context)
-		if err != nil {
-			return err
-		}
-		a, err := cmdutil.SettingsOfExec(exec, o.global.Getenv)
-		if errors.Is(err, cmdutil.ErrNotOurs) {
-			return fmt.Errorf("give --oidc-issuer-url and --oidc-client-id, or --profile: %w", err)
-		}
-		if err != nil {
-			return err
-		}
-		force := o.Auth.ForceRefresh
-		o.Auth = a
-		o.Auth.ForceRefresh = o.Auth.ForceRefresh || force
-		return nil
+	o.Auth = a
+	return nil
+}
+
+// namesProvider tells whether the command line chose the provider itself
+// (an issuer, a profile or an exchange): then the exec entry is not read.
+func namesProvider(a *settings.AuthOptions) bool {
+	return a.IssuerURL != "" || a.Profile != "" || a.Exchange != ""
+}
+
+// settingsOfContext completes a, the settings of login's or logout's
+// command line: as given when they name a provider and no --kubeconfig or
+// --context was given; else the exec entry of the context's user, with
+// every flag the command line set replacing the entry's value of it.
+func settingsOfContext(a *settings.AuthOptions, kubeconfig, context string, getenv func(string) string, warn func(string)) (*settings.AuthOptions, error) {
+	if namesProvider(a) && kubeconfig == "" && context == "" {
+		return a, a.Complete(getenv, warn)
 	}
-	return o.Auth.Complete(o.global.Getenv, cmdutil.Notifier(o.ErrOut))
+	exec, err := cmdutil.ContextUserExec(kubeconfig, context)
+	if err != nil {
+		return nil, err
+	}
+	entry, err := cmdutil.SettingsOfExecOverridden(exec, a, getenv)
+	if errors.Is(err, cmdutil.ErrNotOurs) {
+		return nil, fmt.Errorf("give --oidc-issuer-url and --oidc-client-id, or --profile: %w", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return entry, nil
 }
 
 // Validate checks the settings.
@@ -97,7 +113,7 @@ func (o *LoginOptions) Validate() error { return o.Auth.Validate() }
 // Run logs in (a person runs this command, so it is interactive) and says
 // who is logged in, without printing the token.
 func (o *LoginOptions) Run(ctx context.Context) error {
-	r, err := obtain(ctx, o.Auth, o.global, o.IOStreams, true, credential.Options{ForceLogin: o.Force, ForceRefresh: o.Auth.ForceRefresh})
+	r, err := obtainWith(ctx, o.Auth, o.global, o.IOStreams, true, true, credential.Options{ForceLogin: o.Force, ForceRefresh: o.Auth.ForceRefresh})
 	if err != nil {
 		return err
 	}

@@ -1,14 +1,22 @@
 package credential
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
@@ -17,8 +25,45 @@ import (
 type LogoutOptions struct {
 	Auth *settings.AuthOptions
 	All  bool
+	// Contexts select kubeconfig contexts whose users' identities are
+	// logged out (default: the current one, unless the flags name a
+	// provider).
+	Contexts   []string
+	Kubeconfig string
+	NoRevoke   bool
+	Output     *cmdutil.OutputFlags
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
+
+	// targets are the identities to log out, with their contexts.
+	targets []*logoutTarget
+	// others are the kubeconfig's other contexts, to report sharing.
+	others []*contextSession
+	// revoker revokes a token of an identity (a fake in tests).
+	revoker func(ctx context.Context, a *settings.AuthOptions, token, hint string) error
+	// store is where tokens are deleted from (nil: keyring and disk).
+	store tokencache.Store
+}
+
+// logoutTarget is one identity: its settings and the contexts using it.
+type logoutTarget struct {
+	auth     *settings.AuthOptions
+	contexts []string
+}
+
+// LogoutResult is what logout did for one identity (-o json|yaml).
+type LogoutResult struct {
+	// Contexts are the contexts logged out; SharedWith the kubeconfig's
+	// other contexts that used the same token (also logged out).
+	Contexts   []string `json:"contexts,omitempty"`
+	SharedWith []string `json:"sharedWith,omitempty"`
+	Identity   string   `json:"identity,omitempty"`
+	Issuer     string   `json:"issuer"`
+	ClientID   string   `json:"clientID"`
+	// Revocation is "revoked", "skipped" (--no-revoke), "not supported"
+	// (no revocation endpoint), "nothing cached", or the failure.
+	Revocation string `json:"revocation"`
+	Deleted    bool   `json:"deleted"`
 }
 
 // NewCmdLogout builds logout.
@@ -26,52 +71,351 @@ func NewCmdLogout(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) 
 	o := &LogoutOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g}
 	cmd := &cobra.Command{
 		Use:   "logout",
-		Short: "Delete cached tokens: those of the identity the flags select, or --all",
-		Long: `logout removes cached tokens from the keyring and the disk cache: the entry
-of the identity selected by get-token's flags (or --profile), or with --all
-every entry this plugin wrote. It does not revoke the tokens at the provider:
-a refresh token that leaked stays valid until the provider expires it.`,
-		Example: `  # Forget one identity (the same flags as get-token)
+		Short: "Revoke and delete the cached tokens of a context's identity, of several, or --all",
+		Long: `logout ends the session of the current kubeconfig context's identity, or of
+each --context: it revokes the refresh token and the access token at the
+provider (RFC 7009) when the provider advertises a revocation endpoint, then
+deletes the cached tokens from the keyring and the disk cache. A revocation
+that fails is reported (exit code 1), and the local copy is deleted anyway;
+--no-revoke only deletes. Other contexts that share the identity's token are
+named: they log in again on their next call.
+
+As login, it reads the settings of the context's exec entry, and any of
+get-token's flags given replaces the entry's value of it; flags that name a
+provider (--oidc-issuer-url, --profile) without --context select the
+identity alone. --all deletes every token kubectl-impersonate cached,
+revoking first those of the kubeconfig's contexts.
+
+Dex advertises no revocation endpoint: its refresh tokens stay valid until
+they expire (or an administrator deletes the session).`,
+		Example: `  # Log out of the current context's identity
+  kubectl impersonate logout
+
+  # Of two contexts, without asking the provider to revoke
+  kubectl impersonate logout --context=prod --context=staging --no-revoke
+
+  # Forget one identity by its settings (the same flags as get-token)
   kubectl impersonate logout --profile=tenant-a
 
-  # Forget every token kubectl-impersonate cached, in the keyring and on disk
+  # Every token kubectl-impersonate cached, in the keyring and on disk
   kubectl impersonate logout --all`,
 		Args: cobra.NoArgs,
 		RunE: cmdutil.RunE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
 	cmd.SetUsageFunc(cmdutil.GroupedUsage)
-	cmd.Flags().BoolVar(&o.All, "all", false, "Delete every cached token of kubectl-impersonate")
+	cmd.Flags().BoolVar(&o.All, "all", false, "Delete every cached token of kubectl-impersonate (revoking those of the kubeconfig's contexts)")
+	cmd.Flags().StringArrayVar(&o.Contexts, "context", nil, "Log out of this kubeconfig context's identity (repeatable; default: the current context)")
+	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "The kubeconfig whose contexts are named")
+	cmd.Flags().BoolVar(&o.NoRevoke, "no-revoke", false, "Only delete the local copies; do not ask the provider to revoke the tokens")
+	o.Output = cmdutil.NewOutputFlags(cmd.Flags(), "text")
 	return cmd
 }
 
-// Complete fills the settings.
+// Complete finds the identities to log out.
 func (o *LogoutOptions) Complete(args []string) error {
-	return o.Auth.Complete(o.global.Getenv, cmdutil.Notifier(o.ErrOut))
-}
-
-// Validate checks the settings; --all needs none.
-func (o *LogoutOptions) Validate() error {
-	if o.All {
+	if o.revoker == nil {
+		o.revoker = o.revoke
+	}
+	getenv := o.global.Getenv
+	if namesProvider(o.Auth) && len(o.Contexts) == 0 && o.Kubeconfig == "" {
+		if err := o.Auth.Complete(getenv, cmdutil.Notifier(o.ErrOut)); err != nil {
+			return err
+		}
+		if !o.All {
+			o.targets = []*logoutTarget{{auth: o.Auth}}
+		}
+		// Sharing is reported when the kubeconfig can be read.
+		if raw, err := loadKubeconfig(""); err == nil {
+			o.others, _ = sessionsOf(raw, nil, nil, getenv)
+		}
 		return nil
 	}
-	return o.Auth.Validate()
+	if o.All {
+		// Where --all deletes: the cache flags, if any.
+		if err := o.Auth.Complete(getenv, cmdutil.Notifier(o.ErrOut)); err != nil {
+			return err
+		}
+	}
+	raw, err := loadKubeconfig(o.Kubeconfig)
+	if err != nil && o.All {
+		fmt.Fprintf(o.ErrOut, "%s: no token is revoked, every one is deleted\n", logging.OneLine(err.Error(), 300))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	all, err := sessionsOf(raw, nil, nil, getenv)
+	if err != nil {
+		return err
+	}
+	o.others = all
+	names := o.Contexts
+	switch {
+	case o.All:
+		names = nil
+		for _, s := range all {
+			names = append(names, s.Context)
+		}
+	case len(names) == 0:
+		if raw.CurrentContext == "" {
+			return errors.New("the kubeconfig has no current context: give --context, or the issuer flags")
+		}
+		names = []string{raw.CurrentContext}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sessions, err := sessionsOf(raw, names, o.Auth, getenv)
+	if err != nil {
+		if errors.Is(err, cmdutil.ErrNotOurs) && !o.All {
+			return fmt.Errorf("give --oidc-issuer-url and --oidc-client-id, or --profile: %w", err)
+		}
+		return err
+	}
+	byID := map[string]*logoutTarget{}
+	for _, s := range sessions {
+		if s.err != nil {
+			if o.All {
+				fmt.Fprintf(o.ErrOut, "kubectl-impersonate: context %s: %s (its tokens are deleted without revocation)\n", logging.Printable(s.Context), logging.OneLine(s.err.Error(), 300))
+				continue
+			}
+			return fmt.Errorf("context %s: %w", s.Context, s.err)
+		}
+		id := s.identity()
+		if t, ok := byID[id]; ok {
+			t.contexts = append(t.contexts, s.Context)
+			continue
+		}
+		t := &logoutTarget{auth: s.auth, contexts: []string{s.Context}}
+		byID[id] = t
+		o.targets = append(o.targets, t)
+	}
+	return nil
 }
 
-// Run deletes from the keyring and the disk whatever the storage setting,
-// so that a token cached during a keyring outage goes too.
+// Validate checks the settings and the output format.
+func (o *LogoutOptions) Validate() error {
+	if o.All && len(o.Contexts) > 0 {
+		return errors.New("give --all or --context, not both")
+	}
+	valid := o.targets[:0]
+	for _, t := range o.targets {
+		err := t.auth.Validate()
+		switch {
+		case err == nil:
+			valid = append(valid, t)
+		case o.All:
+			// --all deletes every entry anyway: one bad entry stops nothing.
+			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: context %s: %s (its tokens are deleted without revocation)\n", strings.Join(t.contexts, ", "), logging.OneLine(err.Error(), 300))
+		case len(t.contexts) > 0:
+			return fmt.Errorf("context %s: %w", strings.Join(t.contexts, ", "), err)
+		default:
+			return err
+		}
+	}
+	o.targets = valid
+	return o.Output.Validate()
+}
+
+// Run revokes (unless told not to) and deletes, identity by identity; the
+// local copies go whatever the revocation's outcome.
 func (o *LogoutOptions) Run(ctx context.Context) error {
-	store := &tokencache.Auto{Keyring: tokencache.NewKeyring(), Disk: tokencache.NewDisk(o.Auth.TokenCacheDir), Notify: func(string) {}}
+	var results []*LogoutResult
+	var failed []string
+	for _, t := range o.targets {
+		r, err := o.logout(ctx, t)
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(r.Revocation, "failed") {
+			name := r.Issuer
+			if len(r.Contexts) > 0 {
+				name = strings.Join(r.Contexts, ", ")
+			}
+			failed = append(failed, logging.Printable(name))
+		}
+		results = append(results, r)
+	}
 	if o.All {
-		if err := store.DeleteAll(ctx); err != nil {
+		if err := o.deleteStore().DeleteAll(ctx); err != nil {
 			return fmt.Errorf("deleting cached tokens: %w", err)
 		}
-		fmt.Fprintln(o.Out, "Deleted every cached token of kubectl-impersonate.")
-		return nil
 	}
-	if err := store.Delete(ctx, o.Auth.Key().ID()); err != nil {
-		return fmt.Errorf("deleting the cached token: %w", err)
+	if err := o.Output.Print(o.Out, map[string]any{"logouts": results, "all": o.All}, func(w io.Writer) { o.print(w, results) }); err != nil {
+		return err
 	}
-	fmt.Fprintf(o.Out, "Deleted the cached token of client %q at %s.\n", o.Auth.ClientID, o.Auth.IssuerURL)
+	if len(failed) > 0 {
+		return fmt.Errorf("the provider did not revoke the tokens of %s (the local copies are deleted): revoke the session at the provider", strings.Join(failed, "; "))
+	}
 	return nil
+}
+
+func (o *LogoutOptions) deleteStore() tokencache.Store {
+	if o.store != nil {
+		return o.store
+	}
+	return &tokencache.Auto{Keyring: tokencache.NewKeyring(), Disk: tokencache.NewDisk(o.Auth.TokenCacheDir), Notify: func(string) {}}
+}
+
+// logout ends one identity's session.
+func (o *LogoutOptions) logout(ctx context.Context, t *logoutTarget) (*LogoutResult, error) {
+	a := t.auth
+	r := &LogoutResult{Contexts: t.contexts, Issuer: a.IssuerURL, ClientID: a.ClientID, Revocation: "nothing cached"}
+	if a.Exchange == settings.ExchangeCloudSigma {
+		r.Issuer = a.CloudSigma().Issuer()
+	}
+	id := a.Key().ID()
+	for _, s := range o.others {
+		if s.identity() == id && !slices.Contains(t.contexts, s.Context) {
+			r.SharedWith = append(r.SharedWith, s.Context)
+		}
+	}
+	store := o.deleteStore()
+	if o.store == nil {
+		store = &tokencache.Auto{Keyring: tokencache.NewKeyring(), Disk: tokencache.NewDisk(a.TokenCacheDir), Notify: func(string) {}}
+	}
+	// The login's entry holds the refresh token; with an RFC 8693
+	// exchange it is cached apart from the exchanged token.
+	ids := []string{id}
+	if a.Exchange == settings.ExchangeTokenExchange {
+		ids = append(ids, a.BaseKey().ID())
+	}
+	results := map[string]bool{}
+	for _, k := range ids {
+		outcome, err := o.logoutEntry(ctx, store, a, k, r)
+		if err != nil {
+			return nil, err
+		}
+		results[outcome] = true
+	}
+	// The worst outcome of the identity's entries is its outcome.
+	for _, outcome := range []string{"failed", "not supported", "skipped", "revoked"} {
+		for got := range results {
+			if strings.HasPrefix(got, outcome) {
+				r.Revocation = got
+				r.Deleted = true
+				return r, nil
+			}
+		}
+	}
+	r.Deleted = true
+	return r, nil
+}
+
+// logoutLockTimeout bounds logout's wait for a get-token of the same
+// identity (a refresh in flight would cache a fresh token after the
+// delete); a login waiting in a browser is not waited for.
+const logoutLockTimeout = 10 * time.Second
+
+// logoutEntry revokes and deletes the cache entry k under its lock, and
+// names the identity in r from the first entry found. It returns the
+// revocation's outcome.
+func (o *LogoutOptions) logoutEntry(ctx context.Context, store tokencache.Store, a *settings.AuthOptions, k string, r *LogoutResult) (string, error) {
+	if lock, err := tokencache.AcquireLock(ctx, a.TokenCacheDir, k, logoutLockTimeout); err == nil {
+		defer func() { _ = lock.Release() }()
+	} else {
+		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: logging out without the entry's lock: %s\n", logging.OneLine(err.Error(), 300))
+	}
+	e, _, err := cachedEntry(ctx, store, k)
+	if err != nil && !errors.Is(err, tokencache.ErrCorrupt) {
+		return "", fmt.Errorf("reading the cached token: %w", err)
+	}
+	outcome := "nothing cached"
+	if e != nil {
+		if r.Identity == "" {
+			tok, _ := entryToken(e, a)
+			r.Identity = cmp.Or(tokenSubject(tok), tokenSubject(e.IDToken))
+		}
+		switch {
+		case o.NoRevoke:
+			outcome = "skipped"
+		case a.Exchange == settings.ExchangeCloudSigma:
+			// A service identity's client credentials: nothing a person holds.
+			outcome = "not supported"
+		default:
+			outcome = o.revokeEntry(ctx, a, e)
+		}
+	}
+	if err := store.Delete(ctx, k); err != nil {
+		return "", fmt.Errorf("deleting the cached token: %w", err)
+	}
+	// A cooldown of the last failed login ends with the session.
+	tokencache.ClearLoginAttempt(a.TokenCacheDir, k)
+	return outcome, nil
+}
+
+// revokeEntry revokes e's refresh token, then its access token (RFC 7009
+// §2.1: revoking the refresh token may or may not end the access token).
+func (o *LogoutOptions) revokeEntry(ctx context.Context, a *settings.AuthOptions, e *tokencache.Entry) string {
+	for _, t := range []struct{ token, hint string }{{e.RefreshToken, "refresh_token"}, {e.AccessToken, "access_token"}} {
+		if t.token == "" {
+			continue
+		}
+		err := o.revoker(ctx, a, t.token, t.hint)
+		if errors.Is(err, login.ErrNoRevocation) {
+			return "not supported"
+		}
+		if err != nil {
+			return "failed: " + logging.OneLine(err.Error(), 300)
+		}
+	}
+	return "revoked"
+}
+
+// revoke asks a's provider to revoke token.
+func (o *LogoutOptions) revoke(ctx context.Context, a *settings.AuthOptions, token, hint string) error {
+	rt, err := newSourceRuntime(a, o.global, o.IOStreams, false)
+	if err != nil {
+		return err
+	}
+	lc, err := rt.login()
+	if err != nil {
+		return err
+	}
+	return lc.Revoke(ctx, token, hint)
+}
+
+// print says what was done, one line per identity.
+func (o *LogoutOptions) print(w io.Writer, results []*LogoutResult) {
+	for _, r := range results {
+		who := "the identity"
+		if r.Identity != "" {
+			who = logging.Printable(r.Identity)
+		}
+		where := fmt.Sprintf("client %q at %s", r.ClientID, logging.Printable(r.Issuer))
+		if len(r.Contexts) > 0 {
+			where = "context " + printableList(r.Contexts) + " (" + where + ")"
+		}
+		var what string
+		switch {
+		case r.Revocation == "revoked":
+			what = "tokens revoked at the provider and deleted"
+		case r.Revocation == "skipped":
+			what = "tokens deleted, not revoked (--no-revoke)"
+		case r.Revocation == "not supported":
+			what = "tokens deleted; the provider has no revocation endpoint, so its refresh token stays valid there until it expires"
+		case r.Revocation == "nothing cached":
+			what = "no token was cached"
+		default:
+			what = "tokens deleted, but revoking them " + r.Revocation
+		}
+		fmt.Fprintf(w, "Logged %s out of %s: %s.\n", who, where, what)
+		if len(r.SharedWith) > 0 {
+			fmt.Fprintf(w, "  The same token served %s: they log in again on their next call.\n", printableList(r.SharedWith))
+		}
+	}
+	if o.All {
+		fmt.Fprintln(w, "Deleted every cached token of kubectl-impersonate.")
+	}
+}
+
+// printableList joins names from a kubeconfig for the terminal: control
+// characters (a context named with escape sequences) are shown escaped.
+func printableList(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = logging.Printable(n)
+	}
+	return strings.Join(out, ", ")
 }

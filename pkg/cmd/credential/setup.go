@@ -2,6 +2,7 @@ package credential
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
@@ -44,6 +46,14 @@ type SetupOptions struct {
 	WriteKuberc bool
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
+
+	// ClusterAudiences are CLUSTER=AUDIENCE pairs: one user for a fleet,
+	// each cluster's token exchanged for its audience (empty: the login's
+	// token).
+	ClusterAudiences []string
+	// flags are the command's flags (--cluster-audience sets the exchange
+	// flags it implies).
+	flags *pflag.FlagSet
 
 	// FromKubelogin migrates the kubeconfig's kubelogin users.
 	FromKubelogin bool
@@ -102,12 +112,25 @@ Client secrets never go into the kubeconfig: give them to kubectl through
 	cmd.Flags().StringVar(&o.InteractiveMode, "exec-interactive-mode", o.InteractiveMode, "interactiveMode of the exec entry: IfAvailable, Never (robots, CI: never prompt) or Always")
 	cmd.Flags().BoolVar(&o.FromKubelogin, "from-kubelogin", false, "Migrate the kubeconfig's users that run int128/kubelogin (kubectl oidc-login get-token): show each change, and with --write apply it after a backup of the file (its mode kept, other entries untouched); flags with no equivalent are reported, secrets move to 0600 files")
 	cmd.Flags().StringVar(&o.AuthConfig, "authentication-config", "", "The cluster's kube-apiserver AuthenticationConfiguration, if you have it: setup checks that it accepts this entry's tokens (issuer, audience) and says what to change")
+	cmd.Flags().StringArrayVar(&o.ClusterAudiences, "cluster-audience", nil, "With --write: CLUSTER=AUDIENCE, repeatable: one user for a fleet of clusters, logged in once; each named cluster's entry gets the exec extension "+settings.ExecExtensionName+" with its audience (empty: the login's token itself), its contexts use the user, and the user exchanges the login's token for each cluster's audience (RFC 8693: implies --exchange=token-exchange --exchange-audience-from-cluster)")
+	o.flags = cmd.Flags()
 	cmd.Flags().BoolVar(&o.WriteKuberc, "write-kuberc", false, "Add the exec command to kubectl's kuberc allowlist ($KUBERC or ~/.kube/kuberc) when its credentialPluginPolicy is Allowlist (kubectl >= 1.35); the file's other preferences and mode are kept")
 	return cmd
 }
 
 // Complete resolves the executable, the settings and the paths.
 func (o *SetupOptions) Complete(args []string) error {
+	if len(o.ClusterAudiences) > 0 && o.flags != nil {
+		// A fleet's user: the exchange whose audience each cluster names.
+		if o.flags.Changed("exchange") && o.Auth.Exchange != settings.ExchangeTokenExchange {
+			return fmt.Errorf("--cluster-audience exchanges the login's token per cluster (--exchange=%s), not with --exchange=%s", settings.ExchangeTokenExchange, o.Auth.Exchange)
+		}
+		for name, value := range map[string]string{"exchange": settings.ExchangeTokenExchange, "exchange-audience-from-cluster": "true"} {
+			if err := o.flags.Set(name, value); err != nil {
+				return fmt.Errorf("--cluster-audience: setting --%s: %w", name, err)
+			}
+		}
+	}
 	if err := o.Auth.Complete(o.global.Getenv, cmdutil.Notifier(o.ErrOut)); err != nil {
 		return err
 	}
@@ -161,6 +184,14 @@ func (o *SetupOptions) Validate() error {
 	}
 	if o.User == "" {
 		return errors.New("--user must not be empty")
+	}
+	if len(o.ClusterAudiences) > 0 {
+		if !o.Write || o.Context != "" || o.Server != "" {
+			return errors.New("--cluster-audience needs --write, and names the clusters itself: not with --context or --server")
+		}
+		if _, err := parseClusterAudiences(o.ClusterAudiences); err != nil {
+			return err
+		}
 	}
 	switch o.InteractiveMode {
 	case "IfAvailable", "Never", "Always":
@@ -411,14 +442,58 @@ func (o *SetupOptions) kuberc(command string) error {
 	return nil
 }
 
+// clusterAudience is one --cluster-audience.
+type clusterAudience struct{ cluster, audience string }
+
+func parseClusterAudiences(pairs []string) ([]clusterAudience, error) {
+	var out []clusterAudience
+	for _, p := range pairs {
+		cluster, audience, ok := strings.Cut(p, "=")
+		if !ok || cluster == "" {
+			return nil, fmt.Errorf("--cluster-audience %q is not CLUSTER=AUDIENCE (AUDIENCE empty for the login's token)", p)
+		}
+		raw, _ := json.Marshal(settings.ClusterExtension{Audience: audience})
+		if _, err := settings.ParseClusterExtension(raw); err != nil {
+			return nil, fmt.Errorf("--cluster-audience %q: %w", p, err)
+		}
+		out = append(out, clusterAudience{cluster, audience})
+	}
+	return out, nil
+}
+
 func (o *SetupOptions) write(exec *clientcmdapi.ExecConfig) error {
 	kc := kubeconfig.Open(o.Kubeconfig)
 	userFile := kc.FileOf("users", o.User)
 	clusterFile := kc.FileOf("clusters", o.Cluster)
-	err := kc.Edit(func(cfg *clientcmdapi.Config) error {
+	fleet, err := parseClusterAudiences(o.ClusterAudiences)
+	if err != nil {
+		return err
+	}
+	var fleetLines []string
+	err = kc.Edit(func(cfg *clientcmdapi.Config) error {
 		kubeconfig.SetUser(cfg, o.User, exec)
 		if o.Server != "" {
 			kubeconfig.SetCluster(cfg, o.Cluster, o.Server, o.ClusterCA)
+		}
+		for _, f := range fleet {
+			contexts, moved, err := kubeconfig.SetClusterAudience(cfg, f.cluster, settings.ExecExtensionName, func(raw []byte) ([]byte, error) {
+				// Keep what else the extension says (allowedServer).
+				ext, _ := settings.ParseClusterExtension(raw)
+				ext.Audience = f.audience
+				return json.Marshal(ext)
+			}, o.User)
+			if err != nil {
+				return err
+			}
+			what := fmt.Sprintf("the login's token exchanged for audience %q", f.audience)
+			if f.audience == "" {
+				what = "the login's token itself"
+			}
+			line := fmt.Sprintf("Cluster %q: %s; contexts %s use the user.", f.cluster, what, strings.Join(contexts, ", "))
+			if len(moved) > 0 {
+				line += " Before, " + strings.Join(moved, ", ") + "."
+			}
+			fleetLines = append(fleetLines, line)
 		}
 		if o.Context != "" {
 			return kubeconfig.SetContext(cfg, kc.Files(), o.Context, o.Cluster, o.User)
@@ -429,6 +504,9 @@ func (o *SetupOptions) write(exec *clientcmdapi.ExecConfig) error {
 		return err
 	}
 	fmt.Fprintf(o.Out, "Wrote the user %q to %s.\n", o.User, userFile)
+	for _, l := range fleetLines {
+		fmt.Fprintln(o.Out, l)
+	}
 	if o.Server != "" {
 		fmt.Fprintf(o.Out, "Wrote the cluster %q (%s) to %s.\n", o.Cluster, o.Server, clusterFile)
 	}

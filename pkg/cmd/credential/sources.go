@@ -54,6 +54,8 @@ type sourceRuntime struct {
 	log         *logging.Logger
 	audit       *exchange.Auditor
 	loginClient *login.Client
+	// noCooldown: a person asked for this login (the login command).
+	noCooldown bool
 }
 
 func newSourceRuntime(a *settings.AuthOptions, g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams, interactive bool) (*sourceRuntime, error) {
@@ -83,9 +85,9 @@ func (rt *sourceRuntime) source() (*credential.Source, error) {
 		return nil, fmt.Errorf("unknown exchange %q", rt.a.Exchange)
 	}
 	base := rt.a.BaseSource(rt.store, rt.notify, func() (credential.Authenticator, error) { return grant(rt) })
-	base.Log = rt.log
+	base.Log, base.NoCooldown = rt.log, rt.noCooldown
 	src := rt.a.Source(rt.store, rt.notify, func() (credential.Authenticator, error) { return exchange(rt, base) })
-	src.Log = rt.log
+	src.Log, src.NoCooldown = rt.log, rt.noCooldown
 	return src, nil
 }
 

@@ -232,6 +232,12 @@ func (k *KubeFlags) userExec() (exec *clientcmdapi.ExecConfig, context string, f
 // this plugin (the fast binary, or the full one's get-token), with the
 // entry's environment over ours.
 func SettingsOfExec(exec *clientcmdapi.ExecConfig, getenv func(string) string) (*settings.AuthOptions, error) {
+	return SettingsOfExecOverridden(exec, nil, getenv)
+}
+
+// SettingsOfExecOverridden is SettingsOfExec with the flags the user set
+// on the command line (user, nil for none) over the entry's.
+func SettingsOfExecOverridden(exec *clientcmdapi.ExecConfig, user *settings.AuthOptions, getenv func(string) string) (*settings.AuthOptions, error) {
 	if exec == nil {
 		return nil, ErrNotOurs
 	}
@@ -258,7 +264,7 @@ func SettingsOfExec(exec *clientcmdapi.ExecConfig, getenv func(string) string) (
 		}
 		return getenv(name)
 	}
-	o, _, err := settings.ParseArgs(args, lookup, func(string) {}, names...)
+	o, err := settings.ParseArgsOverridden(args, user, lookup, func(string) {}, names...)
 	if err != nil {
 		return nil, fmt.Errorf("reading the exec entry's flags: %w", err)
 	}
