@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	authzv1 "k8s.io/api/authorization/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // DefaultVerbs are the columns of the access matrix.
@@ -98,6 +97,9 @@ type Matrix struct {
 	Requests int `json:"requests"`
 	// Incomplete is the rules review's word that it could not list everything.
 	Incomplete bool `json:"rulesIncomplete"`
+	// RulesFrom says where the rules came from: RulesFromObjects (the RBAC
+	// objects, evaluated here), or "" (a rules review, or none).
+	RulesFrom string `json:"rulesFrom,omitempty"`
 	// Streaming says, by kubectl command, whether exec, attach and
 	// port-forward work (with subresources): since Kubernetes 1.35 they go
 	// over WebSockets and need get and create on the subresource.
@@ -111,6 +113,10 @@ type Matrix struct {
 	// impersonates in that mode.
 	ImpersonateOn map[string][]Row `json:"impersonateOn,omitempty"`
 }
+
+// RulesFromObjects is Matrix.RulesFrom for rules evaluated from the RBAC
+// objects (RBAC.RulesFor) instead of a rules review.
+const RulesFromObjects = "rbac-objects"
 
 // StreamingCommand is the kubectl command that streams over the core
 // resource/subresource resource ("pods/exec": "kubectl exec"), "" for none:
@@ -136,43 +142,46 @@ func (m *Matrix) setStreaming() {
 }
 
 // Discover lists the resources the API server serves (preferred versions),
-// without subresources unless asked for.
+// without subresources unless asked for: as kubectl, from its disk cache
+// when fresh, else by aggregated discovery (kubeapi.ServerResources).
 func (c *Client) Discover(ctx context.Context, subresources bool) ([]Resource, error) {
-	var lists []struct{ group, version, path string }
-	lists = append(lists, struct{ group, version, path string }{"", "v1", "/api/v1"})
-	var groups metav1.APIGroupList
-	if err := c.Get(ctx, "/apis", &groups); err != nil {
-		return nil, fmt.Errorf("discovering API groups: %w", err)
+	d, err := c.ServerResources(ctx, c.DiscoveryCache, c.invalidated)
+	if err != nil {
+		return nil, err
 	}
-	for _, g := range groups.Groups {
-		lists = append(lists, struct{ group, version, path string }{g.Name, g.PreferredVersion.Version, "/apis/" + g.PreferredVersion.GroupVersion})
-	}
+	c.fromCache, c.invalidated = d.FromCache, false
 	var out []Resource
-	var failed []string
-	for _, l := range lists {
-		var rl metav1.APIResourceList
-		if err := c.Get(ctx, l.path, &rl); err != nil {
-			if l.group == "" || ctx.Err() != nil {
-				return nil, fmt.Errorf("discovering %s: %w", l.path, err)
-			}
-			// One group's failure (an aggregated API server down, such as
-			// metrics-server) leaves the others usable, as in kubectl.
-			failed = append(failed, fmt.Sprintf("%s (%v)", l.path, err))
-			continue
+	for _, rl := range d.Preferred() {
+		group, version, found := strings.Cut(rl.GroupVersion, "/")
+		if !found {
+			group, version = "", rl.GroupVersion
 		}
 		for _, r := range rl.APIResources {
 			if strings.Contains(r.Name, "/") && !subresources {
 				continue
 			}
-			out = append(out, Resource{Group: l.group, Version: l.version, Name: r.Name, Namespaced: r.Namespaced, Verbs: r.Verbs,
+			out = append(out, Resource{Group: group, Version: version, Name: r.Name, Namespaced: r.Namespaced, Verbs: r.Verbs,
 				Kind: r.Kind, SingularName: r.SingularName, ShortNames: r.ShortNames, Priority: len(out)})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
-	if len(failed) > 0 {
+	if len(d.Failed) > 0 {
+		var failed []string
+		for gv, why := range d.Failed {
+			failed = append(failed, fmt.Sprintf("%s (%s)", gv, why))
+		}
+		sort.Strings(failed)
 		return out, &PartialDiscoveryError{Failed: failed}
 	}
 	return out, nil
+}
+
+// Invalidate makes the next Discover ask the server, as kubectl's cached
+// discovery does when a resource is not found: it says whether the last
+// answer came from the cache (if not, asking again would change nothing).
+func (c *Client) Invalidate() bool {
+	c.invalidated = true
+	return c.fromCache
 }
 
 // PartialDiscoveryError says which API groups could not be discovered; the
@@ -226,6 +235,11 @@ type AccessOptions struct {
 	// and the impersonate-on cells of the constrained modes held.
 	Escalation        bool
 	ClusterEscalation []EscalationCell
+	// LocalRules, when set, answers the rules reviews (of the namespace,
+	// and of the cluster's rules for the escalation checks) from the RBAC
+	// objects instead of asking the server (access -A when RBAC is the
+	// only authorizer and its objects are readable).
+	LocalRules LocalRules
 	// MaxReviews bounds the access reviews of this matrix (0: no bound,
 	// negative: none may be sent): with an authorizer besides RBAC every
 	// cell is one, and a caller asking about many namespaces passes what is
@@ -252,7 +266,13 @@ func (c *Client) Access(ctx context.Context, resources []Resource, o AccessOptio
 	m := &Matrix{Namespace: o.Namespace, Verbs: verbs}
 	requests := 0
 	p := &planner{ssar: o.ForceSSAR}
-	if !o.ForceSSAR {
+	switch {
+	case o.ForceSSAR:
+	case o.LocalRules != nil:
+		p.rules, p.incomplete = o.LocalRules(o.Namespace)
+		p.authoritative = true
+		m.Incomplete, m.RulesFrom = p.incomplete, RulesFromObjects
+	default:
 		requests++
 		var err error
 		if p.rules, p.incomplete, err = c.rulesReview(ctx, o.Namespace); err != nil {
@@ -268,7 +288,7 @@ func (c *Client) Access(ctx context.Context, resources []Resource, o AccessOptio
 		if cluster == nil {
 			var err error
 			var n int
-			if cp, n, err = c.clusterPlanner(ctx, p); err != nil {
+			if cp, n, err = c.clusterPlanner(ctx, p, o.LocalRules); err != nil {
 				return nil, err
 			}
 			requests += n
@@ -380,13 +400,18 @@ type planner struct {
 	incomplete bool
 	// ssar: no rules review, every cell is asked.
 	ssar bool
+	// authoritative: the rules are RBAC's, RBAC the only authorizer
+	// (access -A's local evaluation, checked against a rules review), so a
+	// grant for some names only is no grant of the verb: RBAC matches
+	// resourceNames only against a name, and the cell asks without one.
+	authoritative bool
 }
 
 // ask tells whether a cell, as the rules answer it, is asked again: every
 // cell without a review or with an incomplete one (a webhook before RBAC
 // may deny what RBAC allows), and grants for some names only.
 func (p *planner) ask(cell Cell) bool {
-	return p.ssar || p.incomplete || (!cell.Allowed && cell.Partial)
+	return p.ssar || p.incomplete || (!cell.Allowed && cell.Partial && !p.authoritative)
 }
 
 // job is one access review of the matrix: a cell of a row (of the matrix,

@@ -13,6 +13,13 @@ import "github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 // Client asks one API server, as the kubeconfig's identity.
 type Client struct {
 	*kubeapi.Client
+	// DiscoveryCache is kubectl's discovery cache directory for the server
+	// (kubeapi.DiscoveryCacheDir; "" caches nothing).
+	DiscoveryCache string
+
+	// invalidated makes the next Discover ask the server; fromCache says
+	// the last one did not.
+	invalidated, fromCache bool
 }
 
 // New returns a Client on c.

@@ -145,9 +145,13 @@ const ClusterScopeNamespace = "kubectl-impersonate.io/cluster-scope"
 // when a complete one has no rule that could grant a cluster check, none
 // does; otherwise the cluster's rules are reviewed (ClusterScopeNamespace).
 // A failed review of them leaves every check to an access review.
-func (c *Client) clusterPlanner(ctx context.Context, p *planner) (*planner, int, error) {
+func (c *Client) clusterPlanner(ctx context.Context, p *planner, local LocalRules) (*planner, int, error) {
 	if p.ssar {
 		return p, 0, nil
+	}
+	if local != nil {
+		rules, incomplete := local(ClusterScopeNamespace)
+		return &planner{rules: rules, incomplete: incomplete, authoritative: true}, 0, nil
 	}
 	if !p.incomplete && !slices.ContainsFunc(EscalationChecks, func(e EscalationCheck) bool {
 		cell := e.answer(p)

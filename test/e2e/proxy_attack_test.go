@@ -25,6 +25,7 @@ import (
 // auditEvent is the part of an audit.k8s.io/v1 Event the attack test reads.
 type auditEvent struct {
 	Stage      string   `json:"stage"`
+	Verb       string   `json:"verb"`
 	RequestURI string   `json:"requestURI"`
 	UserAgent  string   `json:"userAgent"`
 	SourceIPs  []string `json:"sourceIPs"`

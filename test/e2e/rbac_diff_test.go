@@ -234,6 +234,28 @@ type diffMatrix struct {
 	ImpersonateOn map[string][]diffRow `json:"impersonateOn"`
 }
 
+// cellsOf is every answer of a matrix by name: "cell VERB RESOURCE",
+// "impersonate-on MODE VERB RESOURCE", "escalation VERB RESOURCE NAMESPACE NAME".
+func cellsOf(m diffMatrix) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range m.Rows {
+		for v, cell := range r.Cells {
+			out["cell "+v+" "+r.Resource] = cell.Allowed
+		}
+	}
+	for mode, rows := range m.ImpersonateOn {
+		for _, r := range rows {
+			for v, cell := range r.Cells {
+				out["impersonate-on "+mode+" "+v+" "+r.Resource] = cell.Allowed
+			}
+		}
+	}
+	for _, e := range m.Escalation {
+		out["escalation "+e.Verb+" "+e.Resource+"/"+e.Subresource+" "+e.Namespace+" "+e.Name] = e.Allowed
+	}
+	return out
+}
+
 type diffRow struct {
 	Resource string `json:"resource"`
 	Cells    map[string]struct {
@@ -246,7 +268,9 @@ type diffRow struct {
 // diffCounts are what a differential run compared (and found allowed).
 type diffCounts struct {
 	cells, escalation, impersonateOn, allowedEscalation, allowedImpersonateOn, elsewhere int
-	objects, subjects, allowedObjects, allowedSubjects, whyByAlias                       int
+	// allNamespacesCells: access -A's answers compared with access -n's.
+	allNamespacesCells                                             int
+	objects, subjects, allowedObjects, allowedSubjects, whyByAlias int
 	// verified: who-can --verify's subjects, each compared with the
 	// server's answer for the synthetic member it stands for.
 	verified, verifiedDenied int
@@ -264,6 +288,8 @@ type diffCounts struct {
 // the case.
 func TestRBACDifferential(t *testing.T) {
 	c := rbacDifferential(t, st.api["legacy"], nil, []uint64{1, 2, 3, 4, 5})
+	t.Logf("RBAC differential: access -A from the RBAC objects, %d answers equal to access -n's", c.allNamespacesCells)
+	assert.Greater(t, c.allNamespacesCells, 10000, "access -A's answers compared")
 	t.Logf("RBAC differential: 5 seeds, %d access cells, %d escalation checks (%d allowed), %d impersonate-on cells (%d allowed), "+
 		"%d list decisions (object × verb × identity, %d allowed), %d who-can decisions (target × identity, %d allowed), %d who-can --verify subjects (%d denied), %d why by short name, %d differences",
 		c.cells, c.escalation, c.allowedEscalation, c.impersonateOn, c.allowedImpersonateOn, c.objects, c.allowedObjects, c.subjects, c.allowedSubjects, c.verified, c.verifiedDenied, c.whyByAlias, c.diffs)
@@ -335,11 +361,46 @@ func rbacDifferential(t *testing.T, api *apiserver, chain *authzwebhook.Handler,
 			for _, g := range groups {
 				as = append(as, "--as-group="+g)
 			}
+			var nsMatrix diffMatrix
+			checkAll := func() {
+				// access -A: the seed namespace's matrix, from the RBAC
+				// objects read once (RBAC alone) or the rules reviews (a
+				// webhook in the chain), equals the per-namespace one above,
+				// which equals SubjectAccessReview cell by cell.
+				r := run(t, env, false, append([]string{st.ki, "access", "-A", "-o", "json", "--subresources", "--max-reviews=0"}, as...)...)
+				require.Equal(t, 0, r.code, "access -A: %s", r.stderr)
+				var all []struct {
+					diffMatrix
+					Namespace string `json:"namespace"`
+					RulesFrom string `json:"rulesFrom"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(r.stdout), &all))
+				found := false
+				for _, am := range all {
+					wantFrom := "rbac-objects"
+					if chain != nil {
+						wantFrom = ""
+					}
+					assert.Equal(t, wantFrom, am.RulesFrom, "seed %d, %s: access -A's rules in %s", seed, user, am.Namespace)
+					if am.Namespace != ns {
+						continue
+					}
+					found = true
+					if !assert.Equal(t, cellsOf(nsMatrix), cellsOf(am.diffMatrix), "seed %d, %s %v: access -A in %s equals access -n", seed, user, groups, ns) {
+						c.diffs++
+					}
+					c.allNamespacesCells += len(cellsOf(am.diffMatrix))
+				}
+				assert.True(t, found, "access -A lists %s", ns)
+			}
 			for _, scope := range [][]string{{"-n", ns}, {"--cluster-scope"}} {
 				r := run(t, env, false, append(append([]string{st.ki, "access", "-o", "json", "--subresources", "--max-reviews=0"}, as...), scope...)...)
 				require.Equal(t, 0, r.code, "access %v: %s", scope, r.stderr)
 				var m diffMatrix
 				require.NoError(t, json.Unmarshal([]byte(r.stdout), &m))
+				if scope[0] == "-n" {
+					nsMatrix = m
+				}
 				type question struct {
 					what    string
 					attrs   map[string]string
@@ -411,6 +472,7 @@ func rbacDifferential(t *testing.T, api *apiserver, chain *authzwebhook.Handler,
 				wg.Wait()
 				require.NoError(t, firstErr)
 			}
+			checkAll()
 		}
 		t.Logf("seed %d: %d cells compared with SubjectAccessReview", seed, cells)
 		assert.GreaterOrEqual(t, cells, 2000, "seed %d", seed)

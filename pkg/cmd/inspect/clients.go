@@ -36,9 +36,12 @@ type rbacReader interface {
 	ReadRBAC(ctx context.Context, namespace string) (*rbac.RBAC, error)
 }
 
-// discoverer lists the resources the server serves (discovery).
+// discoverer lists the resources the server serves (discovery), from
+// kubectl's cache until Invalidate (which says whether the last answer
+// came from it).
 type discoverer interface {
 	Discover(ctx context.Context, subresources bool) ([]rbac.Resource, error)
+	Invalidate() bool
 }
 
 // whyClient asks the authorizer and reads RBAC.
@@ -66,7 +69,16 @@ type accessClient interface {
 	whoAmIClient
 	discoverer
 	namespaceLister
+	rbacReader
 	Access(ctx context.Context, resources []rbac.Resource, o rbac.AccessOptions) (*rbac.Matrix, error)
+	RulesReview(ctx context.Context, namespace string) ([]authzv1.ResourceRule, bool, error)
+}
+
+// callerClient is the kubeconfig's own identity (--as aside): it lists the
+// namespaces and reads the RBAC objects for access -A.
+type callerClient interface {
+	namespaceLister
+	rbacReader
 }
 
 // listClient lists objects and filters them by what an identity may do.
@@ -105,6 +117,13 @@ func resolveTarget(ctx context.Context, d discoverer, t rbac.Target, warn func(s
 		return t, nil
 	}
 	resolved, err := rbac.ResolveTarget(all, t)
+	if err != nil && d.Invalidate() {
+		// Not in the cached discovery: ask the server, as kubectl does
+		// (a CRD installed since the cache was written).
+		if again, derr := discover(ctx, d, true, warn); derr == nil {
+			resolved, err = rbac.ResolveTarget(again, t)
+		}
+	}
 	if err != nil {
 		warn(err.Error())
 		return t, nil

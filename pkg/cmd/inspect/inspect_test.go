@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,12 @@ type fakeCluster struct {
 	// escalation is the matrices' escalation cells (the cluster's are
 	// reused from the first).
 	escalation []rbac.EscalationCell
+	// cachedResources, when set, is what kubectl's discovery cache holds
+	// until Invalidate; discoveries counts Discover calls.
+	reviewRules     []authzv1.ResourceRule
+	cachedResources []rbac.Resource
+	invalidated     bool
+	discoveries     int
 }
 
 func (f *fakeCluster) VerifySubject(_ context.Context, s rbacv1.Subject, t rbac.Target) (*authzv1.SubjectAccessReviewStatus, error) {
@@ -87,13 +94,40 @@ func (f *fakeCluster) ReadRBAC(_ context.Context, ns string) (*rbac.RBAC, error)
 }
 
 func (f *fakeCluster) Discover(context.Context, bool) ([]rbac.Resource, error) {
+	f.discoveries++
+	if f.cachedResources != nil && !f.invalidated {
+		return f.cachedResources, nil
+	}
 	return f.resources, nil
+}
+
+// RulesReview answers reviewRules as a complete review; without them, an
+// incomplete one (access -A then asks per namespace, as with a webhook).
+func (f *fakeCluster) RulesReview(context.Context, string) ([]authzv1.ResourceRule, bool, error) {
+	f.asked = append(f.asked, "RulesReview")
+	if f.reviewRules == nil {
+		return nil, true, nil
+	}
+	return f.reviewRules, false, nil
+}
+
+// Invalidate is kubectl's cached discovery after a miss: the next
+// Discover asks the server (resources instead of cachedResources).
+func (f *fakeCluster) Invalidate() bool {
+	wasCached := f.cachedResources != nil && !f.invalidated
+	f.invalidated = true
+	return wasCached
 }
 
 func (f *fakeCluster) Namespaces(context.Context) ([]string, error) { return f.namespaces, nil }
 
 func (f *fakeCluster) Access(_ context.Context, resources []rbac.Resource, o rbac.AccessOptions) (*rbac.Matrix, error) {
-	f.asked = append(f.asked, "Access "+o.Namespace)
+	if o.LocalRules != nil {
+		rules, _ := o.LocalRules(o.Namespace)
+		f.asked = append(f.asked, fmt.Sprintf("Access %s from %d local rules", o.Namespace, len(rules)))
+	} else {
+		f.asked = append(f.asked, "Access "+o.Namespace)
+	}
 	m := &rbac.Matrix{Namespace: o.Namespace, Verbs: o.Verbs}
 	if o.Escalation {
 		m.Escalation = o.ClusterEscalation
@@ -343,7 +377,7 @@ func TestWhoCanRun(t *testing.T) {
 func TestAccessRun(t *testing.T) {
 	newOpts := func(f *fakeCluster, impersonated *[]string) (*AccessOptions, *strings.Builder) {
 		streams, out, _ := testStreams()
-		return &AccessOptions{Verbs: []string{"get", "list"}, Method: rbac.FromRules, Output: &cmdutil.OutputFlags{Format: "json"}, IOStreams: streams,
+		return &AccessOptions{Verbs: []string{"get", "list"}, Method: rbac.FromRules, RBACObjects: true, Output: &cmdutil.OutputFlags{Format: "json"}, IOStreams: streams,
 			global: testGlobal(), client: f, namespace: "team-a",
 			impersonate: func(user string, groups []string, _ string, _ map[string][]string) (accessClient, error) {
 				*impersonated = append(*impersonated, cmdutil.DescribeIdentity(user, groups))
@@ -377,7 +411,7 @@ func TestAccessRun(t *testing.T) {
 		var ms []rbac.Matrix
 		require.NoError(t, json.Unmarshal([]byte(out.String()), &ms))
 		assert.Len(t, ms, 2)
-		assert.Equal(t, []string{"Access a", "Access b"}, f.asked)
+		assert.Equal(t, []string{"RulesReview", "Access a", "Access b"}, f.asked, "an incomplete review (a webhook): one rules review per namespace")
 	})
 	t.Run("escalation: the cluster's checks once per run, the paths held in the table", func(t *testing.T) {
 		var imp []string
@@ -389,7 +423,7 @@ func TestAccessRun(t *testing.T) {
 		o, out := newOpts(f, &imp)
 		o.AllNamespaces, o.Escalation, o.Output.Format = true, true, ""
 		require.NoError(t, o.Run(context.Background()))
-		assert.Equal(t, []string{"Access a", "cluster escalation", "Access b"}, f.asked)
+		assert.Equal(t, []string{"RulesReview", "Access a", "cluster escalation", "Access b"}, f.asked)
 		assert.Contains(t, out.String(), "# escalation paths: 1 of the 2 checks allowed")
 		assert.Regexp(t, `impersonate +users +cluster +✔\*`, out.String())
 		assert.NotContains(t, out.String(), "bind ", "only the paths held are in the table")
@@ -405,7 +439,35 @@ func TestAccessRun(t *testing.T) {
 		var ms []rbac.Matrix
 		require.NoError(t, json.Unmarshal([]byte(out.String()), &ms))
 		assert.Len(t, ms, 2)
-		assert.Equal(t, []string{"Access a", "Access b"}, f.asked, "the matrices are the impersonated identity's")
+		assert.Equal(t, []string{"RulesReview", "Access a", "Access b"}, f.asked, "the matrices are the impersonated identity's")
+	})
+	t.Run("-A --as: the RBAC objects read once by the caller, evaluated for the identity", func(t *testing.T) {
+		var imp []string
+		f := cluster()
+		podsRule := rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}
+		f.reviewRules = []authzv1.ResourceRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}
+		o, _ := newOpts(f, &imp)
+		o.AllNamespaces = true
+		caller := &fakeCluster{namespaces: []string{"a", "b"}, rbac: &rbac.RBAC{
+			Roles: map[string][]rbacv1.PolicyRule{"a/reader": {podsRule}}, ClusterRoles: map[string][]rbacv1.PolicyRule{},
+			RoleBindings: []rbacv1.RoleBinding{{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "a"}, RoleRef: rbacv1.RoleRef{Kind: "Role", Name: "reader"},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: alice.Username}}}},
+		}}
+		o.caller = caller
+		require.NoError(t, o.Run(context.Background()))
+		assert.Equal(t, []string{"RulesReview", "Access a from 1 local rules", "Access b from 0 local rules"}, f.asked)
+		assert.Equal(t, []string{"ReadRBAC "}, caller.asked, "read once, with the caller's rights")
+
+		// Objects that do not give the server's rules: per namespace, said.
+		f = cluster()
+		f.reviewRules = []authzv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}}
+		o, _ = newOpts(f, &imp)
+		o.AllNamespaces, o.caller = true, caller
+		errOut := &strings.Builder{}
+		o.ErrOut = errOut
+		require.NoError(t, o.Run(context.Background()))
+		assert.Equal(t, []string{"RulesReview", "Access a", "Access b"}, f.asked)
+		assert.Contains(t, errOut.String(), "the RBAC objects do not give the rules the server reviews in a: one rules review per namespace")
 	})
 	t.Run("--diff-as: only the differing cells, the other identity impersonated", func(t *testing.T) {
 		var imp []string
@@ -474,6 +536,37 @@ func TestWhoCanVerify(t *testing.T) {
 			require.NoError(t, o.Run(context.Background()))
 			assert.Contains(t, out.String(), tt.want)
 			assert.Equal(t, []string{"ReadRBAC " + ns, "Verify Group:dev get pods in team-a"}, f.asked)
+		})
+	}
+}
+
+// TestResolveTargetInvalidatesTheCache: a name the cached discovery does
+// not know (a CRD installed since kubectl wrote the cache) is looked up
+// again on the server, once; one it knows costs no second discovery.
+func TestResolveTargetInvalidatesTheCache(t *testing.T) {
+	pods := rbac.Resource{Version: "v1", Name: "pods", Namespaced: true, Kind: "Pod", SingularName: "pod", ShortNames: []string{"po"}}
+	widgets := rbac.Resource{Group: "example.com", Version: "v1", Name: "widgets", Namespaced: true, Kind: "Widget", SingularName: "widget", ShortNames: []string{"wd"}}
+	for _, tt := range []struct {
+		name            string
+		typed           string
+		cached, fresh   []rbac.Resource
+		wantGroup       string
+		wantDiscoveries int
+		wantWarning     bool
+	}{
+		{name: "in the cache", typed: "po", cached: []rbac.Resource{pods}, fresh: []rbac.Resource{pods, widgets}, wantDiscoveries: 1},
+		{name: "new since the cache", typed: "wd", cached: []rbac.Resource{pods}, fresh: []rbac.Resource{pods, widgets}, wantGroup: "example.com", wantDiscoveries: 2},
+		{name: "not served at all: asked as typed, with a warning", typed: "gadgets", cached: []rbac.Resource{pods}, fresh: []rbac.Resource{pods, widgets}, wantDiscoveries: 2, wantWarning: true},
+		{name: "answered by the server already: no second request", typed: "gadgets", fresh: []rbac.Resource{pods}, wantDiscoveries: 1, wantWarning: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeCluster{resources: tt.fresh, cachedResources: tt.cached}
+			var warnings []string
+			got, err := resolveTarget(context.Background(), f, rbac.Target{Verb: "get", Resource: tt.typed}, func(s string) { warnings = append(warnings, s) })
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantDiscoveries, f.discoveries)
+			assert.Equal(t, tt.wantGroup, got.Group)
+			assert.Equal(t, tt.wantWarning, len(warnings) > 0, "%v", warnings)
 		})
 	}
 }

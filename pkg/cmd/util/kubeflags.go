@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -304,5 +305,7 @@ func NewRBACClient(cfg *rest.Config) (*rbac.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rbac.New(c), nil
+	r := rbac.New(c)
+	r.DiscoveryCache = kubeapi.DiscoveryCacheDir(os.Getenv, cfg.Host)
+	return r, nil
 }

@@ -1,0 +1,328 @@
+package kubeapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
+)
+
+// Discovery as kubectl does it: aggregated discovery (apidiscovery.k8s.io
+// v2: /api and /apis answer every group's resources, 2 requests), the
+// per-group-version documents only from a server without it, and kubectl's
+// disk cache, in its directory and layout, so that kubectl and this plugin
+// warm each other's cache (client-go discovery/cached/disk, cli-runtime's
+// ConfigFlags.toDiscoveryClient, v0.37).
+
+// DiscoveryTTL is how long a cached document is used: kubectl's.
+const DiscoveryTTL = 6 * time.Hour
+
+// acceptAggregated asks for aggregated discovery, as client-go does, with
+// the plain documents as the fallback.
+const acceptAggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+
+// DiscoveryCacheDir is kubectl's discovery cache directory for host:
+// $KUBECACHEDIR or ~/.kube/cache, then discovery/ and the host with every
+// character but letters, digits, "_", "/", ".", "(" and ")" replaced by
+// "_" (cli-runtime's computeDiscoverCacheDir). "" when there is no home.
+func DiscoveryCacheDir(getenv func(string) string, host string) string {
+	cache := getenv("KUBECACHEDIR")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil || home == "" {
+			return ""
+		}
+		cache = filepath.Join(home, ".kube", "cache")
+	}
+	h := strings.Replace(strings.Replace(host, "https://", "", 1), "http://", "", 1)
+	safe := []rune(h)
+	for i, r := range safe {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_/.()", r)) {
+			safe[i] = '_'
+		}
+	}
+	return filepath.Join(cache, "discovery", string(safe))
+}
+
+// Discovered is what the server serves: its groups (the core group "" first,
+// as client-go lists it) and each group version's resources.
+type Discovered struct {
+	Groups    metav1.APIGroupList
+	Resources map[string]*metav1.APIResourceList // by group version ("v1", "apps/v1")
+	// Failed are the group versions that could not be read (an aggregated
+	// API server down, a stale aggregated document), with why.
+	Failed map[string]string
+	// FromCache is true when nothing was asked of the server.
+	FromCache bool
+}
+
+// Preferred are the resource lists of each group's preferred version, in
+// the groups' order; a list that could not be read is left out.
+func (d *Discovered) Preferred() []*metav1.APIResourceList {
+	var out []*metav1.APIResourceList
+	for _, g := range d.Groups.Groups {
+		if rl, ok := d.Resources[g.PreferredVersion.GroupVersion]; ok {
+			out = append(out, rl)
+		}
+	}
+	return out
+}
+
+// ServerResources reads the server's groups and resources: from kubectl's disk
+// cache in dir when every document there is younger than DiscoveryTTL
+// (unless fresh), else from the server (aggregated discovery: 2 requests;
+// without it, 2 plus one per group version), writing them back to dir.
+// dir "" caches nothing.
+func (c *Client) ServerResources(ctx context.Context, dir string, fresh bool) (*Discovered, error) {
+	if dir != "" && !fresh {
+		if d, ok := readDiscoveryCache(dir, time.Now()); ok {
+			return d, nil
+		}
+	}
+	d, err := c.discoverLive(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if dir != "" {
+		writeDiscoveryCache(dir, d) // a cache that cannot be written costs the next run requests only
+	}
+	return d, nil
+}
+
+// discoverLive asks the server: /api and /apis, aggregated when it can.
+func (c *Client) discoverLive(ctx context.Context) (*Discovered, error) {
+	d := &Discovered{Resources: map[string]*metav1.APIResourceList{}, Failed: map[string]string{}}
+	core, aggregated, err := c.discoveryDoc(ctx, "/api")
+	if err != nil {
+		return nil, fmt.Errorf("discovering /api: %w", err)
+	}
+	if aggregated {
+		if err := d.addAggregated(core); err != nil {
+			return nil, fmt.Errorf("discovering /api: %w", err)
+		}
+	} else {
+		var versions metav1.APIVersions
+		if err := json.Unmarshal(core, &versions); err != nil {
+			return nil, fmt.Errorf("decoding /api: %w", err)
+		}
+		if len(versions.Versions) > 0 {
+			g := metav1.APIGroup{}
+			for _, v := range versions.Versions {
+				g.Versions = append(g.Versions, metav1.GroupVersionForDiscovery{GroupVersion: v, Version: v})
+			}
+			g.PreferredVersion = g.Versions[0]
+			d.Groups.Groups = append(d.Groups.Groups, g)
+		}
+	}
+	apis, aggregated, err := c.discoveryDoc(ctx, "/apis")
+	if err != nil {
+		return nil, fmt.Errorf("discovering /apis: %w", err)
+	}
+	if aggregated {
+		if err := d.addAggregated(apis); err != nil {
+			return nil, fmt.Errorf("discovering /apis: %w", err)
+		}
+	} else {
+		var groups metav1.APIGroupList
+		if err := json.Unmarshal(apis, &groups); err != nil {
+			return nil, fmt.Errorf("decoding /apis: %w", err)
+		}
+		d.Groups.Groups = append(d.Groups.Groups, groups.Groups...)
+	}
+	// Without aggregated discovery (or for what it left out): the preferred
+	// versions' documents, one request each.
+	for _, g := range d.Groups.Groups {
+		gv := g.PreferredVersion.GroupVersion
+		if _, ok := d.Resources[gv]; ok || d.Failed[gv] != "" {
+			continue
+		}
+		path := "/apis/" + gv
+		if g.Name == "" {
+			path = "/api/" + gv
+		}
+		var rl metav1.APIResourceList
+		if err := c.Get(ctx, path, &rl); err != nil {
+			if g.Name == "" || ctx.Err() != nil {
+				return nil, fmt.Errorf("discovering %s: %w", path, err)
+			}
+			d.Failed[gv] = err.Error()
+			continue
+		}
+		rl.GroupVersion = gv
+		d.Resources[gv] = &rl
+	}
+	return d, nil
+}
+
+// discoveryDoc GETs a discovery root asking for the aggregated form and
+// says whether the server answered with it.
+func (c *Client) discoveryDoc(ctx context.Context, path string) ([]byte, bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.host+path, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	req.Header.Set("Accept", acceptAggregated)
+	c.requests.Add(1)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, false, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	if err != nil {
+		return nil, false, fmt.Errorf("reading the answer of %s: %w", path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, false, statusError(resp.StatusCode, b)
+	}
+	_, params, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return b, params["g"] == "apidiscovery.k8s.io" && params["as"] == "APIGroupDiscoveryList", nil
+}
+
+// addAggregated adds an APIGroupDiscoveryList's groups and resources as
+// client-go converts them (discovery/aggregated_discovery.go
+// SplitGroupsAndResources, v0.37): a stale version is a failed one and
+// left out, the preferred version is the first one left, a resource
+// without a kind is left out (its subresources kept), a subresource takes
+// its parent's singular name and scope. A document that cannot be read is
+// an error, as in client-go.
+func (d *Discovered) addAggregated(b []byte) error {
+	var list apidiscoveryv2.APIGroupDiscoveryList
+	if err := json.Unmarshal(b, &list); err != nil {
+		return fmt.Errorf("decoding the aggregated discovery document: %w", err)
+	}
+	for _, item := range list.Items {
+		group := metav1.APIGroup{Name: item.Name}
+		for _, v := range item.Versions {
+			gv := v.Version
+			if item.Name != "" {
+				gv = item.Name + "/" + v.Version
+			}
+			if v.Freshness == apidiscoveryv2.DiscoveryFreshnessStale {
+				d.Failed[gv] = "its aggregated discovery document is stale"
+				continue
+			}
+			version := metav1.GroupVersionForDiscovery{GroupVersion: gv, Version: v.Version}
+			group.Versions = append(group.Versions, version)
+			if group.PreferredVersion == (metav1.GroupVersionForDiscovery{}) {
+				group.PreferredVersion = version
+			}
+			rl := &metav1.APIResourceList{GroupVersion: gv}
+			for _, r := range v.Resources {
+				parent := metav1.APIResource{Name: r.Resource, SingularName: r.SingularResource, Namespaced: r.Scope == apidiscoveryv2.ScopeNamespace,
+					Verbs: r.Verbs, ShortNames: r.ShortNames, Categories: r.Categories}
+				if k := r.ResponseKind; k != nil && *k != (metav1.GroupVersionKind{}) {
+					parent.Group, parent.Version, parent.Kind = k.Group, k.Version, k.Kind
+					rl.APIResources = append(rl.APIResources, parent)
+				}
+				for _, sr := range r.Subresources {
+					k := sr.ResponseKind
+					if k == nil || *k == (metav1.GroupVersionKind{}) {
+						continue
+					}
+					rl.APIResources = append(rl.APIResources, metav1.APIResource{Name: parent.Name + "/" + sr.Subresource, SingularName: parent.SingularName,
+						Namespaced: parent.Namespaced, Group: k.Group, Version: k.Version, Kind: k.Kind, Verbs: sr.Verbs})
+				}
+			}
+			d.Resources[gv] = rl
+		}
+		d.Groups.Groups = append(d.Groups.Groups, group)
+	}
+	return nil
+}
+
+// The cache's files, as client-go's CachedDiscoveryClient writes them:
+// servergroups.json (an APIGroupList) and GROUP/VERSION/serverresources.json
+// (an APIResourceList; "v1/serverresources.json" for the core group), each
+// young enough by its modification time.
+const (
+	groupsFile    = "servergroups.json"
+	resourcesFile = "serverresources.json"
+	// maxCacheFile bounds one cached document.
+	maxCacheFile = 16 << 20
+)
+
+func readDiscoveryCache(dir string, now time.Time) (*Discovered, bool) {
+	var groups metav1.APIGroupList
+	if !readCacheFile(filepath.Join(dir, groupsFile), now, &groups) || len(groups.Groups) == 0 {
+		return nil, false
+	}
+	d := &Discovered{Groups: groups, Resources: map[string]*metav1.APIResourceList{}, Failed: map[string]string{}, FromCache: true}
+	for _, g := range groups.Groups {
+		gv := g.PreferredVersion.GroupVersion
+		var rl metav1.APIResourceList
+		if !readCacheFile(filepath.Join(dir, filepath.FromSlash(gv), resourcesFile), now, &rl) {
+			return nil, false
+		}
+		rl.GroupVersion = gv
+		d.Resources[gv] = &rl
+	}
+	return d, true
+}
+
+// readCacheFile reads one cached document into out when it is the
+// user's own, writable by no one else, a regular file (never a FIFO) and
+// young enough: a cache in a shared $KUBECACHEDIR that another user could
+// write is not trusted (it could hide resources from a matrix).
+func readCacheFile(path string, now time.Time, out any) bool {
+	b, _, err := config.ReadRegular("discovery cache file", path, maxCacheFile, config.ReadOptions{NoFollow: true, Check: func(fi os.FileInfo) error {
+		if !config.OwnedBySelf(fi) || fi.Mode().Perm()&0o002 != 0 || now.After(fi.ModTime().Add(DiscoveryTTL)) {
+			return errors.New("not used")
+		}
+		return nil
+	}})
+	return err == nil && json.Unmarshal(b, out) == nil
+}
+
+// writeDiscoveryCache writes d in client-go's layout (directories 0750,
+// files 0660, renamed into place), every version's resources (empty lists
+// too, so that a version without resources is no miss), so that kubectl
+// finds all it reads.
+func writeDiscoveryCache(dir string, d *Discovered) {
+	groups := d.Groups
+	groups.Kind, groups.APIVersion = "APIGroupList", "v1"
+	for gv, rl := range d.Resources {
+		out := *rl
+		out.Kind, out.APIVersion = "APIResourceList", "v1"
+		if err := writeCacheFile(filepath.Join(dir, filepath.FromSlash(gv), resourcesFile), &out); err != nil {
+			return
+		}
+	}
+	if len(d.Failed) > 0 {
+		return // an incomplete picture is not cached: the next run asks again
+	}
+	_ = writeCacheFile(filepath.Join(dir, groupsFile), &groups)
+}
+
+func writeCacheFile(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(f.Name()) }()
+	_, werr := f.Write(b)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr, os.Chmod(f.Name(), 0o660)); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

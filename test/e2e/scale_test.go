@@ -1,0 +1,111 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// scaleNamespaces is how many namespaces TestAccessAllNamespacesAtScale
+// makes: 100 in make e2e, more with $KI_E2E_SCALE_NAMESPACES.
+func scaleNamespaces() int {
+	if n, err := strconv.Atoi(os.Getenv("KI_E2E_SCALE_NAMESPACES")); err == nil && n > 0 {
+		return n
+	}
+	return 100
+}
+
+// TestAccessAllNamespacesAtScale: access -A over a cluster of N more
+// namespaces (bindings to a user, a group and a service account, to Roles
+// and ClusterRoles), as an admin asking about another identity (--as): the
+// RBAC objects read once and evaluated here, counted in kube-apiserver's
+// audit log from a cold discovery cache, at most 10 requests; one rules
+// review per namespace (--rbac-objects=false) is the comparison, and every
+// namespace's matrix is the same both ways (the RBAC differential compares
+// the same with SubjectAccessReview).
+func TestAccessAllNamespacesAtScale(t *testing.T) {
+	api := st.api["legacy"]
+	admin, err := st.adminKubeconfig(api)
+	require.NoError(t, err)
+	n := scaleNamespaces()
+	var m strings.Builder
+	m.WriteString(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: scale-reader}
+rules:
+- {apiGroups: [""], resources: [configmaps, pods], verbs: [get, list, watch]}
+- {apiGroups: [apps], resources: [deployments], verbs: [get], resourceNames: [web]}
+`)
+	for i := range n {
+		ns := fmt.Sprintf("scale-ns-%04d", i)
+		fmt.Fprintf(&m, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", ns)
+		switch i % 3 {
+		case 0:
+			fmt.Fprintf(&m, "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: reader, namespace: %s}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: scale-reader}\nsubjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: scale-user}]\n", ns)
+		case 1:
+			fmt.Fprintf(&m, "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: secrets, namespace: %s}\nrules: [{apiGroups: [\"\"], resources: [secrets], verbs: [get, delete]}]\n", ns)
+			fmt.Fprintf(&m, "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: secrets, namespace: %s}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: secrets}\nsubjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: scale-group}]\n", ns)
+		default:
+			fmt.Fprintf(&m, "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: builder, namespace: %s}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: scale-reader}\nsubjects: [{kind: ServiceAccount, name: builder, namespace: scale-ns-0000}]\n", ns)
+		}
+	}
+	kubectlApply(t, admin, m.String())
+
+	type matrix struct {
+		diffMatrix
+		Namespace string `json:"namespace"`
+		RulesFrom string `json:"rulesFrom"`
+	}
+	access := func(as []string, extra ...string) (map[string]matrix, int, []string, time.Duration) {
+		env := baseEnv(t.TempDir()) // a cold discovery cache
+		var r result
+		start := time.Now()
+		requests, uris := pluginRequests(t, api, func() {
+			r = run(t, env, false, append(append([]string{st.ki, "access", "-A", "-o", "json", "--max-reviews=0", "--kubeconfig=" + admin}, as...), extra...)...)
+		})
+		elapsed := time.Since(start)
+		require.Equal(t, 0, r.code, r.stderr)
+		var all []matrix
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &all))
+		out := map[string]matrix{}
+		for _, x := range all {
+			out[x.Namespace] = x
+		}
+		return out, requests, uris, elapsed
+	}
+	for _, as := range [][]string{
+		{"--as=scale-user"},
+		{"--as=someone", "--as-group=scale-group"},
+		{"--as=system:serviceaccount:scale-ns-0000:builder", "--as-group=system:serviceaccounts", "--as-group=system:serviceaccounts:scale-ns-0000"},
+	} {
+		local, localRequests, uris, localTime := access(as)
+		perNS, perNSRequests, _, perNSTime := access(as, "--rbac-objects=false")
+		t.Logf("%v over %d namespaces: from the RBAC objects %d requests (cold discovery included) in %s; one rules review per namespace %d requests in %s",
+			as, len(local), localRequests, localTime.Round(time.Millisecond), perNSRequests, perNSTime.Round(time.Millisecond))
+		assert.LessOrEqual(t, localRequests, 10, "%v: requests from the RBAC objects: %v", as, uris)
+		assert.GreaterOrEqual(t, perNSRequests, len(local), "one rules review per namespace at least")
+		assert.GreaterOrEqual(t, len(local), n)
+		require.Equal(t, len(perNS), len(local))
+		allowed := 0
+		for ns, lm := range local {
+			assert.Equal(t, "rbac-objects", lm.RulesFrom, ns)
+			cells := cellsOf(lm.diffMatrix)
+			assert.Equal(t, cellsOf(perNS[ns].diffMatrix), cells, "%v in %s: the same matrix both ways", as, ns)
+			for _, a := range cells {
+				if a {
+					allowed++
+				}
+			}
+		}
+		assert.Positive(t, allowed, "%v holds something", as)
+	}
+}
