@@ -78,6 +78,13 @@ for v in $versions; do
       set -euo pipefail
       eval "$(printf e2e-keyring | gnome-keyring-daemon --unlock --components=secrets)"
       export GNOME_KEYRING_CONTROL
+      # The daemon claims the Secret Service on the bus after it returns:
+      # until it has, a client would D-Bus-activate a second, locked one.
+      for _ in $(seq 100); do
+        dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+          org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q "boolean true" && break
+        sleep 0.1
+      done
       # Crash safety of the keyring cache: 200 SIGKILLs during writes to the
       # Secret Service (the disk variant runs with the unit tests); once,
       # with the first version: it does not depend on Kubernetes.

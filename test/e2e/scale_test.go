@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -107,5 +109,52 @@ rules:
 			}
 		}
 		assert.Positive(t, allowed, "%v holds something", as)
+	}
+
+	// The views that fit on a screen: a summary line per namespace, and
+	// one row per namespace with --resource.
+	env := baseEnv(t.TempDir())
+	r := run(t, env, false, st.ki, "access", "-A", "--kubeconfig="+admin, "--as=scale-user")
+	require.Equal(t, 0, r.code, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	assert.Regexp(t, `^# \d+ namespaces; cells allowed`, r.stdout)
+	assert.GreaterOrEqual(t, len(regexp.MustCompile(`(?m)^scale-ns-\d+ `).FindAllString(r.stdout, -1)), n, "a line per namespace")
+	assert.Regexp(t, `(?m)^scale-ns-0000 +\d+ +configmaps\(get,list,watch\) deployments\.apps\(get\) pods\(get,list,watch\)$`, r.stdout, "deployments: some names only (~), held")
+	assert.Regexp(t, `(?m)^scale-ns-0001 +\d+ +-$`, r.stdout)
+	r = run(t, env, false, st.ki, "access", "-A", "--kubeconfig="+admin, "--as=scale-user", "--resource=cm", "--verb=get,delete")
+	require.Equal(t, 0, r.code, r.stderr)
+	rows := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	assert.Equal(t, "NAMESPACE", strings.Fields(rows[0])[0])
+	assert.Regexp(t, `(?m)^scale-ns-0000 +configmaps +✔ +✗$`, r.stdout)
+	assert.Regexp(t, `(?m)^scale-ns-0001 +configmaps +✗ +✗$`, r.stdout)
+	t.Logf("access -A --resource=cm: %d rows; the summary: %d lines", len(rows)-1, len(lines))
+
+	// who-can -A --by-subject: where across the cluster each subject may
+	// get configmaps, from a cold discovery cache in at most 6 requests;
+	// kubectl auth can-i (a SubjectAccessReview) agrees in and out of them.
+	var subjects []struct {
+		Kind, Name, Namespace string
+		ClusterWide           bool
+		Namespaces            []string
+	}
+	requests, uris := pluginRequests(t, api, func() {
+		r = run(t, baseEnv(t.TempDir()), false, st.ki, "who-can", "get", "cm", "-A", "--by-subject", "-o", "json", "--kubeconfig="+admin)
+	})
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.LessOrEqual(t, requests, 6, "who-can -A --by-subject: %v", uris)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &subjects))
+	var userNS []string
+	for _, sub := range subjects {
+		if sub.Kind == "User" && sub.Name == "scale-user" {
+			userNS = sub.Namespaces
+		}
+	}
+	assert.Len(t, userNS, (n+2)/3, "scale-user's namespaces: every third")
+	canI := func(ns string) bool {
+		r := run(t, baseEnv(t.TempDir()), false, st.kubectl, "--kubeconfig="+admin, "auth", "can-i", "get", "configmaps", "-n", ns, "--as=scale-user")
+		return strings.TrimSpace(r.stdout) == "yes"
+	}
+	for _, ns := range []string{"scale-ns-0000", "scale-ns-0003", "scale-ns-0001", "scale-ns-0002"} {
+		assert.Equal(t, slices.Contains(userNS, ns), canI(ns), "who-can --by-subject and kubectl auth can-i in %s", ns)
 	}
 }

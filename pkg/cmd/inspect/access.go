@@ -37,6 +37,9 @@ type AccessOptions struct {
 	MaxReviews int
 	// Escalation adds the escalation paths (--escalation).
 	Escalation bool
+	// Resources narrows the rows to these resources (as typed: short
+	// names, kinds, resource.group), resolved through discovery.
+	Resources []string
 	// RBACObjects: with -A, evaluate the RBAC objects read once instead of
 	// one rules review per namespace, where that gives the server's answer.
 	RBACObjects bool
@@ -80,9 +83,16 @@ asked as kube-apiserver asks it (the cluster-scoped ones with one access review
 each where a rule might grant it, once per run). For each constrained mode you hold, a second matrix shows
 the impersonate-on:<mode>:<verb> cells: what you may do as an identity you
 impersonate that way. -o json has every check under "escalation" and
-"impersonateOn".`,
+"impersonateOn".
+
+With -A the table is a summary: the cells allowed in every namespace (the
+baseline), then per namespace how many cells it allows and which beyond the
+baseline; --resource R makes it one row per namespace and resource; -o wide
+prints every namespace's matrix, -o json every cell.`,
 		Example: `  kubectl impersonate access -n team-a
   kubectl impersonate access -n team-a --as=bob@example.com --verb=get,list,create
+  # Where, across the cluster, may bob read secrets?
+  kubectl impersonate access -A --as=bob@example.com --resource=secrets --verb=get,list
   kubectl impersonate access --cluster-scope -o json`,
 		Args: cobra.NoArgs,
 		RunE: cmdutil.RunE(o),
@@ -97,9 +107,10 @@ impersonate that way. -o json has every check under "escalation" and
 	settings.AliasFlag(f, "verbs", "verb", streams.ErrOut)
 	f.BoolVar(&o.Escalation, "escalation", true, "Also the escalation paths: impersonate, bind, escalate and constrained impersonation (impersonate:<mode>, impersonate-on:<mode>:<verb>)")
 	f.BoolVar(&o.RBACObjects, "rbac-objects", true, "With -A: read the RBAC objects once (4 lists, with your own rights) and evaluate them for every namespace, when you may read them and a rules review shows RBAC is the only authorizer and gives the same rules; false: one rules review per namespace")
+	f.StringSliceVar(&o.Resources, "resource", nil, "Only these resources' rows (repeatable, or comma-separated; short names and kinds as kubectl takes them); with -A the table is one row per namespace and resource")
 	f.BoolVar(&o.Subresources, "subresources", false, "Include subresources (pods/log, deployments/scale, ...)")
 	f.StringVar((*string)(&o.Method), "method", string(rbac.FromRules), "rules (a rules review, then access reviews where needed) or ssar (one access review per cell)")
-	o.Output = cmdutil.NewOutputFlags(f, "a table")
+	o.Output = cmdutil.NewOutputFlags(f, "a table; with -A a summary per namespace", "wide")
 	f.BoolVar(&o.TokenIdentity, "token-identity", false, "Impersonate exactly the username, groups, UID and extra the API server reports for the current credentials (what --as alone loses; needs the impersonate permission)")
 	f.StringVar(&o.DiffAs, "diff-as", "", "Also build the matrix as this user (impersonation) and show only the cells where the two differ")
 	f.StringSliceVar(&o.DiffAsGroups, "diff-as-group", nil, "Groups for --diff-as (repeatable)")
@@ -195,6 +206,11 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 			resources = append(resources, r)
 		}
 	}
+	if len(o.Resources) > 0 {
+		if resources, err = o.only(ctx, client, resources); err != nil {
+			return err
+		}
+	}
 	var namespaces []string
 	switch {
 	case o.ClusterScope:
@@ -263,13 +279,175 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 		v = out[0]
 	}
 	return o.Output.Print(o.Out, v, func(w io.Writer) {
-		for i, m := range out {
-			if i > 0 {
-				fmt.Fprintln(w)
+		switch {
+		case o.AllNamespaces && len(o.Resources) > 0 && o.Output.Format != "wide":
+			printByNamespace(w, out)
+		case o.AllNamespaces && o.Output.Format != "wide" && o.DiffAs == "":
+			printSummary(w, out)
+		default:
+			for i, m := range out {
+				if i > 0 {
+					fmt.Fprintln(w)
+				}
+				printMatrix(w, m, o.DiffAs != "")
 			}
-			printMatrix(w, m, o.DiffAs != "")
 		}
 	})
+}
+
+// only keeps the resources named by --resource, each resolved as kubectl
+// resolves it (after a miss in kubectl's discovery cache, once more from
+// the server).
+func (o *AccessOptions) only(ctx context.Context, d discoverer, resources []rbac.Resource) ([]rbac.Resource, error) {
+	var out []rbac.Resource
+	for _, typed := range o.Resources {
+		r, err := rbac.ResolveResource(resources, typed)
+		if err != nil && d.Invalidate() {
+			var all []rbac.Resource
+			if all, err = discover(ctx, d, o.Subresources, cmdutil.Notifier(o.ErrOut)); err == nil {
+				resources = resources[:0]
+				for _, x := range all {
+					if x.Namespaced != o.ClusterScope {
+						resources = append(resources, x)
+					}
+				}
+				r, err = rbac.ResolveResource(resources, typed)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--resource: %w", err)
+		}
+		if !slices.ContainsFunc(out, func(x rbac.Resource) bool { return x.String() == r.String() }) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// printByNamespace is access -A --resource: one line per namespace and
+// resource, the verbs as columns.
+func printByNamespace(w io.Writer, out []*rbac.Matrix) {
+	if len(out) == 0 {
+		return
+	}
+	verbs := out[0].Verbs
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "NAMESPACE\tRESOURCE\t%s\n", strings.ToUpper(strings.Join(verbs, "\t")))
+	for _, m := range out {
+		for _, r := range m.Rows {
+			cells := make([]string, len(verbs))
+			for i, v := range verbs {
+				cells[i] = cellMark(r.Cells[v])
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", logging.Printable(m.Namespace), logging.Printable(r.Resource), strings.Join(cells, "\t"))
+		}
+	}
+	_ = tw.Flush()
+}
+
+// printSummary is access -A's table: the cells allowed in every namespace
+// (the baseline, what ClusterRoleBindings and the like give), then one
+// line per namespace: how many cells it allows and those beyond the
+// baseline. -o wide prints every matrix, -o json every cell.
+func printSummary(w io.Writer, out []*rbac.Matrix) {
+	if len(out) == 0 {
+		return
+	}
+	held := func(m *rbac.Matrix) map[string]bool {
+		h := map[string]bool{}
+		for _, r := range m.Rows {
+			for _, v := range m.Verbs {
+				if r.Cells[v].Held() {
+					h[r.Resource+"\x00"+v] = true
+				}
+			}
+		}
+		return h
+	}
+	baseline := held(out[0])
+	perNS := make([]map[string]bool, len(out))
+	for i, m := range out {
+		perNS[i] = held(m)
+		for k := range baseline {
+			if !perNS[i][k] {
+				delete(baseline, k)
+			}
+		}
+	}
+	fmt.Fprintf(w, "# %d namespaces; cells allowed (some names at least) in every one, the baseline: %s\n", len(out), cellList(baseline, out[0].Verbs, 0))
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "NAMESPACE\tCELLS\tBEYOND THE BASELINE\n")
+	for i, m := range out {
+		extra := map[string]bool{}
+		for k := range perNS[i] {
+			if !baseline[k] {
+				extra[k] = true
+			}
+		}
+		note := ""
+		if m.Incomplete {
+			note = " (rules review incomplete: every cell asked)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s%s\n", logging.Printable(m.Namespace), len(perNS[i]), cellList(extra, m.Verbs, 160), note)
+	}
+	_ = tw.Flush()
+	if esc := summaryEscalation(out); esc != nil {
+		printEscalation(w, esc, false)
+	}
+	fmt.Fprintln(w, "# -o wide: every namespace's matrix; -o json: every cell; --resource R: one row per namespace and resource")
+}
+
+// summaryEscalation gathers the escalation checks of every namespace's
+// matrix (the cluster's once) into one matrix for printEscalation; nil
+// without --escalation.
+func summaryEscalation(out []*rbac.Matrix) *rbac.Matrix {
+	var esc *rbac.Matrix
+	seen := map[string]bool{}
+	for _, m := range out {
+		if m.Escalation == nil {
+			continue
+		}
+		if esc == nil {
+			esc = &rbac.Matrix{Verbs: m.Verbs, Escalation: []rbac.EscalationCell{}}
+		}
+		for _, e := range m.Escalation {
+			key := strings.Join([]string{e.Verb, e.Resource, e.Subresource, e.Namespace, e.Name}, "\x00")
+			if !seen[key] {
+				seen[key] = true
+				esc.Escalation = append(esc.Escalation, e)
+			}
+		}
+	}
+	return esc
+}
+
+// cellList is held cells ("resource\x00verb") as "pods(get,list) secrets(get)",
+// resources sorted, verbs in column order, at most max bytes (0: all).
+func cellList(cells map[string]bool, verbs []string, max int) string {
+	if len(cells) == 0 {
+		return "-"
+	}
+	byRes := map[string][]string{}
+	for k := range cells {
+		res, verb, _ := strings.Cut(k, "\x00")
+		byRes[res] = append(byRes[res], verb)
+	}
+	names := slices.Sorted(maps.Keys(byRes))
+	var b strings.Builder
+	for i, res := range names {
+		vs := byRes[res]
+		slices.SortFunc(vs, func(a, c string) int { return slices.Index(verbs, a) - slices.Index(verbs, c) })
+		part := logging.Printable(res) + "(" + strings.Join(vs, ",") + ")"
+		if max > 0 && b.Len()+len(part) > max {
+			fmt.Fprintf(&b, " … (+%d resources)", len(names)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(part)
+	}
+	return b.String()
 }
 
 // localRules prepares access -A's evaluation of the RBAC objects: read once

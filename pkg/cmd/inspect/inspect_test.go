@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authnv1 "k8s.io/api/authentication/v1"
@@ -50,6 +52,8 @@ type fakeCluster struct {
 	escalation []rbac.EscalationCell
 	// cachedResources, when set, is what kubectl's discovery cache holds
 	// until Invalidate; discoveries counts Discover calls.
+	// allowedIn adds, per namespace, verbs allowed per resource name.
+	allowedIn       map[string]map[string][]string
 	reviewRules     []authzv1.ResourceRule
 	cachedResources []rbac.Resource
 	invalidated     bool
@@ -139,7 +143,11 @@ func (f *fakeCluster) Access(_ context.Context, resources []rbac.Resource, o rba
 	for _, r := range resources {
 		row := rbac.Row{Resource: r.String(), Cells: map[string]rbac.Cell{}}
 		for _, v := range o.Verbs {
-			row.Cells[v] = rbac.Cell{Allowed: strings.Contains(strings.Join(f.allowed[r.Name], ","), v), Source: rbac.FromRules}
+			allowed := f.allowed[r.Name]
+			if in, ok := f.allowedIn[o.Namespace]; ok {
+				allowed = append(slices.Clone(allowed), in[r.Name]...)
+			}
+			row.Cells[v] = rbac.Cell{Allowed: slices.Contains(allowed, v), Source: rbac.FromRules}
 		}
 		m.Rows = append(m.Rows, row)
 	}
@@ -569,4 +577,92 @@ func TestResolveTargetInvalidatesTheCache(t *testing.T) {
 			assert.Equal(t, tt.wantWarning, len(warnings) > 0, "%v", warnings)
 		})
 	}
+}
+
+// TestAccessAllNamespacesViews: access -A's table is a summary (the
+// baseline every namespace allows, then what each allows beyond it);
+// --resource narrows the rows (resolved as kubectl resolves names) and
+// makes it one row per namespace and resource; -o wide is every matrix.
+func TestAccessAllNamespacesViews(t *testing.T) {
+	pods := rbac.Resource{Version: "v1", Name: "pods", Namespaced: true, Kind: "Pod", SingularName: "pod", ShortNames: []string{"po"}}
+	secrets := rbac.Resource{Version: "v1", Name: "secrets", Namespaced: true, Kind: "Secret", SingularName: "secret"}
+	output := func(format string) *cmdutil.OutputFlags {
+		of := cmdutil.NewOutputFlags(pflag.NewFlagSet("t", pflag.ContinueOnError), "a table", "wide")
+		of.Format = format
+		return of
+	}
+	run := func(format string, resources ...string) (string, *fakeCluster) {
+		f := &fakeCluster{user: authnv1.UserInfo{Username: "alice"}, resources: []rbac.Resource{pods, secrets}, namespaces: []string{"a", "b", "c"},
+			allowed:   map[string][]string{"pods": {"get"}},
+			allowedIn: map[string]map[string][]string{"b": {"secrets": {"get", "list"}, "pods": {"list"}}}}
+		streams, out, _ := testStreams()
+		o := &AccessOptions{Verbs: []string{"get", "list"}, Method: rbac.FromRules, AllNamespaces: true, Resources: resources,
+			Output: output(format), IOStreams: streams, global: testGlobal(), client: f}
+		require.NoError(t, o.Run(context.Background()))
+		return out.String(), f
+	}
+	summary, _ := run("")
+	assert.Contains(t, summary, "# 3 namespaces; cells allowed (some names at least) in every one, the baseline: pods(get)\n")
+	assert.Regexp(t, `(?m)^a +1 +-$`, summary)
+	assert.Regexp(t, `(?m)^b +4 +pods\(list\) secrets\(get,list\)$`, summary)
+	assert.NotContains(t, summary, "NAME ", "no matrix per namespace")
+
+	byNS, f := run("", "po")
+	assert.Equal(t, "NAMESPACE  RESOURCE  GET  LIST\na          pods      ✔    ✗\nb          pods      ✔    ✔\nc          pods      ✔    ✗\n", byNS)
+	assert.Equal(t, 0, f.discoveries-1, "pods was in the discovery at hand")
+
+	wide, _ := run("wide")
+	assert.Equal(t, 3, strings.Count(wide, "# namespace "), "every matrix")
+
+	_, err := func() (string, error) {
+		f := &fakeCluster{resources: []rbac.Resource{pods}, namespaces: []string{"a"}}
+		streams, _, _ := testStreams()
+		o := &AccessOptions{Verbs: []string{"get"}, Method: rbac.FromRules, AllNamespaces: true, Resources: []string{"gadgets"},
+			Output: &cmdutil.OutputFlags{Format: ""}, IOStreams: streams, global: testGlobal(), client: f}
+		return "", o.Run(context.Background())
+	}()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--resource: ")
+}
+
+// TestWhoCanBySubject: who-can --by-subject groups the bindings by
+// subject: a ClusterRoleBinding makes it every namespace, RoleBindings list
+// their namespaces; a service account without a namespace takes its
+// RoleBinding's, as RBAC reads it.
+func TestWhoCanBySubject(t *testing.T) {
+	reader := []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}
+	rb := func(ns, name string, subjects ...rbacv1.Subject) rbacv1.RoleBinding {
+		return rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "reader"}, Subjects: subjects}
+	}
+	alice := rbacv1.Subject{Kind: rbacv1.UserKind, Name: "alice"}
+	ops := rbacv1.Subject{Kind: rbacv1.GroupKind, Name: "ops"}
+	builder := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "builder"}
+	snap := &rbac.RBAC{Roles: map[string][]rbacv1.PolicyRule{}, ClusterRoles: map[string][]rbacv1.PolicyRule{"reader": reader},
+		RoleBindings:        []rbacv1.RoleBinding{rb("b", "r", alice), rb("a", "r", alice, builder), rb("c", "r", builder)},
+		ClusterRoleBindings: []rbacv1.ClusterRoleBinding{{ObjectMeta: metav1.ObjectMeta{Name: "ops-read"}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "reader"}, Subjects: []rbacv1.Subject{ops}}}}
+	pods := rbac.Resource{Version: "v1", Name: "pods", Namespaced: true, Kind: "Pod", SingularName: "pod", ShortNames: []string{"po"}}
+	run := func(format string) string {
+		streams, out, _ := testStreams()
+		of := cmdutil.NewOutputFlags(pflag.NewFlagSet("t", pflag.ContinueOnError), "a table")
+		of.Format = format
+		o := &WhoCanOptions{BySubject: true, AllNamespaces: true, Output: of, IOStreams: streams, global: testGlobal(),
+			client: &fakeCluster{rbac: snap, resources: []rbac.Resource{pods}}, target: parseTarget([]string{"get", "pods"}, "")}
+		require.NoError(t, o.Run(context.Background()))
+		return out.String()
+	}
+	var got []SubjectAccess
+	require.NoError(t, json.Unmarshal([]byte(run("json")), &got))
+	assert.Equal(t, []SubjectAccess{
+		{Kind: "Group", Name: "ops", ClusterWide: true, Bindings: []string{"ClusterRoleBinding ops-read"}},
+		{Kind: "ServiceAccount", Name: "builder", Namespace: "a", Namespaces: []string{"a"}, Bindings: []string{"RoleBinding a/r"}},
+		{Kind: "ServiceAccount", Name: "builder", Namespace: "c", Namespaces: []string{"c"}, Bindings: []string{"RoleBinding c/r"}},
+		{Kind: "User", Name: "alice", Namespaces: []string{"a", "b"}, Bindings: []string{"RoleBinding a/r", "RoleBinding b/r"}},
+	}, got)
+	table := run("")
+	assert.Regexp(t, `(?m)^Group ops +every namespace +ClusterRoleBinding ops-read$`, table)
+	assert.Regexp(t, `(?m)^User alice +a,b +RoleBinding a/r, RoleBinding b/r$`, table)
+	assert.Contains(t, table, "These are the RBAC bindings only")
+
+	assert.Equal(t, "a,b", namespaceList([]string{"a", "b"}, 8))
+	assert.Equal(t, "a,b (+2, 4 namespaces)", namespaceList([]string{"a", "b", "c", "d"}, 2))
 }

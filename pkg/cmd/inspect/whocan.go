@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
+	"text/tabwriter"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 
@@ -25,9 +28,11 @@ type WhoCanOptions struct {
 	AllNamespaces bool
 	// Verify asks the authorizer chain about every subject listed.
 	Verify bool
-	Output *cmdutil.OutputFlags
-	target rbac.Target
-	client whoCanClient
+	// BySubject groups the answer by subject, with where each may act.
+	BySubject bool
+	Output    *cmdutil.OutputFlags
+	target    rbac.Target
+	client    whoCanClient
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
 }
@@ -56,6 +61,7 @@ needs create on subjectaccessreviews) and reports those it denies.`,
 	o.Kube = cmdutil.NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "RoleBindings of every namespace")
+	cmd.Flags().BoolVar(&o.BySubject, "by-subject", false, "One line per subject, with the namespaces it may act in (every one, through a ClusterRoleBinding) and the bindings that grant it; with -A, where across the cluster each subject may do it")
 	cmd.Flags().BoolVar(&o.Verify, "verify", false, "Ask the authorizer chain (SubjectAccessReview) about each subject listed, and report those another authorizer denies")
 	o.Output = cmdutil.NewOutputFlags(cmd.Flags(), "a table")
 	return cmd
@@ -109,14 +115,20 @@ func (o *WhoCanOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	return o.Output.Print(o.Out, grants, func(w io.Writer) {
+	var v any = grants
+	table := func(w io.Writer) { printGrants(w, grants) }
+	if o.BySubject {
+		subjects := bySubject(grants)
+		v, table = subjects, func(w io.Writer) { printSubjects(w, subjects) }
+	}
+	return o.Output.Print(o.Out, v, func(w io.Writer) {
 		if e := rbac.Escalation(o.target.Verb, o.target.Group, o.target.Resource); e != "" && o.target.NonResourceURL == "" {
 			fmt.Fprintf(w, "%s %s is %s.\n", logging.Printable(o.target.Verb), logging.Printable(o.target.ResourceDisplay()), e)
 		}
 		if len(grants) == 0 {
 			fmt.Fprintf(w, "No binding grants %s %s %s.\n", logging.Printable(o.target.Verb), logging.Printable(o.target.ResourceDisplay()), logging.Printable(o.target.Where()))
 		} else {
-			printGrants(w, grants)
+			table(w)
 		}
 		if o.Verify {
 			printDenied(w, grants)
@@ -230,4 +242,107 @@ func printDenied(w io.Writer, grants []rbac.Grant) {
 	for _, s := range names {
 		fmt.Fprintf(w, "  %s: %s\n", logging.Printable(s), logging.Printable(denied[s]))
 	}
+}
+
+// SubjectAccess is one subject of who-can --by-subject: where it may act
+// (every namespace through a ClusterRoleBinding, or the namespaces of its
+// RoleBindings) and the bindings that grant it.
+type SubjectAccess struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// Namespace is a service account's.
+	Namespace   string   `json:"namespace,omitempty"`
+	ClusterWide bool     `json:"clusterWide"`
+	Namespaces  []string `json:"namespaces,omitempty"`
+	// Bindings are "ClusterRoleBinding NAME" and "RoleBinding NS/NAME".
+	Bindings []string `json:"bindings"`
+	// Denied is the chain's denial (--verify), where it denies.
+	Denied string `json:"denied,omitempty"`
+}
+
+// bySubject groups grants by subject, a service account subject without a
+// namespace taking its RoleBinding's (as RBAC does), sorted by kind and name.
+func bySubject(grants []rbac.Grant) []SubjectAccess {
+	index := map[string]*SubjectAccess{}
+	var keys []string
+	for _, g := range grants {
+		binding := g.BindingKind + " " + g.Binding
+		if g.Namespace != "" {
+			binding = g.BindingKind + " " + g.Namespace + "/" + g.Binding
+		}
+		for _, sub := range g.Subjects {
+			if sub.Kind == rbacv1.ServiceAccountKind && sub.Namespace == "" {
+				sub.Namespace = g.Namespace
+			}
+			key := subjectName(sub)
+			a, ok := index[key]
+			if !ok {
+				a = &SubjectAccess{Kind: sub.Kind, Name: sub.Name}
+				if sub.Kind == rbacv1.ServiceAccountKind {
+					a.Namespace = sub.Namespace
+				}
+				index[key] = a
+				keys = append(keys, key)
+			}
+			a.Bindings = append(a.Bindings, binding)
+			if g.BindingKind == "ClusterRoleBinding" {
+				a.ClusterWide = true
+			} else if !slices.Contains(a.Namespaces, g.Namespace) {
+				a.Namespaces = append(a.Namespaces, g.Namespace)
+			}
+			if reason, denied := g.Denied[key]; denied && a.Denied == "" {
+				a.Denied = reason
+			}
+		}
+	}
+	slices.Sort(keys)
+	out := make([]SubjectAccess, 0, len(keys))
+	for _, k := range keys {
+		a := index[k]
+		slices.Sort(a.Namespaces)
+		if a.ClusterWide {
+			a.Namespaces = nil // every one
+		}
+		out = append(out, *a)
+	}
+	return out
+}
+
+// printSubjects is who-can --by-subject's table.
+func printSubjects(w io.Writer, subjects []SubjectAccess) {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "SUBJECT\tWHERE\tBINDINGS")
+	for _, a := range subjects {
+		name := a.Kind + " " + a.Name
+		if a.Namespace != "" {
+			name = a.Kind + " " + a.Namespace + "/" + a.Name
+		}
+		where := "every namespace"
+		if !a.ClusterWide {
+			where = namespaceList(a.Namespaces, 8)
+		}
+		bindings := strings.Join(a.Bindings, ", ")
+		if len(a.Bindings) > 3 {
+			bindings = strings.Join(a.Bindings[:3], ", ") + fmt.Sprintf(" (+%d)", len(a.Bindings)-3)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", logging.Printable(name), where, logging.Printable(bindings))
+	}
+	_ = tw.Flush()
+}
+
+// namespaceList is at most max namespaces, then how many more.
+func namespaceList(names []string, max int) string {
+	shown := names
+	if len(names) > max {
+		shown = names[:max]
+	}
+	out := make([]string, len(shown))
+	for i, n := range shown {
+		out[i] = logging.Printable(n)
+	}
+	s := strings.Join(out, ",")
+	if len(names) > max {
+		s += fmt.Sprintf(" (+%d, %d namespaces)", len(names)-max, len(names))
+	}
+	return s
 }
