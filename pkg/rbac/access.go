@@ -245,6 +245,11 @@ type AccessOptions struct {
 	// cell is one, and a caller asking about many namespaces passes what is
 	// left of its budget.
 	MaxReviews int
+	// Reserve, when set, replaces MaxReviews: it is asked for the access
+	// reviews the matrix may need before the first is sent, and refuses
+	// (ok false, with what is left) when the run's budget lacks them, so
+	// that matrices built at the same time share one budget.
+	Reserve func(n int) (left int, ok bool)
 }
 
 // ErrTooManyReviews is Access's refusal to send more than MaxReviews.
@@ -309,9 +314,13 @@ func (c *Client) Access(ctx context.Context, resources []Resource, o AccessOptio
 			}
 		}
 	}
-	if o.MaxReviews != 0 && budget > max(o.MaxReviews, 0) {
+	left, ok := max(o.MaxReviews, 0), o.MaxReviews == 0 || budget <= max(o.MaxReviews, 0)
+	if o.Reserve != nil {
+		left, ok = o.Reserve(budget)
+	}
+	if !ok {
 		return nil, fmt.Errorf("%w: the matrix%s may need %d, over the %d left (with an authorizer besides RBAC, such as a webhook, the rules review is incomplete and every cell is asked)",
-			ErrTooManyReviews, inNamespace(o.Namespace), budget, max(o.MaxReviews, 0))
+			ErrTooManyReviews, inNamespace(o.Namespace), budget, left)
 	}
 	n, err := c.answer(ctx, m, jobs, o)
 	requests += n

@@ -8,11 +8,13 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 
@@ -230,15 +232,17 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 	if o.AllNamespaces && o.RBACObjects && o.Method == rbac.FromRules && len(namespaces) > 0 {
 		local, otherLocal = o.localRules(ctx, client, other, namespaces[0])
 	}
-	var out []*rbac.Matrix
-	reviews := 0 // the requests sent so far, against --max-reviews
+	budget := &reviewBudget{max: o.MaxReviews}
 	// The cluster's escalation checks: asked with the first matrix, reused
 	// by the others (-A), for each identity.
 	var escalation, otherEscalation []rbac.EscalationCell
-	for _, ns := range namespaces {
+	terminal := o.global.IsTerminal(o.ErrOut)
+	matrix := func(ctx context.Context, ns string) (*rbac.Matrix, error) {
+		reserved := 0
 		opts := rbac.AccessOptions{Namespace: ns, Verbs: o.Verbs, ForceSSAR: o.Method == rbac.FromAccessReview || o.ClusterScope,
-			MaxReviews: o.reviewsLeft(reviews), Escalation: o.Escalation, ClusterEscalation: escalation, LocalRules: local}
-		if o.global.IsTerminal(o.ErrOut) {
+			Escalation: o.Escalation, ClusterEscalation: escalation, LocalRules: local,
+			Reserve: func(n int) (int, bool) { reserved = n; return budget.reserve(n) }}
+		if terminal && len(namespaces) == 1 {
 			opts.Progress = func(done, total int) {
 				if total < 20 {
 					return
@@ -251,28 +255,96 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 		}
 		m, err := client.Access(ctx, resources, opts)
 		if errors.Is(err, rbac.ErrTooManyReviews) {
-			return fmt.Errorf("%w; raise --max-reviews (0: no limit), or ask about fewer namespaces or verbs (or give --escalation=false)", err)
+			return nil, fmt.Errorf("%w; raise --max-reviews (0: no limit), or ask about fewer namespaces or verbs (or give --escalation=false)", err)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		reviews += m.Requests
+		budget.spent(m.Requests - reserved)
+		if other == nil {
+			return m, nil
+		}
+		reserved = 0
+		opts.ClusterEscalation, opts.LocalRules = otherEscalation, otherLocal
+		m2, err := other.Access(ctx, resources, opts)
+		if err != nil {
+			return nil, fmt.Errorf("as %s: %w", o.DiffAs, err)
+		}
+		budget.spent(m2.Requests - reserved)
+		if o.Escalation && otherEscalation == nil {
+			otherEscalation = m2.ClusterEscalation()
+		}
 		if o.Escalation && escalation == nil {
 			escalation = m.ClusterEscalation()
 		}
-		if other != nil {
-			opts.MaxReviews, opts.ClusterEscalation, opts.LocalRules = o.reviewsLeft(reviews), otherEscalation, otherLocal
-			m2, err := other.Access(ctx, resources, opts)
-			if err != nil {
-				return fmt.Errorf("as %s: %w", o.DiffAs, err)
+		return rbac.Diff(m, m2), nil
+	}
+	// The first matrix alone (it asks the cluster's escalation checks once
+	// for all), then the others 16 at a time, each printed as soon as it
+	// and those before it are done with -o wide.
+	out := make([]*rbac.Matrix, len(namespaces))
+	stream := o.AllNamespaces && o.Output.Format == "wide"
+	printed := 0
+	var mu sync.Mutex
+	done := func(i int, m *rbac.Matrix) {
+		mu.Lock()
+		defer mu.Unlock()
+		out[i] = m
+		for stream && printed < len(out) && out[printed] != nil {
+			if printed > 0 {
+				fmt.Fprintln(o.Out)
 			}
-			reviews += m2.Requests
-			if o.Escalation && otherEscalation == nil {
-				otherEscalation = m2.ClusterEscalation()
-			}
-			m = rbac.Diff(m, m2)
+			printMatrix(o.Out, out[printed], o.DiffAs != "")
+			printed++
 		}
-		out = append(out, m)
+		if terminal && len(namespaces) > 1 {
+			n := 0
+			for _, x := range out {
+				if x != nil {
+					n++
+				}
+			}
+			fmt.Fprintf(o.ErrOut, "\r\033[Kchecking namespaces: %d/%d", n, len(out))
+			if n == len(out) {
+				fmt.Fprint(o.ErrOut, "\r\033[K")
+			}
+		}
+	}
+	first, err := matrix(ctx, namespaces[0])
+	if err != nil {
+		return err
+	}
+	if o.Escalation && other == nil && escalation == nil {
+		escalation = first.ClusterEscalation()
+	}
+	done(0, first)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(namespaceConcurrency)
+	for i, ns := range namespaces[1:] {
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err // interrupted, or another matrix failed
+			}
+			m, err := matrix(gctx, ns)
+			if err != nil {
+				return err
+			}
+			done(i+1, m)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		if terminal {
+			fmt.Fprint(o.ErrOut, "\r\033[K")
+		}
+		if ctx.Err() != nil {
+			n := slices.IndexFunc(out, func(m *rbac.Matrix) bool { return m == nil })
+			return fmt.Errorf("interrupted with %d of %d namespaces answered: %w", n, len(out), ctx.Err())
+		}
+		return err
+	}
+	if stream {
+		return nil
 	}
 	var v any = out
 	if len(out) == 1 {
@@ -448,6 +520,36 @@ func cellList(cells map[string]bool, verbs []string, max int) string {
 		b.WriteString(part)
 	}
 	return b.String()
+}
+
+// namespaceConcurrency is how many namespaces' matrices access -A builds
+// at a time.
+const namespaceConcurrency = 16
+
+// reviewBudget is --max-reviews shared by the matrices of a run: each
+// reserves the access reviews it may need before sending any.
+type reviewBudget struct {
+	mu        sync.Mutex
+	max, used int
+}
+
+// reserve takes n from the budget, or says what is left.
+func (b *reviewBudget) reserve(n int) (int, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.max != 0 && b.used+n > b.max {
+		return max(b.max-b.used, 0), false
+	}
+	b.used += n
+	return max(b.max-b.used, 0), true
+}
+
+// spent counts the requests a matrix sent besides its reservation (its
+// rules reviews; less what it reserved and did not send).
+func (b *reviewBudget) spent(n int) {
+	b.mu.Lock()
+	b.used += n
+	b.mu.Unlock()
 }
 
 // localRules prepares access -A's evaluation of the RBAC objects: read once
@@ -634,16 +736,4 @@ func nsLabel(ns string) string {
 		return "cluster scope"
 	}
 	return "namespace " + ns
-}
-
-// reviewsLeft is --max-reviews less the requests sent: rbac.AccessOptions'
-// MaxReviews (0: no limit; negative when spent, so the next is refused).
-func (o *AccessOptions) reviewsLeft(sent int) int {
-	if o.MaxReviews <= 0 {
-		return 0
-	}
-	if left := o.MaxReviews - sent; left > 0 {
-		return left
-	}
-	return -1
 }

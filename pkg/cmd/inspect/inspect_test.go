@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,6 +60,13 @@ type fakeCluster struct {
 	cachedResources []rbac.Resource
 	invalidated     bool
 	discoveries     int
+	mu              sync.Mutex
+	// delay is each matrix's time; inFlight and maxInFlight count the
+	// matrices built at once; reviewsPerMatrix is each one's access reviews.
+	delay            time.Duration
+	inFlight         atomic.Int32
+	maxInFlight      int32
+	reviewsPerMatrix int
 }
 
 func (f *fakeCluster) VerifySubject(_ context.Context, s rbacv1.Subject, t rbac.Target) (*authzv1.SubjectAccessReviewStatus, error) {
@@ -125,20 +134,36 @@ func (f *fakeCluster) Invalidate() bool {
 
 func (f *fakeCluster) Namespaces(context.Context) ([]string, error) { return f.namespaces, nil }
 
-func (f *fakeCluster) Access(_ context.Context, resources []rbac.Resource, o rbac.AccessOptions) (*rbac.Matrix, error) {
+func (f *fakeCluster) Access(ctx context.Context, resources []rbac.Resource, o rbac.AccessOptions) (*rbac.Matrix, error) {
+	// access -A builds matrices 16 at a time.
+	n := f.inFlight.Add(1)
+	defer f.inFlight.Add(-1)
+	f.mu.Lock()
+	f.maxInFlight = max(f.maxInFlight, n)
 	if o.LocalRules != nil {
 		rules, _ := o.LocalRules(o.Namespace)
 		f.asked = append(f.asked, fmt.Sprintf("Access %s from %d local rules", o.Namespace, len(rules)))
 	} else {
 		f.asked = append(f.asked, "Access "+o.Namespace)
 	}
-	m := &rbac.Matrix{Namespace: o.Namespace, Verbs: o.Verbs}
+	m := &rbac.Matrix{Namespace: o.Namespace, Verbs: o.Verbs, Requests: 1 + f.reviewsPerMatrix}
 	if o.Escalation {
 		m.Escalation = o.ClusterEscalation
 		if m.Escalation == nil {
 			f.asked = append(f.asked, "cluster escalation")
 			m.Escalation = f.escalation
 		}
+	}
+	f.mu.Unlock()
+	if o.Reserve != nil {
+		if left, ok := o.Reserve(f.reviewsPerMatrix); !ok {
+			return nil, fmt.Errorf("%w: %d left", rbac.ErrTooManyReviews, left)
+		}
+	}
+	select {
+	case <-time.After(f.delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	for _, r := range resources {
 		row := rbac.Row{Resource: r.String(), Cells: map[string]rbac.Cell{}}
@@ -665,4 +690,53 @@ func TestWhoCanBySubject(t *testing.T) {
 
 	assert.Equal(t, "a,b", namespaceList([]string{"a", "b"}, 8))
 	assert.Equal(t, "a,b (+2, 4 namespaces)", namespaceList([]string{"a", "b", "c", "d"}, 2))
+}
+
+// TestAccessAllNamespacesConcurrently: where each namespace needs its own
+// rules review, access -A builds 16 matrices at a time, keeps their order,
+// shares --max-reviews among them (a matrix over the budget is refused
+// before it sends a review), and stops at Ctrl-C (the context) with one line.
+func TestAccessAllNamespacesConcurrently(t *testing.T) {
+	pods := rbac.Resource{Version: "v1", Name: "pods", Namespaced: true, Kind: "Pod"}
+	var names []string
+	for i := range 40 {
+		names = append(names, fmt.Sprintf("ns-%02d", i))
+	}
+	newRun := func(f *fakeCluster, maxReviews int) (*AccessOptions, *strings.Builder) {
+		streams, out, _ := testStreams()
+		of := cmdutil.NewOutputFlags(pflag.NewFlagSet("t", pflag.ContinueOnError), "a table", "wide")
+		of.Format = "json"
+		return &AccessOptions{Verbs: []string{"get"}, Method: rbac.FromRules, AllNamespaces: true, MaxReviews: maxReviews,
+			Output: of, IOStreams: streams, global: testGlobal(), client: f}, out
+	}
+	f := &fakeCluster{resources: []rbac.Resource{pods}, namespaces: names, allowed: map[string][]string{"pods": {"get"}}, delay: 20 * time.Millisecond}
+	o, out := newRun(f, 0)
+	start := time.Now()
+	require.NoError(t, o.Run(context.Background()))
+	elapsed := time.Since(start)
+	var ms []rbac.Matrix
+	require.NoError(t, json.Unmarshal([]byte(out.String()), &ms))
+	require.Len(t, ms, 40)
+	for i, m := range ms {
+		assert.Equal(t, names[i], m.Namespace, "the namespaces' order")
+	}
+	assert.Equal(t, int32(namespaceConcurrency), f.maxInFlight, "16 at a time")
+	assert.Less(t, elapsed, 40*20*time.Millisecond/2, "not one after the other")
+
+	// --max-reviews is shared: 40 matrices of 10 reviews, 1 rules review
+	// each, against 200.
+	f = &fakeCluster{resources: []rbac.Resource{pods}, namespaces: names, reviewsPerMatrix: 10}
+	o, _ = newRun(f, 200)
+	err := o.Run(context.Background())
+	require.ErrorIs(t, err, rbac.ErrTooManyReviews)
+	assert.Contains(t, err.Error(), "raise --max-reviews")
+
+	// Ctrl-C: the context ends; one line says how far it got.
+	f = &fakeCluster{resources: []rbac.Resource{pods}, namespaces: names, delay: 50 * time.Millisecond}
+	o, _ = newRun(f, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Millisecond)
+	defer cancel()
+	err = o.Run(ctx)
+	require.Error(t, err)
+	assert.Regexp(t, `^interrupted with \d+ of 40 namespaces answered: context deadline exceeded$`, err.Error())
 }
