@@ -8,7 +8,6 @@ import (
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -127,17 +126,11 @@ func (o *LoginOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// subjectOf names the user of a JWT for display; the token was verified
-// when it was received.
+// subjectOf is " as USER" for the token's user (tokenSubject), "" for an
+// opaque token; the token was verified when it was received.
 func subjectOf(token string) string {
-	claims := jwt.MapClaims{}
-	if _, _, err := jwt.NewParser().ParseUnverified(token, claims); err != nil {
-		return ""
-	}
-	for _, c := range []string{"email", "preferred_username", "sub"} {
-		if v, ok := claims[c].(string); ok && v != "" {
-			return " as " + v
-		}
+	if who := tokenSubject(token); who != "" {
+		return " as " + who
 	}
 	return ""
 }

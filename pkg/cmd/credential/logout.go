@@ -238,7 +238,7 @@ func (o *LogoutOptions) Run(ctx context.Context) error {
 		results = append(results, r)
 	}
 	if o.All {
-		if err := o.deleteStore().DeleteAll(ctx); err != nil {
+		if err := o.deleteStore(o.Auth.TokenCacheDir).DeleteAll(ctx); err != nil {
 			return fmt.Errorf("deleting cached tokens: %w", err)
 		}
 	}
@@ -251,11 +251,14 @@ func (o *LogoutOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-func (o *LogoutOptions) deleteStore() tokencache.Store {
+// deleteStore is where tokens cached in dir are deleted from: the
+// keyring and the disk, whatever the storage setting, so that a token
+// cached during a keyring outage goes too (a test's store when set).
+func (o *LogoutOptions) deleteStore(dir string) tokencache.Store {
 	if o.store != nil {
 		return o.store
 	}
-	return &tokencache.Auto{Keyring: tokencache.NewKeyring(), Disk: tokencache.NewDisk(o.Auth.TokenCacheDir), Notify: func(string) {}}
+	return &tokencache.Auto{Keyring: tokencache.NewKeyring(), Disk: tokencache.NewDisk(dir), Notify: func(string) {}}
 }
 
 // logout ends one identity's session.
@@ -271,10 +274,7 @@ func (o *LogoutOptions) logout(ctx context.Context, t *logoutTarget) (*LogoutRes
 			r.SharedWith = append(r.SharedWith, s.Context)
 		}
 	}
-	store := o.deleteStore()
-	if o.store == nil {
-		store = &tokencache.Auto{Keyring: tokencache.NewKeyring(), Disk: tokencache.NewDisk(a.TokenCacheDir), Notify: func(string) {}}
-	}
+	store := o.deleteStore(a.TokenCacheDir)
 	// The login's entry holds the refresh token; with an RFC 8693
 	// exchange it is cached apart from the exchanged token.
 	ids := []string{id}
