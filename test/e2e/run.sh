@@ -78,9 +78,6 @@ for v in $versions; do
       set -euo pipefail
       eval "$(printf e2e-keyring | gnome-keyring-daemon --unlock --components=secrets)"
       export GNOME_KEYRING_CONTROL
-      # As a login session does after unlocking (PAM, then the session):
-      # --start initializes the components of the running daemon.
-      gnome-keyring-daemon --start --components=secrets >/dev/null
       # The daemon claims the Secret Service on the bus after it returns:
       # until it has, a client would D-Bus-activate a second, locked one.
       for _ in $(seq 100); do
