@@ -43,7 +43,7 @@ if [ -z "${BENCH_INSIDE:-}" ]; then
   if [ -z "$CHECK" ]; then
     # The inspection row needs a kube-apiserver (the e2e suite's cached
     # peers, under the user's own HOME): measured first, on a quiet machine.
-    echo "bench: inspection (hack/bench-inspect.sh): access -n NS against kubectl auth can-i --list; access -A, who-can -A over 1000 more namespaces" >&2
+    echo "bench: inspection (hack/bench-inspect.sh): access -n NS against kubectl auth can-i --list and rakkess; access -A, list -A, who-can -A over 1000 more namespaces" >&2
     hack/bench-inspect.sh 100 > "$work/inspect.md"
   fi
   echo "bench: building (release flags) into $work" >&2

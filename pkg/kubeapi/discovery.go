@@ -104,6 +104,18 @@ func (c *Client) ServerResources(ctx context.Context, dir string, fresh bool) (*
 // discoverLive asks the server: /api and /apis, aggregated when it can.
 func (c *Client) discoverLive(ctx context.Context) (*Discovered, error) {
 	d := &Discovered{Resources: map[string]*metav1.APIResourceList{}, Failed: map[string]string{}}
+	// /apis is asked while /api is (one round trip for both, as with
+	// kubectl's parallel group fetches).
+	type doc struct {
+		body       []byte
+		aggregated bool
+		err        error
+	}
+	apisDoc := make(chan doc, 1)
+	go func() {
+		body, aggregated, err := c.discoveryDoc(ctx, "/apis")
+		apisDoc <- doc{body, aggregated, err}
+	}()
 	core, aggregated, err := c.discoveryDoc(ctx, "/api")
 	if err != nil {
 		return nil, fmt.Errorf("discovering /api: %w", err)
@@ -126,7 +138,8 @@ func (c *Client) discoverLive(ctx context.Context) (*Discovered, error) {
 			d.Groups.Groups = append(d.Groups.Groups, g)
 		}
 	}
-	apis, aggregated, err := c.discoveryDoc(ctx, "/apis")
+	got := <-apisDoc
+	apis, aggregated, err := got.body, got.aggregated, got.err
 	if err != nil {
 		return nil, fmt.Errorf("discovering /apis: %w", err)
 	}

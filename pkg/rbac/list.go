@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	authzv1 "k8s.io/api/authorization/v1"
 )
@@ -190,8 +194,14 @@ func (r Resource) APIVersion() string {
 const metadataOnly = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
 // List lists r in namespace ("" for all namespaces) with a label
-// selector, 500 at a time; full keeps each whole object in Raw.
+// selector, 500 at a time (kubectl's chunk size); full keeps each whole
+// object in Raw.
 func (c *Client) List(ctx context.Context, r Resource, namespace, selector string, full bool) ([]Object, error) {
+	return c.list(ctx, r, namespace, selector, full, 500)
+}
+
+// list is List with limit objects a page, or all in one answer for 0.
+func (c *Client) list(ctx context.Context, r Resource, namespace, selector string, full bool, limit int) ([]Object, error) {
 	accept := metadataOnly
 	if full {
 		accept = "application/json"
@@ -199,7 +209,10 @@ func (c *Client) List(ctx context.Context, r Resource, namespace, selector strin
 	var out []Object
 	cont := ""
 	for page := 0; ; page++ {
-		q := url.Values{"limit": {"500"}}
+		q := url.Values{}
+		if limit > 0 {
+			q.Set("limit", strconv.Itoa(limit))
+		}
 		if selector != "" {
 			q.Set("labelSelector", selector)
 		}
@@ -259,9 +272,12 @@ func inNamespace(ns string) string {
 	return " in namespace " + ns
 }
 
-// NamespacesWith lists the namespaces matching a label selector.
+// NamespacesWith lists the namespaces matching a label selector: their
+// metadata, in one request (as the RBAC objects are read: a thousand
+// namespaces' metadata is some 300 kB, and pages of 500 would make it
+// three requests).
 func (c *Client) NamespacesWith(ctx context.Context, selector string) ([]string, error) {
-	objs, err := c.List(ctx, Resource{Version: "v1", Name: "namespaces"}, "", selector, false)
+	objs, err := c.list(ctx, Resource{Version: "v1", Name: "namespaces"}, "", selector, false, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -278,6 +294,55 @@ func (c *Client) NamespacesWith(ctx context.Context, selector string) ([]string,
 func ObjectAllowed(rule authzv1.ResourceRule, group, resource, name, verb string) bool {
 	allowed, partial := RuleAllows(rule, group, resource, verb)
 	return allowed || (partial && slices.Contains(rule.ResourceNames, name))
+}
+
+// namespaceRules fills rules and incomplete for each namespace: from
+// o.LocalRules, or with one rules review per namespace, rulesConcurrency at
+// a time.
+func (c *Client) namespaceRules(ctx context.Context, namespaces []string, o FilterOptions, rules map[string][]authzv1.ResourceRule, incomplete map[string]bool, st *FilterStats) error {
+	var mu sync.Mutex
+	set := func(ns string, rs []authzv1.ResourceRule, inc bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		rules[ns] = rs
+		if inc {
+			incomplete[ns] = true
+		}
+		if o.Progress != nil {
+			o.Progress(len(rules), len(namespaces))
+		}
+	}
+	if o.LocalRules != nil {
+		for _, ns := range namespaces {
+			rs, inc := o.LocalRules(ns)
+			set(ns, rs, inc)
+		}
+		st.FromRBACObjects = len(namespaces)
+	} else {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(rulesConcurrency)
+		for _, ns := range namespaces {
+			g.Go(func() error {
+				rs, inc, err := c.rulesReview(gctx, ns)
+				if err != nil {
+					return fmt.Errorf("reviewing the rules in namespace %s: %w", ns, err)
+				}
+				set(ns, rs, inc)
+				return nil
+			})
+		}
+		err := g.Wait()
+		st.RulesReviews = len(rules)
+		if err != nil {
+			return err
+		}
+	}
+	for _, ns := range namespaces {
+		if incomplete[ns] {
+			st.Incomplete = append(st.Incomplete, ns)
+		}
+	}
+	return nil
 }
 
 // Decision is what an identity may do with one object.
@@ -299,6 +364,9 @@ type Decision struct {
 type FilterStats struct {
 	RulesReviews  int `json:"selfSubjectRulesReviews"`
 	AccessReviews int `json:"selfSubjectAccessReviews"`
+	// FromRBACObjects counts the namespaces whose rules came from the RBAC
+	// objects (FilterOptions.LocalRules) instead of a rules review.
+	FromRBACObjects int `json:"namespacesFromRBACObjects,omitempty"`
 	// Incomplete lists the namespaces whose rules review said incomplete.
 	Incomplete []string `json:"rulesIncomplete,omitempty"`
 }
@@ -310,7 +378,20 @@ type FilterOptions struct {
 	// rules are checked against in tests).
 	ForceSSAR   bool
 	Concurrency int
+	// LocalRules, when set, answers the rules reviews from the RBAC
+	// objects (read once, checked against the server by the caller)
+	// instead of one SelfSubjectRulesReview per namespace.
+	LocalRules LocalRules
+	// Progress, when set, is told how many of the namespaces' rules
+	// reviews have been answered.
+	Progress func(done, total int)
 }
+
+// rulesConcurrency is how many namespaces' rules reviews Filter asks at
+// a time, as access -A (kubectl's client-side rate limit, 5 QPS with a
+// burst of 10, is not set on these clients: the server's priority and
+// fairness shapes them).
+const rulesConcurrency = 16
 
 // Filter decides, as the client's identity, which verbs it may use on
 // each object: one SelfSubjectRulesReview per namespace, rules matched
@@ -322,22 +403,16 @@ func (c *Client) Filter(ctx context.Context, r Resource, objs []Object, o Filter
 	rules := map[string][]authzv1.ResourceRule{}
 	incomplete := map[string]bool{}
 	if r.Namespaced && !o.ForceSSAR {
+		var namespaces []string
+		seen := map[string]bool{}
 		for _, obj := range objs {
-			if _, done := rules[obj.Namespace]; done {
-				continue
+			if !seen[obj.Namespace] {
+				seen[obj.Namespace] = true
+				namespaces = append(namespaces, obj.Namespace)
 			}
-			in := authzv1.SelfSubjectRulesReview{Spec: authzv1.SelfSubjectRulesReviewSpec{Namespace: obj.Namespace}}
-			in.APIVersion, in.Kind = "authorization.k8s.io/v1", "SelfSubjectRulesReview"
-			var out authzv1.SelfSubjectRulesReview
-			st.RulesReviews++
-			if err := c.Post(ctx, "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", &in, &out); err != nil {
-				return nil, st, fmt.Errorf("reviewing the rules in namespace %s: %w", obj.Namespace, err)
-			}
-			rules[obj.Namespace] = out.Status.ResourceRules
-			if out.Status.Incomplete {
-				incomplete[obj.Namespace] = true
-				st.Incomplete = append(st.Incomplete, obj.Namespace)
-			}
+		}
+		if err := c.namespaceRules(ctx, namespaces, o, rules, incomplete, &st); err != nil {
+			return nil, st, err
 		}
 	}
 	type job struct {

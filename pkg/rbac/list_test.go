@@ -156,10 +156,13 @@ func TestFilter(t *testing.T) {
 		// rules allow (a webhook before RBAC).
 		webhookDenies bool
 		forceSSAR     bool
-		verbs         []string
-		want          []string // ns/name:verbs allowed
-		wantSSRR      int
-		wantSSAR      int
+		// local: the rules come from the RBAC objects (LocalRules), not
+		// from a review per namespace.
+		local    bool
+		verbs    []string
+		want     []string // ns/name:verbs allowed
+		wantSSRR int
+		wantSSAR int
 	}{
 		{name: "rules settle everything", verbs: []string{"get"},
 			want: []string{"p1/a:get", "p1/b:get", "p2/a:get", "p2/b:get", "p2/c:get"}, wantSSRR: 3},
@@ -171,6 +174,8 @@ func TestFilter(t *testing.T) {
 			want: []string{"p1/b:get", "p2/a:get", "p2/b:get", "p2/c:get"}, wantSSRR: 3, wantSSAR: 3},
 		{name: "access reviews only", forceSSAR: true, verbs: []string{"get"},
 			want: []string{"p1/a:get", "p1/b:get", "p2/a:get", "p2/b:get", "p2/c:get"}, wantSSAR: 9},
+		{name: "rules from the RBAC objects: no rules review", local: true, verbs: []string{"get", "delete"},
+			want: []string{"p1/a:get", "p1/b:get", "p2/a:get", "p2/b:get", "p2/c:get"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// What the authorizer answers, from the two rules by hand: get of
@@ -187,8 +192,15 @@ func TestFilter(t *testing.T) {
 			srv := httptest.NewServer(f)
 			defer srv.Close()
 			c := newClient(t, srv.URL)
-			ds, st, err := c.Filter(context.Background(), cm, objs, FilterOptions{Verbs: tc.verbs, ForceSSAR: tc.forceSSAR})
+			opts := FilterOptions{Verbs: tc.verbs, ForceSSAR: tc.forceSSAR}
+			if tc.local {
+				opts.LocalRules = func(ns string) ([]authzv1.ResourceRule, bool) { return f.rules[ns], false }
+			}
+			ds, st, err := c.Filter(context.Background(), cm, objs, opts)
 			require.NoError(t, err)
+			if tc.local {
+				assert.Equal(t, 3, st.FromRBACObjects, "the three namespaces from the RBAC objects")
+			}
 			var got []string
 			for _, d := range ds {
 				if len(d.Allowed) > 0 {
@@ -205,6 +217,46 @@ func TestFilter(t *testing.T) {
 			assert.Equal(t, ssar, st.AccessReviews)
 		})
 	}
+}
+
+// TestFilterRulesReviewsConcurrently: one rules review per namespace,
+// rulesConcurrency at a time, each namespace's rules applied to its own
+// objects; a cancelled context stops them with the context's error.
+func TestFilterRulesReviewsConcurrently(t *testing.T) {
+	const namespaces = 100
+	getAll := authzv1.ResourceRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}
+	f := &fakeAuthz{rules: map[string][]authzv1.ResourceRule{}, delay: 5 * time.Millisecond}
+	var objs []Object
+	for i := range namespaces {
+		ns := fmt.Sprintf("ns-%03d", i)
+		if i%2 == 0 {
+			f.rules[ns] = []authzv1.ResourceRule{getAll}
+		}
+		objs = append(objs, Object{Namespace: ns, Name: "a"}, Object{Namespace: ns, Name: "b"})
+	}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	cm := Resource{Version: "v1", Name: "configmaps", Namespaced: true}
+	var progress []int
+	ds, st, err := newClient(t, srv.URL).Filter(context.Background(), cm, objs, FilterOptions{Verbs: []string{"get"},
+		Progress: func(done, total int) { progress = append(progress, done); assert.Equal(t, namespaces, total) }})
+	require.NoError(t, err)
+	assert.Equal(t, namespaces, st.RulesReviews)
+	ssrr, ssar := f.counts()
+	assert.Equal(t, namespaces, ssrr, "one rules review per namespace")
+	assert.Zero(t, ssar)
+	assert.LessOrEqual(t, f.peak, rulesConcurrency, "at most rulesConcurrency in flight")
+	assert.Greater(t, f.peak, 1, "reviews overlap")
+	assert.Len(t, progress, namespaces)
+	for i, d := range ds {
+		allowed := (i/2)%2 == 0
+		assert.Equal(t, allowed, len(d.Allowed) == 1, "%s/%s", d.Namespace, d.Name)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err = newClient(t, srv.URL).Filter(ctx, cm, objs, FilterOptions{Verbs: []string{"get"}})
+	require.ErrorIs(t, err, context.Canceled)
 }
 
 func TestFilterDenialReasons(t *testing.T) {
@@ -239,4 +291,31 @@ func TestFilterIncompleteReview(t *testing.T) {
 	assert.Equal(t, []string{"get"}, ds[0].DecidedElsewhere, "a: get denied against RBAC's rules")
 	assert.Equal(t, []string{"get", "delete"}, ds[1].Allowed)
 	assert.Equal(t, []string{"delete"}, ds[1].DecidedElsewhere, "b: delete allowed against RBAC's rules")
+}
+
+// TestListPaging: objects are listed 500 at a time, following continue
+// tokens, as kubectl does; the namespaces' metadata in one request.
+func TestListPaging(t *testing.T) {
+	var queries []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		queries = append(queries, r.URL.Path+"?"+r.URL.RawQuery)
+		next, items := "", []string{`{"metadata":{"name":"last"}}`}
+		if r.URL.Query().Get("continue") == "" && r.URL.Query().Get("limit") != "" {
+			next, items = "page-2", []string{`{"metadata":{"name":"first"}}`}
+		}
+		fmt.Fprintf(w, `{"metadata":{"continue":%q},"items":[%s]}`, next, strings.Join(items, ","))
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL)
+	objs, err := c.List(context.Background(), Resource{Version: "v1", Name: "configmaps", Namespaced: true}, "", "a=b", false)
+	require.NoError(t, err)
+	require.Len(t, objs, 2)
+	assert.Equal(t, []string{"first", "last"}, []string{objs[0].Name, objs[1].Name})
+	assert.Equal(t, []string{"/api/v1/configmaps?labelSelector=a%3Db&limit=500", "/api/v1/configmaps?continue=page-2&labelSelector=a%3Db&limit=500"}, queries)
+
+	queries = nil
+	names, err := c.NamespacesWith(context.Background(), "")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"last"}, names)
+	assert.Equal(t, []string{"/api/v1/namespaces?"}, queries, "one request, no limit")
 }

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
+
 	authzv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 )
@@ -103,11 +105,19 @@ func (c *Client) ReadRBAC(ctx context.Context, namespace string) (*RBAC, error) 
 	var rbs rbacv1.RoleBindingList
 	var croles rbacv1.ClusterRoleList
 	var crbs rbacv1.ClusterRoleBindingList
+	// The four lists at once: one round trip.
+	g, gctx := errgroup.WithContext(ctx)
 	for path, out := range map[string]any{nsPath + "roles": &roles, nsPath + "rolebindings": &rbs,
 		"/apis/rbac.authorization.k8s.io/v1/clusterroles": &croles, "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings": &crbs} {
-		if err := c.Get(ctx, path, out); err != nil {
-			return nil, fmt.Errorf("reading RBAC (%s): %w", path, err)
-		}
+		g.Go(func() error {
+			if err := c.Get(gctx, path, out); err != nil {
+				return fmt.Errorf("reading RBAC (%s): %w", path, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	for _, x := range roles.Items {
 		r.Roles[x.Namespace+"/"+x.Name] = x.Rules

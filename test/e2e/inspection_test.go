@@ -436,7 +436,13 @@ func TestAccessFilteredList(t *testing.T) {
 	r := list("configmaps", "--project-label=project=a")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, []string{"proj-a-1/cm-1 get", "proj-a-1/cm-2 get", "proj-a-2/cm-1 get", "proj-a-2/cm-2 get", "proj-a-2/cm-3 get"}, rows(r.stdout))
-	assert.Contains(t, r.stderr, "5 of 6 configmaps allowed to get for viewer-user [viewer]; requests after discovery: 3 list, 2 rules reviews, 0 access reviews")
+	// The RBAC objects read once with the admin's rights and checked (a
+	// rules review and a SelfSubjectReview as viewer-user, 4 lists).
+	assert.Contains(t, r.stderr, "5 of 6 configmaps allowed to get for viewer-user [viewer]; requests after discovery: 3 list, 0 rules reviews, 0 access reviews, 6 to read the RBAC objects and check them (the rules of 2 namespaces from them)")
+	perNS := list("configmaps", "--project-label=project=a", "--rbac-objects=false")
+	require.Equal(t, 0, perNS.code, perNS.stderr)
+	assert.Equal(t, r.stdout, perNS.stdout, "the same objects by one rules review per namespace")
+	assert.Contains(t, perNS.stderr, "requests after discovery: 3 list, 2 rules reviews, 0 access reviews\n")
 
 	// The rules review and an access review per object agree.
 	r2 := list("cm", "--project-label=project=a", "--method=ssar")
@@ -529,12 +535,20 @@ rules:
 	wg.Wait()
 	require.Zero(t, failures.Load(), "creating the ConfigMaps")
 	start := time.Now()
-	var rulesURIs, ssarURIs []string
-	_, rulesURIs = pluginRequests(t, api, func() { r = list("configmaps", "--project-label=project=scale") })
+	var rulesURIs, ssarURIs, localURIs []string
+	_, rulesURIs = pluginRequests(t, api, func() { r = list("configmaps", "--project-label=project=scale", "--rbac-objects=false") })
 	rulesTime := time.Since(start)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Len(t, rows(r.stdout), 500)
-	assert.Contains(t, r.stderr, "500 of 1000 configmaps allowed to get for viewer-user [viewer]; requests after discovery: 11 list, 10 rules reviews, 0 access reviews")
+	assert.Contains(t, r.stderr, "500 of 1000 configmaps allowed to get for viewer-user [viewer]; requests after discovery: 11 list, 10 rules reviews, 0 access reviews\n")
+	start = time.Now()
+	var local result
+	_, localURIs = pluginRequests(t, api, func() { local = list("configmaps", "--project-label=project=scale") })
+	localTime := time.Since(start)
+	require.Equal(t, 0, local.code, local.stderr)
+	assert.Equal(t, rows(r.stdout), rows(local.stdout), "the same 500 objects from the RBAC objects")
+	assert.Contains(t, local.stderr, "requests after discovery: 11 list, 0 rules reviews, 0 access reviews, 6 to read the RBAC objects and check them (the rules of 10 namespaces from them)")
+	assert.Len(t, withoutDiscovery(localURIs), 17, "requests after discovery, RBAC objects: %v", withoutDiscovery(localURIs))
 	start = time.Now()
 	_, ssarURIs = pluginRequests(t, api, func() { r2 = list("configmaps", "--project-label=project=scale", "--method=ssar") })
 	ssarTime := time.Since(start)
@@ -545,7 +559,8 @@ rules:
 	// lists and 10 rules reviews, against 11 lists and 1000 access reviews.
 	assert.Len(t, withoutDiscovery(rulesURIs), 21, "requests after discovery, rules reviews")
 	assert.Len(t, withoutDiscovery(ssarURIs), 1011, "requests after discovery, one access review per object")
-	t.Logf("10 namespaces × 100 ConfigMaps: rules reviews: %d requests after discovery, %s; access review per object: %d requests, %s",
+	t.Logf("10 namespaces × 100 ConfigMaps: RBAC objects: %d requests after discovery, %s; rules reviews: %d requests, %s; access review per object: %d requests, %s",
+		len(withoutDiscovery(localURIs)), localTime.Round(time.Millisecond),
 		len(withoutDiscovery(rulesURIs)), rulesTime.Round(time.Millisecond), len(withoutDiscovery(ssarURIs)), ssarTime.Round(time.Millisecond))
 }
 

@@ -50,6 +50,7 @@ rules:
 	for i := range n {
 		ns := fmt.Sprintf("scale-ns-%04d", i)
 		fmt.Fprintf(&m, "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", ns)
+		fmt.Fprintf(&m, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: %s, labels: {scale: \"yes\"}}\n", ns)
 		switch i % 3 {
 		case 0:
 			fmt.Fprintf(&m, "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: reader, namespace: %s}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: scale-reader}\nsubjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: scale-user}]\n", ns)
@@ -129,6 +130,60 @@ rules:
 	assert.Regexp(t, `(?m)^scale-ns-0000 +configmaps +✔ +✗$`, r.stdout)
 	assert.Regexp(t, `(?m)^scale-ns-0001 +configmaps +✗ +✗$`, r.stdout)
 	t.Logf("access -A --resource=cm: %d rows; the summary: %d lines", len(rows)-1, len(lines))
+
+	// list -A: the objects one identity may get across every namespace,
+	// the RBAC objects read once, from a cold discovery cache in at most 9
+	// requests besides the pages of the object list (500 a page); the
+	// same objects by one rules review per namespace, and kubectl auth
+	// can-i (a SubjectAccessReview) agrees on a sample.
+	list := func(extra ...string) (result, int, []string, time.Duration) {
+		var r result
+		var elapsed time.Duration
+		requests, uris := pluginRequests(t, api, func() {
+			start := time.Now()
+			r = run(t, baseEnv(t.TempDir()), false, append([]string{st.ki, "list", "cm", "-A", "-l", "scale=yes", "-o", "json", "-v=1", "--kubeconfig=" + admin, "--as=scale-user"}, extra...)...)
+			elapsed = time.Since(start)
+		})
+		require.Equal(t, 0, r.code, r.stderr)
+		return r, requests, uris, elapsed
+	}
+	listed, listRequests, listURIs, listTime := list()
+	perNSList, perNSListRequests, _, perNSListTime := list("--rbac-objects=false")
+	pages := 0
+	for _, u := range listURIs {
+		if strings.HasPrefix(u, "/api/v1/configmaps?") {
+			pages++
+		}
+	}
+	assert.Equal(t, (n+499)/500, pages, "one list request per 500 objects")
+	assert.LessOrEqual(t, listRequests, 9+pages, "list -A from the RBAC objects: %v", listURIs)
+	assert.Contains(t, listed.stderr, fmt.Sprintf("(the rules of %d namespaces from them)", n))
+	objects := func(r result) []string {
+		var l struct {
+			Items []struct {
+				Metadata struct{ Namespace, Name string }
+			}
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &l))
+		var out []string
+		for _, it := range l.Items {
+			out = append(out, it.Metadata.Namespace+"/"+it.Metadata.Name)
+		}
+		return out
+	}
+	kept := objects(listed)
+	assert.Equal(t, objects(perNSList), kept, "list -A: the same objects by one rules review per namespace")
+	assert.Len(t, kept, (n+2)/3, "scale-user may get the ConfigMap of every third namespace")
+	assert.Contains(t, kept, "scale-ns-0000/web")
+	assert.NotContains(t, kept, "scale-ns-0001/web")
+	assert.GreaterOrEqual(t, perNSListRequests, n, "one rules review per namespace at least")
+	for _, ns := range []string{"scale-ns-0000", "scale-ns-0001", "scale-ns-0002", fmt.Sprintf("scale-ns-%04d", n-1)} {
+		r := run(t, baseEnv(t.TempDir()), false, st.kubectl, "--kubeconfig="+admin, "auth", "can-i", "get", "configmaps/web", "-n", ns, "--as=scale-user")
+		i, _ := strconv.Atoi(strings.TrimPrefix(ns, "scale-ns-"))
+		assert.Equal(t, i%3 == 0, strings.TrimSpace(r.stdout) == "yes", "kubectl auth can-i in %s", ns)
+	}
+	t.Logf("list cm -A over %d namespaces: from the RBAC objects %d requests (cold discovery included, %d pages of objects) in %s; one rules review per namespace %d requests in %s",
+		n, listRequests, pages, listTime.Round(time.Millisecond), perNSListRequests, perNSListTime.Round(time.Millisecond))
 
 	// who-can -A --by-subject: where across the cluster each subject may
 	// get configmaps, from a cold discovery cache in at most 6 requests;

@@ -230,7 +230,20 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 	}
 	var local, otherLocal rbac.LocalRules
 	if o.AllNamespaces && o.RBACObjects && o.Method == rbac.FromRules && len(namespaces) > 0 {
-		local, otherLocal = o.localRules(ctx, client, other, namespaces[0])
+		reader := rbacReader(client)
+		if o.caller != nil {
+			reader = o.caller
+		}
+		ids := []rulesClient{client}
+		if other != nil {
+			ids = append(ids, other)
+		}
+		if found := localRules(ctx, o.ErrOut, reader, namespaces[0], ids...); found != nil {
+			local = found[0]
+			if other != nil {
+				otherLocal = found[1]
+			}
+		}
 	}
 	budget := &reviewBudget{max: o.MaxReviews}
 	// The cluster's escalation checks: asked with the first matrix, reused
@@ -550,69 +563,6 @@ func (b *reviewBudget) spent(n int) {
 	b.mu.Lock()
 	b.used += n
 	b.mu.Unlock()
-}
-
-// localRules prepares access -A's evaluation of the RBAC objects: read once
-// with the caller's own rights (4 lists), each identity named by the
-// server (SelfSubjectReview), instead of one rules review per namespace.
-// It is used only when it gives the server's answer: one rules review as
-// the identity, in the first namespace, must be complete (RBAC is the only
-// authorizer that lists rules; a webhook's review is incomplete) and list
-// the same rules as the objects give. Otherwise, or when the objects
-// cannot be read, it says why on stderr and returns nil: one rules review
-// per namespace, as before.
-func (o *AccessOptions) localRules(ctx context.Context, client, other accessClient, first string) (rbac.LocalRules, rbac.LocalRules) {
-	fallback := func(why string) (rbac.LocalRules, rbac.LocalRules) {
-		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: %s: one rules review per namespace\n", why)
-		return nil, nil
-	}
-	reader := rbacReader(client)
-	if o.caller != nil {
-		reader = o.caller
-	}
-	served, incomplete, err := client.RulesReview(ctx, first)
-	switch {
-	case err != nil:
-		return fallback(fmt.Sprintf("reviewing the rules in %s: %s", logging.Printable(first), logging.OneLine(err.Error(), 200)))
-	case incomplete:
-		return nil, nil // another authorizer in the chain: the matrices say so
-	}
-	snapshot, err := reader.ReadRBAC(ctx, "")
-	if err != nil || snapshot == nil {
-		return fallback("the RBAC objects cannot be read (" + logging.OneLine(fmt.Sprint(err), 200) + ")")
-	}
-	of := func(c accessClient) (rbac.LocalRules, error) {
-		ui, _, err := c.WhoAmI(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if strings.HasPrefix(ui.Username, "system:node:") || slices.Contains(ui.Groups, "system:nodes") {
-			// The Node authorizer allows a node what no rule lists.
-			return nil, errors.New("a node's requests are authorized by the Node authorizer, not by rules")
-		}
-		return snapshot.Local(ui.Username, ui.Groups), nil
-	}
-	local, err := of(client)
-	if err != nil {
-		return fallback("asking who the identity is (" + logging.OneLine(err.Error(), 200) + ")")
-	}
-	if mine, _ := local(first); !rbac.SameRules(mine, served) {
-		return fallback("the RBAC objects do not give the rules the server reviews in " + logging.Printable(first))
-	}
-	var otherLocal rbac.LocalRules
-	if other != nil {
-		// The other identity's rules are checked the same way: the chain
-		// may list one identity's rules and not another's (the Node
-		// authorizer, for nodes).
-		if otherLocal, err = of(other); err != nil {
-			return fallback("--diff-as: " + logging.OneLine(err.Error(), 200))
-		}
-		theirs, incomplete, err := other.RulesReview(ctx, first)
-		if mine, _ := otherLocal(first); err != nil || incomplete || !rbac.SameRules(mine, theirs) {
-			return fallback("the RBAC objects do not give the rules the server reviews for --diff-as in " + logging.Printable(first))
-		}
-	}
-	return local, otherLocal
 }
 
 // printMatrix prints m, a --diff-as matrix (only the cells that differ)

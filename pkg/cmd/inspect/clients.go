@@ -83,8 +83,9 @@ type callerClient interface {
 
 // listClient lists objects and filters them by what an identity may do.
 type listClient interface {
-	whoAmIClient
+	rulesClient
 	discoverer
+	rbacReader
 	NamespacesWith(ctx context.Context, selector string) ([]string, error)
 	List(ctx context.Context, r rbac.Resource, namespace, selector string, full bool) ([]rbac.Object, error)
 	Filter(ctx context.Context, r rbac.Resource, objs []rbac.Object, o rbac.FilterOptions) ([]rbac.Decision, rbac.FilterStats, error)

@@ -195,6 +195,12 @@ func (f *fakeCluster) List(_ context.Context, r rbac.Resource, ns, _ string, _ b
 }
 
 func (f *fakeCluster) Filter(_ context.Context, r rbac.Resource, objs []rbac.Object, o rbac.FilterOptions) ([]rbac.Decision, rbac.FilterStats, error) {
+	if o.LocalRules != nil {
+		rules, _ := o.LocalRules(objs[0].Namespace)
+		f.asked = append(f.asked, fmt.Sprintf("Filter from %d local rules", len(rules)))
+	} else if len(f.asked) > 0 && strings.HasPrefix(f.asked[0], "List") {
+		f.asked = append(f.asked, "Filter")
+	}
 	var out []rbac.Decision
 	for _, obj := range objs {
 		d := rbac.Decision{Object: obj, Source: rbac.FromRules}
@@ -531,11 +537,54 @@ func TestListRun(t *testing.T) {
 	o := &ListOptions{Resource: "po", Verbs: []string{"get"}, Method: rbac.FromRules, Output: &cmdutil.OutputFlags{Format: ""}, IOStreams: streams,
 		global: testGlobal(), caller: f, target: f, identity: "you", namespace: "team-a", now: time.Now}
 	require.NoError(t, o.Run(context.Background()))
-	assert.Equal(t, []string{"List team-a"}, f.asked)
+	assert.Equal(t, []string{"List team-a", "Filter"}, f.asked)
 	assert.Contains(t, out.String(), "alice@example.com-web")
 	assert.NotContains(t, out.String(), "other")
 	assert.NotContains(t, out.String(), "alice@example.com-db", "another namespace")
 	assert.Empty(t, errOut.String())
+
+	// -A: the RBAC objects read once (with the caller's rights) and
+	// evaluated for every namespace, when a rules review as the target
+	// gives the same rules; otherwise a rules review per namespace.
+	podsGet := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}
+	snapshot := &rbac.RBAC{ClusterRoles: map[string][]rbacv1.PolicyRule{"reader": {podsGet}},
+		RoleBindings: []rbacv1.RoleBinding{{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a"},
+			RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "reader"}, Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, Name: "dev"}}}}}
+	served := []authzv1.ResourceRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}
+	for _, tc := range []struct {
+		name        string
+		reviewRules []authzv1.ResourceRule
+		rbacObjects bool
+		rbacErr     error
+		wantAsked   []string
+		wantErr     string
+	}{
+		{name: "the RBAC objects give the server's rules", reviewRules: served, rbacObjects: true,
+			wantAsked: []string{"List ", "RulesReview", "ReadRBAC ", "Filter from 1 local rules"}},
+		{name: "--rbac-objects=false", reviewRules: served,
+			wantAsked: []string{"List ", "Filter"}},
+		{name: "another authorizer in the chain (incomplete review)", rbacObjects: true,
+			wantAsked: []string{"List ", "RulesReview", "Filter"}},
+		{name: "the RBAC objects differ from the server's rules", reviewRules: append(slices.Clone(served), authzv1.ResourceRule{Verbs: []string{"list"}, Resources: []string{"pods"}}), rbacObjects: true,
+			wantAsked: []string{"List ", "RulesReview", "ReadRBAC ", "Filter"}, wantErr: "do not give the rules the server reviews in team-a: one rules review per namespace"},
+		{name: "the caller may not read RBAC", reviewRules: served, rbacObjects: true, rbacErr: errors.New("forbidden"),
+			wantAsked: []string{"List ", "RulesReview", "ReadRBAC ", "Filter"}, wantErr: "the RBAC objects cannot be read (forbidden): one rules review per namespace"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			streams, _, errOut := testStreams()
+			f := &fakeCluster{user: alice, resources: []rbac.Resource{pods}, rbac: snapshot, rbacErr: tc.rbacErr, reviewRules: tc.reviewRules,
+				objects: []rbac.Object{{Namespace: "team-a", Name: "alice@example.com-web"}, {Namespace: "team-b", Name: "alice@example.com-db"}}}
+			o := &ListOptions{Resource: "po", Verbs: []string{"get"}, Method: rbac.FromRules, AllNamespaces: true, RBACObjects: tc.rbacObjects,
+				Output: &cmdutil.OutputFlags{Format: ""}, IOStreams: streams, global: testGlobal(), caller: f, target: f, identity: "you", now: time.Now}
+			require.NoError(t, o.Run(context.Background()))
+			assert.Equal(t, tc.wantAsked, f.asked)
+			if tc.wantErr == "" {
+				assert.Empty(t, errOut.String())
+			} else {
+				assert.Contains(t, errOut.String(), tc.wantErr)
+			}
+		})
+	}
 }
 
 // TestWhoCanVerify: --verify asks the chain about each subject listed

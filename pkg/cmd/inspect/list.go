@@ -37,6 +37,9 @@ type ListOptions struct {
 	TokenIdentity bool
 	ShowDenied    bool
 	Method        rbac.Source
+	// RBACObjects: across namespaces, evaluate the RBAC objects read once
+	// instead of one rules review per namespace (see localRules).
+	RBACObjects bool
 	// caller (lists), target (reviewed), identity (the target's
 	// description), impersonate and namespace are Complete's.
 	caller, target listClient
@@ -56,7 +59,7 @@ func NewCmdList(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *c
 }
 
 func newCmdList(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) (*cobra.Command, *ListOptions) {
-	o := &ListOptions{IOStreams: streams, global: g, Verbs: []string{"get"}, Method: rbac.FromRules, now: time.Now}
+	o := &ListOptions{IOStreams: streams, global: g, Verbs: []string{"get"}, Method: rbac.FromRules, RBACObjects: true, now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "list RESOURCE",
 		Short: "List the objects an identity may act on, across a namespace, a project's namespaces or all",
@@ -66,10 +69,13 @@ the user, groups and extra the API server sees for your credentials), or yoursel
 
 RBAC rules with resourceNames make a plain "list" forbidden while some named
 objects are allowed; this answers "what can this identity see here?". Per
-namespace it asks one SelfSubjectRulesReview and matches the rules locally,
-resourceNames included; a SelfSubjectAccessReview is sent only where the rules
-review cannot settle a verb (it says incomplete, or the resource is
-cluster-scoped).
+namespace it asks one SelfSubjectRulesReview (16 at a time) and matches the rules
+locally, resourceNames included; a SelfSubjectAccessReview is sent only where the
+rules review cannot settle a verb (it says incomplete, or the resource is
+cluster-scoped). Across namespaces (-A, --project-label) it instead reads the
+RBAC objects once, with your own rights, and evaluates them for every namespace
+as RBAC does (--rbac-objects), when one rules review shows RBAC is the only
+authorizer and gives the same rules.
 
 --project-label KEY=VALUE first selects the namespaces carrying that label (a
 project), then lists inside them. -o json|yaml print a v1 List of the objects
@@ -97,6 +103,7 @@ kept, as "kubectl get -o json" would; the verbs and reasons are in the table
 	f.BoolVar(&o.TokenIdentity, "token-identity", false, "Review as exactly the username, groups, UID and extra the API server reports for your credentials (needs the impersonate permission)")
 	f.BoolVar(&o.ShowDenied, "show-denied", false, "Also show the objects not allowed, with the reason")
 	f.StringVar((*string)(&o.Method), "method", string(o.Method), "rules (a rules review per namespace, access reviews where needed) or ssar (an access review per object and verb)")
+	f.BoolVar(&o.RBACObjects, "rbac-objects", o.RBACObjects, "With -A or --project-label: read the RBAC objects once (4 lists, with your own rights) and evaluate them for every namespace, when you may read them and a rules review shows RBAC is the only authorizer and gives the same rules; false: one rules review per namespace")
 	o.Output = cmdutil.NewOutputFlags(f, "a table", "wide", "name")
 	return cmd, o
 }
@@ -168,6 +175,18 @@ type ListResult struct {
 	Stats      rbac.FilterStats
 	// Lists counts the list requests (namespaces and objects).
 	Lists int
+	// Check counts the requests that read the RBAC objects and checked
+	// them against the server (localRules), when they were read.
+	Check int
+}
+
+// sent is the requests the two clients sent (one, when they are the same).
+func sent(caller, target listClient) int {
+	n := caller.Requests()
+	if target != caller {
+		n += target.Requests()
+	}
+	return n
 }
 
 // Run lists and filters.
@@ -226,8 +245,35 @@ func (o *ListOptions) Run(ctx context.Context) error {
 		}
 		return objs[i].Name < objs[j].Name
 	})
-	r.Decisions, r.Stats, err = target.Filter(ctx, res, objs, rbac.FilterOptions{Verbs: o.Verbs, ForceSSAR: o.Method == rbac.FromAccessReview})
+	opts := rbac.FilterOptions{Verbs: o.Verbs, ForceSSAR: o.Method == rbac.FromAccessReview}
+	if (o.AllNamespaces || o.ProjectLabel != "") && res.Namespaced && o.RBACObjects && !opts.ForceSSAR && len(objs) > 0 {
+		before := sent(caller, target)
+		if found := localRules(ctx, o.ErrOut, caller, objs[0].Namespace, target); found != nil {
+			opts.LocalRules = found[0]
+		}
+		r.Check = sent(caller, target) - before
+	}
+	if opts.LocalRules == nil && o.global.IsTerminal(o.ErrOut) {
+		// A progress line while the rules reviews are asked (none when
+		// stderr is not a terminal).
+		opts.Progress = func(done, total int) {
+			if total < 20 {
+				return
+			}
+			fmt.Fprintf(o.ErrOut, "\r\033[Kreviewing the rules: %d/%d namespaces", done, total)
+			if done == total {
+				fmt.Fprint(o.ErrOut, "\r\033[K")
+			}
+		}
+	}
+	r.Decisions, r.Stats, err = target.Filter(ctx, res, objs, opts)
 	if err != nil {
+		if opts.Progress != nil {
+			fmt.Fprint(o.ErrOut, "\r\033[K")
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted while reviewing the rules of %d namespaces: %w", len(r.Namespaces), ctx.Err())
+		}
 		return err
 	}
 	return o.print(r)
@@ -242,11 +288,24 @@ func (o *ListOptions) print(r *ListResult) error {
 	}
 	what := strings.Join(o.Verbs, "|")
 	if o.global.Verbosity >= 1 || len(kept) == 0 {
-		fmt.Fprintf(o.ErrOut, "%d of %d %s allowed to %s for %s; requests after discovery: %d list, %d rules reviews, %d access reviews\n",
-			len(kept), len(r.Decisions), r.Resource, what, r.Identity, r.Lists, r.Stats.RulesReviews, r.Stats.AccessReviews)
+		local := ""
+		if r.Check > 0 {
+			local = fmt.Sprintf(", %d to read the RBAC objects and check them", r.Check)
+		}
+		if n := r.Stats.FromRBACObjects; n > 0 {
+			local += fmt.Sprintf(" (the rules of %d namespaces from them)", n)
+		}
+		fmt.Fprintf(o.ErrOut, "%d of %d %s allowed to %s for %s; requests after discovery: %d list, %d rules reviews, %d access reviews%s\n",
+			len(kept), len(r.Decisions), r.Resource, what, r.Identity, r.Lists, r.Stats.RulesReviews, r.Stats.AccessReviews, local)
 	}
-	for _, ns := range r.Stats.Incomplete {
-		fmt.Fprintf(o.ErrOut, "note: the rules review in namespace %s is incomplete (an authorizer other than RBAC): denials there come from access reviews\n", ns)
+	switch inc := r.Stats.Incomplete; {
+	case len(inc) > 3:
+		fmt.Fprintf(o.ErrOut, "note: the rules reviews in %d namespaces (%s, ...) are incomplete (an authorizer other than RBAC): denials there come from access reviews\n",
+			len(inc), logging.Printable(strings.Join(inc[:3], ", ")))
+	default:
+		for _, ns := range inc {
+			fmt.Fprintf(o.ErrOut, "note: the rules review in namespace %s is incomplete (an authorizer other than RBAC): denials there come from access reviews\n", logging.Printable(ns))
+		}
 	}
 	switch {
 	case !o.Output.Human():

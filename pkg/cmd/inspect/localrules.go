@@ -1,0 +1,97 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
+)
+
+// rulesClient is an identity whose rules the server reviews.
+type rulesClient interface {
+	whoAmIClient
+	RulesReview(ctx context.Context, namespace string) ([]authzv1.ResourceRule, bool, error)
+}
+
+// localRules prepares the evaluation of the RBAC objects across many
+// namespaces (access -A, list -A and --project-label): the objects read
+// once by reader, with the caller's own rights (4 lists), each identity
+// named by the server (SelfSubjectReview), instead of one rules review per
+// namespace. It is used only when it gives the server's answer: one rules
+// review as each identity, in the namespace first, must be complete (RBAC
+// is the only authorizer that lists rules; a webhook's review is
+// incomplete) and list the same rules as the objects give. Otherwise, or
+// when the objects cannot be read, it says why on errOut (nothing when the
+// first identity's review is incomplete: the results say so) and returns
+// nil: one rules review per namespace. The result has one LocalRules per
+// identity, in order; the second is --diff-as's.
+func localRules(ctx context.Context, errOut io.Writer, reader rbacReader, first string, ids ...rulesClient) []rbac.LocalRules {
+	fallback := func(why string) []rbac.LocalRules {
+		fmt.Fprintf(errOut, "kubectl-impersonate: %s: one rules review per namespace\n", why)
+		return nil
+	}
+	served, incomplete, err := ids[0].RulesReview(ctx, first)
+	switch {
+	case err != nil:
+		return fallback(fmt.Sprintf("reviewing the rules in %s: %s", logging.Printable(first), logging.OneLine(err.Error(), 200)))
+	case incomplete:
+		return nil // another authorizer in the chain: the results say so
+	}
+	// The objects and who each identity is, at once (one round trip).
+	type who struct {
+		ui  *authnv1.UserInfo
+		err error
+	}
+	whos := make([]who, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() {
+			ui, _, err := id.WhoAmI(ctx)
+			whos[i] = who{ui, err}
+		})
+	}
+	snapshot, err := reader.ReadRBAC(ctx, "")
+	wg.Wait()
+	if err != nil || snapshot == nil {
+		return fallback("the RBAC objects cannot be read (" + logging.OneLine(fmt.Sprint(err), 200) + ")")
+	}
+	out := make([]rbac.LocalRules, len(ids))
+	for i, id := range ids {
+		prefix := ""
+		if i > 0 {
+			prefix = "--diff-as: "
+		}
+		ui, err := whos[i].ui, whos[i].err
+		if err != nil {
+			return fallback(prefix + "asking who the identity is (" + logging.OneLine(err.Error(), 200) + ")")
+		}
+		if strings.HasPrefix(ui.Username, "system:node:") || slices.Contains(ui.Groups, "system:nodes") {
+			// The Node authorizer allows a node what no rule lists.
+			return fallback(prefix + "a node's requests are authorized by the Node authorizer, not by rules")
+		}
+		out[i] = snapshot.Local(ui.Username, ui.Groups)
+		if i > 0 {
+			// The other identity's rules are checked the same way: the
+			// chain may list one identity's rules and not another's.
+			if served, incomplete, err = id.RulesReview(ctx, first); err != nil || incomplete {
+				return fallback("the RBAC objects do not give the rules the server reviews for --diff-as in " + logging.Printable(first))
+			}
+		}
+		if mine, _ := out[i](first); !rbac.SameRules(mine, served) {
+			what := ""
+			if i > 0 {
+				what = " for --diff-as"
+			}
+			return fallback("the RBAC objects do not give the rules the server reviews" + what + " in " + logging.Printable(first))
+		}
+	}
+	return out
+}
