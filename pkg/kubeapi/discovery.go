@@ -111,6 +111,8 @@ func (c *Client) discoverLive(ctx context.Context) (*Discovered, error) {
 		aggregated bool
 		err        error
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // /apis is not waited for when /api fails
 	apisDoc := make(chan doc, 1)
 	go func() {
 		body, aggregated, err := c.discoveryDoc(ctx, "/apis")

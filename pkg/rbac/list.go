@@ -322,6 +322,9 @@ func (c *Client) namespaceRules(ctx context.Context, namespaces []string, o Filt
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(rulesConcurrency)
 		for _, ns := range namespaces {
+			if gctx.Err() != nil {
+				break // a review failed, or Ctrl-C: no more are sent
+			}
 			g.Go(func() error {
 				rs, inc, err := c.rulesReview(gctx, ns)
 				if err != nil {
@@ -332,6 +335,9 @@ func (c *Client) namespaceRules(ctx context.Context, namespaces []string, o Filt
 			})
 		}
 		err := g.Wait()
+		if err == nil {
+			err = ctx.Err() // cancelled before every review was sent
+		}
 		st.RulesReviews = len(rules)
 		if err != nil {
 			return err

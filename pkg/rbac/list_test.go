@@ -92,6 +92,9 @@ type fakeAuthz struct {
 	// the most requests in flight at once.
 	delay          time.Duration
 	inflight, peak int
+	// afterRulesReview, when set, is called with the count of rules
+	// reviews received so far.
+	afterRulesReview func(n int)
 }
 
 // allowKey names one access review: namespace, verb, group, resource
@@ -123,6 +126,9 @@ func (f *fakeAuthz) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewDecoder(r.Body).Decode(&in)
 		in.Status = authzv1.SubjectRulesReviewStatus{ResourceRules: f.rules[in.Spec.Namespace], Incomplete: f.incomplete[in.Spec.Namespace]}
 		_ = json.NewEncoder(w).Encode(in)
+		if f.afterRulesReview != nil {
+			f.afterRulesReview(f.ssrr)
+		}
 	case strings.HasSuffix(r.URL.Path, "/selfsubjectaccessreviews"):
 		f.ssar++
 		var in authzv1.SelfSubjectAccessReview
@@ -247,16 +253,33 @@ func TestFilterRulesReviewsConcurrently(t *testing.T) {
 	assert.Zero(t, ssar)
 	assert.LessOrEqual(t, f.peak, rulesConcurrency, "at most rulesConcurrency in flight")
 	assert.Greater(t, f.peak, 1, "reviews overlap")
-	assert.Len(t, progress, namespaces)
+	require.Len(t, progress, namespaces)
+	for i, done := range progress {
+		assert.Equal(t, i+1, done, "progress counts up to the total")
+	}
 	for i, d := range ds {
 		allowed := (i/2)%2 == 0
 		assert.Equal(t, allowed, len(d.Allowed) == 1, "%s/%s", d.Namespace, d.Name)
 	}
 
+	// Ctrl-C after 10 reviews: the error, and no new review sent (those
+	// in flight, at most rulesConcurrency, still arrive).
+	f2 := &fakeAuthz{rules: f.rules, delay: 5 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, _, err = newClient(t, srv.URL).Filter(ctx, cm, objs, FilterOptions{Verbs: []string{"get"}})
+	defer cancel()
+	f2.afterRulesReview = func(n int) {
+		if n == 10 {
+			cancel()
+		}
+	}
+	srv2 := httptest.NewServer(f2)
+	defer srv2.Close()
+	_, _, err = newClient(t, srv2.URL).Filter(ctx, cm, objs, FilterOptions{Verbs: []string{"get"}})
 	require.ErrorIs(t, err, context.Canceled)
+	time.Sleep(50 * time.Millisecond) // what was in flight arrives
+	ssrr, _ = f2.counts()
+	assert.LessOrEqual(t, ssrr, 10+rulesConcurrency, "no review sent after the cancel")
+	assert.Less(t, ssrr, namespaces)
 }
 
 func TestFilterDenialReasons(t *testing.T) {

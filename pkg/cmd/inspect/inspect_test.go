@@ -196,15 +196,19 @@ func (f *fakeCluster) List(_ context.Context, r rbac.Resource, ns, _ string, _ b
 
 func (f *fakeCluster) Filter(_ context.Context, r rbac.Resource, objs []rbac.Object, o rbac.FilterOptions) ([]rbac.Decision, rbac.FilterStats, error) {
 	if o.LocalRules != nil {
-		rules, _ := o.LocalRules(objs[0].Namespace)
-		f.asked = append(f.asked, fmt.Sprintf("Filter from %d local rules", len(rules)))
-	} else if len(f.asked) > 0 && strings.HasPrefix(f.asked[0], "List") {
+		f.asked = append(f.asked, "Filter from local rules")
+	} else {
 		f.asked = append(f.asked, "Filter")
 	}
 	var out []rbac.Decision
 	for _, obj := range objs {
 		d := rbac.Decision{Object: obj, Source: rbac.FromRules}
-		if strings.HasPrefix(obj.Name, f.user.Username) {
+		if o.LocalRules != nil {
+			// The RBAC objects decide: any rule in the object's namespace.
+			if rules, _ := o.LocalRules(obj.Namespace); len(rules) > 0 {
+				d.Allowed = o.Verbs
+			}
+		} else if strings.HasPrefix(obj.Name, f.user.Username) {
 			d.Allowed = o.Verbs
 		}
 		out = append(out, d)
@@ -556,28 +560,42 @@ func TestListRun(t *testing.T) {
 		reviewRules []authzv1.ResourceRule
 		rbacObjects bool
 		rbacErr     error
-		wantAsked   []string
-		wantErr     string
+		// The caller (an admin) lists and reads RBAC; the target (alice,
+		// --as) is reviewed and filtered.
+		wantCaller, wantTarget []string
+		wantKept               []string
+		wantErr                string
 	}{
 		{name: "the RBAC objects give the server's rules", reviewRules: served, rbacObjects: true,
-			wantAsked: []string{"List ", "RulesReview", "ReadRBAC ", "Filter from 1 local rules"}},
+			wantCaller: []string{"List ", "ReadRBAC "}, wantTarget: []string{"RulesReview", "Filter from local rules"},
+			wantKept: []string{"team-a/web"}},
 		{name: "--rbac-objects=false", reviewRules: served,
-			wantAsked: []string{"List ", "Filter"}},
+			wantCaller: []string{"List "}, wantTarget: []string{"Filter"}, wantKept: []string{"team-b/alice@example.com-db"}},
 		{name: "another authorizer in the chain (incomplete review)", rbacObjects: true,
-			wantAsked: []string{"List ", "RulesReview", "Filter"}},
+			wantCaller: []string{"List "}, wantTarget: []string{"RulesReview", "Filter"}, wantKept: []string{"team-b/alice@example.com-db"}},
 		{name: "the RBAC objects differ from the server's rules", reviewRules: append(slices.Clone(served), authzv1.ResourceRule{Verbs: []string{"list"}, Resources: []string{"pods"}}), rbacObjects: true,
-			wantAsked: []string{"List ", "RulesReview", "ReadRBAC ", "Filter"}, wantErr: "do not give the rules the server reviews in team-a: one rules review per namespace"},
+			wantCaller: []string{"List ", "ReadRBAC "}, wantTarget: []string{"RulesReview", "Filter"}, wantKept: []string{"team-b/alice@example.com-db"},
+			wantErr: "do not give the rules the server reviews in team-a: one rules review per namespace"},
 		{name: "the caller may not read RBAC", reviewRules: served, rbacObjects: true, rbacErr: errors.New("forbidden"),
-			wantAsked: []string{"List ", "RulesReview", "ReadRBAC ", "Filter"}, wantErr: "the RBAC objects cannot be read (forbidden): one rules review per namespace"},
+			wantCaller: []string{"List ", "ReadRBAC "}, wantTarget: []string{"RulesReview", "Filter"}, wantKept: []string{"team-b/alice@example.com-db"},
+			wantErr: "the RBAC objects cannot be read (forbidden): one rules review per namespace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			streams, _, errOut := testStreams()
-			f := &fakeCluster{user: alice, resources: []rbac.Resource{pods}, rbac: snapshot, rbacErr: tc.rbacErr, reviewRules: tc.reviewRules,
-				objects: []rbac.Object{{Namespace: "team-a", Name: "alice@example.com-web"}, {Namespace: "team-b", Name: "alice@example.com-db"}}}
+			streams, out, errOut := testStreams()
+			caller := &fakeCluster{user: authnv1.UserInfo{Username: "admin"}, resources: []rbac.Resource{pods}, rbac: snapshot, rbacErr: tc.rbacErr,
+				objects: []rbac.Object{{Namespace: "team-a", Name: "web"}, {Namespace: "team-b", Name: "alice@example.com-db"}}}
+			target := &fakeCluster{user: alice, reviewRules: tc.reviewRules}
 			o := &ListOptions{Resource: "po", Verbs: []string{"get"}, Method: rbac.FromRules, AllNamespaces: true, RBACObjects: tc.rbacObjects,
-				Output: &cmdutil.OutputFlags{Format: ""}, IOStreams: streams, global: testGlobal(), caller: f, target: f, identity: "you", now: time.Now}
+				Output: &cmdutil.OutputFlags{Format: ""}, IOStreams: streams, global: testGlobal(), caller: caller, target: target, identity: "alice", now: time.Now}
 			require.NoError(t, o.Run(context.Background()))
-			assert.Equal(t, tc.wantAsked, f.asked)
+			assert.Equal(t, tc.wantCaller, caller.asked, "the caller's requests")
+			assert.Equal(t, tc.wantTarget, target.asked, "the reviewed identity's requests")
+			var kept []string
+			for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
+				f := strings.Fields(line)
+				kept = append(kept, f[0]+"/"+f[1])
+			}
+			assert.Equal(t, tc.wantKept, kept)
 			if tc.wantErr == "" {
 				assert.Empty(t, errOut.String())
 			} else {

@@ -272,7 +272,11 @@ func (o *ListOptions) Run(ctx context.Context) error {
 			fmt.Fprint(o.ErrOut, "\r\033[K")
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted while reviewing the rules of %d namespaces: %w", len(r.Namespaces), ctx.Err())
+			seen := map[string]bool{}
+			for _, obj := range objs {
+				seen[obj.Namespace] = true
+			}
+			return fmt.Errorf("interrupted while deciding %d objects in %d namespaces: %w", len(objs), len(seen), ctx.Err())
 		}
 		return err
 	}

@@ -35,6 +35,9 @@ type rulesClient interface {
 // identity, in order; the second is --diff-as's.
 func localRules(ctx context.Context, errOut io.Writer, reader rbacReader, first string, ids ...rulesClient) []rbac.LocalRules {
 	fallback := func(why string) []rbac.LocalRules {
+		if ctx.Err() != nil {
+			return nil // Ctrl-C: the caller says it
+		}
 		fmt.Fprintf(errOut, "kubectl-impersonate: %s: one rules review per namespace\n", why)
 		return nil
 	}
