@@ -50,6 +50,25 @@ fi
 logs="$(mktemp -d "${TMPDIR:-/tmp}/kubectl-impersonate-e2e-logs.XXXXXX")"
 session="$(mktemp -d "${TMPDIR:-/tmp}/kubectl-impersonate-e2e-session.XXXXXX")"
 mkdir -p "$session/home" "$session/run" && chmod 700 "$session/run"
+# The tests' D-Bus session bus: Debian's session configuration without its
+# service directories, so that a client finding no Secret Service gets an
+# error instead of D-Bus-activating a second, locked gnome-keyring-daemon
+# (the unlocked one is run and supervised below).
+cat > "$session/dbus-session.conf" <<'EOF'
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <keep_umask/>
+  <listen>unix:tmpdir=/tmp</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+EOF
 
 cleanup() {
   # Whatever a failed run left behind: processes whose environment names this session.
@@ -74,12 +93,30 @@ for v in $versions; do
     GOPROXY="$(go env GOPROXY)" KI_E2E_TOOLS="${tools[$v]}" KI_E2E_LOGS="$vlogs" KI_E2E_SESSION="$session" \
     E2E_CHROMIUM="$(command -v chromium)" KI_E2E_RUN="${KI_E2E_RUN:-.}" KI_E2E_FIRST="$KI_E2E_FIRST" KI_E2E_K8S="$v" \
     KI_E2E_FIREBASE="$firebase_dir/node_modules/.bin/firebase" KI_IMAGE_DIST="${KI_IMAGE_DIST:-}" KI_E2E_SCALE_NAMESPACES="${KI_E2E_SCALE_NAMESPACES:-}" \
-    dbus-run-session -- bash -c '
+    dbus-run-session --config-file="$session/dbus-session.conf" -- bash -c '
       set -euo pipefail
-      eval "$(printf e2e-keyring | gnome-keyring-daemon --unlock --components=secrets)"
-      export GNOME_KEYRING_CONTROL
-      # The daemon claims the Secret Service on the bus after it returns:
-      # until it has, a client would D-Bus-activate a second, locked one.
+      # gnome-keyring-daemon, unlocked, in the foreground under a
+      # supervisor that logs its stderr and restarts it (at most 5 times)
+      # if it exits: gnome-keyring 42 has been seen to die of a fatal GLib
+      # error (SIGTRAP) in some runs, and its messages are the diagnosis.
+      keyring_log="$KI_E2E_LOGS/gnome-keyring.log"
+      stop="$XDG_RUNTIME_DIR/keyring-supervisor-stop"
+      rm -f "$stop"
+      (
+        for attempt in 1 2 3 4 5 6; do
+          status=0
+          printf e2e-keyring | gnome-keyring-daemon --foreground --unlock --components=secrets >/dev/null 2>>"$keyring_log" || status=$?
+          echo "gnome-keyring-daemon exited with status $status" >>"$keyring_log"
+          [ -e "$stop" ] && exit 0
+          [ "$attempt" = 6 ] && { echo "e2e: gnome-keyring-daemon exited with status $status, 6 times: not restarted" >&2; exit 1; }
+          echo "e2e: gnome-keyring-daemon exited with status $status; restarted unlocked. The end of $keyring_log:" >&2
+          tail -n 5 "$keyring_log" >&2
+          sleep 0.2
+        done
+      ) &
+      supervisor=$!
+      trap "touch \"$stop\"; pkill -P $supervisor 2>/dev/null; wait $supervisor 2>/dev/null" EXIT
+      # The daemon claims the Secret Service on the bus once initialized.
       for _ in $(seq 100); do
         dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
           org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q "boolean true" && break
