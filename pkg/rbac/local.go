@@ -16,13 +16,12 @@ import (
 // rules of every ClusterRoleBinding that applies to the identity, then
 // those of the namespace's RoleBindings that do. A binding to a role that
 // does not exist grants nothing (the server's review is then still
-// complete, with an evaluation error). incomplete is true for
-// system:masters alone: the authorizer that allows it everything lists no
-// rules, so every cell is asked. Only resource rules are returned (the
-// matrix asks no non-resource URL).
+// complete, with an evaluation error). An identity in system:masters gets
+// Superuser's rule, whatever is bound. Only resource rules are returned
+// (the matrix asks no non-resource URL); incomplete is always false.
 func (r *RBAC) RulesFor(user string, groups []string, namespace string) (rules []authzv1.ResourceRule, incomplete bool) {
-	if slices.Contains(groups, "system:masters") {
-		return nil, true
+	if slices.Contains(groups, SuperuserGroup) {
+		return Superuser(namespace)
 	}
 	add := func(policy []rbacv1.PolicyRule) {
 		for _, p := range policy {
@@ -85,6 +84,19 @@ func (c *Client) RulesReview(ctx context.Context, namespace string) ([]authzv1.R
 // LocalRules answers rules reviews from a snapshot of the RBAC objects
 // for one identity: AccessOptions.LocalRules.
 type LocalRules func(namespace string) ([]authzv1.ResourceRule, bool)
+
+// SuperuserGroup is system:masters: kube-apiserver puts an authorizer that
+// allows its members every request before the configured chain
+// (k8s.io/kubernetes pkg/kubeapiserver/authorizer: NewPrivilegedGroups,
+// appended first; a rule resolver it is not, so rules reviews do not list
+// it).
+const SuperuserGroup = "system:masters"
+
+// Superuser is the LocalRules of an identity in SuperuserGroup: every verb
+// on every resource, in every namespace.
+func Superuser(string) ([]authzv1.ResourceRule, bool) {
+	return []authzv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}}, false
+}
 
 // Local is the LocalRules of the identity (user, groups) over r.
 func (r *RBAC) Local(user string, groups []string) LocalRules {
