@@ -51,9 +51,10 @@ logs="$(mktemp -d "${TMPDIR:-/tmp}/kubectl-impersonate-e2e-logs.XXXXXX")"
 session="$(mktemp -d "${TMPDIR:-/tmp}/kubectl-impersonate-e2e-session.XXXXXX")"
 mkdir -p "$session/home" "$session/run" && chmod 700 "$session/run"
 # The tests' D-Bus session bus: Debian's session configuration without its
-# service directories, so that a client finding no Secret Service gets an
-# error instead of D-Bus-activating a second, locked gnome-keyring-daemon
-# (the unlocked one is run and supervised below).
+# service directories (and with dbus-daemon's default limits), so that a
+# client finding no Secret Service gets an error at once instead of
+# D-Bus-activating a second, locked gnome-keyring-daemon (the unlocked one is
+# run and supervised below).
 cat > "$session/dbus-session.conf" <<'EOF'
 <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
@@ -104,6 +105,7 @@ for v in $versions; do
       rm -f "$stop"
       (
         for attempt in 1 2 3 4 5 6; do
+          [ -e "$stop" ] && exit 0
           status=0
           printf e2e-keyring | gnome-keyring-daemon --foreground --unlock --components=secrets >/dev/null 2>>"$keyring_log" || status=$?
           echo "gnome-keyring-daemon exited with status $status" >>"$keyring_log"
@@ -115,7 +117,21 @@ for v in $versions; do
         done
       ) &
       supervisor=$!
-      trap "touch \"$stop\"; pkill -P $supervisor 2>/dev/null; wait $supervisor 2>/dev/null" EXIT
+      # At the end: the supervisor told to stop, its daemon terminated
+      # (then killed, after 5 s), whatever the moment; nothing here may
+      # fail the run (set -e applies in an EXIT trap too).
+      stop_keyring() {
+        touch "$stop"
+        for _ in $(seq 50); do
+          pkill -P "$supervisor" 2>/dev/null || true
+          kill -0 "$supervisor" 2>/dev/null || break
+          sleep 0.1
+        done
+        pkill -9 -P "$supervisor" 2>/dev/null || true
+        kill -9 "$supervisor" 2>/dev/null || true
+        wait "$supervisor" 2>/dev/null || true
+      }
+      trap stop_keyring EXIT
       # The daemon claims the Secret Service on the bus once initialized.
       for _ in $(seq 100); do
         dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
