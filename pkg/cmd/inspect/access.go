@@ -238,7 +238,7 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 		if other != nil {
 			ids = append(ids, other)
 		}
-		if found := localRules(ctx, o.ErrOut, reader, namespaces[0], ids...); found != nil {
+		if found := localRules(ctx, o.ErrOut, o.global.Verbosity >= 1, reader, namespaces[0], ids...); found != nil {
 			local = found[0]
 			if other != nil {
 				otherLocal = found[1]

@@ -577,6 +577,7 @@ func TestListRun(t *testing.T) {
 		wantErr                string
 		// targetUser replaces alice.
 		targetUser *authnv1.UserInfo
+		verbose    bool
 	}{
 		{name: "system:masters: every object, whatever the review and the objects say (kube-apiserver allows it all first)", rbacObjects: true, rbacErr: errors.New("forbidden"),
 			targetUser: &authnv1.UserInfo{Username: "root", Groups: []string{"system:masters", "system:authenticated"}},
@@ -591,9 +592,16 @@ func TestListRun(t *testing.T) {
 		{name: "the RBAC objects differ from the server's rules", reviewRules: append(slices.Clone(served), authzv1.ResourceRule{Verbs: []string{"list"}, Resources: []string{"pods"}}), rbacObjects: true,
 			wantCaller: []string{"List ", "ReadRBAC "}, wantTarget: []string{"RulesReview", "Filter"}, wantKept: []string{"team-b/alice@example.com-db"},
 			wantErr: "do not give the rules the server reviews in team-a: one rules review per namespace"},
-		{name: "the caller may not read RBAC", reviewRules: served, rbacObjects: true, rbacErr: errors.New("forbidden"),
+		{name: "the RBAC objects cannot be read", reviewRules: served, rbacObjects: true, rbacErr: errors.New("connection reset"),
 			wantCaller: []string{"List ", "ReadRBAC "}, wantTarget: []string{"RulesReview", "Filter"}, wantKept: []string{"team-b/alice@example.com-db"},
-			wantErr: "the RBAC objects cannot be read (forbidden): one rules review per namespace"},
+			wantErr: "the RBAC objects cannot be read (connection reset): one rules review per namespace"},
+		{name: "the caller may not read RBAC (a project's admin): the same answers, no line", reviewRules: served, rbacObjects: true,
+			rbacErr:    fmt.Errorf("reading RBAC: %w", &kubeapi.APIError{Code: 403, Reason: "Forbidden", Message: "rolebindings is forbidden"}),
+			wantCaller: []string{"List ", "ReadRBAC "}, wantTarget: []string{"RulesReview", "Filter"}, wantKept: []string{"team-b/alice@example.com-db"}},
+		{name: "the caller may not read RBAC, -v=1: said", reviewRules: served, rbacObjects: true, verbose: true,
+			rbacErr:    fmt.Errorf("reading RBAC: %w", &kubeapi.APIError{Code: 403, Reason: "Forbidden", Message: "rolebindings is forbidden"}),
+			wantCaller: []string{"List ", "ReadRBAC "}, wantTarget: []string{"RulesReview", "Filter"}, wantKept: []string{"team-b/alice@example.com-db"},
+			wantErr: "the RBAC objects cannot be read (reading RBAC: Error from server (Forbidden): rolebindings is forbidden): one rules review per namespace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			streams, out, errOut := testStreams()
@@ -603,8 +611,12 @@ func TestListRun(t *testing.T) {
 			if tc.targetUser != nil {
 				target.user = *tc.targetUser
 			}
+			global := testGlobal()
+			if tc.verbose {
+				global.Verbosity = 1
+			}
 			o := &ListOptions{Resource: "po", Verbs: []string{"get"}, Method: rbac.FromRules, AllNamespaces: true, RBACObjects: tc.rbacObjects,
-				Output: &cmdutil.OutputFlags{Format: ""}, IOStreams: streams, global: testGlobal(), caller: caller, target: target, identity: "alice", now: time.Now}
+				Output: &cmdutil.OutputFlags{Format: ""}, IOStreams: streams, global: global, caller: caller, target: target, identity: "alice", now: time.Now}
 			require.NoError(t, o.Run(context.Background()))
 			assert.Equal(t, tc.wantCaller, caller.asked, "the caller's requests")
 			assert.Equal(t, tc.wantTarget, target.asked, "the reviewed identity's requests")

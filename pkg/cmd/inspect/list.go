@@ -248,7 +248,7 @@ func (o *ListOptions) Run(ctx context.Context) error {
 	opts := rbac.FilterOptions{Verbs: o.Verbs, ForceSSAR: o.Method == rbac.FromAccessReview}
 	if (o.AllNamespaces || o.ProjectLabel != "") && res.Namespaced && o.RBACObjects && !opts.ForceSSAR && len(objs) > 0 {
 		before := sent(caller, target)
-		if found := localRules(ctx, o.ErrOut, caller, objs[0].Namespace, target); found != nil {
+		if found := localRules(ctx, o.ErrOut, o.global.Verbosity >= 1, caller, objs[0].Namespace, target); found != nil {
 			opts.LocalRules = found[0]
 		}
 		r.Check = sent(caller, target) - before

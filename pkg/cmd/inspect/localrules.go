@@ -2,8 +2,10 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +13,7 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 )
@@ -29,11 +32,14 @@ type rulesClient interface {
 // review as each identity, in the namespace first, must be complete (RBAC
 // is the only authorizer that lists rules; a webhook's review is
 // incomplete) and list the same rules as the objects give. Otherwise, or
-// when the objects cannot be read, it says why on errOut (nothing when the
-// first identity's review is incomplete: the results say so) and returns
-// nil: one rules review per namespace. The result has one LocalRules per
-// identity, in order; the second is --diff-as's.
-func localRules(ctx context.Context, errOut io.Writer, reader rbacReader, first string, ids ...rulesClient) []rbac.LocalRules {
+// when the objects cannot be read, it says why on errOut and returns nil:
+// one rules review per namespace. It says nothing when the first
+// identity's review is incomplete (the results say so), and, unless
+// verbose, when the caller may not read the objects (forbidden: the
+// usual case of a project's admin, who gets the same answers, more
+// slowly). The result has one LocalRules per identity, in order; the
+// second is --diff-as's.
+func localRules(ctx context.Context, errOut io.Writer, verbose bool, reader rbacReader, first string, ids ...rulesClient) []rbac.LocalRules {
 	fallback := func(why string) []rbac.LocalRules {
 		if ctx.Err() != nil {
 			return nil // Ctrl-C: the caller says it
@@ -79,6 +85,9 @@ func localRules(ctx context.Context, errOut io.Writer, reader rbacReader, first 
 		return nil // another authorizer in the chain: the results say so
 	}
 	if err != nil || snapshot == nil {
+		if apiErr := (*kubeapi.APIError)(nil); errors.As(err, &apiErr) && apiErr.Code == http.StatusForbidden && !verbose {
+			return nil
+		}
 		return fallback("the RBAC objects cannot be read (" + logging.OneLine(fmt.Sprint(err), 200) + ")")
 	}
 	out := make([]rbac.LocalRules, len(ids))
