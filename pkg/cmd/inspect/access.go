@@ -260,10 +260,7 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 				if total < 20 {
 					return
 				}
-				fmt.Fprintf(o.ErrOut, "\r\033[Kchecking %s: %d/%d access reviews", logging.Printable(nsLabel(ns)), done, total)
-				if done == total {
-					fmt.Fprint(o.ErrOut, "\r\033[K")
-				}
+				progressLine(o.ErrOut, done, total, "checking %s: %d/%d access reviews", logging.Printable(nsLabel(ns)), done, total)
 			}
 		}
 		m, err := client.Access(ctx, resources, opts)
@@ -297,7 +294,7 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 	// and those before it are done with -o wide.
 	out := make([]*rbac.Matrix, len(namespaces))
 	stream := o.AllNamespaces && o.Output.Format == "wide"
-	printed := 0
+	printed, answered := 0, 0
 	var mu sync.Mutex
 	done := func(i int, m *rbac.Matrix) {
 		mu.Lock()
@@ -310,17 +307,9 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 			printMatrix(o.Out, out[printed], o.DiffAs != "")
 			printed++
 		}
+		answered++
 		if terminal && len(namespaces) > 1 {
-			n := 0
-			for _, x := range out {
-				if x != nil {
-					n++
-				}
-			}
-			fmt.Fprintf(o.ErrOut, "\r\033[Kchecking namespaces: %d/%d", n, len(out))
-			if n == len(out) {
-				fmt.Fprint(o.ErrOut, "\r\033[K")
-			}
+			progressLine(o.ErrOut, answered, len(out), "checking namespaces: %d/%d", answered, len(out))
 		}
 	}
 	first, err := matrix(ctx, namespaces[0])
@@ -348,7 +337,7 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 	}
 	if err := g.Wait(); err != nil {
 		if terminal {
-			fmt.Fprint(o.ErrOut, "\r\033[K")
+			fmt.Fprint(o.ErrOut, eraseLine)
 		}
 		if ctx.Err() != nil {
 			n := slices.IndexFunc(out, func(m *rbac.Matrix) bool { return m == nil })
@@ -563,6 +552,18 @@ func (b *reviewBudget) spent(n int) {
 	b.mu.Lock()
 	b.used += n
 	b.mu.Unlock()
+}
+
+// eraseLine returns to the start of a terminal's line and erases it.
+const eraseLine = "\r\033[K"
+
+// progressLine writes a progress line on w (a terminal) over the last one,
+// and erases it once done reaches total.
+func progressLine(w io.Writer, done, total int, format string, args ...any) {
+	fmt.Fprintf(w, eraseLine+format, args...)
+	if done == total {
+		fmt.Fprint(w, eraseLine)
+	}
 }
 
 // printMatrix prints m, a --diff-as matrix (only the cells that differ)

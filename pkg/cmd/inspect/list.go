@@ -260,16 +260,13 @@ func (o *ListOptions) Run(ctx context.Context) error {
 			if total < 20 {
 				return
 			}
-			fmt.Fprintf(o.ErrOut, "\r\033[Kreviewing the rules: %d/%d namespaces", done, total)
-			if done == total {
-				fmt.Fprint(o.ErrOut, "\r\033[K")
-			}
+			progressLine(o.ErrOut, done, total, "reviewing the rules: %d/%d namespaces", done, total)
 		}
 	}
 	r.Decisions, r.Stats, err = target.Filter(ctx, res, objs, opts)
 	if err != nil {
 		if opts.Progress != nil {
-			fmt.Fprint(o.ErrOut, "\r\033[K")
+			fmt.Fprint(o.ErrOut, eraseLine)
 		}
 		if ctx.Err() != nil {
 			seen := map[string]bool{}
