@@ -16,6 +16,8 @@ targets=(
   "./pkg/oauth FuzzTokenResponse"
   "./pkg/exchange FuzzCloudSigmaResponses"
   "./pkg/tokencache FuzzDecodeEntry"
+  "./pkg/kubeapi FuzzDiscoveryWrites"
+  "./pkg/logging FuzzEscape"
 )
 failed=0
 rows=()

@@ -125,11 +125,26 @@ func (e *env) runBinary(bin string, extraEnv []string, args ...string) result {
 // environment.
 func (e *env) runAsKubectl(bin string, kubectlEnv, entryEnv []string, args ...string) result {
 	e.t.Helper()
+	return e.runUnder(append(append([]string{}, e.vars...), kubectlEnv...), bin, entryEnv, args...)
+}
+
+// runAsEmptyKubectl is runAsKubectl for a kubectl run under env -i: its
+// own environment is empty, and the plugin gets client-go's variables
+// (execEnv: KUBERNETES_EXEC_INFO) and the entry's entryEnv alone.
+func (e *env) runAsEmptyKubectl(bin string, execEnv, entryEnv []string, args ...string) result {
+	e.t.Helper()
+	return e.runUnder([]string{}, bin, append(append([]string{}, execEnv...), entryEnv...), args...)
+}
+
+// runUnder runs bin with entryEnv from a parent (sh) whose environment is
+// parentEnv.
+func (e *env) runUnder(parentEnv []string, bin string, entryEnv []string, args ...string) result {
+	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	argv := append(append(append([]string{"-c", `env "$@"; exit $?`, "sh"}, entryEnv...), bin), args...)
 	cmd := exec.CommandContext(ctx, "/bin/sh", argv...)
-	cmd.Env = append(append([]string{}, e.vars...), kubectlEnv...)
+	cmd.Env = parentEnv
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -127,6 +127,14 @@ var errOnlyGetToken = errors.New("kubectl runs this plugin from a kubeconfig exe
 // kube-apiserver's code where this binary links it, else nil.
 func Execute(ctx context.Context, args []string, streams genericiooptions.IOStreams, code APIServerCode) int {
 	defer tokencache.CloseKeyring()
+	// Every line is escaped where it is printed; the streams escape what
+	// a caller forgot (docs/security.md's predicate), and keep JSON valid.
+	out, errOut := logging.NewSafeWriter(streams.Out), logging.NewSafeWriter(streams.ErrOut)
+	defer func() { _, _ = out.Flush(), errOut.Flush() }()
+	streams.Out, streams.ErrOut = out, errOut
+	// The Kubernetes libraries' log lines (client-go's "refreshing
+	// credentials" quotes a kubeconfig's exec command) go there too.
+	cmdutil.RouteKlog(errOut, true)
 	root := newRootCmd(streams, code, args)
 	root.SetArgs(args)
 	err := errOnlyGetToken

@@ -74,12 +74,15 @@ func TestExecEntryAttacks(t *testing.T) {
 		"--token-cache-storage=disk", "--token-cache-dir=" + e.cacheDir}
 
 	type attack struct {
-		name    string
-		server  string
-		args    []string
-		env     []string
-		kuberc  bool
-		wantErr string // "" : the token is served (a control row)
+		name   string
+		server string
+		args   []string
+		env    []string
+		kuberc bool
+		// emptyKubectlEnv: kubectl runs under env -i (its environment is
+		// empty), so every variable the plugin has is the entry's.
+		emptyKubectlEnv bool
+		wantErr         string // "" : the token is served (a control row)
 	}
 	attacks := []attack{
 		{name: "control: the profile's allowed server gets the token", server: allowed, args: []string{"--profile=tenant"}},
@@ -107,6 +110,8 @@ func TestExecEntryAttacks(t *testing.T) {
 			env:  []string{"KUBECTL_IMPERSONATE_CLIENT_SECRET=ambient-secret", "KUBERC=off"}, wantErr: "allowlists this plugin"},
 		{name: "$HTTPS_PROXY and $SSL_CERT_FILE from the entry (a proxy it trusts)", server: allowed, args: []string{"--profile=tenant", "--force-refresh"},
 			env: []string{"HTTPS_PROXY=" + attackerURL, "SSL_CERT_FILE=" + secret}, wantErr: "$HTTPS_PROXY, $SSL_CERT_FILE"},
+		{name: "$HTTPS_PROXY from the entry under env -i kubectl (an empty environment is not an unreadable one)", server: allowed, args: []string{"--profile=tenant", "--force-refresh"},
+			env: []string{"HTTPS_PROXY=" + attackerURL}, emptyKubectlEnv: true, wantErr: "$HTTPS_PROXY"},
 		{name: "$BROWSER from the entry (xdg-open runs it)", server: allowed, args: []string{"--profile=tenant", "--force-refresh"},
 			env: []string{"BROWSER=sh -c 'touch " + pwned + "'"}, wantErr: "$BROWSER"},
 		{name: "$DBUS_SESSION_BUS_ADDRESS from the entry (the keyring's bus)", server: allowed, args: []string{"--profile=tenant", "--token-cache-storage=keyring"},
@@ -114,7 +119,7 @@ func TestExecEntryAttacks(t *testing.T) {
 		{name: "--oidc-redirect-url off loopback for the keyboard flow", server: allowed, args: []string{"--profile=tenant", "--grant-type=authcode-keyboard", "--oidc-redirect-url=https://evil.example/cb"},
 			wantErr: "--oidc-redirect-url"},
 	}
-	require.Len(t, attacks, 22, "README's count: 20 attacks and 2 control rows")
+	require.Len(t, attacks, 23, "docs/security.md's count: 21 attacks and 2 control rows")
 	for _, tt := range attacks {
 		for _, bin := range []string{"fast", "full"} {
 			t.Run(bin+"/"+tt.name, func(t *testing.T) {
@@ -123,11 +128,15 @@ func TestExecEntryAttacks(t *testing.T) {
 				}
 				before := hits.Load()
 				kubectl := []string{"KUBERNETES_EXEC_INFO=" + execInfoFor(tt.server)}
+				run, env := e.runAsKubectl, tt.env
+				if tt.emptyKubectlEnv {
+					run, env = e.runAsEmptyKubectl, append(append([]string{}, e.vars...), tt.env...)
+				}
 				var r result
 				if bin == "fast" {
-					r = e.runAsKubectl(fastBinary, kubectl, tt.env, tt.args...)
+					r = run(fastBinary, kubectl, env, tt.args...)
 				} else {
-					r = e.runAsKubectl(binary, kubectl, tt.env, append([]string{"get-token"}, tt.args...)...)
+					r = run(binary, kubectl, env, append([]string{"get-token"}, tt.args...)...)
 				}
 				if tt.wantErr == "" {
 					require.Equal(t, 0, r.code, r.stderr)

@@ -25,6 +25,8 @@ import (
 	"sort"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 )
 
 // EnvConfig overrides the file's location.
@@ -148,36 +150,11 @@ func Values(v any) ([]string, error) {
 // "-" + random, created 0600), is synced to disk, then renamed over path:
 // readers see the old file or the new one, never a part, even after a crash.
 func WriteFileAtomic(path string, b []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), TempPrefix+filepath.Base(path)+"-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() { _ = os.Remove(tmp) }() // a no-op after the rename
-	err = f.Chmod(mode)
-	if errors.Is(err, errors.ErrUnsupported) {
-		err = nil // no modes here: CreateTemp's file is the user's alone
-	}
-	if err == nil {
-		_, err = f.Write(b)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return safefile.Write(path, b, safefile.Options{Mode: mode, Sync: true})
 }
 
 // TempPrefix begins the name of WriteFileAtomic's temporary files.
-const TempPrefix = ".tmp-"
+const TempPrefix = safefile.TempPrefix
 
 // ErrProfileDiffers means a profile of that name exists with other settings.
 var ErrProfileDiffers = errors.New("a profile of that name exists with other settings")

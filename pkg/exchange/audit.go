@@ -3,6 +3,7 @@ package exchange
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"io"
 	"os"
 	"sync"
@@ -59,12 +60,13 @@ func (a *Auditor) Record(r AuditRecord) {
 		if r.Error != "" {
 			line += fmt.Sprintf(" error=%q", r.Error)
 		}
-		_, _ = fmt.Fprintln(a.W, line)
+		_, _ = fmt.Fprintln(a.W, logging.Escape(line)) // the email and subject are the settings' text
 	}
 	if a.File == "" {
 		return
 	}
 	b, _ := json.Marshal(r)
+	b = logging.EscapeJSON(b)
 	f, err := os.OpenFile(a.File, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err == nil {
 		_, err = f.Write(append(b, '\n'))

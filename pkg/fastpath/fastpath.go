@@ -23,6 +23,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+	"strconv"
 )
 
 // Serve writes the ExecCredential for args (get-token's flags) to stdout
@@ -101,7 +102,7 @@ func Dispatch(argv0 string, args []string) (getTokenArgs []string, full bool, er
 	case name == install.APIServerBinaryName:
 		// The full binary hands commands to that name: answering them by
 		// handing them back would loop.
-		return nil, false, errors.New(argv0 + " is the fast get-token binary under the name of " + install.APIServerBinaryName + ": install the plugin's binaries side by side, each under its own name")
+		return nil, false, errors.New(strconv.Quote(argv0) + " is the fast get-token binary under the name of " + install.APIServerBinaryName + ": install the plugin's binaries side by side, each under its own name")
 	case len(args) > 0 && args[0] == "get-token":
 		return args[1:], false, nil
 	}

@@ -8,10 +8,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"k8s.io/client-go/rest"
@@ -25,7 +29,34 @@ type Client struct {
 	hc       *http.Client
 	host     string
 	requests atomic.Int64
+	// left is what is left of MaxAnswers for this client's answers.
+	left atomic.Int64
 }
+
+// The bounds of what a client reads of the API server's answers, which a
+// hostile server chooses (docs/security.md, "The API server"): one answer
+// at most its limit (MaxPost for reviews, MaxGet for discovery and the
+// RBAC lists, MaxList for a page of objects), all of a client's answers
+// together at most MaxAnswers, whatever the pages, namespaces or reviews.
+// Past either, the command ends with one line naming the bound. What the
+// client holds at once is bounded by these and the pages' objects it
+// keeps: TestHostileAnswerSizes measures the peak of list -A against an
+// endless list and a body without end (docs/security.md).
+const (
+	MaxPost    = 4 << 20
+	MaxGet     = 32 << 20
+	MaxList    = 64 << 20
+	MaxAnswers = 256 << 20
+)
+
+// ErrTooLarge matches the error of an answer past a bound (errors.Is).
+var ErrTooLarge = errors.New("answer too large")
+
+// TooLarge is an error past a bound: its text says which.
+type TooLarge string
+
+func (e TooLarge) Error() string        { return string(e) }
+func (e TooLarge) Is(target error) bool { return target == ErrTooLarge }
 
 // Requests is the number of requests sent so far.
 func (c *Client) Requests() int { return int(c.requests.Load()) }
@@ -36,7 +67,41 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the API client: %w", err)
 	}
-	return &Client{hc: hc, host: strings.TrimSuffix(cfg.Host, "/")}, nil
+	c := &Client{hc: hc, host: strings.TrimSuffix(cfg.Host, "/")}
+	c.left.Store(MaxAnswers)
+	softLimit.Do(func() {
+		if os.Getenv("GOMEMLIMIT") == "" {
+			debug.SetMemoryLimit(MemoryLimit)
+		}
+	})
+	return c, nil
+}
+
+// MemoryLimit is the Go runtime's soft memory limit in a process that
+// reads an API server's answers (unless $GOMEMLIMIT sets one): what a
+// command keeps of MaxAnswers, and the answers it decodes, are collected
+// before the heap grows to twice that, as it otherwise could. With it,
+// list's peak against an endless list stays under the ceiling
+// docs/security.md states (TestHostileAnswerSizes).
+const MemoryLimit = MaxAnswers + 128<<20
+
+var softLimit sync.Once
+
+// readAnswer reads resp's body, at most limit bytes and what is left of
+// MaxAnswers; past either, an error that names the bound.
+func (c *Client) readAnswer(resp *http.Response, path string, limit int64) ([]byte, error) {
+	left := max(c.left.Load(), 0)
+	b, err := io.ReadAll(io.LimitReader(resp.Body, min(limit, left)+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer of %s: %w", path, err)
+	}
+	if c.left.Add(-int64(len(b))) < 0 && int64(len(b)) <= limit {
+		return nil, TooLarge(fmt.Sprintf("the API server's answers to this command add up to more than %d MiB, the limit for one command: narrow it (a namespace, a label selector)", MaxAnswers>>20))
+	}
+	if int64(len(b)) > limit {
+		return nil, TooLarge(fmt.Sprintf("the answer of %s is larger than %d MiB, the limit for one answer", path, limit>>20))
+	}
+	return b, nil
 }
 
 // APIError is a Kubernetes Status answer.
@@ -60,18 +125,19 @@ func (c *Client) Post(ctx context.Context, path string, in, out any) error {
 	if err != nil {
 		return err
 	}
-	return c.do(ctx, http.MethodPost, path, "", bytes.NewReader(body), 4<<20, out)
+	return c.do(ctx, http.MethodPost, path, "", bytes.NewReader(body), MaxPost, out)
 }
 
 // Get decodes the answer to a GET of path into out. Discovery documents
-// and lists of RBAC objects can be large: up to 16 MiB.
+// and lists of RBAC objects can be large: up to MaxGet.
 func (c *Client) Get(ctx context.Context, path string, out any) error {
-	return c.do(ctx, http.MethodGet, path, "", nil, 16<<20, out)
+	return c.do(ctx, http.MethodGet, path, "", nil, MaxGet, out)
 }
 
-// GetAs is Get with another Accept (e.g. metadata-only lists).
+// GetAs is Get with another Accept (e.g. metadata-only lists), a page of
+// objects: up to MaxList.
 func (c *Client) GetAs(ctx context.Context, path, accept string, out any) error {
-	return c.do(ctx, http.MethodGet, path, accept, nil, 64<<20, out)
+	return c.do(ctx, http.MethodGet, path, accept, nil, MaxList, out)
 }
 
 // do sends one request and decodes a 2xx answer of at most limit bytes
@@ -94,9 +160,9 @@ func (c *Client) do(ctx context.Context, method, path, accept string, body io.Re
 		return err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	b, err := c.readAnswer(resp, path, limit)
 	if err != nil {
-		return fmt.Errorf("reading the answer of %s: %w", path, err)
+		return err
 	}
 	if resp.StatusCode/100 != 2 {
 		return statusError(resp.StatusCode, b)

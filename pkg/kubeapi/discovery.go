@@ -2,13 +2,15 @@ package kubeapi
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -17,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 )
 
 // Discovery as kubectl does it: aggregated discovery (apidiscovery.k8s.io
@@ -33,10 +36,18 @@ const DiscoveryTTL = 6 * time.Hour
 // the plain documents as the fallback.
 const acceptAggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 
-// DiscoveryCacheDir is kubectl's discovery cache directory for host:
-// $KUBECACHEDIR or ~/.kube/cache, then discovery/ and the host with every
-// character but letters, digits, "_", "/", ".", "(" and ")" replaced by
-// "_" (cli-runtime's computeDiscoverCacheDir). "" when there is no home.
+// DiscoveryCacheDir is the discovery cache directory for host: under
+// $KUBECACHEDIR or ~/.kube/cache, discovery/ and the host with every
+// character but letters, digits, "_", "/", ".", "(" and ")" replaced by "_"
+// (cli-runtime's computeDiscoverCacheDir): kubectl's own directory, shared
+// with kubectl, when that is one plain name. kubectl's name keeps "/" and
+// ".", so a server URL with a path ("https://h:6443/apps") would name a
+// directory inside another server's ("h_6443/apps", where h:6443 keeps its
+// apps group) and ".." would climb: such a host gets a directory of its own
+// instead, the same name with "/" as "_" and "-" and a digest of the host
+// after it ("h_6443_apps-1f0c…"), which kubectl's names never contain
+// ("-" is not among its characters), so it is neither kubectl's directory
+// for any server nor inside one. "" when there is no home.
 func DiscoveryCacheDir(getenv func(string) string, host string) string {
 	cache := getenv("KUBECACHEDIR")
 	if cache == "" {
@@ -53,7 +64,12 @@ func DiscoveryCacheDir(getenv func(string) string, host string) string {
 			safe[i] = '_'
 		}
 	}
-	return filepath.Join(cache, "discovery", string(safe))
+	name := filepath.Clean(string(safe)) // kubectl's: filepath.Join cleans it
+	if strings.ContainsRune(name, '/') || name == "." || name == ".." {
+		sum := sha256.Sum256([]byte(host))
+		name = strings.ReplaceAll(string(safe), "/", "_") + "-" + hex.EncodeToString(sum[:8])
+	}
+	return filepath.Join(cache, "discovery", name)
 }
 
 // Discovered is what the server serves: its groups (the core group "" first,
@@ -93,6 +109,10 @@ func (c *Client) ServerResources(ctx context.Context, dir string, fresh bool) (*
 	}
 	d, err := c.discoverLive(ctx)
 	if err != nil {
+		var refused *refusedError
+		if errors.As(err, &refused) {
+			return nil, fmt.Errorf("refusing the discovery answer of the API server %s: %w; nothing was cached", c.host, refused.err)
+		}
 		return nil, err
 	}
 	if dir != "" {
@@ -134,6 +154,9 @@ func (c *Client) discoverLive(ctx context.Context) (*Discovered, error) {
 		if len(versions.Versions) > 0 {
 			g := metav1.APIGroup{}
 			for _, v := range versions.Versions {
+				if err := checkVersion(v); err != nil {
+					return nil, &refusedError{err}
+				}
 				g.Versions = append(g.Versions, metav1.GroupVersionForDiscovery{GroupVersion: v, Version: v})
 			}
 			g.PreferredVersion = g.Versions[0]
@@ -153,6 +176,11 @@ func (c *Client) discoverLive(ctx context.Context) (*Discovered, error) {
 		var groups metav1.APIGroupList
 		if err := json.Unmarshal(apis, &groups); err != nil {
 			return nil, fmt.Errorf("decoding /apis: %w", err)
+		}
+		for _, g := range groups.Groups {
+			if err := checkGroupList(g); err != nil {
+				return nil, &refusedError{err}
+			}
 		}
 		d.Groups.Groups = append(d.Groups.Groups, groups.Groups...)
 	}
@@ -175,10 +203,39 @@ func (c *Client) discoverLive(ctx context.Context) (*Discovered, error) {
 			d.Failed[gv] = err.Error()
 			continue
 		}
+		if err := checkResourceList(gv, &rl); err != nil {
+			return nil, &refusedError{err}
+		}
 		rl.GroupVersion = gv
 		d.Resources[gv] = &rl
 	}
 	return d, nil
+}
+
+// refusedError is an answer that fails the checks of validate.go.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return e.err.Error() }
+
+// checkGroupList checks a plain /apis group: its name, and versions that
+// are its own.
+func checkGroupList(g metav1.APIGroup) error {
+	if err := checkGroup(g.Name); err != nil {
+		return err
+	}
+	for _, v := range append(g.Versions, g.PreferredVersion) {
+		want := v.Version
+		if g.Name != "" {
+			want = g.Name + "/" + v.Version
+		}
+		if err := checkVersion(v.Version); err != nil {
+			return err
+		}
+		if v.GroupVersion != want {
+			return fmt.Errorf("group version %q is not %q's version %q", v.GroupVersion, g.Name, v.Version)
+		}
+	}
+	return nil
 }
 
 // discoveryDoc GETs a discovery root asking for the aggregated form and
@@ -195,9 +252,9 @@ func (c *Client) discoveryDoc(ctx context.Context, path string) ([]byte, bool, e
 		return nil, false, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	b, err := c.readAnswer(resp, path, MaxGet)
 	if err != nil {
-		return nil, false, fmt.Errorf("reading the answer of %s: %w", path, err)
+		return nil, false, err
 	}
 	if resp.StatusCode/100 != 2 {
 		return nil, false, statusError(resp.StatusCode, b)
@@ -219,8 +276,14 @@ func (d *Discovered) addAggregated(b []byte) error {
 		return fmt.Errorf("decoding the aggregated discovery document: %w", err)
 	}
 	for _, item := range list.Items {
+		if err := checkGroup(item.Name); err != nil {
+			return &refusedError{err}
+		}
 		group := metav1.APIGroup{Name: item.Name}
 		for _, v := range item.Versions {
+			if err := checkVersion(v.Version); err != nil {
+				return &refusedError{err}
+			}
 			gv := v.Version
 			if item.Name != "" {
 				gv = item.Name + "/" + v.Version
@@ -251,6 +314,9 @@ func (d *Discovered) addAggregated(b []byte) error {
 						Namespaced: parent.Namespaced, Group: k.Group, Version: k.Version, Kind: k.Kind, Verbs: sr.Verbs})
 				}
 			}
+			if err := checkResourceList(gv, rl); err != nil {
+				return &refusedError{err}
+			}
 			d.Resources[gv] = rl
 		}
 		d.Groups.Groups = append(d.Groups.Groups, group)
@@ -269,6 +335,9 @@ const (
 	maxCacheFile = 16 << 20
 )
 
+// readDiscoveryCache reads the cache in dir when all of it is young, the
+// user's own and valid as a live answer must be (validate.go): a cache that
+// fails is a miss, and the live answer replaces it.
 func readDiscoveryCache(dir string, now time.Time) (*Discovered, bool) {
 	var groups metav1.APIGroupList
 	if !readCacheFile(filepath.Join(dir, groupsFile), now, &groups) || len(groups.Groups) == 0 {
@@ -277,8 +346,11 @@ func readDiscoveryCache(dir string, now time.Time) (*Discovered, bool) {
 	d := &Discovered{Groups: groups, Resources: map[string]*metav1.APIResourceList{}, Failed: map[string]string{}, FromCache: true}
 	for _, g := range groups.Groups {
 		gv := g.PreferredVersion.GroupVersion
+		if checkGroupList(g) != nil {
+			return nil, false
+		}
 		var rl metav1.APIResourceList
-		if !readCacheFile(filepath.Join(dir, filepath.FromSlash(gv), resourcesFile), now, &rl) {
+		if !readCacheFile(filepath.Join(dir, filepath.FromSlash(gv), resourcesFile), now, &rl) || checkResourceList(gv, &rl) != nil {
 			return nil, false
 		}
 		rl.GroupVersion = gv
@@ -302,42 +374,42 @@ func readCacheFile(path string, now time.Time, out any) bool {
 }
 
 // writeDiscoveryCache writes d in client-go's layout (directories 0750,
-// files 0660, renamed into place), every version's resources (empty lists
-// too, so that a version without resources is no miss), so that kubectl
-// finds all it reads.
+// files 0660, renamed into place, not synced: as kubectl), every version's
+// resources (empty lists too, so that a version without resources is no
+// miss), so that kubectl finds all it reads. Every write goes through an
+// os.Root at dir: d's names were checked (validate.go), and no name or
+// symlink can take a write out of the server's own directory.
 func writeDiscoveryCache(dir string, d *Discovered) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return
+	}
+	defer func() { _ = root.Close() }()
 	groups := d.Groups
 	groups.Kind, groups.APIVersion = "APIGroupList", "v1"
 	for gv, rl := range d.Resources {
 		out := *rl
 		out.Kind, out.APIVersion = "APIResourceList", "v1"
-		if err := writeCacheFile(filepath.Join(dir, filepath.FromSlash(gv), resourcesFile), &out); err != nil {
+		if err := writeCacheFile(root, path.Join(gv, resourcesFile), &out); err != nil {
 			return
 		}
 	}
 	if len(d.Failed) > 0 {
 		return // an incomplete picture is not cached: the next run asks again
 	}
-	_ = writeCacheFile(filepath.Join(dir, groupsFile), &groups)
+	_ = writeCacheFile(root, groupsFile, &groups)
 }
 
-func writeCacheFile(path string, v any) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+func writeCacheFile(root *os.Root, name string, v any) error {
+	if err := root.MkdirAll(path.Dir(name), 0o750); err != nil {
 		return err
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.Remove(f.Name()) }()
-	_, werr := f.Write(b)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr, os.Chmod(f.Name(), 0o660)); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return safefile.WriteIn(root, filepath.FromSlash(name), b, safefile.Options{Mode: 0o660})
 }

@@ -269,14 +269,18 @@ func TestDiscoveryBrokenDocument(t *testing.T) {
 var kubectlCacheChars = regexp.MustCompile(`[^(\w/.)]`)
 
 // TestDiscoveryCacheDir: the directory cli-runtime's
-// computeDiscoverCacheDir names (kubectl's), under $KUBECACHEDIR.
+// computeDiscoverCacheDir names (kubectl's), under $KUBECACHEDIR, for every
+// server whose name there is one plain element; a server URL with a path
+// gets its own (TestDiscoveryCacheDirDoesNotNest).
 func TestDiscoveryCacheDir(t *testing.T) {
 	env := func(k string) string { return map[string]string{"KUBECACHEDIR": "/c"}[k] }
-	for _, host := range []string{"https://127.0.0.1:6443", "https://rancher.example.com/k8s/clusters/c-1", "http://[::1]:8080",
+	for _, host := range []string{"https://127.0.0.1:6443", "http://[::1]:8080", "https://h:6443/",
 		"https://exämple.com", "https://a(b).example.com", "api.example.com:443"} {
 		schemeless := strings.Replace(strings.Replace(host, "https://", "", 1), "http://", "", 1)
 		want := filepath.Join("/c", "discovery", kubectlCacheChars.ReplaceAllString(schemeless, "_"))
 		assert.Equal(t, want, DiscoveryCacheDir(env, host), host)
 	}
 	assert.Equal(t, "/c/discovery/127.0.0.1_6443", DiscoveryCacheDir(env, "https://127.0.0.1:6443"))
+	assert.Equal(t, "/c/discovery/rancher.example.com_k8s_clusters_c_1-80962251d67c6bd7", DiscoveryCacheDir(env, "https://rancher.example.com/k8s/clusters/c-1"),
+		"a path: not kubectl's nested directory")
 }

@@ -1,5 +1,15 @@
-// Package logging is a small levelled logger for stderr. It never receives a
-// token, secret or code: callers log URLs, names and outcomes only.
+// Package logging is a small levelled logger for stderr and the one
+// escaping printer of everything the plugin prints that someone else wrote:
+// a token's claims, an API server's or a provider's answers, a kubeconfig.
+// The logger never receives a token, secret or code: callers log URLs,
+// names and outcomes only.
+//
+// The predicate (Unsafe, docs/security.md): C0 controls, DEL, C1 controls,
+// the bidirectional embeddings, overrides and isolates (U+202A-U+202E,
+// U+2066-U+2069) and invalid UTF-8 never reach the terminal as they are.
+// Escape shows them as Go escapes (\x1b, \u202e, \xff); tabs too, since a
+// tab in a cell would break a table. The tests of every command assert the
+// predicate on stdout and stderr (SafeOutput).
 package logging
 
 import (
@@ -22,27 +32,65 @@ func (l *Logger) V(level int) bool {
 	return l != nil && l.W != nil && level <= l.Level
 }
 
-// Printf writes one line when level is enabled.
+// Printf writes one line when level is enabled, escaped: what it quotes (a
+// URL, an answer's error) is someone else's text, and a newline in it must
+// not start a line of its own.
 func (l *Logger) Printf(level int, format string, args ...any) {
 	if !l.V(level) {
 		return
 	}
-	_, _ = fmt.Fprintf(l.W, format+"\n", args...)
+	_, _ = io.WriteString(l.W, Escape(fmt.Sprintf(format, args...))+"\n")
 }
 
-// OneLine folds s (an error or an answer's text) into one line: runs of
-// white space, newlines included, become one space, other control and
-// format characters (terminal escapes, bidi overrides) become U+FFFD, and
-// more than max bytes (0: no limit) are cut at a character boundary and
-// end in "…".
-func OneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	s = strings.Map(func(r rune) rune {
-		if r != ' ' && !strconv.IsPrint(r) {
-			return utf8.RuneError
+// Unsafe reports whether r may not reach a terminal as it is: a C0 control
+// (U+0000-U+001F, newline and tab included), DEL, a C1 control
+// (U+0080-U+009F), or a bidirectional embedding, override or isolate
+// (U+202A-U+202E, U+2066-U+2069), which would disguise a name. Invalid
+// UTF-8 is unsafe too (utf8.RuneError of size 1; see SafeOutput).
+func Unsafe(r rune) bool {
+	return r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f ||
+		r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
+}
+
+// needsEscape is Unsafe, and any other rune Go does not count printable
+// (zero-width and line-separator characters), but not the space.
+func needsEscape(r rune) bool {
+	return Unsafe(r) || r != ' ' && !strconv.IsPrint(r)
+}
+
+// Escape returns s with every rune that needsEscape and every byte of
+// invalid UTF-8 written as a Go escape (\t, \x1b, \u202e, \xff); the rest,
+// quotes and backslashes included, is left as it is.
+func Escape(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, needsEscape) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case needsEscape(r):
+			q := strconv.QuoteRune(r) // 'x' with r escaped as Go would
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+size])
 		}
-		return r
-	}, s)
+		i += size
+	}
+	return b.String()
+}
+
+// Printable is Escape: the name the printing code has used for it.
+func Printable(s string) string { return Escape(s) }
+
+// OneLine folds s (an error or an answer's text) into one line: runs of
+// white space, newlines included, become one space, and what is left that
+// may not reach the terminal is escaped (Escape); more than max bytes (0:
+// no limit) are cut at a character boundary and end in "…".
+func OneLine(s string, max int) string {
+	s = Escape(strings.Join(strings.Fields(s), " "))
 	if max <= 0 || len(s) <= max {
 		return s
 	}
@@ -53,14 +101,17 @@ func OneLine(s string, max int) string {
 	return s[:cut] + "…"
 }
 
-// Printable escapes what is not printable (a claim is the token author's
-// text: an escape sequence must not reach the terminal, and a
-// bidirectional override or zero-width character must not disguise a
-// name), and tabs, which would break the table.
-func Printable(s string) string {
-	if !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) {
-		return s
+// SafeOutput returns the first rune of out that the predicate forbids,
+// with its byte offset, or -1: Unsafe runes but the newline that ends a
+// line, and invalid UTF-8. Tests assert it on every command's stdout and
+// stderr.
+func SafeOutput(out string) (offset int, r rune) {
+	for i := 0; i < len(out); {
+		r, size := utf8.DecodeRuneInString(out[i:])
+		if r == utf8.RuneError && size == 1 || r != '\n' && Unsafe(r) {
+			return i, r
+		}
+		i += size
 	}
-	q := strconv.Quote(s)
-	return q[1 : len(q)-1]
+	return -1, 0
 }

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/term"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
@@ -55,7 +56,7 @@ func (c *Client) newAuthRequest(p *oidc.Provider) (*authRequest, error) {
 	if usePKCE(c.cfg.PKCEMethod, p.PKCEMethods) {
 		r.verifier = oauth2.GenerateVerifier()
 	} else if c.cfg.PKCEMethod != settings.PKCENo {
-		fmt.Fprintf(c.cfg.Stderr, "Note: the provider's discovery document lists PKCE methods %v without S256: logging in without PKCE (--oidc-pkce-method=S256 forces it).\n", p.PKCEMethods)
+		fmt.Fprintf(c.cfg.Stderr, "Note: the provider's discovery document lists PKCE methods %s without S256: logging in without PKCE (--oidc-pkce-method=S256 forces it).\n", logging.OneLine(fmt.Sprint(p.PKCEMethods), 200))
 	}
 	return r, nil
 }
@@ -267,11 +268,11 @@ func (c *Client) promptBrowser(ctx context.Context, ready <-chan string, done <-
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	defer fmt.Fprint(c.cfg.Stderr, "\r\033[K")
+	defer logging.StatusLine(c.cfg.Stderr, "")
 	for {
 		select {
 		case <-tick.C:
-			fmt.Fprintf(c.cfg.Stderr, "\r\033[KWaiting for the browser login: %s left", time.Until(deadline).Round(time.Second))
+			logging.StatusLine(c.cfg.Stderr, fmt.Sprintf("Waiting for the browser login: %s left", time.Until(deadline).Round(time.Second)))
 		case <-ctx.Done():
 			return
 		case <-done:
@@ -420,7 +421,7 @@ func (c *Client) passwordGrant(ctx context.Context, p *oidc.Provider) (*oauth2.T
 		if !ok || !term.IsTerminal(int(f.Fd())) {
 			return nil, fmt.Errorf("the password grant needs a password: --password-file or $%s (or a terminal to type it)", settings.EnvPassword)
 		}
-		fmt.Fprintf(c.cfg.Stderr, "Password for %s: ", c.cfg.Username)
+		fmt.Fprintf(c.cfg.Stderr, "Password for %s: ", logging.Printable(c.cfg.Username))
 		b, err := term.ReadPassword(int(f.Fd()))
 		fmt.Fprintln(c.cfg.Stderr)
 		if err != nil {

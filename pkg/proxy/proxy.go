@@ -356,6 +356,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			line["reason"] = l.reason
 		}
 		b, _ := json.Marshal(line)
+		b = logging.EscapeJSON(b) // a path or a claim may hold what a terminal must not get
 		h.auditMu.Lock()
 		_, _ = h.Audit.Write(append(b, '\n'))
 		h.auditMu.Unlock()

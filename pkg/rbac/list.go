@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 	authzv1 "k8s.io/api/authorization/v1"
 )
 
@@ -193,6 +194,9 @@ func (r Resource) APIVersion() string {
 // to whole objects from servers that cannot.
 const metadataOnly = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
+// MaxObjects bounds the objects one list keeps, whatever its pages.
+const MaxObjects = 500_000
+
 // List lists r in namespace ("" for all namespaces) with a label
 // selector, 500 at a time (kubectl's chunk size); full keeps each whole
 // object in Raw.
@@ -219,25 +223,25 @@ func (c *Client) list(ctx context.Context, r Resource, namespace, selector strin
 		if cont != "" {
 			q.Set("continue", cont)
 		}
-		var list struct {
-			Metadata struct {
-				Continue string `json:"continue"`
-			} `json:"metadata"`
-			Items []json.RawMessage `json:"items"`
-		}
+		var list listPage
+		list.full = full
 		if err := c.GetAs(ctx, r.path(namespace)+"?"+q.Encode(), accept, &list); err != nil {
 			return nil, fmt.Errorf("listing %s%s: %w", r, inNamespace(namespace), err)
 		}
-		for _, raw := range list.Items {
-			var o struct {
-				Metadata Object `json:"metadata"`
-			}
-			if err := json.Unmarshal(raw, &o); err != nil {
-				return nil, fmt.Errorf("decoding %s: %w", r, err)
-			}
-			obj := o.Metadata
+		// kube-apiserver answers at most limit objects a page; an API server
+		// that answers more, or more than MaxObjects in all, is refused
+		// (what a list keeps is bounded: docs/security.md).
+		if limit > 0 && len(list.Items) > limit {
+			return nil, fmt.Errorf("listing %s%s: the API server answered %d objects for a page of at most %d", r, inNamespace(namespace), len(list.Items), limit)
+		}
+		if len(out)+len(list.Items) > MaxObjects {
+			return nil, fmt.Errorf("listing %s%s: %w", r, inNamespace(namespace),
+				kubeapi.TooLarge(fmt.Sprintf("more than %d objects, the limit for one list: narrow it (a namespace, a label selector)", MaxObjects)))
+		}
+		for _, item := range list.Items {
+			obj := item.Metadata
 			if full {
-				typed, err := withTypeMeta(raw, r)
+				typed, err := withTypeMeta(item.raw, r)
 				if err != nil {
 					return nil, err
 				}
@@ -253,6 +257,48 @@ func (c *Client) list(ctx context.Context, r Resource, namespace, selector strin
 			return nil, fmt.Errorf("listing %s: more than 10000 pages", r)
 		}
 	}
+}
+
+// listPage is one page of a list: its items' metadata, decoded straight
+// from the answer (no copy of each item is kept unless full asks for the
+// whole objects).
+type listPage struct {
+	full     bool
+	Metadata struct {
+		Continue string `json:"continue"`
+	} `json:"metadata"`
+	Items []listItem `json:"items"`
+}
+
+type listItem struct {
+	Metadata Object `json:"metadata"`
+	raw      json.RawMessage
+}
+
+// UnmarshalJSON decodes p, keeping each item's bytes when p.full.
+func (p *listPage) UnmarshalJSON(b []byte) error {
+	if !p.full {
+		type plain listPage // without this method
+		return json.Unmarshal(b, (*plain)(p))
+	}
+	var whole struct {
+		Metadata struct {
+			Continue string `json:"continue"`
+		} `json:"metadata"`
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(b, &whole); err != nil {
+		return err
+	}
+	p.Metadata.Continue = whole.Metadata.Continue
+	p.Items = make([]listItem, len(whole.Items))
+	for i, raw := range whole.Items {
+		if err := json.Unmarshal(raw, &p.Items[i]); err != nil {
+			return err
+		}
+		p.Items[i].raw = raw
+	}
+	return nil
 }
 
 // withTypeMeta sets kind and apiVersion, which list items lack.

@@ -4,6 +4,7 @@ package settings
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -14,15 +15,15 @@ import (
 // hands a call to this one by exec (cmd/kubectl-impersonate-get_token), so
 // the parent is kubectl either way. The exec entry's env is what this
 // process has on top of it (client-go's exec: kubectl's environment, then
-// the entry's).
-func readKubectlEnv() (map[string]string, bool) {
+// the entry's). An empty file is an empty environment (env -i kubectl …):
+// every variable this process has is then the entry's. A file that cannot
+// be read is an error, and a locked entry is refused (fail closed).
+func readKubectlEnv() (map[string]string, error) {
 	pid := os.Getppid()
-	if pid <= 0 {
-		return nil, false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil || len(b) == 0 {
-		return nil, false
+	path := "/proc/" + strconv.Itoa(pid) + "/environ"
+	b, err := os.ReadFile(path)
+	if err != nil || pid <= 1 {
+		return nil, fmt.Errorf("reading kubectl's environment (%s): %w", path, cmpErr(err))
 	}
 	env := map[string]string{}
 	for _, kv := range bytes.Split(b, []byte{0}) {
@@ -30,5 +31,14 @@ func readKubectlEnv() (map[string]string, bool) {
 			env[k] = v
 		}
 	}
-	return env, true
+	return env, nil
+}
+
+// cmpErr is err, or why a parent of pid 1 is not kubectl: this process was
+// left to init when its parent ended.
+func cmpErr(err error) error {
+	if err != nil {
+		return err
+	}
+	return errNoParent
 }

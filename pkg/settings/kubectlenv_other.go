@@ -5,4 +5,4 @@ package settings
 // readKubectlEnv: kubectl's own environment is not read on this platform,
 // so the exec entry's environment variables are not told apart from
 // kubectl's (docs/security.md says so).
-func readKubectlEnv() (map[string]string, bool) { return nil, false }
+func readKubectlEnv() (map[string]string, error) { return nil, errEnvNotRead }

@@ -176,12 +176,13 @@ type AuthOptions struct {
 	// the caller read the entry (nil: told from kubectl's environment).
 	EntryEnv []string
 	// KubectlEnv returns kubectl's own environment (stubbable for tests;
-	// nil: read from the parent process where the platform allows).
-	KubectlEnv func() (map[string]string, bool)
+	// nil: read from the parent process where the platform allows); the
+	// error is errEnvNotRead where the platform does not.
+	KubectlEnv func() (map[string]string, error)
 	// Environ is this process's environment (stubbable; nil: os.Environ).
 	Environ        func() []string
 	kubectlEnvMap  map[string]string
-	kubectlEnvOK   bool
+	kubectlEnvErr  error
 	kubectlEnvRead bool
 
 	flags *pflag.FlagSet

@@ -72,12 +72,20 @@ var envExecEntrySafe = map[string]bool{
 	"PWD": true, "OLDPWD": true, "SHLVL": true, "_": true,
 }
 
+// errEnvNotRead: this platform's plugin does not read kubectl's
+// environment (docs/security.md).
+var errEnvNotRead = errors.New("kubectl's environment is not read on this platform")
+
+// errNoParent: the process that started this one has ended.
+var errNoParent = errors.New("the process that ran this one has ended")
+
 // entryEnv are the variables the exec entry set that a locked entry may
 // not: those named in EntryEnv when the caller knows the entry (login and
 // whoami read it from the kubeconfig), else those whose value differs
-// from kubectl's own environment. Nil when neither can be known
-// (docs/security.md).
-func (o *AuthOptions) entryEnv() []string {
+// from kubectl's own environment. Nil where this platform cannot know
+// (docs/security.md); an error where it could but did not (Linux: the
+// parent's environment unreadable), so that a locked entry fails closed.
+func (o *AuthOptions) entryEnv() ([]string, error) {
 	var out []string
 	add := func(name string) {
 		if !envExecEntrySafe[name] && !slices.Contains(out, "$"+name) {
@@ -88,11 +96,14 @@ func (o *AuthOptions) entryEnv() []string {
 		for _, name := range o.EntryEnv {
 			add(name)
 		}
-		return out
+		return out, nil
 	}
-	kubectl, ok := o.kubectlEnv()
-	if !ok {
-		return nil
+	kubectl, err := o.kubectlEnv()
+	if errors.Is(err, errEnvNotRead) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot tell the exec entry's environment variables from your own, which a locked entry needs: %w; run kubectl-impersonate from kubectl, or name the settings in a profile (docs/security.md)", err)
 	}
 	environ := o.Environ
 	if environ == nil {
@@ -105,19 +116,19 @@ func (o *AuthOptions) entryEnv() []string {
 		}
 	}
 	slices.Sort(out)
-	return out
+	return out, nil
 }
 
 // kubectlEnv is kubectl's own environment, read once.
-func (o *AuthOptions) kubectlEnv() (map[string]string, bool) {
+func (o *AuthOptions) kubectlEnv() (map[string]string, error) {
 	if o.KubectlEnv == nil {
 		o.KubectlEnv = readKubectlEnv
 	}
 	if !o.kubectlEnvRead {
-		o.kubectlEnvMap, o.kubectlEnvOK = o.KubectlEnv()
+		o.kubectlEnvMap, o.kubectlEnvErr = o.KubectlEnv()
 		o.kubectlEnvRead = true
 	}
-	return o.kubectlEnvMap, o.kubectlEnvOK
+	return o.kubectlEnvMap, o.kubectlEnvErr
 }
 
 // checkExecEntry refuses the settings an exec entry may not choose: the
@@ -155,7 +166,11 @@ func (o *AuthOptions) checkExecEntry(getenv func(string) string) error {
 		}
 		why, overrides = fmt.Sprintf("it names your profile %q", o.Profile), nil
 	}
-	unsafe = append(unsafe, o.entryEnv()...)
+	env, err := o.entryEnv()
+	if err != nil {
+		return err
+	}
+	unsafe = append(unsafe, env...)
 	if len(unsafe) == 0 && len(overrides) == 0 {
 		return nil
 	}
@@ -182,7 +197,7 @@ func (o *AuthOptions) lockReason(getenv func(string) string) (string, error) {
 	}
 	// kubectl's own KUBERC and HOME too: the entry's env may replace them.
 	var more []string
-	if kubectl, ok := o.kubectlEnv(); ok {
+	if kubectl, err := o.kubectlEnv(); err == nil {
 		more = []string{kubectl["KUBERC"], kubectl["HOME"]}
 	}
 	path, err := KubercLocks(getenv, more...)
@@ -213,9 +228,10 @@ func KubercLocks(getenv func(string) string, more ...string) (string, error) {
 	if len(more) > 1 && more[1] != "" {
 		paths = append(paths, filepath.Join(more[1], ".kube", "kuberc"))
 	}
-	// Without kubectl's own HOME (not read on this platform), the
-	// account's home from the user database stands for it.
-	if len(more) == 0 {
+	// Without kubectl's own HOME (not read on this platform, or empty
+	// under env -i), the account's home from the user database stands
+	// for it.
+	if len(more) < 2 || more[1] == "" {
 		if u, err := user.Current(); err == nil && u.HomeDir != "" {
 			paths = append(paths, filepath.Join(u.HomeDir, ".kube", "kuberc"))
 		}

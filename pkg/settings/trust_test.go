@@ -3,6 +3,7 @@ package settings
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -31,7 +32,7 @@ func parsedWithEntryEnv(t *testing.T, getenv func(string) string, entry map[stri
 			kubectl[name] = v
 		}
 	}
-	o.KubectlEnv = func() (map[string]string, bool) { return kubectl, true }
+	o.KubectlEnv = func() (map[string]string, error) { return kubectl, nil }
 	o.Environ = func() []string {
 		var env []string
 		for k, v := range kubectl {
@@ -158,6 +159,55 @@ func TestExecEntryLocks(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := parsedWithEntryEnv(t, tt.env, tt.entry, tt.args...)
+			if tt.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+		})
+	}
+}
+
+// TestKubectlEnvFailsClosed: kubectl's environment read but empty (env -i
+// kubectl) is an empty environment, so every variable is the entry's; one
+// that could not be read on Linux refuses a locked entry; where the
+// platform does not read it, the entry's variables pass (docs/security.md).
+func TestKubectlEnvFailsClosed(t *testing.T) {
+	dir := t.TempDir()
+	profiles := filepath.Join(dir, "config.yaml")
+	require.NoError(t, os.WriteFile(profiles, []byte("profiles:\n  open:\n    oidc-issuer-url: https://id.example.com\n    oidc-client-id: k8s\n"), 0o600))
+	environ := []string{"KUBECTL_IMPERSONATE_CONFIG=" + profiles, "HOME=" + dir, "HTTPS_PROXY=http://evil:3128", "KUBERNETES_EXEC_INFO={}"}
+	for _, tt := range []struct {
+		name    string
+		kubectl func() (map[string]string, error)
+		args    []string
+		wantErr string
+	}{
+		{"empty: every variable is the entry's", func() (map[string]string, error) { return map[string]string{}, nil }, []string{"--profile=open"}, "$HOME, $HTTPS_PROXY, $KUBECTL_IMPERSONATE_CONFIG"},
+		{"unreadable on Linux: refused", func() (map[string]string, error) { return nil, os.ErrPermission }, []string{"--profile=open"}, "cannot tell the exec entry's environment variables from your own"},
+		{"unreadable, unlocked: nothing to refuse", func() (map[string]string, error) { return nil, os.ErrPermission }, []string{"--oidc-issuer-url=https://x.example", "--oidc-client-id=c"}, ""},
+		{"not read on this platform: passes", func() (map[string]string, error) { return nil, errEnvNotRead }, []string{"--profile=open"}, ""},
+		{"kubectl's own variables", func() (map[string]string, error) {
+			return map[string]string{"KUBECTL_IMPERSONATE_CONFIG": profiles, "HOME": dir, "HTTPS_PROXY": "http://evil:3128"}, nil
+		}, []string{"--profile=open"}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewAuthOptions()
+			fs := pflag.NewFlagSet("get-token", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			require.NoError(t, fs.Parse(tt.args))
+			o.FromExecEntry = true
+			o.KubectlEnv = tt.kubectl
+			o.Environ = func() []string { return environ }
+			err := o.Complete(func(name string) string {
+				for _, kv := range environ {
+					if k, v, _ := strings.Cut(kv, "="); k == name {
+						return v
+					}
+				}
+				return ""
+			}, func(string) {})
 			if tt.wantErr == "" {
 				assert.NoError(t, err)
 				return

@@ -203,7 +203,7 @@ func printClaims(w io.Writer, r *ClaimsResult) {
 	fmt.Fprintf(tw, "PREDICTED\t%s\n", logging.Printable(r.Rules))
 	printIdentity(tw, r.Predicted)
 	for _, n := range r.Notes {
-		fmt.Fprintf(tw, "  note\t%s\n", n)
+		fmt.Fprintf(tw, "  note\t%s\n", logging.OneLine(n, 0))
 	}
 	if r.Server != nil {
 		fmt.Fprintf(tw, "API SERVER (%s)\t\n", r.Server.APIVersion)

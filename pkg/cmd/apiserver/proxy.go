@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/serve"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/proxy"
 )
 
@@ -91,7 +92,7 @@ func (Code) Proxy(ctx context.Context, o *serve.ProxyOptions) error {
 	// could only answer "not ready" (503, Retry-After).
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	if err := authenticator.WaitReady(wctx); err != nil && ctx.Err() == nil {
-		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy: serving before the issuers' keys are loaded (/readyz fails until they are): %v\n", err)
+		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy: serving before the issuers' keys are loaded (/readyz fails until they are): %s\n", logging.OneLine(err.Error(), 500))
 	}
 	cancel()
 	audit, closeAudit, err := openAudit(o.AuditLog, o.ErrOut)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
@@ -101,7 +102,7 @@ func (o *CloudSigmaWhoAmIOptions) Run(ctx context.Context) error {
 	}
 	id := cloudSigmaIdentity{Region: cs.Region, UserEmail: cs.UserEmail, Account: p.Email, UUID: p.UUID, Token: r.From}
 	if err := o.Output.Print(o.Out, id, func(w io.Writer) {
-		fmt.Fprintf(w, "The token acts as %s in %s (account %s; token from %s).\n", p.Email, cs.Region, p.UUID, r.From)
+		fmt.Fprintf(w, "The token acts as %s in %s (account %s; token from %s).\n", logging.Printable(p.Email), logging.Printable(cs.Region), logging.Printable(p.UUID), r.From)
 	}); err != nil {
 		return err
 	}

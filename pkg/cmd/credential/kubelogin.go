@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeconfig"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
@@ -313,7 +314,7 @@ func printMigration(w io.Writer, m *migration, e *clientcmdapi.ExecConfig) {
 	fmt.Fprintf(w, "- %s\n", strings.Join(quoteArgs(append([]string{m.Old.Command}, redactSecrets(m.Old.Args)...)), " "))
 	fmt.Fprintf(w, "+ %s\n", strings.Join(quoteArgs(append([]string{e.Command}, e.Args...)), " "))
 	for _, n := range m.Notes {
-		fmt.Fprintf(w, "  note: %s\n", n)
+		fmt.Fprintf(w, "  note: %s\n", logging.OneLine(n, 0))
 	}
 }
 

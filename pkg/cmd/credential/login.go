@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
@@ -130,7 +131,7 @@ func (o *LoginOptions) Run(ctx context.Context) error {
 // opaque token; the token was verified when it was received.
 func subjectOf(token string) string {
 	if who := tokenSubject(token); who != "" {
-		return " as " + who
+		return " as " + logging.Printable(who)
 	}
 	return ""
 }

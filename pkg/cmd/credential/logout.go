@@ -207,9 +207,9 @@ func (o *LogoutOptions) Validate() error {
 			valid = append(valid, t)
 		case o.All:
 			// --all deletes every entry anyway: one bad entry stops nothing.
-			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: context %s: %s (its tokens are deleted without revocation)\n", strings.Join(t.contexts, ", "), logging.OneLine(err.Error(), 300))
+			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: context %s: %s (its tokens are deleted without revocation)\n", printableList(t.contexts), logging.OneLine(err.Error(), 300))
 		case len(t.contexts) > 0:
-			return fmt.Errorf("context %s: %w", strings.Join(t.contexts, ", "), err)
+			return fmt.Errorf("context %s: %w", printableList(t.contexts), err)
 		default:
 			return err
 		}

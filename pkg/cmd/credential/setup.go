@@ -489,9 +489,9 @@ func (o *SetupOptions) write(exec *clientcmdapi.ExecConfig) error {
 			if f.audience == "" {
 				what = "the login's token itself"
 			}
-			line := fmt.Sprintf("Cluster %q: %s; contexts %s use the user.", f.cluster, what, strings.Join(contexts, ", "))
+			line := fmt.Sprintf("Cluster %q: %s; contexts %s use the user.", f.cluster, what, printableList(contexts))
 			if len(moved) > 0 {
-				line += " Before, " + strings.Join(moved, ", ") + "."
+				line += " Before, " + printableList(moved) + "."
 			}
 			fleetLines = append(fleetLines, line)
 		}
@@ -518,8 +518,15 @@ func (o *SetupOptions) write(exec *clientcmdapi.ExecConfig) error {
 	return nil
 }
 
-// shellQuote quotes s for a POSIX shell when it needs quoting.
+// shellQuote quotes s for a POSIX shell when it needs quoting; a value
+// with characters that may not reach the terminal (logging.Unsafe) is
+// quoted as bash's $'…' with them escaped (\x1b, \u202e), which bash and
+// zsh read back as the same value.
 func shellQuote(s string) string {
+	if logging.Escape(s) != s {
+		q := strings.NewReplacer(`\`, `\\`, "'", `\'`).Replace(s)
+		return "$'" + logging.Escape(q) + "'"
+	}
 	safe := s != ""
 	for _, c := range s {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_@%+=:,./-", c)) {

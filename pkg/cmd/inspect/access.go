@@ -260,7 +260,7 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 				if total < 20 {
 					return
 				}
-				progressLine(o.ErrOut, done, total, "checking %s: %d/%d access reviews", logging.Printable(nsLabel(ns)), done, total)
+				progressLine(o.ErrOut, done, total, "checking %s: %d/%d access reviews", nsLabel(ns), done, total)
 			}
 		}
 		m, err := client.Access(ctx, resources, opts)
@@ -337,7 +337,7 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 	}
 	if err := g.Wait(); err != nil {
 		if terminal {
-			fmt.Fprint(o.ErrOut, eraseLine)
+			logging.StatusLine(o.ErrOut, "")
 		}
 		if ctx.Err() != nil {
 			n := slices.IndexFunc(out, func(m *rbac.Matrix) bool { return m == nil })
@@ -554,15 +554,12 @@ func (b *reviewBudget) spent(n int) {
 	b.mu.Unlock()
 }
 
-// eraseLine returns to the start of a terminal's line and erases it.
-const eraseLine = "\r\033[K"
-
 // progressLine writes a progress line on w (a terminal) over the last one,
 // and erases it once done reaches total.
 func progressLine(w io.Writer, done, total int, format string, args ...any) {
-	fmt.Fprintf(w, eraseLine+format, args...)
+	logging.StatusLine(w, fmt.Sprintf(format, args...))
 	if done == total {
-		fmt.Fprint(w, eraseLine)
+		logging.StatusLine(w, "")
 	}
 }
 

@@ -15,11 +15,8 @@ import (
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
@@ -266,7 +263,7 @@ func (o *ListOptions) Run(ctx context.Context) error {
 	r.Decisions, r.Stats, err = target.Filter(ctx, res, objs, opts)
 	if err != nil {
 		if opts.Progress != nil {
-			fmt.Fprint(o.ErrOut, eraseLine)
+			logging.StatusLine(o.ErrOut, "")
 		}
 		if ctx.Err() != nil {
 			seen := map[string]bool{}
@@ -297,7 +294,7 @@ func (o *ListOptions) print(r *ListResult) error {
 			local += fmt.Sprintf(" (the rules of %d namespaces from them)", n)
 		}
 		fmt.Fprintf(o.ErrOut, "%d of %d %s allowed to %s for %s; requests after discovery: %d list, %d rules reviews, %d access reviews%s\n",
-			len(kept), len(r.Decisions), r.Resource, what, r.Identity, r.Lists, r.Stats.RulesReviews, r.Stats.AccessReviews, local)
+			len(kept), len(r.Decisions), logging.Printable(r.Resource.String()), what, logging.Printable(r.Identity), r.Lists, r.Stats.RulesReviews, r.Stats.AccessReviews, local)
 	}
 	switch inc := r.Stats.Incomplete; {
 	case len(inc) > 3:
@@ -316,16 +313,14 @@ func (o *ListOptions) print(r *ListResult) error {
 		}
 		return o.Output.Print(o.Out, map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": ""}, "items": items}, nil)
 	case o.Output.Format == "name":
-		// kubectl's -o name: kind.group/name, from the object's own kind.
-		p := &printers.NamePrinter{}
+		// kubectl's -o name (printers.NamePrinter's kind.group/name, from
+		// the object's own kind), with the name escaped.
+		kind := strings.ToLower(r.Resource.Kind)
+		if r.Resource.Group != "" {
+			kind += "." + r.Resource.Group
+		}
 		for _, d := range kept {
-			gvk := schema.FromAPIVersionAndKind(r.Resource.APIVersion(), r.Resource.Kind)
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(gvk)
-			u.SetName(d.Name)
-			if err := p.PrintObj(u, o.Out); err != nil {
-				return err
-			}
+			fmt.Fprintf(o.Out, "%s/%s\n", kind, logging.Printable(d.Name))
 		}
 		return nil
 	}

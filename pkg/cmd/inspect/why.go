@@ -273,7 +273,7 @@ func printGrants(w io.Writer, grants []rbac.Grant) {
 		if ns == "" {
 			ns = "(cluster)"
 		}
-		fmt.Fprintf(tw, "%s/%s\t%s\t%s/%s\t%s\n", g.BindingKind, logging.Printable(g.Binding), logging.Printable(ns), g.RoleKind, logging.Printable(g.Role), strings.Join(subs, ", "))
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s/%s\t%s\n", logging.Printable(g.BindingKind), logging.Printable(g.Binding), logging.Printable(ns), logging.Printable(g.RoleKind), logging.Printable(g.Role), strings.Join(subs, ", "))
 	}
 	_ = tw.Flush()
 }

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"k8s.io/klog/v2"
 )
 
@@ -19,5 +20,5 @@ func RouteKlog(w io.Writer, on bool) {
 	if !on {
 		w = io.Discard
 	}
-	klog.SetOutput(w)
+	klog.SetOutput(logging.LineWriter{W: w}) // an entry may quote an answer: one escaped line
 }

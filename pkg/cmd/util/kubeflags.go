@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
@@ -129,7 +130,7 @@ func (k *KubeFlags) RegisterCompletions(cmd *cobra.Command) {
 			}
 			names := pick(&raw)
 			sort.Strings(names)
-			return names, cobra.ShellCompDirectiveNoFileComp
+			return Candidates(names), cobra.ShellCompDirectiveNoFileComp
 		}
 	}
 	_ = cmd.RegisterFlagCompletionFunc("context", fromConfig(func(c *clientcmdapi.Config) []string { return keys(c.Contexts) }))
@@ -144,8 +145,23 @@ func (k *KubeFlags) RegisterCompletions(cmd *cobra.Command) {
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		return ns, cobra.ShellCompDirectiveNoFileComp
+		return Candidates(ns), cobra.ShellCompDirectiveNoFileComp
 	})
+}
+
+// Candidates are the names a completion may offer: cobra writes one a
+// line, a tab starting its description, so a name that needs escaping
+// (logging.Escape: a newline, a tab, an escape sequence, which no one
+// types anyway) would inject candidates or reach the terminal: it is
+// left out.
+func Candidates(names []string) []string {
+	out := names[:0:0]
+	for _, n := range names {
+		if n != "" && logging.Escape(n) == n {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func keys[V any](m map[string]V) []string {

@@ -40,9 +40,10 @@ func (g *GlobalOptions) Logger(w io.Writer) *logging.Logger {
 	return &logging.Logger{W: w, Level: g.Verbosity}
 }
 
-// IsTerminalFile says whether v is a terminal.
+// IsTerminalFile says whether v is a terminal (under the escaping writer
+// of the command's streams).
 func IsTerminalFile(v any) bool {
-	f, ok := v.(*os.File)
+	f, ok := logging.Raw(v).(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 

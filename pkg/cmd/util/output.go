@@ -1,6 +1,7 @@
 package util
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -75,6 +76,15 @@ func (o *OutputFlags) Print(w io.Writer, v any, human func(io.Writer)) error {
 	case o.Format == "json":
 		p = &printers.JSONPrinter{}
 	case o.Format == "yaml":
+		if off, _ := logging.SafeOutput(string(b)); off >= 0 {
+			// A DEL, C1 control or bidirectional override in a value:
+			// the YAML encoder refuses the first two and leaves the last
+			// as it is in a plain scalar, where escaping it would change
+			// the value. JSON is YAML too, and its strings take \uXXXX
+			// escapes (logging.SafeWriter's) with their values unchanged.
+			p = &printers.JSONPrinter{}
+			break
+		}
 		p = &printers.YAMLPrinter{}
 	default:
 		jp, err := printers.NewJSONPathPrinter(strings.TrimPrefix(o.Format, "jsonpath="))
@@ -82,11 +92,46 @@ func (o *OutputFlags) Print(w io.Writer, v any, human func(io.Writer)) error {
 			return err
 		}
 		jp.AllowMissingKeys(true) // kubectl's --allow-missing-template-keys default
-		if err := jp.PrintObj(obj, w); err != nil {
+		escaped, err := escapedJSON(b)
+		if err != nil {
+			return fmt.Errorf("encoding the output: %w", err)
+		}
+		if err := jp.PrintObj(&runtime.Unknown{Raw: escaped, ContentType: runtime.ContentTypeJSON}, w); err != nil {
 			first, _, _ := strings.Cut(err.Error(), "\n")
 			return fmt.Errorf("applying the jsonpath template: %s", first)
 		}
 		return nil
 	}
 	return p.PrintObj(obj, w)
+}
+
+// escapedJSON is the JSON document b with every string in it (keys too)
+// escaped (logging.Escape): a jsonpath template prints values as text, so
+// a newline or a tab in a value would pass for the template's own.
+func escapedJSON(b []byte) ([]byte, error) {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(escapeStrings(v))
+}
+
+func escapeStrings(v any) any {
+	switch t := v.(type) {
+	case string:
+		return logging.Escape(t)
+	case []any:
+		for i := range t {
+			t[i] = escapeStrings(t[i])
+		}
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[logging.Escape(k)] = escapeStrings(x)
+		}
+		return out
+	}
+	return v
 }

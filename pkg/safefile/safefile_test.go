@@ -1,0 +1,61 @@
+package safefile
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestWrite(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		mode os.FileMode
+		sync bool
+	}{
+		{"a token: 0600, synced", 0o600, true},
+		{"kubectl's cache: 0660, not synced", 0o660, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "f.json")
+			require.NoError(t, os.WriteFile(path, []byte("old"), 0o644))
+			require.NoError(t, Write(path, []byte("new"), Options{Mode: tt.mode, Sync: tt.sync}))
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.Equal(t, "new", string(b))
+			if runtime.GOOS != "windows" {
+				fi, err := os.Stat(path)
+				require.NoError(t, err)
+				assert.Equal(t, tt.mode, fi.Mode().Perm(), "the mode as given, whatever the umask")
+			}
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			assert.Len(t, entries, 1, "no temporary file left")
+		})
+	}
+}
+
+// A name that climbs out of the root, or a symlink on the way that points
+// out of it, writes nothing outside.
+func TestWriteInStaysInside(t *testing.T) {
+	base := t.TempDir()
+	inside, outside := filepath.Join(base, "server"), filepath.Join(base, "other")
+	require.NoError(t, os.MkdirAll(inside, 0o750))
+	require.NoError(t, os.MkdirAll(outside, 0o750))
+	require.NoError(t, os.Symlink(outside, filepath.Join(inside, "link")))
+	root, err := os.OpenRoot(inside)
+	require.NoError(t, err)
+	defer root.Close()
+	for _, name := range []string{"../other/x.json", "link/x.json", "/tmp/x.json"} {
+		assert.Error(t, WriteIn(root, name, []byte("{}"), Options{Mode: 0o660}), name)
+	}
+	entries, err := os.ReadDir(outside)
+	require.NoError(t, err)
+	assert.Empty(t, entries)
+	require.NoError(t, WriteIn(root, "ok.json", []byte("{}"), Options{Mode: 0o660}))
+	assert.FileExists(t, filepath.Join(inside, "ok.json"))
+}
