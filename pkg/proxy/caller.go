@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,12 +12,20 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
-	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/impersonation"
 )
 
 // OriginalUserExtra is the extra key under which a caller who impersonates
@@ -25,11 +34,10 @@ import (
 // asked for it.
 const OriginalUserExtra = "kubectl-impersonate.io/original-user"
 
-// ImpersonationAuthorizer answers whether spec's user may do spec's
-// resource attributes: a SubjectAccessReview, asked of kube-apiserver.
-type ImpersonationAuthorizer interface {
-	Authorize(ctx context.Context, spec authzv1.SubjectAccessReviewSpec) (allowed bool, reason string, err error)
-}
+// CallerAuthorizer answers kube-apiserver's impersonation filter (the
+// copy in internal/impersonation) whether the caller may impersonate what
+// it asks: SubjectAccessReviewer asks kube-apiserver.
+type CallerAuthorizer = authorizer.UnconditionalAuthorizer
 
 // callerImpersonation is what a caller's Impersonate-* headers ask for.
 type callerImpersonation struct {
@@ -137,129 +145,164 @@ func extraValues(extra map[string][]string) []string {
 	return out
 }
 
-// checks are the SubjectAccessReviews kube-apiserver's impersonation
-// filter asks (the impersonate verb: users, or a service account in its
-// namespace; each group; the UID; each extra value), for caller.
-func (c *callerImpersonation) checks(caller user.Info) []authzv1.SubjectAccessReviewSpec {
-	// The caller as kube-apiserver authenticates it: a token's user gets
-	// system:authenticated.
-	groups := caller.GetGroups()
-	if !slices.Contains(groups, user.AllAuthenticated) {
-		groups = append(slices.Clone(groups), user.AllAuthenticated)
-	}
-	base := authzv1.SubjectAccessReviewSpec{User: caller.GetName(), UID: caller.GetUID(), Groups: groups}
-	if extra := caller.GetExtra(); len(extra) > 0 {
-		base.Extra = map[string]authzv1.ExtraValue{}
-		for k, v := range extra {
-			base.Extra[k] = v
-		}
-	}
-	ask := func(group, resource, sub, ns, name string) authzv1.SubjectAccessReviewSpec {
-		s := base
-		s.ResourceAttributes = &authzv1.ResourceAttributes{Verb: "impersonate", Group: group, Resource: resource, Subresource: sub, Namespace: ns, Name: name}
-		return s
-	}
-	var out []authzv1.SubjectAccessReviewSpec
-	if ns, name, err := serviceaccount.SplitUsername(c.user); err == nil {
-		out = append(out, ask("", "serviceaccounts", "", ns, name))
-	} else {
-		out = append(out, ask("", "users", "", "", c.user))
-	}
-	for _, g := range c.groups {
-		out = append(out, ask("", "groups", "", "", g))
-	}
-	if c.uid != "" {
-		out = append(out, ask(authnv1.SchemeGroupVersion.Group, "uids", "", "", c.uid))
-	}
-	keys := make([]string, 0, len(c.extra))
-	for k := range c.extra {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		for _, v := range c.extra[k] {
-			out = append(out, ask(authnv1.SchemeGroupVersion.Group, "userextras", k, "", v))
-		}
-	}
-	return out
-}
-
-// identity is who the request is forwarded as: the impersonated user, its
-// groups (a service account's own when none are asked, as kube-apiserver
-// gives them), UID and extra, and the caller under OriginalUserExtra.
-func (c *callerImpersonation) identity(caller user.Info) user.Info {
-	groups := c.groups
-	if ns, _, err := serviceaccount.SplitUsername(c.user); err == nil && len(groups) == 0 {
-		groups = serviceaccount.MakeGroupNames(ns)
-	}
-	extra := map[string][]string{OriginalUserExtra: {caller.GetName()}}
-	for k, v := range c.extra {
-		extra[k] = v
-	}
-	return &user.DefaultInfo{Name: c.user, UID: c.uid, Groups: groups, Extra: extra}
-}
-
-// authorizeCaller asks, for each check, whether the authenticated caller
-// may impersonate it (never whether the proxy may): the first denial is
-// the error.
-func (h *Handler) authorizeCaller(ctx context.Context, caller user.Info, c *callerImpersonation) error {
-	for _, spec := range c.checks(caller) {
-		allowed, reason, err := h.CallerImpersonation.Authorize(ctx, spec)
-		if err != nil {
-			return fmt.Errorf("asking whether you may impersonate: %w", err)
-		}
-		if !allowed {
-			a := spec.ResourceAttributes
-			what := a.Resource
-			if a.Subresource != "" {
-				what += "/" + a.Subresource
-			}
-			msg := fmt.Sprintf("%s may not impersonate %s %q", caller.GetName(), what, a.Name)
-			if reason != "" {
-				msg += ": " + reason
-			}
-			return errors.New(msg)
-		}
-	}
-	return nil
-}
-
-// SubjectAccessReviewer asks kube-apiserver (upstream, through rt: the
-// proxy's own credential, which needs create on subjectaccessreviews).
+// SubjectAccessReviewer asks kube-apiserver (upstream, through RT: the
+// proxy's own credential, which needs create on subjectaccessreviews)
+// each question of the impersonation filter, as kube-apiserver's webhook
+// authorizer puts it (k8s.io/apiserver's plugin/pkg/authorizer/webhook,
+// whose package would link every API group's scheme): the user's name,
+// UID, groups and extra, the resource or non-resource attributes, the
+// request's selectors. Nothing is cached (kube-apiserver's RBAC answers
+// each question afresh); each question has Timeout (RequestTimeout unless
+// set).
 type SubjectAccessReviewer struct {
 	Upstream *url.URL
 	RT       http.RoundTripper
+	Timeout  time.Duration
 }
 
-// Authorize posts a SubjectAccessReview.
-func (s SubjectAccessReviewer) Authorize(ctx context.Context, spec authzv1.SubjectAccessReviewSpec) (bool, string, error) {
-	in := authzv1.SubjectAccessReview{Spec: spec}
+var _ CallerAuthorizer = SubjectAccessReviewer{}
+
+// Authorize posts a SubjectAccessReview: Allow when it allows, Deny when
+// it denies, else no opinion (which the filter refuses).
+func (s SubjectAccessReviewer) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(s.Timeout, RequestTimeout))
+	defer cancel()
+	in := authzv1.SubjectAccessReview{Spec: reviewSpec(a)}
 	in.APIVersion, in.Kind = "authorization.k8s.io/v1", "SubjectAccessReview"
 	body, err := json.Marshal(in)
 	if err != nil {
-		return false, "", err
+		return authorizer.DecisionNoOpinion, "", err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Upstream.JoinPath("/apis/authorization.k8s.io/v1/subjectaccessreviews").String(), bytes.NewReader(body))
 	if err != nil {
-		return false, "", err
+		return authorizer.DecisionNoOpinion, "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	resp, err := s.RT.RoundTrip(req)
 	if err != nil {
-		return false, "", errors.New("upstream unavailable")
+		return authorizer.DecisionNoOpinion, "", errors.New("asking kube-apiserver: upstream unavailable")
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return false, "", err
+		return authorizer.DecisionNoOpinion, "", err
 	}
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		return false, "", fmt.Errorf("SubjectAccessReview: HTTP %d (the proxy's credential needs create on subjectaccessreviews)", resp.StatusCode)
+		return authorizer.DecisionNoOpinion, "", fmt.Errorf("SubjectAccessReview: HTTP %d (the proxy's credential needs create on subjectaccessreviews)", resp.StatusCode)
 	}
 	var out authzv1.SubjectAccessReview
 	if err := json.Unmarshal(b, &out); err != nil {
-		return false, "", fmt.Errorf("reading the SubjectAccessReview: %w", err)
+		return authorizer.DecisionNoOpinion, "", fmt.Errorf("reading the SubjectAccessReview: %w", err)
 	}
-	return out.Status.Allowed, out.Status.Reason, nil
+	switch {
+	case out.Status.Denied:
+		return authorizer.DecisionDeny, out.Status.Reason, nil
+	case out.Status.Allowed:
+		return authorizer.DecisionAllow, out.Status.Reason, nil
+	}
+	return authorizer.DecisionNoOpinion, out.Status.Reason, nil
+}
+
+// reviewSpec is the SubjectAccessReview of a: the webhook authorizer's
+// (webhook.go Authorize, resourceAttributesFrom and the selector
+// conversions, v0.37.2).
+func reviewSpec(a authorizer.Attributes) authzv1.SubjectAccessReviewSpec {
+	var spec authzv1.SubjectAccessReviewSpec
+	if u := a.GetUser(); u != nil {
+		spec = authzv1.SubjectAccessReviewSpec{User: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups()}
+		if extra := u.GetExtra(); extra != nil {
+			spec.Extra = make(map[string]authzv1.ExtraValue, len(extra))
+			for k, v := range extra {
+				spec.Extra[k] = v
+			}
+		}
+	}
+	if !a.IsResourceRequest() {
+		spec.NonResourceAttributes = &authzv1.NonResourceAttributes{Path: a.GetPath(), Verb: a.GetVerb()}
+		return spec
+	}
+	ra := &authzv1.ResourceAttributes{Namespace: a.GetNamespace(), Verb: a.GetVerb(), Group: a.GetAPIGroup(), Version: a.GetAPIVersion(),
+		Resource: a.GetResource(), Subresource: a.GetSubresource(), Name: a.GetName()}
+	if fs, _ := a.GetFieldSelector(); len(fs) > 0 {
+		var reqs []metav1.FieldSelectorRequirement
+		for _, r := range fs {
+			switch r.Operator {
+			case selection.Equals, selection.DoubleEquals, selection.In:
+				reqs = append(reqs, metav1.FieldSelectorRequirement{Key: r.Field, Operator: metav1.FieldSelectorOpIn, Values: []string{r.Value}})
+			case selection.NotEquals, selection.NotIn:
+				reqs = append(reqs, metav1.FieldSelectorRequirement{Key: r.Field, Operator: metav1.FieldSelectorOpNotIn, Values: []string{r.Value}})
+			}
+		}
+		if len(reqs) > 0 {
+			ra.FieldSelector = &authzv1.FieldSelectorAttributes{Requirements: reqs}
+		}
+	}
+	if ls, _ := a.GetLabelSelector(); len(ls) > 0 {
+		var reqs []metav1.LabelSelectorRequirement
+		for _, r := range ls {
+			req := metav1.LabelSelectorRequirement{Key: r.Key()}
+			if vs := r.ValuesUnsorted(); len(vs) > 0 {
+				req.Values = vs
+			}
+			switch r.Operator() {
+			case selection.Equals, selection.DoubleEquals, selection.In:
+				req.Operator = metav1.LabelSelectorOpIn
+			case selection.NotEquals, selection.NotIn:
+				req.Operator = metav1.LabelSelectorOpNotIn
+			case selection.Exists:
+				req.Operator = metav1.LabelSelectorOpExists
+			case selection.DoesNotExist:
+				req.Operator = metav1.LabelSelectorOpDoesNotExist
+			default:
+				continue // requirements narrow: leaving one out asks for more, never less
+			}
+			reqs = append(reqs, req)
+		}
+		if len(reqs) > 0 {
+			ra.LabelSelector = &authzv1.LabelSelectorAttributes{Requirements: reqs}
+		}
+	}
+	spec.ResourceAttributes = ra
+	return spec
+}
+
+// callerImpersonationFilter is kube-apiserver's impersonation filter
+// (internal/impersonation) in front of next: constrained impersonation
+// with the classic one as its fallback (kube-apiserver 1.36+, where the
+// ConstrainedImpersonation gate is on by default), or the classic filter
+// alone (1.35, or a cluster that turned the gate off). Its refusals are
+// kube-apiserver's Status answers.
+func callerImpersonationFilter(next http.Handler, a CallerAuthorizer, constrained bool) http.Handler {
+	scheme := runtime.NewScheme()
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	codecs := serializer.NewCodecFactory(scheme)
+	if constrained {
+		return impersonation.WithConstrainedImpersonation(next, a, codecs)
+	}
+	return impersonation.WithImpersonation(next, a, codecs)
+}
+
+// withAuthenticated is the caller as kube-apiserver's authenticator gives
+// it to the filter: a token's user is in system:authenticated.
+func withAuthenticated(u user.Info) user.Info {
+	if slices.Contains(u.GetGroups(), user.AllAuthenticated) {
+		return u
+	}
+	return &user.DefaultInfo{Name: u.GetName(), UID: u.GetUID(), Groups: append(slices.Clone(u.GetGroups()), user.AllAuthenticated), Extra: u.GetExtra()}
+}
+
+// forwardedAs is the identity the filter let the caller take, as the
+// proxy forwards it: without system:authenticated (kube-apiserver adds it
+// to an impersonated user itself, and the proxy's credential would need
+// to impersonate the group), with the caller under OriginalUserExtra, set
+// last so that no extra of the caller's takes its place.
+func forwardedAs(got, caller user.Info) user.Info {
+	groups := slices.DeleteFunc(slices.Clone(got.GetGroups()), func(g string) bool { return g == user.AllAuthenticated })
+	extra := map[string][]string{}
+	for k, v := range got.GetExtra() {
+		extra[k] = v
+	}
+	extra[OriginalUserExtra] = []string{caller.GetName()}
+	return &user.DefaultInfo{Name: got.GetName(), UID: got.GetUID(), Groups: groups, Extra: extra}
 }

@@ -14,27 +14,41 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
 
+	"encoding/json"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/proxyattacks"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
+	"io"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
-// allowOnly is an authorizer that allows exactly its specs (by caller and
-// resource attributes), and records every question.
+// allowOnly is an authorizer that allows exactly its questions (the
+// SubjectAccessReview each would be: caller and resource attributes, the
+// API version aside), and records every question as that review.
 type allowOnly struct {
 	mu      sync.Mutex
 	allowed []authzv1.SubjectAccessReviewSpec
 	asked   []authzv1.SubjectAccessReviewSpec
 }
 
-func (a *allowOnly) Authorize(_ context.Context, spec authzv1.SubjectAccessReviewSpec) (bool, string, error) {
+func (a *allowOnly) Authorize(_ context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	spec := reviewSpec(attrs)
 	a.asked = append(a.asked, spec)
+	if spec.ResourceAttributes == nil {
+		return authorizer.DecisionNoOpinion, "stand-in authorizer: no", nil
+	}
+	ra := *spec.ResourceAttributes
+	ra.Version = ""
 	for _, s := range a.allowed {
-		if s.User == spec.User && *s.ResourceAttributes == *spec.ResourceAttributes {
-			return true, "", nil
+		if s.User == spec.User && *s.ResourceAttributes == ra {
+			return authorizer.DecisionAllow, "", nil
 		}
 	}
-	return false, "stand-in authorizer: no", nil
+	return authorizer.DecisionNoOpinion, "stand-in authorizer: no", nil
 }
 
 func TestReadCallerImpersonation(t *testing.T) {
@@ -83,31 +97,130 @@ func TestReadCallerImpersonation(t *testing.T) {
 	}
 }
 
-// The checks are kube-apiserver's impersonation filter's, asked for the
-// caller: a service account in its namespace, each group, the UID, each
-// extra value as userextras/KEY named VALUE.
-func TestCallerImpersonationChecks(t *testing.T) {
-	c := &callerImpersonation{user: "system:serviceaccount:team-a:deployer", uid: "42", groups: []string{"g"}, extra: map[string][]string{"scopes": {"s1", "s2"}}}
-	caller := &user.DefaultInfo{Name: "alice", Groups: []string{"dev"}}
-	var got []authzv1.ResourceAttributes
-	for _, s := range c.checks(caller) {
-		assert.Equal(t, "alice", s.User, "asked for the caller, never the proxy")
-		assert.Equal(t, []string{"dev", "system:authenticated"}, s.Groups, "as kube-apiserver authenticates the caller")
-		got = append(got, *s.ResourceAttributes)
+// The questions are kube-apiserver's impersonation filter's, asked about
+// the caller as kube-apiserver authenticates it (with
+// system:authenticated), never about the proxy: the classic filter asks
+// the impersonate verb on the service account in its namespace, each
+// group, each extra value and the UID; the constrained one first asks
+// impersonate-on:<mode>:<verb> on the request itself.
+func TestCallerImpersonationQuestions(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		constrained bool
+		headers     [][2]string
+		want        []authzv1.ResourceAttributes
+		wantGroups  []string
+	}{
+		{name: "classic (1.35): a service account, a group, an extra, a UID", headers: [][2]string{{"Impersonate-User", "system:serviceaccount:team-a:deployer"}, {"Impersonate-Group", "g"},
+			{"Impersonate-Uid", "42"}, {"Impersonate-Extra-Example.com%2fscopes", "s1"}},
+			want: []authzv1.ResourceAttributes{
+				{Verb: "impersonate", Resource: "serviceaccounts", Namespace: "team-a", Name: "deployer"},
+				{Verb: "impersonate", Resource: "groups", Name: "g"},
+				{Verb: "impersonate", Group: "authentication.k8s.io", Version: "v1", Resource: "userextras", Subresource: "example.com/scopes", Name: "s1"},
+				{Verb: "impersonate", Group: "authentication.k8s.io", Version: "v1", Resource: "uids", Name: "42"},
+			}, wantGroups: []string{"g"}},
+		{name: "constrained (1.36+): a user, by user-info", constrained: true, headers: [][2]string{{"Impersonate-User", "bob"}},
+			want: []authzv1.ResourceAttributes{
+				{Verb: "impersonate-on:user-info:list", Version: "v1", Resource: "pods", Namespace: "team-a"},
+				{Verb: "impersonate:user-info", Group: "authentication.k8s.io", Version: "v1", Resource: "users", Name: "bob"},
+			}},
+		// A service account with groups is no constrained mode's: the
+		// classic questions, in the constrained filter's order.
+		{name: "constrained (1.36+): a service account with a group falls back to the classic verb", constrained: true,
+			headers: [][2]string{{"Impersonate-User", "system:serviceaccount:team-a:deployer"}, {"Impersonate-Group", "g"}},
+			want: []authzv1.ResourceAttributes{
+				{Verb: "impersonate", Version: "v1", Resource: "serviceaccounts", Namespace: "team-a", Name: "deployer"},
+				{Verb: "impersonate", Version: "v1", Resource: "groups", Name: "g"},
+			}, wantGroups: []string{"g"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newTestProxy(t, structuredConfig, true)
+			authz := &allowOnly{}
+			for _, ra := range tt.want {
+				ra.Version = ""
+				authz.allowed = append(authz.allowed, authzv1.SubjectAccessReviewSpec{User: "alice@example.com", ResourceAttributes: &ra})
+			}
+			p.handler.CallerImpersonation, p.handler.ConstrainedImpersonation = authz, tt.constrained
+			req, err := http.NewRequest(http.MethodGet, p.url+"/api/v1/namespaces/team-a/pods", nil)
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+p.mint(t, map[string]any{"email": "alice@example.com"}, testissuer.Valid))
+			for _, kv := range tt.headers {
+				req.Header.Add(kv[0], kv[1])
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+			assert.Equal(t, 200, resp.StatusCode)
+			var got []authzv1.ResourceAttributes
+			for _, s := range authz.asked {
+				assert.Equal(t, "alice@example.com", s.User, "asked for the caller, never the proxy")
+				assert.Contains(t, s.Groups, "system:authenticated", "as kube-apiserver authenticates the caller")
+				got = append(got, *s.ResourceAttributes)
+			}
+			assert.Equal(t, tt.want, got, "kube-apiserver's questions, in its order")
+			seen := p.upstream.take()
+			require.Len(t, seen, 1)
+			assert.Equal(t, tt.headers[0][1], seen[0].Header.Get("Impersonate-User"))
+			assert.Equal(t, tt.wantGroups, seen[0].Header.Values("Impersonate-Group"), "system:authenticated is kube-apiserver's to add")
+			assert.Equal(t, []string{"alice@example.com"}, seen[0].Header.Values("Impersonate-Extra-Kubectl-Impersonate.io%2foriginal-User"))
+		})
 	}
-	assert.Equal(t, []authzv1.ResourceAttributes{
-		{Verb: "impersonate", Resource: "serviceaccounts", Namespace: "team-a", Name: "deployer"},
-		{Verb: "impersonate", Resource: "groups", Name: "g"},
-		{Verb: "impersonate", Group: "authentication.k8s.io", Resource: "uids", Name: "42"},
-		{Verb: "impersonate", Group: "authentication.k8s.io", Resource: "userextras", Subresource: "scopes", Name: "s1"},
-		{Verb: "impersonate", Group: "authentication.k8s.io", Resource: "userextras", Subresource: "scopes", Name: "s2"},
-	}, got)
-	id := c.identity(caller)
-	assert.Equal(t, "system:serviceaccount:team-a:deployer", id.GetName())
-	assert.Equal(t, []string{"g"}, id.GetGroups())
-	assert.Equal(t, []string{"alice"}, id.GetExtra()[OriginalUserExtra])
-	sa := (&callerImpersonation{user: "system:serviceaccount:team-a:deployer"}).identity(caller)
-	assert.Equal(t, []string{"system:serviceaccounts", "system:serviceaccounts:team-a"}, sa.GetGroups(), "a service account's groups, as kube-apiserver gives them")
+}
+
+// reviewSpec puts a question as kube-apiserver's webhook authorizer does.
+func TestReviewSpec(t *testing.T) {
+	u := &user.DefaultInfo{Name: "alice", UID: "1", Groups: []string{"dev"}, Extra: map[string][]string{"k": {"v"}}}
+	fs, err := fields.ParseSelector("spec.nodeName=n1,metadata.name!=x")
+	require.NoError(t, err)
+	ls, err := labels.Parse("app in (a,b),!gone,tier")
+	require.NoError(t, err)
+	lreq, _ := ls.Requirements()
+	got := reviewSpec(&authorizer.AttributesRecord{User: u, Verb: "list", APIGroup: "apps", APIVersion: "v1", Resource: "deployments", Namespace: "ns",
+		ResourceRequest: true, FieldSelectorRequirements: fs.Requirements(), LabelSelectorRequirements: lreq})
+	assert.Equal(t, authzv1.SubjectAccessReviewSpec{User: "alice", UID: "1", Groups: []string{"dev"}, Extra: map[string]authzv1.ExtraValue{"k": {"v"}},
+		ResourceAttributes: &authzv1.ResourceAttributes{Namespace: "ns", Verb: "list", Group: "apps", Version: "v1", Resource: "deployments",
+			FieldSelector: &authzv1.FieldSelectorAttributes{Requirements: []metav1.FieldSelectorRequirement{
+				{Key: "metadata.name", Operator: metav1.FieldSelectorOpNotIn, Values: []string{"x"}}, {Key: "spec.nodeName", Operator: metav1.FieldSelectorOpIn, Values: []string{"n1"}}}},
+			LabelSelector: &authzv1.LabelSelectorAttributes{Requirements: []metav1.LabelSelectorRequirement{
+				{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"a", "b"}}, {Key: "gone", Operator: metav1.LabelSelectorOpDoesNotExist},
+				{Key: "tier", Operator: metav1.LabelSelectorOpExists}}}}}, got)
+	nr := reviewSpec(&authorizer.AttributesRecord{User: u, Verb: "get", Path: "/apis"})
+	assert.Equal(t, &authzv1.NonResourceAttributes{Path: "/apis", Verb: "get"}, nr.NonResourceAttributes)
+}
+
+// A refusal during discovery reads as kube-apiserver's reason in kubectl:
+// text where client-go decodes no Status, a Status elsewhere.
+func TestCallerImpersonationRefusals(t *testing.T) {
+	p := newTestProxy(t, structuredConfig, false)
+	p.handler.CallerImpersonation = &allowOnly{}
+	token := p.mint(t, map[string]any{"email": "alice@example.com"}, testissuer.Valid)
+	for _, tt := range []struct {
+		path, wantType string
+	}{
+		{"/api", "text/plain; charset=utf-8"}, {"/apis", "text/plain; charset=utf-8"}, {"/version", "text/plain; charset=utf-8"},
+		{"/api/v1/namespaces/a/pods", "application/json"},
+	} {
+		req, err := http.NewRequest(http.MethodGet, p.url+tt.path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Impersonate-User", "carol")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		assert.Equal(t, http.StatusForbidden, resp.StatusCode, tt.path)
+		assert.Equal(t, tt.wantType, resp.Header.Get("Content-Type"), tt.path)
+		assert.Contains(t, string(b), "cannot impersonate resource", tt.path)
+		if strings.HasPrefix(tt.wantType, "application/json") {
+			var st metav1.Status
+			require.NoError(t, json.Unmarshal(b, &st))
+			assert.Equal(t, metav1.StatusReasonForbidden, st.Reason)
+			assert.Equal(t, `users "carol" is forbidden: User "alice@example.com" cannot impersonate resource "users" in API group "" at the cluster scope: stand-in authorizer: no`, st.Message)
+		} else {
+			assert.Equal(t, `users "carol" is forbidden: User "alice@example.com" cannot impersonate resource "users" in API group "" at the cluster scope: stand-in authorizer: no`+"\n", string(b))
+		}
+	}
+	assert.Contains(t, p.audit.String(), `"reason":"impersonation refused: alice@example.com may not impersonate users \"carol\": stand-in authorizer: no"`)
 }
 
 // TestProxyCallerImpersonationAttacks drives internal/proxyattacks'

@@ -52,7 +52,10 @@ import (
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/transport"
 
+	"bytes"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
 // Authenticator is kube-apiserver's token authenticator (pkg/authn's):
@@ -96,16 +99,23 @@ type Handler struct {
 	// ready); nil: dropped.
 	Log func(string)
 	// CallerImpersonation, when set (--allow-caller-impersonation), honours
-	// a caller's own Impersonate-* headers (kubectl --as) once it says the
-	// authenticated caller may impersonate each of them; the request then
-	// goes as the impersonated identity, with the caller under
-	// OriginalUserExtra. Nil: such headers are refused (403).
-	CallerImpersonation ImpersonationAuthorizer
+	// a caller's own Impersonate-* headers (kubectl --as) as kube-apiserver
+	// does: its impersonation filter (internal/impersonation) asks
+	// CallerImpersonation its questions about the authenticated caller,
+	// and the request then goes as the identity it allows, with the caller
+	// under OriginalUserExtra. Nil: such headers are refused (403).
+	CallerImpersonation CallerAuthorizer
+	// ConstrainedImpersonation runs kube-apiserver's constrained
+	// impersonation filter (1.36+: impersonate:user-info and the other
+	// modes, then the classic verb) rather than the classic one alone.
+	ConstrainedImpersonation bool
 
-	proxy    *httputil.ReverseProxy
-	once     sync.Once
-	inFlight chan struct{}
-	auditMu  sync.Mutex
+	proxy *httputil.ReverseProxy
+	// impersonation is the filter in front of serveImpersonated.
+	impersonation http.Handler
+	once          sync.Once
+	inFlight      chan struct{}
+	auditMu       sync.Mutex
 	// requests authenticates a request: its bearer token, or a WebSocket
 	// client's (the base64url.bearer.authorization.k8s.io. subprotocol).
 	requests authenticator.Request
@@ -143,6 +153,9 @@ func (h *Handler) init() {
 		tokens = tokencache.New(tokens, false, ttl, 0)
 	}
 	h.requests = union.New(bearertoken.New(tokens), websocket.NewProtocolAuthenticator(tokens))
+	if h.CallerImpersonation != nil {
+		h.impersonation = callerImpersonationFilter(http.HandlerFunc(h.serveImpersonated), recordDenials{h.CallerImpersonation}, h.ConstrainedImpersonation)
+	}
 	h.Metrics.cacheHits(func() float64 { return float64(h.authentications.Load() - h.verified.Load()) })
 	h.proxy = &httputil.ReverseProxy{
 		// Rewrite runs after the hop-by-hop headers (and those the caller
@@ -163,7 +176,7 @@ func (h *Handler) init() {
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			setReason(r, "upstream unavailable: "+err.Error())
-			status(w, http.StatusBadGateway, "ServiceUnavailable", "the impersonating proxy could not reach the API server: upstream unavailable")
+			status(w, textRefusal(r), http.StatusBadGateway, metav1.StatusReasonServiceUnavailable, "the impersonating proxy could not reach the API server: upstream unavailable")
 		},
 	}
 }
@@ -255,13 +268,40 @@ func (u upgradeSplit) RoundTrip(r *http.Request) (*http.Response, error) {
 	return rt.RoundTrip(r)
 }
 
-// status writes a Kubernetes Status, as the API server would.
-func status(w http.ResponseWriter, code int, reason, msg string) {
-	w.Header().Set("Content-Type", "application/json")
+// status writes a Kubernetes Status, as the API server would, or its
+// message alone as text where kubectl decodes no Status (textRefusal).
+func status(w http.ResponseWriter, text bool, code int, reason metav1.StatusReason, msg string) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if text {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(code)
+		_, _ = io.WriteString(w, msg+"\n")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(map[string]any{"kind": "Status", "apiVersion": "v1", "metadata": map[string]any{},
-		"status": "Failure", "message": msg, "reason": reason, "code": code})
+	_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status: metav1.StatusFailure, Message: msg, Reason: reason, Code: int32(code)})
+}
+
+// textRefusal: client-go reads discovery (/api, /apis), /version and the
+// OpenAPI documents as raw bytes and decodes no Status from an error: from
+// a JSON body kubectl shows "Forbidden: unknown", from a text one the
+// message. The proxy's refusals there are the Status's message as text
+// (kube-apiserver's own Status would read "unknown" in kubectl).
+func textRefusal(r *http.Request) bool {
+	if r.Method != http.MethodGet {
+		return false
+	}
+	p := r.URL.Path
+	return p == "/api" || p == "/apis" || p == "/version" || strings.HasPrefix(p, "/openapi/")
+}
+
+// reasons are the Status reasons of the proxy's refusals, kube-apiserver's.
+var reasons = map[int]metav1.StatusReason{
+	http.StatusBadRequest: metav1.StatusReasonBadRequest, http.StatusUnauthorized: metav1.StatusReasonUnauthorized,
+	http.StatusForbidden: metav1.StatusReasonForbidden, http.StatusMethodNotAllowed: metav1.StatusReasonMethodNotAllowed,
+	http.StatusTooManyRequests: metav1.StatusReasonTooManyRequests, http.StatusServiceUnavailable: metav1.StatusReasonServiceUnavailable,
 }
 
 // requestLog is what the audit line says of one request.
@@ -270,6 +310,12 @@ type requestLog struct {
 	// original is the caller who impersonated user, if one did.
 	original user.Info
 	reason   string
+	// denied is the impersonation filter's last denial, the reason of a
+	// refusal it writes; impersonated, that it let the request through.
+	denied       string
+	impersonated bool
+	// text: refusals are written as text (textRefusal).
+	text bool
 	// release gives back the request's in-flight slot.
 	release func()
 }
@@ -388,10 +434,11 @@ func (h *Handler) refuse(w http.ResponseWriter, l *requestLog, code int, failure
 	if failure != "" {
 		h.Metrics.refused(failure)
 	}
-	status(w, code, http.StatusText(code), msg)
+	status(w, l.text, code, cmp.Or(reasons[code], metav1.StatusReasonUnknown), msg)
 }
 
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
+	l.text = textRefusal(r)
 	if r.Method == http.MethodConnect || r.Method == http.MethodTrace {
 		// CONNECT would tunnel through the proxy (and loses the
 		// upstream's path prefix); the Kubernetes API uses neither.
@@ -462,26 +509,54 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 		return
 	}
 	if asked != nil {
-		// kubectl --as: what could not be forwarded is refused before any
-		// question; then the authorizer decides whether the caller may,
-		// within the request's time (--request-timeout's).
-		target := asked.identity(u)
-		if err := forwardable(target, h.AllowSystemIdentities); err != nil {
-			h.refuse(w, l, http.StatusForbidden, "identity", err.Error(),
-				"the impersonated identity cannot be forwarded through this proxy: "+err.Error())
-			return
-		}
-		actx, cancel := context.WithTimeout(r.Context(), RequestTimeout)
-		err := h.authorizeCaller(actx, u, asked)
-		cancel()
-		if err != nil {
-			h.refuse(w, l, http.StatusForbidden, "impersonation", "impersonation refused: "+logging.OneLine(err.Error(), 0),
-				"impersonation refused: "+logging.OneLine(err.Error(), 0))
-			return
-		}
-		l.original, u = u, target
-		l.user = u
+		h.impersonate(w, r, l, u)
+		return
 	}
+	h.forward(w, r, l, u)
+}
+
+// impersonate runs kubectl --as through kube-apiserver's impersonation
+// filter: it asks the caller's questions (SubjectAccessReviews about the
+// caller, never the proxy) and hands what it allows to
+// serveImpersonated; its refusals are kube-apiserver's Status answers.
+func (h *Handler) impersonate(w http.ResponseWriter, r *http.Request, l *requestLog, caller user.Info) {
+	ri, err := requestInfo.NewRequestInfo(r)
+	if err != nil {
+		h.refuse(w, l, http.StatusBadRequest, "request", "request info: "+err.Error(), "the request could not be read")
+		return
+	}
+	ctx := apirequest.WithRequestInfo(apirequest.WithUser(r.Context(), withAuthenticated(caller)), ri)
+	var rw http.ResponseWriter = w
+	tw := &textStatusWriter{ResponseWriter: w, l: l}
+	if l.text {
+		rw = tw
+	}
+	h.impersonation.ServeHTTP(rw, r.WithContext(ctx))
+	tw.finish()
+	if !l.impersonated {
+		l.reason = "impersonation refused: " + cmp.Or(l.denied, "the request or its impersonation headers")
+		h.Metrics.refused("impersonation")
+	}
+}
+
+// serveImpersonated forwards a request the impersonation filter allowed,
+// as the identity it allowed (forwardedAs).
+func (h *Handler) serveImpersonated(w http.ResponseWriter, r *http.Request) {
+	l := r.Context().Value(logKey{}).(*requestLog)
+	l.impersonated = true
+	got, _ := apirequest.UserFrom(r.Context())
+	target := forwardedAs(got, l.user)
+	if err := forwardable(target, h.AllowSystemIdentities); err != nil {
+		h.refuse(w, l, http.StatusForbidden, "identity", err.Error(),
+			"the impersonated identity cannot be forwarded through this proxy: "+err.Error())
+		return
+	}
+	l.original, l.user = l.user, target
+	h.forward(w, r, l, target)
+}
+
+// forward sends the request upstream as u.
+func (h *Handler) forward(w http.ResponseWriter, r *http.Request, l *requestLog, u user.Info) {
 	ctx := r.Context()
 	if longRunning(r) {
 		l.release() // watches, exec, logs: not counted, not timed (kube-apiserver's rules)
@@ -497,6 +572,65 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 		_ = rc.SetWriteDeadline(time.Now().Add(RequestTimeout))
 	}
 	h.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, identityKey{}, u)))
+}
+
+// recordDenials passes the filter's questions on, and notes each denial
+// in the request's log: the proxy's audit line says why.
+type recordDenials struct{ next CallerAuthorizer }
+
+func (d recordDenials) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	decision, reason, err := d.next.Authorize(ctx, a)
+	if l, ok := ctx.Value(logKey{}).(*requestLog); ok && decision != authorizer.DecisionAllow {
+		what := a.GetResource()
+		if a.GetSubresource() != "" {
+			what += "/" + a.GetSubresource()
+		}
+		if !a.IsResourceRequest() {
+			what = a.GetPath()
+		}
+		l.denied = logging.OneLine(fmt.Sprintf("%s may not %s %s %q: %s", a.GetUser().GetName(), a.GetVerb(), what, a.GetName(), cmp.Or(reason, fmt.Sprint(err))), 0)
+	}
+	return decision, reason, err
+}
+
+// textStatusWriter holds a Status refusal of the impersonation filter
+// back and writes its message as text (textRefusal); anything else passes.
+type textStatusWriter struct {
+	http.ResponseWriter
+	l    *requestLog
+	code int
+	body bytes.Buffer
+}
+
+func (t *textStatusWriter) WriteHeader(code int) {
+	if code >= 400 && !t.l.impersonated {
+		t.code = code
+		return
+	}
+	t.ResponseWriter.WriteHeader(code)
+}
+
+func (t *textStatusWriter) Write(b []byte) (int, error) {
+	if t.code != 0 {
+		return t.body.Write(b)
+	}
+	return t.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (t *textStatusWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+
+// finish writes the refusal held back, if any.
+func (t *textStatusWriter) finish() {
+	if t.code == 0 {
+		return
+	}
+	var st metav1.Status
+	msg := strings.TrimSpace(t.body.String())
+	if json.Unmarshal(t.body.Bytes(), &st) == nil && st.Message != "" {
+		msg = st.Message
+	}
+	status(t.ResponseWriter, true, t.code, st.Reason, msg)
 }
 
 // hasCredential tells whether the request carries a token for the

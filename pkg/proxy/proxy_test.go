@@ -306,7 +306,7 @@ func TestProxyRefusalsAreStatusesAuditedAndCounted(t *testing.T) {
 	} {
 		path := c.path
 		if path == "" {
-			path = "/api"
+			path = "/api/v1/pods"
 		}
 		req, _ := http.NewRequest("GET", p.url+path, nil)
 		req.Header = c.header
@@ -318,8 +318,22 @@ func TestProxyRefusalsAreStatusesAuditedAndCounted(t *testing.T) {
 		assert.Equal(t, c.wantCode, resp.StatusCode)
 		assert.Equal(t, "Status", st.Kind)
 		assert.Equal(t, "Failure", st.Status)
+		assert.Equal(t, map[int]string{400: "BadRequest", 401: "Unauthorized", 403: "Forbidden"}[c.wantCode], st.Reason, "kube-apiserver's reason")
 		assert.Contains(t, st.Message, c.wantMsg)
 		assert.NotContains(t, st.Message, "\n")
+		// Discovery, which client-go reads without decoding a Status:
+		// the message as text, which kubectl shows.
+		req, _ = http.NewRequest("GET", p.url+"/api", nil)
+		req.Header = c.header
+		if c.path == "" {
+			resp, err = http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			assert.Equal(t, c.wantCode, resp.StatusCode)
+			assert.Equal(t, "text/plain; charset=utf-8", resp.Header.Get("Content-Type"))
+			assert.Equal(t, st.Message+"\n", string(b))
+		}
 		for i := 0; i < 100 && !strings.Contains(p.audit.String(), c.reason); i++ {
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -337,9 +351,9 @@ func TestProxyRefusalsAreStatusesAuditedAndCounted(t *testing.T) {
 	require.NoError(t, err)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`kubectl_impersonate_proxy_refusals_total{reason="no_token"} 2`, `kubectl_impersonate_proxy_refusals_total{reason="invalid_token"} 1`,
-		`kubectl_impersonate_proxy_refusals_total{reason="identity"} 1`, `kubectl_impersonate_proxy_refusals_total{reason="request"} 2`,
-		`kubectl_impersonate_proxy_requests_total{code="401"} 3`, `kubectl_impersonate_proxy_request_duration_seconds_count 6`} {
+	for _, want := range []string{`kubectl_impersonate_proxy_refusals_total{reason="no_token"} 3`, `kubectl_impersonate_proxy_refusals_total{reason="invalid_token"} 2`,
+		`kubectl_impersonate_proxy_refusals_total{reason="identity"} 2`, `kubectl_impersonate_proxy_refusals_total{reason="request"} 3`,
+		`kubectl_impersonate_proxy_requests_total{code="401"} 5`, `kubectl_impersonate_proxy_request_duration_seconds_count 10`} {
 		assert.Contains(t, string(b), want)
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/proxyattacks"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
+	"strconv"
 )
 
 // auditEvent is the part of an audit.k8s.io/v1 Event the attack test reads.
@@ -285,4 +286,100 @@ subjects:
 	assert.Contains(t, string(audit), `proxy:alice@example.com may not impersonate users \"carol@example.com\"`, "the proxy's audit line gives the reason")
 	r = alice.kubectl("--as="+proxyattacks.Impersonable, "--as-group=system:masters", "get", "secrets", "-n", "kube-system")
 	assert.NotEqual(t, 0, r.code, "nor add system:masters")
+}
+
+// TestProxyCallerImpersonationAsTheCluster: kubectl --as through the proxy
+// succeeds or fails exactly as kubectl --as against the API server, for a
+// caller with classic rights (the impersonate verb) and one with
+// constrained rights (impersonate:user-info and impersonate-on:user-info:
+// VERB, Kubernetes 1.36+): the same people, logged in through Dex, the
+// same kubectl commands, once against kube-apiserver (which trusts Dex with
+// the proxy's mapping) and once through the proxy (--caller-impersonation-
+// mode=auto). A refusal through the proxy reads as kube-apiserver's reason,
+// never "unknown".
+func TestProxyCallerImpersonationAsTheCluster(t *testing.T) {
+	api := st.api["legacy"]
+	admin, err := st.adminKubeconfig(api)
+	require.NoError(t, err)
+	kubectlApply(t, admin, `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: carol-lists-pods, namespace: team-a}
+rules:
+- {apiGroups: [""], resources: [pods], verbs: [get, list]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: carol-lists-pods, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: carol-lists-pods}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: carol@example.com}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: classic-impersonates-carol}
+rules:
+- {apiGroups: [""], resources: [users], verbs: [impersonate], resourceNames: [carol@example.com]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: alice-classic-impersonates-carol}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: classic-impersonates-carol}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice@example.com}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: constrained-impersonates-carol}
+rules:
+- {apiGroups: [authentication.k8s.io], resources: [users], verbs: ["impersonate:user-info"], resourceNames: [carol@example.com]}
+- {apiGroups: [""], resources: [pods], verbs: ["impersonate-on:user-info:list", "impersonate-on:user-info:get"]}
+- {nonResourceURLs: ["*"], verbs: ["impersonate-on:user-info:get"]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: bob-constrained-impersonates-carol}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: constrained-impersonates-carol}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: bob@example.com}]
+`)
+	minor, err := strconv.Atoi(strings.TrimPrefix(os.Getenv("KI_E2E_K8S"), "1."))
+	require.NoError(t, err, "KI_E2E_K8S")
+	constrainedOn := minor >= 36 // the ConstrainedImpersonation gate's default
+	proxyURL := startProxyWith(t, "as-cluster", proxyToken, "",
+		"--oidc-issuer-url="+st.issuer, "--oidc-certificate-authority="+st.caFile, "--oidc-client-id="+publicClient,
+		"--oidc-username-claim=email", "--oidc-groups-claim=groups", "--allow-caller-impersonation")
+	type kubectlCase struct {
+		args   []string
+		wantOK bool // on this Kubernetes version, against the API server
+	}
+	for _, caller := range []struct {
+		name, rights string
+		cases        []kubectlCase
+	}{
+		{"alice", "classic", []kubectlCase{
+			{[]string{"--as=carol@example.com", "get", "pods", "-n", "team-a"}, true},
+			{[]string{"--as=carol@example.com", "get", "configmaps", "-n", "team-a"}, false}, // impersonated; carol may not
+			{[]string{"--as=dave@example.com", "get", "pods", "-n", "team-a"}, false},
+			{[]string{"--as=carol@example.com", "--as-group=admins", "get", "pods", "-n", "team-a"}, false},
+		}},
+		{"bob", "constrained", []kubectlCase{
+			{[]string{"--as=carol@example.com", "get", "pods", "-n", "team-a"}, constrainedOn},
+			{[]string{"--as=carol@example.com", "get", "configmaps", "-n", "team-a"}, false}, // no impersonate-on:user-info:list configmaps
+			{[]string{"--as=carol@example.com", "auth", "whoami"}, false},                    // nor create selfsubjectreviews
+			{[]string{"--as=dave@example.com", "get", "pods", "-n", "team-a"}, false},
+		}},
+	} {
+		t.Run(caller.rights, func(t *testing.T) {
+			direct := newPerson(t, caller.name, api)
+			through := newPerson(t, caller.name, &apiserver{mode: "proxy", url: proxyURL})
+			for _, c := range caller.cases {
+				d, p := direct.kubectl(c.args...), through.kubectl(c.args...)
+				what := strings.Join(c.args, " ")
+				assert.Equal(t, c.wantOK, d.code == 0, "%s against the API server: %s", what, d.stderr)
+				assert.Equal(t, d.code == 0, p.code == 0, "%s: through the proxy as against the API server (direct: %s; proxy: %s)", what, d.stderr, p.stderr)
+				if p.code != 0 {
+					assert.Contains(t, p.stderr, "Forbidden", what)
+					assert.NotContains(t, p.stderr, "unknown", "%s: kubectl reads the reason: %s", what, p.stderr)
+				}
+				t.Logf("%s as %s (%s rights): direct exit %d, proxy exit %d; proxy says %s", what, caller.name, caller.rights, d.code, p.code, strings.TrimSpace(p.stderr))
+			}
+		})
+	}
 }

@@ -14,10 +14,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"encoding/json"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/serve"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/proxy"
+	"k8s.io/apimachinery/pkg/util/version"
+	"net/http"
 )
 
 // authnOptions builds the authenticator's configuration from the flags.
@@ -117,7 +120,11 @@ func (Code) Proxy(ctx context.Context, o *serve.ProxyOptions) error {
 		Audit:              audit, Metrics: metrics, CacheTTL: o.CacheTTL(), MaxInFlight: cmp.Or(o.MaxInFlight, -1),
 		Log: func(s string) { fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy: %s\n", s) }}
 	if o.AllowCallerImpersonation {
-		h.CallerImpersonation = proxy.SubjectAccessReviewer{Upstream: u, RT: proxy.HeaderTimeout(transport, o.UpstreamTimeout)}
+		rt := proxy.HeaderTimeout(transport, o.UpstreamTimeout)
+		h.CallerImpersonation = proxy.SubjectAccessReviewer{Upstream: u, RT: rt}
+		var why string
+		h.ConstrainedImpersonation, why = callerImpersonationMode(ctx, o.CallerImpersonationMode, u, rt)
+		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy: kubectl --as is decided by kube-apiserver's %s\n", why)
 	}
 	srv := &proxy.Server{Handler: h, Listen: o.Listen, MetricsAddress: o.MetricsAddress, Certs: certs,
 		Listening: func(api, metrics net.Addr) {
@@ -143,4 +150,52 @@ func openAudit(path string, stderr io.Writer) (io.Writer, func(), error) {
 		return nil, nil, fmt.Errorf("opening --audit-log: %w", err)
 	}
 	return f, func() { _ = f.Close() }, nil
+}
+
+// callerImpersonationMode says whether kube-apiserver's constrained
+// impersonation filter decides callers' impersonation (else its classic
+// one), and why: as --caller-impersonation-mode says, or, for auto, as the
+// upstream's version does (ConstrainedImpersonation is on by default from
+// 1.36). A version that cannot be read means classic: the constrained
+// filter would allow what a 1.35 API server refuses.
+func callerImpersonationMode(ctx context.Context, mode string, upstream *url.URL, rt http.RoundTripper) (bool, string) {
+	switch mode {
+	case serve.CallerImpersonationConstrained:
+		return true, "constrained impersonation filter (--caller-impersonation-mode=constrained)"
+	case serve.CallerImpersonationClassic:
+		return false, "classic impersonation filter (--caller-impersonation-mode=classic)"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := upstreamVersion(ctx, upstream, rt)
+	if err != nil {
+		return false, "classic impersonation filter: the upstream's version is unknown (" + logging.OneLine(err.Error(), 200) + "); --caller-impersonation-mode=constrained for 1.36 and later"
+	}
+	if v.AtLeast(version.MajorMinor(1, 36)) {
+		return true, "constrained impersonation filter (the upstream is " + v.String() + "; --caller-impersonation-mode=classic if its ConstrainedImpersonation gate is off)"
+	}
+	return false, "classic impersonation filter (the upstream is " + v.String() + ")"
+}
+
+// upstreamVersion reads the upstream's /version.
+func upstreamVersion(ctx context.Context, upstream *url.URL, rt http.RoundTripper) (*version.Version, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, upstream.JoinPath("/version").String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var info struct {
+		GitVersion string `json:"gitVersion"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /version: HTTP %d", resp.StatusCode)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&info); err != nil {
+		return nil, fmt.Errorf("GET /version: %w", err)
+	}
+	return version.ParseGeneric(info.GitVersion)
 }

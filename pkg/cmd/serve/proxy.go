@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ type ProxyOptions struct {
 	SigningKeyFile               string
 	AllowSystemIdentities        bool
 	AllowCallerImpersonation     bool
+	CallerImpersonationMode      string
 	AuditLog                     string
 	TokenCacheSize               int
 	TokenCacheTTL                time.Duration
@@ -54,7 +56,7 @@ const (
 // NewCmdProxy builds proxy.
 func NewCmdProxy(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &ProxyOptions{IOStreams: streams, global: g, Listen: ":8443", TokenCacheSize: -1, TokenCacheTTL: proxyDefaultCacheTTL, MaxInFlight: proxyDefaultMaxInFlight,
-		UpstreamTimeout: 60 * time.Second}
+		UpstreamTimeout: 60 * time.Second, CallerImpersonationMode: CallerImpersonationAuto}
 	cmd := &cobra.Command{
 		Use:   "proxy",
 		Short: "Serve an impersonating proxy in front of an API server that cannot trust the OIDC provider",
@@ -67,11 +69,15 @@ It forwards the request with its own credential and Impersonate-User, -Group,
 -Uid and -Extra-* headers, streaming and upgrades included.
 
 With --allow-caller-impersonation, a caller's own Impersonate-User, -Group, -Uid
-and -Extra-* headers (kubectl --as, --as-group, --as-uid) are honoured once a
-SubjectAccessReview says the authenticated caller may impersonate each of them
-(the proxy's credential needs create on subjectaccessreviews); the request then
-goes as that identity, with the caller under the extra
-kubectl-impersonate.io/original-user, which kube-apiserver's audit log shows.
+and -Extra-* headers (kubectl --as, --as-group, --as-uid) are decided by
+kube-apiserver's own impersonation filter, which asks kube-apiserver its
+SubjectAccessReviews about the authenticated caller (the proxy's credential
+needs create on subjectaccessreviews): constrained impersonation
+(impersonate:user-info and impersonate-on:user-info:VERB, Kubernetes 1.36+)
+with the classic impersonate verb as its fallback, or the classic verb alone
+against 1.35 (--caller-impersonation-mode). The request then goes as that
+identity, with the caller under the extra kubectl-impersonate.io/original-user,
+which kube-apiserver's audit log shows; a refusal is kube-apiserver's Status.
 
 Refused: requests carrying Impersonate-* headers (without that flag, or that the
 authorizer does not allow the caller) or naming Authorization,
@@ -109,6 +115,7 @@ telling the caller; metrics are served on --metrics-address only.`,
 		"username-prefix": "oidc-username-prefix", "groups-claim": "oidc-groups-claim", "groups-prefix": "oidc-groups-prefix"}, streams.ErrOut)
 	f.StringVar(&o.SigningKeyFile, "oidc-signing-key-file", "", "Verify with these keys (a JWKS document or PEM public keys) instead of the issuers' discovery and JWKS")
 	f.BoolVar(&o.AllowCallerImpersonation, "allow-caller-impersonation", false, "Honour a caller's Impersonate-* headers (kubectl --as) when a SubjectAccessReview says the caller may impersonate them; the caller goes upstream as the extra kubectl-impersonate.io/original-user")
+	f.StringVar(&o.CallerImpersonationMode, "caller-impersonation-mode", o.CallerImpersonationMode, "Which impersonation filter of kube-apiserver decides --allow-caller-impersonation: constrained (1.36+, where its feature gate is on by default), classic (1.35, or a cluster that turned the gate off), or auto (constrained when the upstream's /version is 1.36 or later)")
 	f.BoolVar(&o.AllowSystemIdentities, "allow-system-identities", false, "Let tokens map to system: users and groups (refused by default: a token should not make anyone a node, a controller or system:masters)")
 	f.StringVar(&o.AuditLog, "audit-log", "-", "Audit log file, one JSON line per request with the refusal reason (- for stderr, empty for none); tokens are never written")
 	f.DurationVar(&o.TokenCacheTTL, "token-cache-ttl", o.TokenCacheTTL, "How long an authenticated token's identity is reused, as kube-apiserver's token cache (0 authenticates every request)")
@@ -142,9 +149,18 @@ func (o *ProxyOptions) Validate() error {
 		return errors.New("--oidc-client-id is required: the audience the tokens are issued to")
 	case o.InCluster == (o.UpstreamKubeconfig != ""):
 		return errors.New("give exactly one of --in-cluster and --upstream-kubeconfig for the proxy's own credential")
+	case !slices.Contains([]string{CallerImpersonationAuto, CallerImpersonationConstrained, CallerImpersonationClassic}, o.CallerImpersonationMode):
+		return fmt.Errorf("--caller-impersonation-mode %q is not one of auto, constrained, classic", o.CallerImpersonationMode)
 	}
 	return nil
 }
+
+// The values of --caller-impersonation-mode.
+const (
+	CallerImpersonationAuto        = "auto"
+	CallerImpersonationConstrained = "constrained"
+	CallerImpersonationClassic     = "classic"
+)
 
 // Run serves the proxy with kube-apiserver's authenticator
 // (kubectl-impersonate-apiserver) until ctx ends.
