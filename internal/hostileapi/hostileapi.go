@@ -54,9 +54,11 @@ type Server struct {
 	// plainError answers every review with a 403 whose body is not JSON,
 	// raw bytes included.
 	plainError bool
-	requests   atomic.Int64
-	pages      atomic.Int64
-	paths      []string
+	// raw answers a path (suffix) with a body of the attacker's.
+	raw      map[string]string
+	requests atomic.Int64
+	pages    atomic.Int64
+	paths    []string
 }
 
 // New starts a server; Close stops it (also at the test's end, by the
@@ -92,6 +94,21 @@ func (s *Server) SetPageItems(n, padding int) {
 // that never ends ("" turns it off).
 func (s *Server) SetFlood(suffix string) { s.mu.Lock(); s.flood = suffix; s.mu.Unlock() }
 
+// SetRaw answers requests whose path ends in suffix with body, as JSON
+// ("" removes it).
+func (s *Server) SetRaw(suffix, body string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.raw == nil {
+		s.raw = map[string]string{}
+	}
+	if body == "" {
+		delete(s.raw, suffix)
+		return
+	}
+	s.raw[suffix] = body
+}
+
 // SetPlainErrors makes the reviews fail with a non-JSON 403 body.
 func (s *Server) SetPlainErrors(v bool) { s.mu.Lock(); s.plainError = v; s.mu.Unlock() }
 
@@ -115,8 +132,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.paths = append(s.paths, r.URL.Path)
 	text, groups, endless, flood, plainError, pageItems, padding := s.text, s.groups, s.endless, s.flood, s.plainError, max(s.pageItems, 2), s.padding
+	raws := make(map[string]string, len(s.raw))
+	for k, v := range s.raw {
+		raws[k] = v
+	}
 	s.mu.Unlock()
 	p := r.URL.Path
+	for suffix, body := range raws {
+		if strings.HasSuffix(p, suffix) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, body)
+			return
+		}
+	}
 	if flood != "" && strings.HasSuffix(p, flood) {
 		s.writeFlood(w, r)
 		return

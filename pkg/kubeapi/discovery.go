@@ -64,8 +64,11 @@ func DiscoveryCacheDir(getenv func(string) string, host string) string {
 			safe[i] = '_'
 		}
 	}
-	name := filepath.Clean(string(safe)) // kubectl's: filepath.Join cleans it
-	if strings.ContainsRune(name, '/') || name == "." || name == ".." {
+	// kubectl's name (filepath.Join cleans it) when it is one plain name
+	// as given: a path, ".." segments included ("https://evil/../prod_6443"
+	// cleans to another server's name), gets the digest form.
+	name := strings.TrimSuffix(string(safe), "/")
+	if strings.ContainsRune(name, '/') || name == "" || name == "." || name == ".." {
 		sum := sha256.Sum256([]byte(host))
 		name = strings.ReplaceAll(string(safe), "/", "_") + "-" + hex.EncodeToString(sum[:8])
 	}
@@ -259,6 +262,9 @@ func (c *Client) discoveryDoc(ctx context.Context, path string) ([]byte, bool, e
 	if resp.StatusCode/100 != 2 {
 		return nil, false, statusError(resp.StatusCode, b)
 	}
+	if _, err := c.charge(path, b, answer{kept: true}); err != nil {
+		return nil, false, err
+	}
 	_, params, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	return b, params["g"] == "apidiscovery.k8s.io" && params["as"] == "APIGroupDiscoveryList", nil
 }
@@ -339,6 +345,9 @@ const (
 // user's own and valid as a live answer must be (validate.go): a cache that
 // fails is a miss, and the live answer replaces it.
 func readDiscoveryCache(dir string, now time.Time) (*Discovered, bool) {
+	if !trustedDir(filepath.Dir(dir)) || !trustedDir(dir) {
+		return nil, false
+	}
 	var groups metav1.APIGroupList
 	if !readCacheFile(filepath.Join(dir, groupsFile), now, &groups) || len(groups.Groups) == 0 {
 		return nil, false
@@ -373,6 +382,15 @@ func readCacheFile(path string, now time.Time, out any) bool {
 	return err == nil && json.Unmarshal(b, out) == nil
 }
 
+// trustedDir tells whether dir is a directory of the user's own that no one
+// else may write, and not a symlink: in a shared $KUBECACHEDIR another
+// user could otherwise point a server's directory (or discovery/ itself)
+// at another server's.
+func trustedDir(dir string) bool {
+	fi, err := os.Lstat(dir)
+	return err == nil && fi.IsDir() && config.OwnedBySelf(fi) && fi.Mode().Perm()&0o022 == 0
+}
+
 // writeDiscoveryCache writes d in client-go's layout (directories 0750,
 // files 0660, renamed into place, not synced: as kubectl), every version's
 // resources (empty lists too, so that a version without resources is no
@@ -380,7 +398,7 @@ func readCacheFile(path string, now time.Time, out any) bool {
 // os.Root at dir: d's names were checked (validate.go), and no name or
 // symlink can take a write out of the server's own directory.
 func writeDiscoveryCache(dir string, d *Discovered) {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil || !trustedDir(filepath.Dir(dir)) || !trustedDir(dir) {
 		return
 	}
 	root, err := os.OpenRoot(dir)

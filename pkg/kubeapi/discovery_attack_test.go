@@ -100,6 +100,19 @@ func TestDiscoveryAttacks(t *testing.T) {
 				require.NoError(t, os.MkdirAll(dir, 0o750))
 				require.NoError(t, os.Symlink(filepath.Join(w.legit, "apps"), filepath.Join(dir, "rbac.authorization.k8s.io")))
 			}},
+		{name: "the server's directory is a symlink to another cluster's", groups: hostileapi.DefaultGroups(),
+			plant: func(t *testing.T, w *cacheWorld, dir string) {
+				require.NoError(t, os.Symlink(w.legit, dir))
+			}},
+		{name: "the server's directory is writable by others", groups: hostileapi.DefaultGroups(),
+			plant: func(t *testing.T, w *cacheWorld, dir string) {
+				require.NoError(t, os.MkdirAll(dir, 0o750))
+				require.NoError(t, os.Chmod(dir, 0o777))
+				t.Cleanup(func() {
+					entries, _ := os.ReadDir(dir)
+					assert.Empty(t, entries, "nothing written into a directory others may write")
+				})
+			}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newCacheWorld(t)
@@ -168,7 +181,7 @@ func TestDiscoveryCacheDirDoesNotNest(t *testing.T) {
 	plain := DiscoveryCacheDir(env, "https://h:6443")
 	assert.Equal(t, "/c/discovery/h_6443", plain, "kubectl's directory")
 	for _, host := range []string{"https://h:6443/apps", "https://h:6443/apps/v1", "https://h:6443/..", "https://..", "https://.", "",
-		"https://rancher.example.com/k8s/clusters/c-1"} {
+		"https://rancher.example.com/k8s/clusters/c-1", "https://evil.example.net/../h:6443", "https://evil/x/../../h:6443"} {
 		dir := DiscoveryCacheDir(env, host)
 		rel, err := filepath.Rel("/c/discovery", dir)
 		require.NoError(t, err)

@@ -44,12 +44,15 @@ func (l *Logger) Printf(level int, format string, args ...any) {
 
 // Unsafe reports whether r may not reach a terminal as it is: a C0 control
 // (U+0000-U+001F, newline and tab included), DEL, a C1 control
-// (U+0080-U+009F), or a bidirectional embedding, override or isolate
-// (U+202A-U+202E, U+2066-U+2069), which would disguise a name. Invalid
-// UTF-8 is unsafe too (utf8.RuneError of size 1; see SafeOutput).
+// (U+0080-U+009F), a bidirectional embedding, override or isolate
+// (U+202A-U+202E, U+2066-U+2069) or mark (U+061C, U+200E, U+200F), which
+// would disguise a name, or a line or paragraph separator (U+2028,
+// U+2029). Invalid UTF-8 is unsafe too (utf8.RuneError of size 1; see
+// SafeOutput).
 func Unsafe(r rune) bool {
 	return r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f ||
-		r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
+		r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 ||
+		r == 0x061c || r == 0x200e || r == 0x200f || r == 0x2028 || r == 0x2029
 }
 
 // needsEscape is Unsafe, and any other rune Go does not count printable

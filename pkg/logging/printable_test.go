@@ -31,7 +31,8 @@ func TestUnsafe(t *testing.T) {
 		{'\x00', true}, {'\t', true}, {'\n', true}, {'\x1b', true}, {'\x1f', true},
 		{' ', false}, {'~', false}, {'\x7f', true},
 		{'\u0080', true}, {'\u0085', true}, {'\u009b', true}, {'\u009f', true}, {'\u00a0', false}, {'é', false},
-		{'\u2029', false}, {'\u202a', true}, {'\u202e', true}, {'\u202f', false},
+		{'\u2027', false}, {'\u2028', true}, {'\u2029', true}, {'\u202a', true}, {'\u202e', true}, {'\u202f', false},
+		{'\u061c', true}, {'\u200d', false}, {'\u200e', true}, {'\u200f', true},
 		{'\u2065', false}, {'\u2066', true}, {'\u2069', true}, {'\u206a', false},
 		{'\ufffd', false}, {'😀', false},
 	} {

@@ -5,17 +5,23 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
 // SafeWriter is the last line of defence of a stream that reaches a
 // terminal: whatever a caller forgot to Escape, it passes to W all but what
-// the predicate forbids (Unsafe runes other than the newline, invalid
-// UTF-8), which it writes as \uXXXX (so that a JSON document stays valid
-// and its strings equal) or \xNN. A character split across writes is held
-// until its end arrives; Flush writes what is left.
+// the predicate forbids (Unsafe runes other than the newline and the tab,
+// invalid UTF-8), which it writes as \uXXXX (so that a JSON document stays
+// valid and its strings equal) or \xNN. Tabs pass: the plugin's own
+// (completion's candidate and description, a jsonpath template's {"\t"})
+// are meant, and text of others' in a table cell or a jsonpath value is
+// escaped where it is printed. A character split across writes is held
+// until its end arrives; Flush writes what is left. Safe for concurrent
+// use (klog and a command's notices may write at once).
 type SafeWriter struct {
 	W       io.Writer
+	mu      sync.Mutex
 	pending []byte
 }
 
@@ -24,6 +30,8 @@ func NewSafeWriter(w io.Writer) *SafeWriter { return &SafeWriter{W: w} }
 
 // Write escapes p and writes it; it reports len(p) when W took everything.
 func (s *SafeWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	buf := append(s.pending, p...)
 	s.pending = nil
 	out := make([]byte, 0, len(buf))
@@ -38,7 +46,7 @@ func (s *SafeWriter) Write(p []byte) (int, error) {
 			}
 			out = fmt.Appendf(out, `\x%02x`, buf[i])
 			clean = false
-		} else if r != '\n' && Unsafe(r) {
+		} else if r != '\n' && r != '\t' && Unsafe(r) {
 			out = fmt.Appendf(out, `\u%04x`, r)
 			clean = false
 		} else {
@@ -57,6 +65,8 @@ func (s *SafeWriter) Write(p []byte) (int, error) {
 
 // Flush writes a character left incomplete by the last write, escaped.
 func (s *SafeWriter) Flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if len(s.pending) == 0 {
 		return nil
 	}

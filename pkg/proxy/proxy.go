@@ -56,6 +56,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"log"
 )
 
 // Authenticator is kube-apiserver's token authenticator (pkg/authn's):
@@ -174,11 +175,29 @@ func (h *Handler) init() {
 		Transport: impersonate{upgradeSplit{plain: h.Transport, upgrade: h.UpgradeTransport}},
 		// Watches and logs stream: flush every write.
 		FlushInterval: -1,
+		ErrorLog:      h.errorLog(),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			setReason(r, "upstream unavailable: "+err.Error())
 			status(w, textRefusal(r), http.StatusBadGateway, metav1.StatusReasonServiceUnavailable, "the impersonating proxy could not reach the API server: upstream unavailable")
 		},
 	}
+}
+
+// errorLog is net/http's logger for the proxy's servers and upstream: its
+// lines (a TLS handshake's error, a caller's address) go to Log, one
+// escaped line each, or nowhere.
+func (h *Handler) errorLog() *log.Logger {
+	if h.Log == nil {
+		return log.New(io.Discard, "", 0)
+	}
+	return log.New(logFunc(h.Log), "", 0)
+}
+
+type logFunc func(string)
+
+func (f logFunc) Write(p []byte) (int, error) {
+	f(logging.OneLine(string(p), 0))
+	return len(p), nil
 }
 
 // stripIdentityHeaders removes every header that could carry an identity

@@ -35,7 +35,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("listening on %s: %w", s.Listen, err)
 	}
 	srv := &http.Server{Handler: s.Handler, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 90 * time.Second,
-		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.Certs.GetCertificate}}
+		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.Certs.GetCertificate}, ErrorLog: s.Handler.errorLog()}
 	servers := []*http.Server{srv}
 	var metricsAddr net.Addr
 	if s.MetricsAddress != "" {
@@ -49,7 +49,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", s.Handler.Metrics.Handler())
-		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: s.Handler.errorLog()}
 		servers = append(servers, msrv)
 		go func() { _ = msrv.Serve(ml) }()
 		metricsAddr = ml.Addr()

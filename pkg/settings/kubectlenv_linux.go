@@ -17,28 +17,23 @@ import (
 // process has on top of it (client-go's exec: kubectl's environment, then
 // the entry's). An empty file is an empty environment (env -i kubectl …):
 // every variable this process has is then the entry's. A file that cannot
-// be read is an error, and a locked entry is refused (fail closed).
+// be read is an error, and a locked entry is refused (fail closed). kubectl
+// may be pid 1 (a container's entrypoint); a process left to init when its
+// parent ended reads init's environment, which is either refused or
+// smaller than kubectl's (stricter, never looser).
 func readKubectlEnv() (map[string]string, error) {
-	pid := os.Getppid()
-	path := "/proc/" + strconv.Itoa(pid) + "/environ"
+	path := "/proc/" + strconv.Itoa(os.Getppid()) + "/environ"
 	b, err := os.ReadFile(path)
-	if err != nil || pid <= 1 {
-		return nil, fmt.Errorf("reading kubectl's environment (%s): %w", path, cmpErr(err))
+	if err != nil {
+		return nil, fmt.Errorf("reading kubectl's environment (%s): %w", path, err)
 	}
 	env := map[string]string{}
 	for _, kv := range bytes.Split(b, []byte{0}) {
 		if k, v, ok := strings.Cut(string(kv), "="); ok {
-			env[k] = v
+			if _, seen := env[k]; !seen { // the first, as getenv reads it
+				env[k] = v
+			}
 		}
 	}
 	return env, nil
-}
-
-// cmpErr is err, or why a parent of pid 1 is not kubectl: this process was
-// left to init when its parent ended.
-func cmpErr(err error) error {
-	if err != nil {
-		return err
-	}
-	return errNoParent
 }

@@ -76,9 +76,6 @@ var envExecEntrySafe = map[string]bool{
 // environment (docs/security.md).
 var errEnvNotRead = errors.New("kubectl's environment is not read on this platform")
 
-// errNoParent: the process that started this one has ended.
-var errNoParent = errors.New("the process that ran this one has ended")
-
 // entryEnv are the variables the exec entry set that a locked entry may
 // not: those named in EntryEnv when the caller knows the entry (login and
 // whoami read it from the kubeconfig), else those whose value differs

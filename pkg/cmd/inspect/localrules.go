@@ -79,6 +79,8 @@ func localRules(ctx context.Context, errOut io.Writer, verbose bool, reader rbac
 		return out
 	}
 	switch {
+	case errors.Is(reviewErr, kubeapi.ErrTooLarge):
+		return nil // past a bound: the same review, one per namespace, says so and ends the command
 	case reviewErr != nil:
 		return fallback(fmt.Sprintf("reviewing the rules in %s: %s", logging.Printable(first), logging.OneLine(reviewErr.Error(), 200)))
 	case incomplete:

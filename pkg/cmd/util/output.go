@@ -76,12 +76,18 @@ func (o *OutputFlags) Print(w io.Writer, v any, human func(io.Writer)) error {
 	case o.Format == "json":
 		p = &printers.JSONPrinter{}
 	case o.Format == "yaml":
-		if off, _ := logging.SafeOutput(string(b)); off >= 0 {
-			// A DEL, C1 control or bidirectional override in a value:
-			// the YAML encoder refuses the first two and leaves the last
-			// as it is in a plain scalar, where escaping it would change
-			// the value. JSON is YAML too, and its strings take \uXXXX
-			// escapes (logging.SafeWriter's) with their values unchanged.
+		unsafe, err := holdsUnsafeString(b)
+		if err != nil {
+			return fmt.Errorf("encoding the output: %w", err)
+		}
+		if unsafe {
+			// A string the terminal must not get as it is: the YAML
+			// encoder refuses DEL and C1 controls, leaves bidirectional
+			// overrides as they are in a plain scalar (where escaping
+			// them would change the value) and writes a newline as a
+			// line of a block scalar. JSON is YAML too, and its strings
+			// take \uXXXX and \n escapes (logging.SafeWriter's) with
+			// their values unchanged.
 			p = &printers.JSONPrinter{}
 			break
 		}
@@ -105,6 +111,21 @@ func (o *OutputFlags) Print(w io.Writer, v any, human func(io.Writer)) error {
 	return p.PrintObj(obj, w)
 }
 
+// holdsUnsafeString tells whether a string in the JSON document b (a key
+// or a value) holds a character of logging.Unsafe, a newline included.
+func holdsUnsafeString(b []byte) (bool, error) {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return false, err
+	}
+	found := false
+	walkStrings(v, func(s string) string {
+		found = found || strings.ContainsFunc(s, logging.Unsafe)
+		return s
+	})
+	return found, nil
+}
+
 // escapedJSON is the JSON document b with every string in it (keys too)
 // escaped (logging.Escape): a jsonpath template prints values as text, so
 // a newline or a tab in a value would pass for the template's own.
@@ -115,21 +136,23 @@ func escapedJSON(b []byte) ([]byte, error) {
 	if err := d.Decode(&v); err != nil {
 		return nil, err
 	}
-	return json.Marshal(escapeStrings(v))
+	return json.Marshal(walkStrings(v, logging.Escape))
 }
 
-func escapeStrings(v any) any {
+// walkStrings replaces every string of the decoded JSON value v, keys
+// included, with f of it.
+func walkStrings(v any, f func(string) string) any {
 	switch t := v.(type) {
 	case string:
-		return logging.Escape(t)
+		return f(t)
 	case []any:
 		for i := range t {
-			t[i] = escapeStrings(t[i])
+			t[i] = walkStrings(t[i], f)
 		}
 	case map[string]any:
 		out := make(map[string]any, len(t))
 		for k, x := range t {
-			out[logging.Escape(k)] = escapeStrings(x)
+			out[f(k)] = walkStrings(x, f)
 		}
 		return out
 	}

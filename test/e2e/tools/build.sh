@@ -22,22 +22,26 @@ dex_version="$(grep -Eo 'github.com/dexidp/dex v[^ ]+' "$here/dex/go.mod" | head
 etcd_version="$(grep -Eo 'go.etcd.io/etcd/server/v3 v[^ ]+' "$here/etcd/go.mod" | head -1 | awk '{print $2}')"
 go_version="$(go env GOVERSION)"
 
-build() { # module-dir package output-dir output what
-  local dir="$1" pkg="$2" outdir="$3" out="$4" what="$5"
+build() { # module-dir package output-dir output what [ldflags]
+  local dir="$1" pkg="$2" outdir="$3" out="$4" what="$5" ldflags="-s -w ${6:-}"
   if [ -x "$outdir/$out" ]; then return 0; fi
   mkdir -p "$outdir"
   echo "e2e: building $what from the Go module proxy (once per version; a few minutes on 2 cores)..." >&2
   local start=$SECONDS
-  (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags '-s -w' -o "$outdir/$out.tmp" "$pkg")
+  (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$outdir/$out.tmp" "$pkg")
   mv "$outdir/$out.tmp" "$outdir/$out"
   echo "e2e: built $what in $((SECONDS - start))s" >&2
 }
 
-kube_bin="$cache/kube-$kube_version-$go_version"
+# Stamped with their version, as release binaries are (a module build
+# reports v0.0.0-master): /version and kubectl version tell the truth, and
+# the proxy's --caller-impersonation-mode=auto reads it.
+kube_bin="$cache/kube-$kube_version-stamped-$go_version"
+kube_stamp="-X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor#1.} -X k8s.io/component-base/version.gitTreeState=clean"
 dex_bin="$cache/dex-$dex_version-$go_version"
 etcd_bin="$cache/etcd-$etcd_version-$go_version"
-build "$kube_dir" k8s.io/kubernetes/cmd/kube-apiserver "$kube_bin" kube-apiserver "kube-apiserver $kube_version"
-build "$kube_dir" k8s.io/kubernetes/cmd/kubectl "$kube_bin" kubectl "kubectl $kube_version"
+build "$kube_dir" k8s.io/kubernetes/cmd/kube-apiserver "$kube_bin" kube-apiserver "kube-apiserver $kube_version" "$kube_stamp"
+build "$kube_dir" k8s.io/kubernetes/cmd/kubectl "$kube_bin" kubectl "kubectl $kube_version" "$kube_stamp"
 build "$here/dex" github.com/dexidp/dex/cmd/dex "$dex_bin" dex "Dex $dex_version"
 build "$here/etcd" go.etcd.io/etcd/server/v3 "$etcd_bin" etcd "etcd $etcd_version"
 
