@@ -220,7 +220,7 @@ func TestCallerImpersonationRefusals(t *testing.T) {
 			assert.Equal(t, `users "carol" is forbidden: User "alice@example.com" cannot impersonate resource "users" in API group "" at the cluster scope: stand-in authorizer: no`+"\n", string(b))
 		}
 	}
-	assert.Contains(t, p.audit.String(), `"reason":"impersonation refused: alice@example.com may not impersonate users \"carol\": stand-in authorizer: no"`)
+	assert.Contains(t, p.audit.String(), `"reason":"impersonation refused: users \"carol\" is forbidden: User \"alice@example.com\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope: stand-in authorizer: no"`)
 }
 
 // TestProxyCallerImpersonationAttacks drives internal/proxyattacks'

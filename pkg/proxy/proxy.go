@@ -55,7 +55,6 @@ import (
 	"bytes"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"log"
 )
 
@@ -155,7 +154,7 @@ func (h *Handler) init() {
 	}
 	h.requests = union.New(bearertoken.New(tokens), websocket.NewProtocolAuthenticator(tokens))
 	if h.CallerImpersonation != nil {
-		h.impersonation = callerImpersonationFilter(http.HandlerFunc(h.serveImpersonated), recordDenials{h.CallerImpersonation}, h.ConstrainedImpersonation)
+		h.impersonation = callerImpersonationFilter(http.HandlerFunc(h.serveImpersonated), h.CallerImpersonation, h.ConstrainedImpersonation)
 	}
 	h.Metrics.cacheHits(func() float64 { return float64(h.authentications.Load() - h.verified.Load()) })
 	h.proxy = &httputil.ReverseProxy{
@@ -329,9 +328,7 @@ type requestLog struct {
 	// original is the caller who impersonated user, if one did.
 	original user.Info
 	reason   string
-	// denied is the impersonation filter's last denial, the reason of a
-	// refusal it writes; impersonated, that it let the request through.
-	denied       string
+	// impersonated: the impersonation filter let the request through.
 	impersonated bool
 	// text: refusals are written as text (textRefusal).
 	text bool
@@ -545,15 +542,10 @@ func (h *Handler) impersonate(w http.ResponseWriter, r *http.Request, l *request
 		return
 	}
 	ctx := apirequest.WithRequestInfo(apirequest.WithUser(r.Context(), withAuthenticated(caller)), ri)
-	var rw http.ResponseWriter = w
-	tw := &textStatusWriter{ResponseWriter: w, l: l}
-	if l.text {
-		rw = tw
-	}
-	h.impersonation.ServeHTTP(rw, r.WithContext(ctx))
-	tw.finish()
-	if !l.impersonated {
-		l.reason = "impersonation refused: " + cmp.Or(l.denied, "the request or its impersonation headers")
+	sw := &statusWriter{ResponseWriter: w, l: l}
+	h.impersonation.ServeHTTP(sw, r.WithContext(ctx))
+	if msg, refused := sw.finish(); refused {
+		l.reason = "impersonation refused: " + logging.OneLine(msg, 0)
 		h.Metrics.refused("impersonation")
 	}
 }
@@ -593,35 +585,18 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, l *requestLog,
 	h.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, identityKey{}, u)))
 }
 
-// recordDenials passes the filter's questions on, and notes each denial
-// in the request's log: the proxy's audit line says why.
-type recordDenials struct{ next CallerAuthorizer }
-
-func (d recordDenials) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-	decision, reason, err := d.next.Authorize(ctx, a)
-	if l, ok := ctx.Value(logKey{}).(*requestLog); ok && decision != authorizer.DecisionAllow {
-		what := a.GetResource()
-		if a.GetSubresource() != "" {
-			what += "/" + a.GetSubresource()
-		}
-		if !a.IsResourceRequest() {
-			what = a.GetPath()
-		}
-		l.denied = logging.OneLine(fmt.Sprintf("%s may not %s %s %q: %s", a.GetUser().GetName(), a.GetVerb(), what, a.GetName(), cmp.Or(reason, fmt.Sprint(err))), 0)
-	}
-	return decision, reason, err
-}
-
-// textStatusWriter holds a Status refusal of the impersonation filter
-// back and writes its message as text (textRefusal); anything else passes.
-type textStatusWriter struct {
+// statusWriter holds a refusal of the impersonation filter back, for the
+// audit line's reason, and writes it on as it was (kube-apiserver's
+// Status) or as its message in text (textRefusal); what the filter lets
+// through passes.
+type statusWriter struct {
 	http.ResponseWriter
 	l    *requestLog
 	code int
 	body bytes.Buffer
 }
 
-func (t *textStatusWriter) WriteHeader(code int) {
+func (t *statusWriter) WriteHeader(code int) {
 	if code >= 400 && !t.l.impersonated {
 		t.code = code
 		return
@@ -629,7 +604,7 @@ func (t *textStatusWriter) WriteHeader(code int) {
 	t.ResponseWriter.WriteHeader(code)
 }
 
-func (t *textStatusWriter) Write(b []byte) (int, error) {
+func (t *statusWriter) Write(b []byte) (int, error) {
 	if t.code != 0 {
 		return t.body.Write(b)
 	}
@@ -637,19 +612,25 @@ func (t *textStatusWriter) Write(b []byte) (int, error) {
 }
 
 // Unwrap lets http.ResponseController reach the connection.
-func (t *textStatusWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+func (t *statusWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
-// finish writes the refusal held back, if any.
-func (t *textStatusWriter) finish() {
+// finish writes the refusal held back, if any, and returns its message.
+func (t *statusWriter) finish() (string, bool) {
 	if t.code == 0 {
-		return
+		return "", false
 	}
 	var st metav1.Status
 	msg := strings.TrimSpace(t.body.String())
 	if json.Unmarshal(t.body.Bytes(), &st) == nil && st.Message != "" {
 		msg = st.Message
 	}
-	status(t.ResponseWriter, true, t.code, st.Reason, msg)
+	if t.l.text {
+		status(t.ResponseWriter, true, t.code, st.Reason, msg)
+	} else {
+		t.ResponseWriter.WriteHeader(t.code)
+		_, _ = t.ResponseWriter.Write(t.body.Bytes())
+	}
+	return msg, true
 }
 
 // hasCredential tells whether the request carries a token for the

@@ -283,7 +283,8 @@ subjects:
 	assert.Contains(t, r.stderr, "Forbidden", r.stderr)
 	audit, err := os.ReadFile(filepath.Join(st.logs, "TestProxyCallerImpersonation-callers-dex-audit.log"))
 	require.NoError(t, err)
-	assert.Contains(t, string(audit), `proxy:alice@example.com may not impersonate users \"carol@example.com\"`, "the proxy's audit line gives the reason")
+	assert.Contains(t, string(audit), `"reason":"impersonation refused: `, "the proxy's audit line gives the reason")
+	assert.Contains(t, string(audit), `User \"proxy:alice@example.com\" cannot impersonate`, "kube-apiserver's reason: the classic verb, or the constrained filter's first question")
 	r = alice.kubectl("--as="+proxyattacks.Impersonable, "--as-group=system:masters", "get", "secrets", "-n", "kube-system")
 	assert.NotEqual(t, 0, r.code, "nor add system:masters")
 }
