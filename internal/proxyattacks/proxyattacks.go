@@ -88,6 +88,15 @@ func repeat(name, value string, n int) [][2]string {
 	return out
 }
 
+// same is n copies of the header name: value.
+func same(name, value string, n int) [][2]string {
+	out := make([][2]string, n)
+	for i := range out {
+		out[i] = [2]string{name, value}
+	}
+	return out
+}
+
 // Impersonable is the one identity alice may impersonate in
 // CallerImpersonationTable (a RoleBinding names it): a user, no group,
 // UID or extra.
@@ -126,6 +135,8 @@ func CallerImpersonationTable(mint Minter) ([]Attack, error) {
 		{Name: "Impersonate_User (underscore)", Headers: with([2]string{"Impersonate_User", Impersonable}), Want: 403},
 		{Name: "Impersonate_Group (underscore) beside the user", Headers: with(as, [2]string{"Impersonate_Group", "system:masters"}), Want: 403},
 		{Name: "as " + Impersonable + " in 40 groups (a SubjectAccessReview each)", Headers: with(append([][2]string{as}, repeat("Impersonate-Group", "developers", 40)...)...), Want: 403},
+		{Name: "as " + Impersonable + " in one group 40 times (a SubjectAccessReview each)", Headers: with(append([][2]string{as}, same("Impersonate-Group", "developers", 40)...)...), Want: 403},
+		{Name: "as " + Impersonable + " with the proxy's original-user extra spelt with an escaped capital", Headers: with(as, [2]string{"Impersonate-Extra-Kubectl-Impersonate.io%2FOriginal-%55ser", "mallory"}), Want: 403},
 		{Name: "as " + Impersonable + " with invalid UTF-8", Headers: with([2]string{"Impersonate-User", Impersonable + "\xff"}), Want: 403},
 		{Name: "Connection: Impersonate-User", Headers: with(as, [2]string{"Connection", "Impersonate-User"}), Want: 403},
 		{Name: "upgrade, as another user", Headers: with([2]string{"Impersonate-User", "carol@example.com"}, [2]string{"Connection", "Upgrade"}, [2]string{"Upgrade", "SPDY/3.1"}), Want: 403},

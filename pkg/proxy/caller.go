@@ -86,8 +86,14 @@ func readCallerImpersonation(h http.Header) (*callerImpersonation, error) {
 			if err != nil || key == "" || !utf8.ValidString(key) {
 				return nil, fmt.Errorf("%w: %s has no valid extra key", errImpersonationHeaders, name)
 			}
-			if key == OriginalUserExtra {
+			if strings.EqualFold(key, OriginalUserExtra) {
 				return nil, fmt.Errorf("%w: the extra %s is the proxy's to set", errImpersonationHeaders, OriginalUserExtra)
+			}
+			// An escaped capital (%41) survives kube-apiserver's lowercasing
+			// of the header here, but not the header's way upstream: the
+			// key would arrive as another one.
+			if key != strings.ToLower(key) {
+				return nil, fmt.Errorf("%w: the extra key %q has capital letters, which would not arrive as sent", errImpersonationHeaders, key)
 			}
 			if c.extra == nil {
 				c.extra = map[string][]string{}
@@ -103,14 +109,12 @@ func readCallerImpersonation(h http.Header) (*callerImpersonation, error) {
 	if c.user == "" {
 		return nil, fmt.Errorf("%w: impersonation without %s", errImpersonationHeaders, authnv1.ImpersonateUserHeader)
 	}
-	// One check per value: repeated values are one, and the values are
-	// bounded (each costs a SubjectAccessReview); invalid UTF-8 would be
+	// The values are bounded, repeats counted (kube-apiserver's filter
+	// asks one SubjectAccessReview each, as sent); invalid UTF-8 would be
 	// asked about as U+FFFD and forwarded as it is.
-	c.groups = dedupe(c.groups)
 	values := 1 + len(c.groups)
-	for k, vs := range c.extra {
-		c.extra[k] = dedupe(vs)
-		values += len(c.extra[k])
+	for _, vs := range c.extra {
+		values += len(vs)
 	}
 	if values > MaxImpersonatedValues {
 		return nil, fmt.Errorf("%w: %d groups and extra values, over %d", errImpersonationHeaders, values-1, MaxImpersonatedValues)
@@ -126,16 +130,6 @@ func readCallerImpersonation(h http.Header) (*callerImpersonation, error) {
 // MaxImpersonatedValues bounds a caller's impersonation: the user, its
 // groups and extra values (one SubjectAccessReview each).
 const MaxImpersonatedValues = 32
-
-func dedupe(vs []string) []string {
-	var out []string
-	for _, v := range vs {
-		if !slices.Contains(out, v) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
 
 func extraValues(extra map[string][]string) []string {
 	var out []string
@@ -292,17 +286,47 @@ func withAuthenticated(u user.Info) user.Info {
 	return &user.DefaultInfo{Name: u.GetName(), UID: u.GetUID(), Groups: append(slices.Clone(u.GetGroups()), user.AllAuthenticated), Extra: u.GetExtra()}
 }
 
+// asked is the identity the headers name, before kube-apiserver's
+// defaults: what forwardable checks before any question is asked.
+func (c *callerImpersonation) asked() user.Info {
+	return &user.DefaultInfo{Name: c.user, UID: c.uid, Groups: c.groups, Extra: c.extra}
+}
+
 // forwardedAs is the identity the filter let the caller take, as the
-// proxy forwards it: without system:authenticated (kube-apiserver adds it
-// to an impersonated user itself, and the proxy's credential would need
-// to impersonate the group), with the caller under OriginalUserExtra, set
-// last so that no extra of the caller's takes its place.
-func forwardedAs(got, caller user.Info) user.Info {
-	groups := slices.DeleteFunc(slices.Clone(got.GetGroups()), func(g string) bool { return g == user.AllAuthenticated })
+// proxy forwards it: without the system:authenticated the filter added
+// (kube-apiserver adds it to an impersonated user itself, and the proxy's
+// credential would need to impersonate the group; one the caller asked
+// for is forwarded), with the caller under OriginalUserExtra, set last and
+// in place of any spelling of it, so that no extra of the caller's takes
+// its place.
+func forwardedAs(got, caller user.Info, c *callerImpersonation) user.Info {
+	groups := slices.Clone(got.GetGroups())
+	if !slices.Contains(c.groups, user.AllAuthenticated) {
+		groups = slices.DeleteFunc(groups, func(g string) bool { return g == user.AllAuthenticated })
+	}
 	extra := map[string][]string{}
 	for k, v := range got.GetExtra() {
-		extra[k] = v
+		if !strings.EqualFold(k, OriginalUserExtra) {
+			extra[k] = v
+		}
 	}
 	extra[OriginalUserExtra] = []string{caller.GetName()}
 	return &user.DefaultInfo{Name: got.GetName(), UID: got.GetUID(), Groups: groups, Extra: extra}
+}
+
+// deadlineKey carries a request's deadline to the impersonation filter's
+// questions: the filter's context is the request's, whose deadline would
+// also cut a watch once forwarded.
+type deadlineKey struct{}
+
+// boundedAuthorizer asks each question within the request's deadline.
+type boundedAuthorizer struct{ next CallerAuthorizer }
+
+func (b boundedAuthorizer) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if d, ok := ctx.Value(deadlineKey{}).(time.Time); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d)
+		defer cancel()
+	}
+	return b.next.Authorize(ctx, a)
 }

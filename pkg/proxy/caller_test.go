@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"time"
 )
 
 // allowOnly is an authorizer that allows exactly its questions (the
@@ -68,13 +69,15 @@ func TestReadCallerImpersonation(t *testing.T) {
 		{name: "empty user", headers: [][2]string{{"Impersonate-User", ""}}, wantErr: "once, not empty"},
 		{name: "underscore", headers: [][2]string{{"Impersonate_User", "bob"}}, wantErr: "not a spelling"},
 		{name: "the proxy's own extra", headers: [][2]string{{"Impersonate-User", "bob"}, {"Impersonate-Extra-Kubectl-Impersonate.io%2FOriginal-User", "x"}}, wantErr: "the proxy's to set"},
-		{name: "repeated groups are one check", headers: [][2]string{{"Impersonate-User", "bob"}, {"Impersonate-Group", "a"}, {"Impersonate-Group", "a"}},
-			want: &callerImpersonation{user: "bob", groups: []string{"a"}}},
+		{name: "repeated groups count, as kube-apiserver asks about each", headers: [][2]string{{"Impersonate-User", "bob"}, {"Impersonate-Group", "a"}, {"Impersonate-Group", "a"}},
+			want: &callerImpersonation{user: "bob", groups: []string{"a", "a"}}},
+		{name: "one group more than 32 times", headers: append([][2]string{{"Impersonate-User", "bob"}}, sameGroup(MaxImpersonatedValues)...), wantErr: "over 32"},
+		{name: "the proxy's own extra with an escaped capital", headers: [][2]string{{"Impersonate-User", "bob"}, {"Impersonate-Extra-Kubectl-Impersonate.io%2FOriginal-%55ser", "x"}}, wantErr: "the proxy's to set"},
 		{name: "too many groups", headers: append([][2]string{{"Impersonate-User", "bob"}}, manyGroups(MaxImpersonatedValues)...), wantErr: "over 32"},
 		{name: "invalid UTF-8", headers: [][2]string{{"Impersonate-User", "bob\xff"}}, wantErr: "not valid UTF-8"},
-		// kube-apiserver lowercases the key, then decodes it.
-		{name: "an escaped capital stays capital", headers: [][2]string{{"Impersonate-User", "bob"}, {"Impersonate-Extra-Foo%41", "x"}},
-			want: &callerImpersonation{user: "bob", extra: map[string][]string{"fooA": {"x"}}}},
+		// kube-apiserver lowercases the key, then decodes it: an escaped
+		// capital stays, and would arrive upstream lowercased.
+		{name: "an escaped capital in an extra key", headers: [][2]string{{"Impersonate-User", "bob"}, {"Impersonate-Extra-Foo%41", "x"}}, wantErr: "capital letters"},
 		{name: "unknown impersonation header", headers: [][2]string{{"Impersonate-User", "bob"}, {"Impersonate-Whatever", "x"}}, wantErr: "not an impersonation header"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -267,4 +270,48 @@ func manyGroups(n int) [][2]string {
 		out = append(out, [2]string{"Impersonate-Group", fmt.Sprintf("g%d", i)})
 	}
 	return out
+}
+
+func sameGroup(n int) [][2]string {
+	var out [][2]string
+	for range n {
+		out = append(out, [2]string{"Impersonate-Group", "devs"})
+	}
+	return out
+}
+
+// The filter's questions end by the request's time (--request-timeout),
+// however many and however slow: the request does not hold its slot past
+// it.
+func TestCallerImpersonationWithinRequestTimeout(t *testing.T) {
+	defer func(d time.Duration) { RequestTimeout = d }(RequestTimeout)
+	RequestTimeout = 300 * time.Millisecond
+	p := newTestProxy(t, structuredConfig, false)
+	p.handler.CallerImpersonation = slowAuthorizer(200 * time.Millisecond)
+	req, err := http.NewRequest(http.MethodGet, p.url+"/api/v1/namespaces/a/pods", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+p.mint(t, map[string]any{"email": "alice@example.com"}, testissuer.Valid))
+	req.Header.Set("Impersonate-User", "bob")
+	for i := range 15 {
+		req.Header.Add("Impersonate-Group", fmt.Sprintf("g%d", i))
+	}
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	assert.Less(t, time.Since(start), 2*time.Second, "15 questions of 200 ms each, cut at 300 ms")
+	assert.Empty(t, p.upstream.take())
+}
+
+// slowAuthorizer allows everything, after d, unless its context ends.
+type slowAuthorizer time.Duration
+
+func (s slowAuthorizer) Authorize(ctx context.Context, _ authorizer.Attributes) (authorizer.Decision, string, error) {
+	select {
+	case <-time.After(time.Duration(s)):
+		return authorizer.DecisionAllow, "", nil
+	case <-ctx.Done():
+		return authorizer.DecisionNoOpinion, "", ctx.Err()
+	}
 }

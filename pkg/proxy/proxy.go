@@ -154,7 +154,7 @@ func (h *Handler) init() {
 	}
 	h.requests = union.New(bearertoken.New(tokens), websocket.NewProtocolAuthenticator(tokens))
 	if h.CallerImpersonation != nil {
-		h.impersonation = callerImpersonationFilter(http.HandlerFunc(h.serveImpersonated), h.CallerImpersonation, h.ConstrainedImpersonation)
+		h.impersonation = callerImpersonationFilter(http.HandlerFunc(h.serveImpersonated), boundedAuthorizer{h.CallerImpersonation}, h.ConstrainedImpersonation)
 	}
 	h.Metrics.cacheHits(func() float64 { return float64(h.authentications.Load() - h.verified.Load()) })
 	h.proxy = &httputil.ReverseProxy{
@@ -251,6 +251,10 @@ func longRunning(r *http.Request) bool {
 
 var requestInfo = &apirequest.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
 
+// refusalGrace is how long past RequestTimeout a refusal may still be
+// written.
+const refusalGrace = 5 * time.Second
+
 // RequestTimeout bounds a request that is not long-running, as
 // kube-apiserver's --request-timeout: it gives back its in-flight slot by
 // then, whatever the caller or the upstream does.
@@ -328,8 +332,12 @@ type requestLog struct {
 	// original is the caller who impersonated user, if one did.
 	original user.Info
 	reason   string
-	// impersonated: the impersonation filter let the request through.
-	impersonated bool
+	// impersonated: the impersonation filter let the request through;
+	// asked, what the caller's headers asked; acceptEncoding, the caller's,
+	// kept from the filter.
+	impersonated   bool
+	asked          *callerImpersonation
+	acceptEncoding []string
 	// text: refusals are written as text (textRefusal).
 	text bool
 	// release gives back the request's in-flight slot.
@@ -525,6 +533,13 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 		return
 	}
 	if asked != nil {
+		// What could not be forwarded is refused before any question.
+		if err := forwardable(asked.asked(), h.AllowSystemIdentities); err != nil {
+			h.refuse(w, l, http.StatusForbidden, "identity", err.Error(),
+				"the impersonated identity cannot be forwarded through this proxy: "+err.Error())
+			return
+		}
+		l.asked = asked
 		h.impersonate(w, r, l, u)
 		return
 	}
@@ -541,8 +556,21 @@ func (h *Handler) impersonate(w http.ResponseWriter, r *http.Request, l *request
 		h.refuse(w, l, http.StatusBadRequest, "request", "request info: "+err.Error(), "the request could not be read")
 		return
 	}
+	// The questions end by --request-timeout's time, and the connection's
+	// reads and writes a little later (the refusal must still be written)
+	// until the request is forwarded (forward sets its own).
+	deadline := time.Now().Add(RequestTimeout)
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(deadline.Add(refusalGrace))
+	_ = rc.SetWriteDeadline(deadline.Add(refusalGrace))
 	ctx := apirequest.WithRequestInfo(apirequest.WithUser(r.Context(), withAuthenticated(caller)), ri)
-	sw := &statusWriter{ResponseWriter: w, l: l}
+	ctx = context.WithValue(ctx, deadlineKey{}, deadline)
+	// A refusal is written uncompressed (its message is the audit line's
+	// reason, and may become text); the caller's Accept-Encoding goes
+	// upstream with the request (serveImpersonated).
+	l.acceptEncoding = r.Header.Values("Accept-Encoding")
+	r.Header.Del("Accept-Encoding")
+	sw := &statusWriter{ResponseWriter: w, l: l, header: http.Header{}}
 	h.impersonation.ServeHTTP(sw, r.WithContext(ctx))
 	if msg, refused := sw.finish(); refused {
 		l.reason = "impersonation refused: " + logging.OneLine(msg, 0)
@@ -555,8 +583,11 @@ func (h *Handler) impersonate(w http.ResponseWriter, r *http.Request, l *request
 func (h *Handler) serveImpersonated(w http.ResponseWriter, r *http.Request) {
 	l := r.Context().Value(logKey{}).(*requestLog)
 	l.impersonated = true
+	for _, v := range l.acceptEncoding {
+		r.Header.Add("Accept-Encoding", v)
+	}
 	got, _ := apirequest.UserFrom(r.Context())
-	target := forwardedAs(got, l.user)
+	target := forwardedAs(got, l.user, l.asked)
 	if err := forwardable(target, h.AllowSystemIdentities); err != nil {
 		h.refuse(w, l, http.StatusForbidden, "identity", err.Error(),
 			"the impersonated identity cannot be forwarded through this proxy: "+err.Error())
@@ -571,6 +602,9 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, l *requestLog,
 	ctx := r.Context()
 	if longRunning(r) {
 		l.release() // watches, exec, logs: not counted, not timed (kube-apiserver's rules)
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Time{}) // the impersonation filter's, if it ran
+		_ = rc.SetWriteDeadline(time.Time{})
 	} else {
 		// kube-apiserver's --request-timeout: the upstream request (an
 		// upgrade's connection included) ends with the context, and the
@@ -588,12 +622,22 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, l *requestLog,
 // statusWriter holds a refusal of the impersonation filter back, for the
 // audit line's reason, and writes it on as it was (kube-apiserver's
 // Status) or as its message in text (textRefusal); what the filter lets
-// through passes.
+// through passes. The filter's headers are its own until it lets the
+// request through.
 type statusWriter struct {
 	http.ResponseWriter
-	l    *requestLog
-	code int
-	body bytes.Buffer
+	l      *requestLog
+	code   int
+	body   bytes.Buffer
+	header http.Header
+}
+
+// Header is the filter's own until it lets the request through.
+func (t *statusWriter) Header() http.Header {
+	if t.l.impersonated {
+		return t.ResponseWriter.Header()
+	}
+	return t.header
 }
 
 func (t *statusWriter) WriteHeader(code int) {
@@ -620,16 +664,19 @@ func (t *statusWriter) finish() (string, bool) {
 		return "", false
 	}
 	var st metav1.Status
-	msg := strings.TrimSpace(t.body.String())
+	msg := http.StatusText(t.code) // a Status in another encoding (YAML, protobuf) says no more here
 	if json.Unmarshal(t.body.Bytes(), &st) == nil && st.Message != "" {
 		msg = st.Message
 	}
 	if t.l.text {
 		status(t.ResponseWriter, true, t.code, st.Reason, msg)
-	} else {
-		t.ResponseWriter.WriteHeader(t.code)
-		_, _ = t.ResponseWriter.Write(t.body.Bytes())
+		return msg, true
 	}
+	for k, v := range t.header {
+		t.ResponseWriter.Header()[k] = v
+	}
+	t.ResponseWriter.WriteHeader(t.code)
+	_, _ = t.ResponseWriter.Write(t.body.Bytes())
 	return msg, true
 }
 
