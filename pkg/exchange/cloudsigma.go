@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"net/http"
 	"net/url"
 	"time"
@@ -12,7 +13,6 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
@@ -40,7 +40,7 @@ type CloudSigma struct {
 	// CloudSigma says who acts as whom where, and gives the cache keys.
 	// Its LegacyUsername, with LegacyPassword, replaces step 1 by the
 	// password grant; only when legacy credentials were enabled explicitly.
-	settings.CloudSigma
+	credspec.CloudSigma
 	ClientSecret   string `datapolicy:"secret"`
 	LegacyPassword string `datapolicy:"password"`
 	// ClientAuthMethod is oauth.AuthPost (default: the client secret in
@@ -70,11 +70,7 @@ func (g grantFunc) Refresh(context.Context, string) (*tokencache.Entry, error) {
 }
 
 func (c *CloudSigma) source(key tokencache.Key, g credential.Authenticator) *credential.Source {
-	return &credential.Source{
-		Key: key, Store: c.Store, LockDir: c.LockDir, UseAccessToken: true,
-		NewAuthenticator: func() (credential.Authenticator, error) { return g, nil },
-		Notify:           c.Notify, Log: c.Log, Now: c.Now, MinValidity: settings.CloudSigmaRenewBefore,
-	}
+	return c.StepSource(key, credspec.SourceEnv{Store: c.Store, LockDir: c.LockDir, Notify: c.Notify, Log: c.Log, Now: c.Now}, g)
 }
 
 func (c *CloudSigma) now() time.Time {
@@ -93,8 +89,8 @@ func (c *CloudSigma) hc() *http.Client {
 
 // Source is the impersonated user's credential source under CloudSigma's
 // own key (the service identity's with legacy credentials). The commands
-// build theirs from settings.AuthOptions.Source, which binds the key to
-// the allowed servers too, with Authenticator.
+// build theirs from credspec.Spec.Source, which binds the key to the
+// allowed servers too, with Authenticator.
 func (c *CloudSigma) Source() *credential.Source {
 	key := c.Key()
 	if c.LegacyUsername != "" {
@@ -203,11 +199,11 @@ func (c *CloudSigma) serviceToken(ctx context.Context) (*tokencache.Entry, error
 
 func (c *CloudSigma) requestingPartyToken(ctx context.Context, serviceToken string) (*tokencache.Entry, error) {
 	c.Log.Printf(1, "cloudsigma: %s at %s", stepRPT, c.tokenURL())
-	form := url.Values{"grant_type": {umaGrant}, "audience": {settings.ServiceProviderAudience}}
+	form := url.Values{"grant_type": {umaGrant}, "audience": {credspec.ServiceProviderAudience}}
 	t, err := c.tokenClient(stepRPT).Token(ctx, form, serviceToken)
 	var oe *oauth.Error
 	if errors.As(err, &oe) && oe.Status == http.StatusForbidden {
-		err = fmt.Errorf("%w: grant the client's service account the permission on %s in Keycloak's Authorization settings", err, settings.ServiceProviderAudience)
+		err = fmt.Errorf("%w: grant the client's service account the permission on %s in Keycloak's Authorization settings", err, credspec.ServiceProviderAudience)
 	}
 	c.record(stepRPT, err)
 	if err != nil {

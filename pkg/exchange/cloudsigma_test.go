@@ -3,6 +3,7 @@ package exchange
 import (
 	"bytes"
 	"context"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,7 +20,6 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
@@ -64,7 +64,7 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) cloudsigma(region, email string) *CloudSigma {
 	return &CloudSigma{
-		CloudSigma: settings.CloudSigma{OAuthURL: f.sim.URL, APIURLTemplate: f.sim.APIURLTemplate(), Region: region, UserEmail: email,
+		CloudSigma: credspec.CloudSigma{OAuthURL: f.sim.URL, APIURLTemplate: f.sim.APIURLTemplate(), Region: region, UserEmail: email,
 			ClientID: "robot"},
 		ClientSecret: "robot-secret", HTTPClient: http.DefaultClient,
 		Retry: oauth.RetryPolicy{Sleep: f.sleeps.Sleep, Jitter: func(max time.Duration) time.Duration { return max }},
@@ -93,7 +93,7 @@ func TestCloudSigmaHappyPathPerRegion(t *testing.T) {
 			assert.Equal(t, 1, f.sim.Calls("client_credentials"))
 			assert.Equal(t, 1, f.sim.Calls("uma"))
 			assert.Equal(t, 1, f.sim.Calls("impersonate:"+region))
-			assert.WithinDuration(t, f.clock.Now().Add(time.Hour-settings.CloudSigmaRenewBefore), r.Expiry, time.Second, "reported 5 minutes early")
+			assert.WithinDuration(t, f.clock.Now().Add(time.Hour-credspec.CloudSigmaRenewBefore), r.Expiry, time.Second, "reported 5 minutes early")
 
 			p, err := cs.GetProfile(context.Background(), r.Token)
 			require.NoError(t, err)

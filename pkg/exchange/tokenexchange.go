@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,7 +13,6 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
@@ -27,7 +27,7 @@ const (
 // (requested_subject).
 type TokenExchange struct {
 	// TokenExchange holds the exchange's parameters and cache key.
-	settings.TokenExchange
+	credspec.TokenExchange
 	Base *credential.Source
 	// TokenURL returns the token endpoint (from discovery).
 	TokenURL     func(ctx context.Context) (string, error)
@@ -59,13 +59,13 @@ func (x *TokenExchange) Grant(ctx context.Context) (*tokencache.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	stt := settings.TokenType(x.SubjectTokenType)
+	stt := credspec.TokenType(x.SubjectTokenType)
 	if stt == "" {
-		stt = settings.TokenType("access_token")
+		stt = credspec.TokenType("access_token")
 	}
 	form := url.Values{"grant_type": {GrantTokenExchange}, "subject_token": {subject.Token}, "subject_token_type": {stt}}
 	if x.RequestedTokenType != "" {
-		form.Set("requested_token_type", settings.TokenType(x.RequestedTokenType))
+		form.Set("requested_token_type", credspec.TokenType(x.RequestedTokenType))
 	}
 	for _, a := range x.Audiences {
 		form.Add("audience", a)

@@ -2,6 +2,7 @@ package exchange
 
 import (
 	"context"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"net/http"
 	"testing"
 	"time"
@@ -13,7 +14,6 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
@@ -22,8 +22,8 @@ import (
 func newTokenExchange(t *testing.T, sim *idp.Sim, mutate func(*TokenExchange)) (*credential.Source, *TokenExchange) {
 	dir := t.TempDir()
 	store := tokencache.NewDisk(dir)
-	lc := login.New(login.Config{OIDCOptions: settings.OIDCOptions{IssuerURL: sim.Issuer(), ClientID: "robot", ClientSecret: "robot-secret",
-		GrantType: settings.GrantClientCredentials}, HTTPClient: http.DefaultClient})
+	lc := login.New(login.Config{OIDC: credspec.OIDC{IssuerURL: sim.Issuer(), ClientID: "robot", ClientSecret: "robot-secret",
+		GrantType: credspec.GrantClientCredentials}, HTTPClient: http.DefaultClient})
 	base := &credential.Source{Key: tokencache.Key{Issuer: sim.Issuer(), ClientID: "robot", GrantType: "client-credentials"},
 		Store: store, LockDir: dir, UseAccessToken: true,
 		NewAuthenticator: func() (credential.Authenticator, error) { return lc, nil }}
@@ -97,19 +97,19 @@ func TestTokenExchange(t *testing.T) {
 }
 
 func TestTokenExchangeKeyIncludesEverySetting(t *testing.T) {
-	base := settings.TokenExchange{Audiences: []string{"a", "b"}, Scopes: []string{"s"}, RequestedSubject: "alice"}
-	k := func(x settings.TokenExchange) string {
+	base := credspec.TokenExchange{Audiences: []string{"a", "b"}, Scopes: []string{"s"}, RequestedSubject: "alice"}
+	k := func(x credspec.TokenExchange) string {
 		return tokencache.Key{Issuer: "i", ClientID: "c", Extra: x.KeyExtra()}.ID()
 	}
 	same := base
 	same.Audiences = []string{"b", "a"}
 	assert.Equal(t, k(base), k(same), "audience order does not matter")
-	for _, mutate := range []func(*settings.TokenExchange){
-		func(x *settings.TokenExchange) { x.Audiences = []string{"a"} },
-		func(x *settings.TokenExchange) { x.Scopes = nil },
-		func(x *settings.TokenExchange) { x.RequestedSubject = "bob" },
-		func(x *settings.TokenExchange) { x.RequestedTokenType = "id_token" },
-		func(x *settings.TokenExchange) { x.SubjectTokenType = "id_token" },
+	for _, mutate := range []func(*credspec.TokenExchange){
+		func(x *credspec.TokenExchange) { x.Audiences = []string{"a"} },
+		func(x *credspec.TokenExchange) { x.Scopes = nil },
+		func(x *credspec.TokenExchange) { x.RequestedSubject = "bob" },
+		func(x *credspec.TokenExchange) { x.RequestedTokenType = "id_token" },
+		func(x *credspec.TokenExchange) { x.SubjectTokenType = "id_token" },
 	} {
 		other := base
 		mutate(&other)
@@ -118,7 +118,7 @@ func TestTokenExchangeKeyIncludesEverySetting(t *testing.T) {
 }
 
 func TestTokenType(t *testing.T) {
-	assert.Equal(t, "urn:ietf:params:oauth:token-type:access_token", settings.TokenType("access_token"))
-	assert.Equal(t, "urn:x:custom", settings.TokenType("urn:x:custom"))
-	assert.Equal(t, "", settings.TokenType(""))
+	assert.Equal(t, "urn:ietf:params:oauth:token-type:access_token", credspec.TokenType("access_token"))
+	assert.Equal(t, "urn:x:custom", credspec.TokenType("urn:x:custom"))
+	assert.Equal(t, "", credspec.TokenType(""))
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"net"
 	"net/http"
 	"net/url"
@@ -24,7 +25,6 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
 func randomString() (string, error) {
@@ -55,7 +55,7 @@ func (c *Client) newAuthRequest(p *oidc.Provider) (*authRequest, error) {
 	r := &authRequest{state: state, nonce: nonce, extra: c.cfg.AuthRequestExtraParams}
 	if usePKCE(c.cfg.PKCEMethod, p.PKCEMethods) {
 		r.verifier = oauth2.GenerateVerifier()
-	} else if c.cfg.PKCEMethod != settings.PKCENo {
+	} else if c.cfg.PKCEMethod != credspec.PKCENo {
 		fmt.Fprintf(c.cfg.Stderr, "Note: the provider's discovery document lists PKCE methods %s without S256: logging in without PKCE (--oidc-pkce-method=S256 forces it).\n", logging.OneLine(fmt.Sprint(p.PKCEMethods), 200))
 	}
 	return r, nil
@@ -67,9 +67,9 @@ func (c *Client) newAuthRequest(p *oidc.Provider) (*authRequest, error) {
 // ignores it).
 func usePKCE(method string, supported []string) bool {
 	switch method {
-	case settings.PKCENo:
+	case credspec.PKCENo:
 		return false
-	case settings.PKCES256:
+	case credspec.PKCES256:
 		return true
 	}
 	return len(supported) == 0 || slices.Contains(supported, "S256")
@@ -297,7 +297,7 @@ func (c *Client) authCodeKeyboard(ctx context.Context, p *oidc.Provider) (*oauth
 	conf := c.oauth2Config(p)
 	conf.RedirectURL = c.cfg.RedirectURL
 	if conf.RedirectURL == "" {
-		conf.RedirectURL = settings.OOBRedirectURL
+		conf.RedirectURL = credspec.OOBRedirectURL
 	}
 	authURL := conf.AuthCodeURL(req.state, req.options()...)
 	fmt.Fprintf(c.cfg.Stderr, "Open this URL in a browser, log in, then paste the code (or the whole address you were sent to):\n\n%s\n\nCode: ", authURL)
@@ -419,7 +419,7 @@ func (c *Client) passwordGrant(ctx context.Context, p *oidc.Provider) (*oauth2.T
 	if password == "" {
 		f, ok := c.cfg.Stdin.(*os.File)
 		if !ok || !term.IsTerminal(int(f.Fd())) {
-			return nil, fmt.Errorf("the password grant needs a password: --password-file or $%s (or a terminal to type it)", settings.EnvPassword)
+			return nil, fmt.Errorf("the password grant needs a password: --password-file or $%s (or a terminal to type it)", credspec.EnvPassword)
 		}
 		fmt.Fprintf(c.cfg.Stderr, "Password for %s: ", logging.Printable(c.cfg.Username))
 		b, err := term.ReadPassword(int(f.Fd()))
@@ -491,5 +491,5 @@ func webURL(raw string) bool {
 	if err != nil || u.Host == "" || u.User != nil {
 		return false
 	}
-	return u.Scheme == "https" || (u.Scheme == "http" && settings.IsLoopbackHost(u.Hostname()))
+	return u.Scheme == "https" || (u.Scheme == "http" && credspec.IsLoopbackHost(u.Hostname()))
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"io"
 	"net/http"
 	"net/url"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
@@ -144,7 +144,7 @@ func (p *IdentityPlatform) entry(ctx context.Context, idToken, refreshToken, old
 		now = p.Now()
 	}
 	return &tokencache.Entry{IDToken: idToken, RefreshToken: refreshToken, IDTokenExpiry: expiry.UTC(),
-		Issuer: p.Issuer, ClientID: p.Google.cfg.ClientID, GrantType: settings.GrantIdentityPlatform, ObtainedAt: now.UTC()}, nil
+		Issuer: p.Issuer, ClientID: p.Google.cfg.ClientID, GrantType: credspec.GrantIdentityPlatform, ObtainedAt: now.UTC()}, nil
 }
 
 // post sends body and decodes a 200 answer; Google's errors become one line.

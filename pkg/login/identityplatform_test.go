@@ -2,6 +2,7 @@ package login
 
 import (
 	"context"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"net/http"
 	"testing"
 	"time"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
 func newIdentityPlatform(t *testing.T) (*IdentityPlatform, *oidctest.Server, *idp.GoogleSim) {
@@ -38,7 +38,7 @@ func TestIdentityPlatformFlow(t *testing.T) {
 	assert.Equal(t, "demo-project", claims["aud"])
 	assert.Equal(t, "alice@example.com", claims["email"])
 	assert.Equal(t, []any{"cluster-viewer"}, claims["gcp.iam.roles"])
-	assert.Equal(t, settings.GrantIdentityPlatform, e.GrantType)
+	assert.Equal(t, credspec.GrantIdentityPlatform, e.GrantType)
 	assert.NotEmpty(t, e.RefreshToken)
 	assert.Equal(t, 1, google.AuthRequests(), "one Google sign-in")
 	assert.Equal(t, 1, sim.Calls("signInWithIdp"))

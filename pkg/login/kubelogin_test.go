@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"math/big"
 	"net"
 	"net/http"
@@ -27,7 +28,6 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
 // The flags kubelogin users rely on, against the in-process provider.
@@ -53,11 +53,11 @@ func TestPKCEMethod(t *testing.T) {
 		method     string
 		wantPKCE   bool
 	}{
-		{name: "auto, S256 advertised", advertised: []string{"S256"}, method: settings.PKCEAuto, wantPKCE: true},
-		{name: "auto, nothing advertised", leaveOut: true, method: settings.PKCEAuto, wantPKCE: true},
-		{name: "auto, plain only", advertised: []string{"plain"}, method: settings.PKCEAuto, wantPKCE: false},
-		{name: "no", advertised: []string{"plain"}, method: settings.PKCENo, wantPKCE: false},
-		{name: "S256 forced", advertised: []string{"S256"}, method: settings.PKCES256, wantPKCE: true},
+		{name: "auto, S256 advertised", advertised: []string{"S256"}, method: credspec.PKCEAuto, wantPKCE: true},
+		{name: "auto, nothing advertised", leaveOut: true, method: credspec.PKCEAuto, wantPKCE: true},
+		{name: "auto, plain only", advertised: []string{"plain"}, method: credspec.PKCEAuto, wantPKCE: false},
+		{name: "no", advertised: []string{"plain"}, method: credspec.PKCENo, wantPKCE: false},
+		{name: "S256 forced", advertised: []string{"S256"}, method: credspec.PKCES256, wantPKCE: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := oidctest.New(t)
@@ -91,7 +91,7 @@ func TestRequestHeaders(t *testing.T) {
 	hc, err := NewHTTPClient(HTTPOptions{Headers: map[string]string{"X-Gateway-Key": "k1"}, HeaderHost: strings.TrimPrefix(srv.Issuer(), "http://")})
 	require.NoError(t, err)
 	c, _ := newClient(t, srv, func(c *Config) {
-		c.GrantType, c.ClientSecret, c.HTTPClient = settings.GrantClientCredentials, srv.ClientSecret, hc
+		c.GrantType, c.ClientSecret, c.HTTPClient = credspec.GrantClientCredentials, srv.ClientSecret, hc
 	})
 	_, err = c.Grant(context.Background())
 	require.NoError(t, err)
@@ -101,7 +101,7 @@ func TestRequestHeaders(t *testing.T) {
 func TestPasswordGrant(t *testing.T) {
 	srv := oidctest.New(t)
 	c, _ := newClient(t, srv, func(c *Config) {
-		c.GrantType, c.Username, c.Password, c.Interactive = settings.GrantPassword, "alice@example.com", oidctest.Password, false
+		c.GrantType, c.Username, c.Password, c.Interactive = credspec.GrantPassword, "alice@example.com", oidctest.Password, false
 	})
 	e, err := c.Grant(context.Background())
 	require.NoError(t, err, "a given password needs no person")
@@ -109,13 +109,13 @@ func TestPasswordGrant(t *testing.T) {
 	assert.Equal(t, 1, srv.TokenCalls("password"))
 
 	bad, _ := newClient(t, srv, func(c *Config) {
-		c.GrantType, c.Username, c.Password = settings.GrantPassword, "alice@example.com", "wrong"
+		c.GrantType, c.Username, c.Password = credspec.GrantPassword, "alice@example.com", "wrong"
 	})
 	_, err = bad.Grant(context.Background())
 	require.ErrorContains(t, err, "answered 401 invalid_grant")
 
 	none, _ := newClient(t, srv, func(c *Config) {
-		c.GrantType, c.Username, c.Interactive = settings.GrantPassword, "alice@example.com", false
+		c.GrantType, c.Username, c.Interactive = credspec.GrantPassword, "alice@example.com", false
 	})
 	_, err = none.Grant(context.Background())
 	require.ErrorIs(t, err, ErrInteractionRequired, "no password and no person")

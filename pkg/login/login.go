@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"io"
 	"net/http"
 	"net/url"
@@ -21,7 +22,6 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
@@ -33,7 +33,7 @@ var ErrInteractionRequired = errors.New("logging in needs a person at a browser 
 type Config struct {
 	// OIDCOptions are the provider, client and grant settings, as the
 	// flags and profiles give them (pkg/settings): one form, not a copy.
-	settings.OIDCOptions
+	credspec.OIDC
 	// OpenURL replaces the browser (tests); nil runs BrowserCommand or
 	// the platform's opener.
 	OpenURL func(url string) error
@@ -53,18 +53,18 @@ type Config struct {
 }
 
 // Scopes are "openid" plus the extra scopes, in a stable order.
-func (c Config) Scopes() []string { return settings.Scopes(c.ExtraScopes) }
+func (c Config) Scopes() []string { return credspec.Scopes(c.ExtraScopes) }
 
 // EffectiveGrant resolves "auto".
-func (c Config) EffectiveGrant() string { return settings.EffectiveGrant(c.GrantType) }
+func (c Config) EffectiveGrant() string { return credspec.EffectiveGrant(c.GrantType) }
 
 // NeedsPerson tells whether the grant involves a user at a browser or
 // terminal (the password grant does when no password is given).
 func (c Config) NeedsPerson() bool {
 	switch c.EffectiveGrant() {
-	case settings.GrantClientCredentials:
+	case credspec.GrantClientCredentials:
 		return false
-	case settings.GrantPassword:
+	case credspec.GrantPassword:
 		return c.Password == ""
 	}
 	return true
@@ -92,10 +92,10 @@ func New(cfg Config) *Client {
 		cfg.Now = time.Now
 	}
 	if cfg.AuthTimeout <= 0 {
-		cfg.AuthTimeout = settings.DefaultAuthTimeout
+		cfg.AuthTimeout = credspec.DefaultAuthTimeout
 	}
 	if len(cfg.ListenAddresses) == 0 {
-		cfg.ListenAddresses = settings.DefaultListenAddresses
+		cfg.ListenAddresses = credspec.DefaultListenAddresses
 	}
 	return &Client{cfg: cfg}
 }
@@ -162,26 +162,26 @@ func (c *Client) Grant(ctx context.Context) (*tokencache.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.cfg.GrantType == "" || c.cfg.GrantType == settings.GrantAuto {
+	if c.cfg.GrantType == "" || c.cfg.GrantType == credspec.GrantAuto {
 		// auto: the browser, unless none can be shown and the provider
 		// offers the device flow (a person at an SSH session).
 		if yes, why := c.headless(); yes && p.Endpoint.DeviceAuthURL != "" {
-			grant = settings.GrantDeviceCode
+			grant = credspec.GrantDeviceCode
 			fmt.Fprintf(c.cfg.Stderr, "kubectl-impersonate: %s: logging in with the device code flow (--grant-type=authcode for the browser)\n", why)
 		}
 	}
 	var tok *oauth2.Token
 	var nonce string
 	switch grant {
-	case settings.GrantAuthCode:
+	case credspec.GrantAuthCode:
 		tok, nonce, err = c.authCode(ctx, p)
-	case settings.GrantAuthCodeKeyboard:
+	case credspec.GrantAuthCodeKeyboard:
 		tok, nonce, err = c.authCodeKeyboard(ctx, p)
-	case settings.GrantDeviceCode:
+	case credspec.GrantDeviceCode:
 		tok, err = c.deviceCode(ctx, p)
-	case settings.GrantClientCredentials:
+	case credspec.GrantClientCredentials:
 		tok, err = c.clientCredentials(ctx, p)
-	case settings.GrantPassword:
+	case credspec.GrantPassword:
 		tok, err = c.passwordGrant(ctx, p)
 	default:
 		return nil, fmt.Errorf("unknown grant type %q", grant)
@@ -243,7 +243,7 @@ func (c *Client) toEntry(ctx context.Context, p *oidc.Provider, grant string, to
 		}
 		e.IDToken = raw
 		e.IDTokenExpiry = idt.Expiry.UTC()
-	} else if !c.cfg.UseAccessToken && grant != settings.GrantClientCredentials {
+	} else if !c.cfg.UseAccessToken && grant != credspec.GrantClientCredentials {
 		return nil, errors.New("the provider answered without an ID token: request the openid scope from a provider that issues ID tokens, or use --oidc-use-access-token")
 	}
 	if e.AccessToken != "" {

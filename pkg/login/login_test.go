@@ -3,6 +3,7 @@ package login
 import (
 	"bytes"
 	"context"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"io"
 	"net/http"
 	"net/url"
@@ -16,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
 // browser follows redirects like a browser whose user approves at once.
@@ -53,8 +53,8 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 func newClient(t *testing.T, srv *oidctest.Server, mutate func(*Config)) (*Client, *syncBuffer) {
 	stderr := &syncBuffer{}
 	cfg := Config{
-		OIDCOptions: settings.OIDCOptions{IssuerURL: srv.Issuer(), ClientID: srv.ClientID, ExtraScopes: []string{"email", "groups"},
-			GrantType: settings.GrantAuthCode, ListenAddresses: []string{"127.0.0.1:0"}, AuthTimeout: 10 * time.Second},
+		OIDC: credspec.OIDC{IssuerURL: srv.Issuer(), ClientID: srv.ClientID, ExtraScopes: []string{"email", "groups"},
+			GrantType: credspec.GrantAuthCode, ListenAddresses: []string{"127.0.0.1:0"}, AuthTimeout: 10 * time.Second},
 		Interactive: true, Stderr: stderr, OpenURL: browser(t),
 	}
 	if mutate != nil {
@@ -71,7 +71,7 @@ func TestAuthCode(t *testing.T) {
 	assert.NotEmpty(t, e.IDToken)
 	assert.NotEmpty(t, e.RefreshToken)
 	assert.WithinDuration(t, time.Now().Add(time.Hour), e.IDTokenExpiry, time.Minute)
-	assert.Equal(t, settings.GrantAuthCode, e.GrantType)
+	assert.Equal(t, credspec.GrantAuthCode, e.GrantType)
 
 	p := srv.LastAuthParams()
 	assert.Equal(t, "S256", p.Get("code_challenge_method"))
@@ -128,7 +128,7 @@ func TestAuthCodeKeyboard(t *testing.T) {
 	stdinR, stdinW := io.Pipe()
 	defer stdinW.Close()
 	c, stderr := newClient(t, srv, func(c *Config) {
-		c.GrantType = settings.GrantAuthCodeKeyboard
+		c.GrantType = credspec.GrantAuthCodeKeyboard
 		c.Stdin = stdinR
 		c.OpenURL = func(string) error { t.Error("keyboard mode must not open a browser"); return nil }
 	})
@@ -153,7 +153,7 @@ func TestAuthCodeKeyboard(t *testing.T) {
 	e, err := c.Grant(context.Background())
 	require.NoError(t, err)
 	assert.NotEmpty(t, e.IDToken)
-	assert.Equal(t, settings.OOBRedirectURL, srv.LastAuthParams().Get("redirect_uri"))
+	assert.Equal(t, credspec.OOBRedirectURL, srv.LastAuthParams().Get("redirect_uri"))
 }
 
 func TestCodeFromInput(t *testing.T) {
@@ -182,7 +182,7 @@ func TestCodeFromInput(t *testing.T) {
 func TestDeviceCode(t *testing.T) {
 	srv := oidctest.New(t)
 	c, stderr := newClient(t, srv, func(c *Config) {
-		c.GrantType = settings.GrantDeviceCode
+		c.GrantType = credspec.GrantDeviceCode
 		c.OpenURL = func(u string) error {
 			parsed, err := url.Parse(u)
 			require.NoError(t, err)
@@ -200,7 +200,7 @@ func TestDeviceCode(t *testing.T) {
 func TestDeviceCodeConfidentialClient(t *testing.T) {
 	srv := oidctest.New(t)
 	c, _ := newClient(t, srv, func(c *Config) {
-		c.GrantType = settings.GrantDeviceCode
+		c.GrantType = credspec.GrantDeviceCode
 		c.ClientSecret = srv.ClientSecret
 		c.OpenURL = func(u string) error {
 			parsed, err := url.Parse(u)
@@ -218,7 +218,7 @@ func TestClientCredentials(t *testing.T) {
 	srv := oidctest.New(t)
 	srv.OmitIDToken(true)
 	c, _ := newClient(t, srv, func(c *Config) {
-		c.GrantType = settings.GrantClientCredentials
+		c.GrantType = credspec.GrantClientCredentials
 		c.ClientSecret = srv.ClientSecret
 		c.Interactive = false
 	})
@@ -230,7 +230,7 @@ func TestClientCredentials(t *testing.T) {
 	assert.Equal(t, 1, srv.TokenCalls("client_credentials"))
 
 	bad, _ := newClient(t, srv, func(c *Config) {
-		c.GrantType = settings.GrantClientCredentials
+		c.GrantType = credspec.GrantClientCredentials
 		c.ClientSecret = "wrong"
 	})
 	_, err = bad.Grant(context.Background())
@@ -272,7 +272,7 @@ func TestRefreshRotation(t *testing.T) {
 
 func TestNonInteractiveNeverOpensBrowser(t *testing.T) {
 	srv := oidctest.New(t)
-	for _, grant := range []string{settings.GrantAuto, settings.GrantAuthCode, settings.GrantAuthCodeKeyboard, settings.GrantDeviceCode} {
+	for _, grant := range []string{credspec.GrantAuto, credspec.GrantAuthCode, credspec.GrantAuthCodeKeyboard, credspec.GrantDeviceCode} {
 		t.Run(grant, func(t *testing.T) {
 			c, _ := newClient(t, srv, func(c *Config) {
 				c.GrantType = grant
@@ -307,7 +307,7 @@ func TestTokenEndpointFaults(t *testing.T) {
 				srv.FailNext(tt.status, tt.contentType, tt.body, tt.retryAfter)
 			}
 			c, _ := newClient(t, srv, func(c *Config) {
-				c.GrantType = settings.GrantClientCredentials
+				c.GrantType = credspec.GrantClientCredentials
 				c.ClientSecret = srv.ClientSecret
 			})
 			_, err := c.Grant(context.Background())
@@ -325,7 +325,7 @@ func TestTokenEndpointFaults(t *testing.T) {
 }
 
 func TestDiscoveryFailure(t *testing.T) {
-	c := New(Config{OIDCOptions: settings.OIDCOptions{IssuerURL: "http://127.0.0.1:1", ClientID: "x", GrantType: settings.GrantClientCredentials}})
+	c := New(Config{OIDC: credspec.OIDC{IssuerURL: "http://127.0.0.1:1", ClientID: "x", GrantType: credspec.GrantClientCredentials}})
 	_, err := c.Grant(context.Background())
 	require.ErrorContains(t, err, "discovering OIDC provider http://127.0.0.1:1")
 }
@@ -412,7 +412,7 @@ func TestAuthCodeLoopbackServerRefusesOtherLocalUsers(t *testing.T) {
 func TestAuthCodeRefusesNonWebAuthorizationEndpoint(t *testing.T) {
 	for _, u := range []string{"file:///etc/passwd", "javascript:alert(1)", "http://evil.example.com/auth", "ms-settings:privacy",
 		"https://id.example.com/auth\x1b]0;owned\x07", "https://id.example.com/auth\u009b31m"} {
-		for _, grant := range []string{settings.GrantAuthCode, settings.GrantAuthCodeKeyboard} {
+		for _, grant := range []string{credspec.GrantAuthCode, credspec.GrantAuthCodeKeyboard} {
 			t.Run(grant+" "+u, func(t *testing.T) {
 				srv := oidctest.New(t)
 				srv.AuthorizationEndpoint = u
@@ -439,7 +439,7 @@ func TestDeviceCodeRefusesNonWebVerificationURL(t *testing.T) {
 			srv := oidctest.New(t)
 			srv.DeviceVerificationURI = u
 			c, stderr := newClient(t, srv, func(c *Config) {
-				c.GrantType = settings.GrantDeviceCode
+				c.GrantType = credspec.GrantDeviceCode
 				c.OpenURL = func(string) error { t.Error("opened"); return nil }
 			})
 			_, err := c.Grant(context.Background())
@@ -485,7 +485,7 @@ func TestHeadless(t *testing.T) {
 func TestAutoPicksTheDeviceFlowWithoutADisplay(t *testing.T) {
 	srv := oidctest.New(t)
 	c, stderr := newClient(t, srv, func(c *Config) {
-		c.GrantType = settings.GrantAuto
+		c.GrantType = credspec.GrantAuto
 		c.OpenURL = nil
 		c.Getenv = func(k string) string { return map[string]string{"SSH_CONNECTION": "10.0.0.1 5 10.0.0.2 22"}[k] }
 	})
@@ -510,7 +510,7 @@ func TestAutoPicksTheDeviceFlowWithoutADisplay(t *testing.T) {
 func TestAutoIsTheBrowserWithADisplay(t *testing.T) {
 	srv := oidctest.New(t)
 	c, stderr := newClient(t, srv, func(c *Config) {
-		c.GrantType = settings.GrantAuto
+		c.GrantType = credspec.GrantAuto
 		c.Getenv = func(k string) string { return map[string]string{"DISPLAY": ":0"}[k] }
 	})
 	_, err := c.Grant(context.Background())

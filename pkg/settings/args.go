@@ -2,6 +2,7 @@ package settings
 
 import (
 	"fmt"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"io"
 	"maps"
 
@@ -103,9 +104,9 @@ func (o *AuthOptions) override(user *AuthOptions) error {
 // setMap replaces the key=value flag name's map.
 func (o *AuthOptions) setMap(name string, m map[string]string) {
 	switch name {
-	case flagExtraParams:
+	case credspec.FlagExtraParams:
 		o.AuthRequestExtraParams = m
-	case flagRequestHeader:
+	case credspec.FlagRequestHeader:
 		o.RequestHeaders = m
 	}
 }

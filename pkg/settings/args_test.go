@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"os"
 	"path/filepath"
 	"testing"
@@ -35,7 +36,7 @@ func TestParseArgsOverridden(t *testing.T) {
 		}},
 		{name: "a scalar replaces the entry's", user: []string{"--authentication-timeout=5s", "--grant-type=device-code"}, check: func(t *testing.T, o *AuthOptions) {
 			assert.Equal(t, 5*time.Second, o.AuthTimeout)
-			assert.Equal(t, GrantDeviceCode, o.GrantType)
+			assert.Equal(t, credspec.GrantDeviceCode, o.GrantType)
 		}},
 		{name: "a list replaces the entry's whole", user: []string{"--oidc-extra-scope=profile"}, check: func(t *testing.T, o *AuthOptions) {
 			assert.Equal(t, []string{"profile"}, o.ExtraScopes)

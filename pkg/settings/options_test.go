@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -20,7 +21,7 @@ func TestCloudSigmaEnvironment(t *testing.T) {
 	}{
 		{"variables apply", nil, "https://oauth.staging.example.com", "zrh"},
 		{"flags win", []string{"--cloudsigma-oauth-url=https://oauth.other.example.com", "--cloudsigma-region=sjc"}, "https://oauth.other.example.com", "sjc"},
-		{"a flag with the default value wins too", []string{"--cloudsigma-oauth-url=" + DefaultCloudSigmaOAuthURL}, DefaultCloudSigmaOAuthURL, "zrh"},
+		{"a flag with the default value wins too", []string{"--cloudsigma-oauth-url=" + credspec.DefaultCloudSigmaOAuthURL}, credspec.DefaultCloudSigmaOAuthURL, "zrh"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := NewAuthOptions()
@@ -104,7 +105,7 @@ func TestKubeloginFlags(t *testing.T) {
 			again.AddFlags(fs2)
 			require.NoError(t, fs2.Parse(o.Args()))
 			require.NoError(t, again.Complete(func(string) string { return "" }, func(string) {}))
-			assert.Equal(t, o.OIDCOptions, again.OIDCOptions)
+			assert.Equal(t, o.OIDC, again.OIDC)
 			assert.Equal(t, o.ForceRefresh, again.ForceRefresh)
 		})
 	}

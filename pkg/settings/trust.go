@@ -3,6 +3,7 @@ package settings
 import (
 	"errors"
 	"fmt"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -32,17 +33,17 @@ import (
 // the login's token, so from an entry it would switch the profile's
 // exchange off. A profile that wants a fleet says so itself.
 var execEntrySafe = map[string]bool{
-	flagProfile: true,
+	credspec.FlagProfile: true,
 	// Only narrowing: applyProfile refuses a server the profile lacks.
-	flagAllowedServer: true, flagAllowedServerCA: true,
-	flagForceRefresh: true, flagSkipOpenBrowser: true, flagAuthTimeout: true, flagRequestTimeout: true, flagLoginCooldown: true,
-	flagStorage: true, flagListen: true,
+	credspec.FlagAllowedServer: true, credspec.FlagAllowedServerCA: true,
+	credspec.FlagForceRefresh: true, credspec.FlagSkipOpenBrowser: true, credspec.FlagAuthTimeout: true, credspec.FlagRequestTimeout: true, credspec.FlagLoginCooldown: true,
+	credspec.FlagStorage: true, credspec.FlagListen: true,
 	// Which identity to ask the profile's provider for: the token goes
 	// nowhere else, and each choice is a cache key of its own.
-	flagClientID: true, flagExtraScope: true, flagUseAccessToken: true, flagGrantType: true, flagUsername: true,
-	flagExtraParams: true, flagClientAuthMethod: true, flagUserEmail: true, flagCSRegion: true, flagIPTenant: true,
-	flagExchangeAudience: true, flagExchangeScope: true, flagExchangeRequested: true, flagExchangeSubjectType: true,
-	flagImpersonateUser: true,
+	credspec.FlagClientID: true, credspec.FlagExtraScope: true, credspec.FlagUseAccessToken: true, credspec.FlagGrantType: true, credspec.FlagUsername: true,
+	credspec.FlagExtraParams: true, credspec.FlagClientAuthMethod: true, credspec.FlagUserEmail: true, credspec.FlagCSRegion: true, credspec.FlagIPTenant: true,
+	credspec.FlagExchangeAudience: true, credspec.FlagExchangeScope: true, credspec.FlagExchangeRequested: true, credspec.FlagExchangeSubjectType: true,
+	credspec.FlagImpersonateUser: true,
 }
 
 // IsFileSetting reports whether the flag name takes a file or directory
@@ -146,7 +147,7 @@ func (o *AuthOptions) checkExecEntry(getenv func(string) string) error {
 		case !f.Changed || !o.names[f.Name] || o.userSet[f.Name]:
 		case !execEntrySafe[f.Name]:
 			unsafe = append(unsafe, "--"+f.Name)
-		case o.profileKeys[f.Name] && f.Name != flagAllowedServer && f.Name != flagAllowedServerCA:
+		case o.profileKeys[f.Name] && f.Name != credspec.FlagAllowedServer && f.Name != credspec.FlagAllowedServerCA:
 			overrides = append(overrides, "--"+f.Name)
 		}
 	})

@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"os"
 	"path/filepath"
 	"strings"
@@ -230,9 +231,9 @@ func TestExecEntrySafeIsAllowlist(t *testing.T) {
 			unsafe = append(unsafe, name)
 		}
 	}
-	for _, f := range []string{flagBrowserCommand, flagClientSecretFile, flagPasswordFile, flagAuditLog, flagCacheDir, flagIssuerURL,
-		flagCSOAuthURL, flagCSAPIURL, flagIPEndpoint, flagSecureTokenEndpoint, flagGoogleIssuer, flagInsecure, flagCAData, flagCA,
-		flagPKCEMethod, flagLocalCert, flagLocalKey, flagOpenAfterAuth, flagIPEmulator, flagCSLegacy, flagClientSecret, flagRequestHeader, flagExchange} {
+	for _, f := range []string{credspec.FlagBrowserCommand, credspec.FlagClientSecretFile, credspec.FlagPasswordFile, credspec.FlagAuditLog, credspec.FlagCacheDir, credspec.FlagIssuerURL,
+		credspec.FlagCSOAuthURL, credspec.FlagCSAPIURL, credspec.FlagIPEndpoint, credspec.FlagSecureTokenEndpoint, credspec.FlagGoogleIssuer, credspec.FlagInsecure, credspec.FlagCAData, credspec.FlagCA,
+		credspec.FlagPKCEMethod, credspec.FlagLocalCert, credspec.FlagLocalKey, credspec.FlagOpenAfterAuth, credspec.FlagIPEmulator, credspec.FlagCSLegacy, credspec.FlagClientSecret, credspec.FlagRequestHeader, credspec.FlagExchange} {
 		assert.Contains(t, unsafe, f)
 	}
 	for name := range execEntrySafe {

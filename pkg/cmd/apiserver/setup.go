@@ -2,11 +2,11 @@ package apiserver
 
 import (
 	"fmt"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
 // CheckAuthConfig reads the cluster's AuthenticationConfiguration (as
@@ -21,7 +21,7 @@ func (Code) CheckAuthConfig(o *credential.SetupOptions) (string, error) {
 		return "", fmt.Errorf("--authentication-config: %w", err)
 	}
 	a := o.Auth
-	if a.Exchange == settings.ExchangeCloudSigma {
+	if a.Exchange == credspec.ExchangeCloudSigma {
 		return "", nil // CloudSigma's tokens are not the provider's
 	}
 	iss := a.IssuerURL
@@ -34,11 +34,11 @@ func (Code) CheckAuthConfig(o *credential.SetupOptions) (string, error) {
 	}
 	var aud string
 	switch {
-	case a.GrantType == settings.GrantIdentityPlatform:
+	case a.GrantType == credspec.GrantIdentityPlatform:
 		aud = (&login.IdentityPlatform{Issuer: iss}).Project()
-	case a.Exchange == settings.ExchangeTokenExchange && len(a.ExchangeAudiences) == 1:
+	case a.Exchange == credspec.ExchangeTokenExchange && len(a.ExchangeAudiences) == 1:
 		aud = a.ExchangeAudiences[0]
-	case a.Exchange == settings.ExchangeNone && !a.UseAccessToken && a.GrantType != settings.GrantClientCredentials:
+	case a.Exchange == credspec.ExchangeNone && !a.UseAccessToken && a.GrantType != credspec.GrantClientCredentials:
 		// An ID token's aud. Client credentials mostly get no ID token, and
 		// kubectl then gets the access token, whose aud the provider chooses.
 		aud = a.ClientID

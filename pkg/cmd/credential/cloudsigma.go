@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"io"
 	"strings"
 
@@ -44,7 +45,7 @@ type CloudSigmaWhoAmIOptions struct {
 
 func newCmdCloudSigmaWhoAmI(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &CloudSigmaWhoAmIOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g}
-	o.Auth.Exchange = settings.ExchangeCloudSigma
+	o.Auth.Exchange = credspec.ExchangeCloudSigma
 	cmd := &cobra.Command{
 		Use:   "whoami",
 		Short: "Obtain (or reuse) the impersonated token and show the account it acts on (GET /api/2.0/profile/)",
@@ -69,8 +70,8 @@ func (o *CloudSigmaWhoAmIOptions) Complete(args []string) error {
 
 // Validate checks the settings.
 func (o *CloudSigmaWhoAmIOptions) Validate() error {
-	if o.Auth.Exchange != settings.ExchangeCloudSigma {
-		return fmt.Errorf("cloudsigma whoami works with --%s=%s only", settings.FlagExchange, settings.ExchangeCloudSigma)
+	if o.Auth.Exchange != credspec.ExchangeCloudSigma {
+		return fmt.Errorf("cloudsigma whoami works with --%s=%s only", credspec.FlagExchange, credspec.ExchangeCloudSigma)
 	}
 	if err := o.Output.Validate(); err != nil {
 		return err

@@ -103,7 +103,7 @@ func obtainWith(ctx context.Context, a *settings.AuthOptions, g *cmdutil.GlobalO
 	r, err := src.Get(ctx, opts)
 	if errors.Is(err, login.ErrInteractionRequired) {
 		return nil, fmt.Errorf("no valid cached token, and the %s login needs a person, but kubectl runs this plugin non-interactively: run '%s' in a terminal first",
-			login.Config{OIDCOptions: a.OIDCOptions}.EffectiveGrant(), loginCommand(a))
+			login.Config{OIDC: a.OIDC}.EffectiveGrant(), loginCommand(a))
 	}
 	if errors.Is(err, credential.ErrCooldown) {
 		return nil, fmt.Errorf("%w: run '%s' to log in now (--login-cooldown sets the wait)", err, loginCommand(a))

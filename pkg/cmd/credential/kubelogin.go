@@ -3,6 +3,7 @@ package credential
 import (
 	"crypto/sha256"
 	"fmt"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"io"
 	"os"
 	"path/filepath"
@@ -352,7 +353,7 @@ func parseGetTokenArgs(args []string, getenv func(string) string) (*settings.Aut
 	if err != nil {
 		return nil, err
 	}
-	if o.GrantType == settings.GrantClientCredentials && o.ClientSecret == "" {
+	if o.GrantType == credspec.GrantClientCredentials && o.ClientSecret == "" {
 		o.ClientSecret = "(moved to a file)"
 	}
 	return o, o.Validate()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"io"
 	"slices"
 	"strings"
@@ -265,7 +266,7 @@ func (o *LogoutOptions) deleteStore(dir string) tokencache.Store {
 func (o *LogoutOptions) logout(ctx context.Context, t *logoutTarget) (*LogoutResult, error) {
 	a := t.auth
 	r := &LogoutResult{Contexts: t.contexts, Issuer: a.IssuerURL, ClientID: a.ClientID, Revocation: "nothing cached"}
-	if a.Exchange == settings.ExchangeCloudSigma {
+	if a.Exchange == credspec.ExchangeCloudSigma {
 		r.Issuer = a.CloudSigma().Issuer()
 	}
 	id := a.Key().ID()
@@ -278,7 +279,7 @@ func (o *LogoutOptions) logout(ctx context.Context, t *logoutTarget) (*LogoutRes
 	// The login's entry holds the refresh token; with an RFC 8693
 	// exchange it is cached apart from the exchanged token.
 	ids := []string{id}
-	if a.Exchange == settings.ExchangeTokenExchange {
+	if a.Exchange == credspec.ExchangeTokenExchange {
 		ids = append(ids, a.BaseKey().ID())
 	}
 	results := map[string]bool{}
@@ -330,7 +331,7 @@ func (o *LogoutOptions) logoutEntry(ctx context.Context, store tokencache.Store,
 		switch {
 		case o.NoRevoke:
 			outcome = "skipped"
-		case a.Exchange == settings.ExchangeCloudSigma:
+		case a.Exchange == credspec.ExchangeCloudSigma:
 			// A service identity's client credentials: nothing a person holds.
 			outcome = "not supported"
 		default:

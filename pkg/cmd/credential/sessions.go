@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"slices"
 	"sort"
 	"strings"
@@ -110,7 +111,7 @@ func (s *contextSession) execCluster() *execcred.Cluster {
 		// the kubeconfig's: a regular file, bounded, never a FIFO.
 		ec.CertificateAuthorityData, _, _ = config.ReadRegular("cluster CA file", c.CertificateAuthority, 1<<20, config.ReadOptions{})
 	}
-	if ext, ok := c.Extensions[settings.ExecExtensionName]; ok {
+	if ext, ok := c.Extensions[credspec.ExecExtensionName]; ok {
 		if u, ok := ext.(*runtime.Unknown); ok {
 			ec.Config = u.Raw
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -87,7 +88,7 @@ defaults), or with --write puts the user entry into the kubeconfig itself.
 The entry runs this binary by its absolute path, not "kubectl impersonate":
 going through kubectl would add kubectl's own start-up to every command.
 Client secrets never go into the kubeconfig: give them to kubectl through
---oidc-client-secret-file, a profile, or $` + settings.EnvClientSecret + `.`,
+--oidc-client-secret-file, a profile, or $` + credspec.EnvClientSecret + `.`,
 		Example: `  # Print the command
   kubectl impersonate setup --oidc-issuer-url=https://dex.example.com --oidc-client-id=kubernetes --oidc-extra-scope=groups
 
@@ -112,7 +113,7 @@ Client secrets never go into the kubeconfig: give them to kubectl through
 	cmd.Flags().StringVar(&o.InteractiveMode, "exec-interactive-mode", o.InteractiveMode, "interactiveMode of the exec entry: IfAvailable, Never (robots, CI: never prompt) or Always")
 	cmd.Flags().BoolVar(&o.FromKubelogin, "from-kubelogin", false, "Migrate the kubeconfig's users that run int128/kubelogin (kubectl oidc-login get-token): show each change, and with --write apply it after a backup of the file (its mode kept, other entries untouched); flags with no equivalent are reported, secrets move to 0600 files")
 	cmd.Flags().StringVar(&o.AuthConfig, "authentication-config", "", "The cluster's kube-apiserver AuthenticationConfiguration, if you have it: setup checks that it accepts this entry's tokens (issuer, audience) and says what to change")
-	cmd.Flags().StringArrayVar(&o.ClusterAudiences, "cluster-audience", nil, "With --write: CLUSTER=AUDIENCE, repeatable: one user for a fleet of clusters, logged in once; each named cluster's entry gets the exec extension "+settings.ExecExtensionName+" with its audience (empty: the login's token itself), its contexts use the user, and the user exchanges the login's token for each cluster's audience (RFC 8693: implies --exchange=token-exchange --exchange-audience-from-cluster)")
+	cmd.Flags().StringArrayVar(&o.ClusterAudiences, "cluster-audience", nil, "With --write: CLUSTER=AUDIENCE, repeatable: one user for a fleet of clusters, logged in once; each named cluster's entry gets the exec extension "+credspec.ExecExtensionName+" with its audience (empty: the login's token itself), its contexts use the user, and the user exchanges the login's token for each cluster's audience (RFC 8693: implies --exchange=token-exchange --exchange-audience-from-cluster)")
 	o.flags = cmd.Flags()
 	cmd.Flags().BoolVar(&o.WriteKuberc, "write-kuberc", false, "Add the exec command to kubectl's kuberc allowlist ($KUBERC or ~/.kube/kuberc) when its credentialPluginPolicy is Allowlist (kubectl >= 1.35); the file's other preferences and mode are kept")
 	return cmd
@@ -122,10 +123,10 @@ Client secrets never go into the kubeconfig: give them to kubectl through
 func (o *SetupOptions) Complete(args []string) error {
 	if len(o.ClusterAudiences) > 0 && o.flags != nil {
 		// A fleet's user: the exchange whose audience each cluster names.
-		if o.flags.Changed("exchange") && o.Auth.Exchange != settings.ExchangeTokenExchange {
-			return fmt.Errorf("--cluster-audience exchanges the login's token per cluster (--exchange=%s), not with --exchange=%s", settings.ExchangeTokenExchange, o.Auth.Exchange)
+		if o.flags.Changed("exchange") && o.Auth.Exchange != credspec.ExchangeTokenExchange {
+			return fmt.Errorf("--cluster-audience exchanges the login's token per cluster (--exchange=%s), not with --exchange=%s", credspec.ExchangeTokenExchange, o.Auth.Exchange)
 		}
-		for name, value := range map[string]string{"exchange": settings.ExchangeTokenExchange, "exchange-audience-from-cluster": "true"} {
+		for name, value := range map[string]string{"exchange": credspec.ExchangeTokenExchange, "exchange-audience-from-cluster": "true"} {
 			if err := o.flags.Set(name, value); err != nil {
 				return fmt.Errorf("--cluster-audience: setting --%s: %w", name, err)
 			}
@@ -257,7 +258,7 @@ func (o *SetupOptions) execFor(flags []string) *clientcmdapi.ExecConfig {
 // Run prints or writes the entry.
 func (o *SetupOptions) Run(context.Context) error {
 	if o.Auth.SecretOnCommandLine() || (o.Auth.ClientSecret != "" && o.Auth.ClientSecretFile == "") {
-		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: the client secret is not written into the kubeconfig: kubectl must find it in $%s, or use --%s or a profile\n", settings.EnvClientSecret, settings.FlagClientSecretFile)
+		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: the client secret is not written into the kubeconfig: kubectl must find it in $%s, or use --%s or a profile\n", credspec.EnvClientSecret, credspec.FlagClientSecretFile)
 	}
 	if o.FromKubelogin {
 		if err := o.fromKubelogin(); err != nil || !o.Write {
@@ -452,8 +453,8 @@ func parseClusterAudiences(pairs []string) ([]clusterAudience, error) {
 		if !ok || cluster == "" {
 			return nil, fmt.Errorf("--cluster-audience %q is not CLUSTER=AUDIENCE (AUDIENCE empty for the login's token)", p)
 		}
-		raw, _ := json.Marshal(settings.ClusterExtension{Audience: audience})
-		if _, err := settings.ParseClusterExtension(raw); err != nil {
+		raw, _ := json.Marshal(credspec.ClusterExtension{Audience: audience})
+		if _, err := credspec.ParseClusterExtension(raw); err != nil {
 			return nil, fmt.Errorf("--cluster-audience %q: %w", p, err)
 		}
 		out = append(out, clusterAudience{cluster, audience})
@@ -476,9 +477,9 @@ func (o *SetupOptions) write(exec *clientcmdapi.ExecConfig) error {
 			kubeconfig.SetCluster(cfg, o.Cluster, o.Server, o.ClusterCA)
 		}
 		for _, f := range fleet {
-			contexts, moved, err := kubeconfig.SetClusterAudience(cfg, f.cluster, settings.ExecExtensionName, func(raw []byte) ([]byte, error) {
+			contexts, moved, err := kubeconfig.SetClusterAudience(cfg, f.cluster, credspec.ExecExtensionName, func(raw []byte) ([]byte, error) {
 				// Keep what else the extension says (allowedServer).
-				ext, _ := settings.ParseClusterExtension(raw)
+				ext, _ := credspec.ParseClusterExtension(raw)
 				ext.Audience = f.audience
 				return json.Marshal(ext)
 			}, o.User)

@@ -3,6 +3,7 @@ package credential
 import (
 	"context"
 	"fmt"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"net/http"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
@@ -29,16 +30,16 @@ type exchangeFactory func(rt *sourceRuntime, base *credential.Source) (credentia
 // grants by effective grant type; every grant not listed is a login of
 // pkg/login (authcode, keyboard, device code, client credentials).
 var grants = map[string]grantFactory{
-	settings.GrantIdentityPlatform: identityPlatformGrant,
+	credspec.GrantIdentityPlatform: identityPlatformGrant,
 }
 
 // exchanges by --exchange.
 var exchanges = map[string]exchangeFactory{
-	settings.ExchangeNone: func(_ *sourceRuntime, base *credential.Source) (credential.Authenticator, error) {
+	credspec.ExchangeNone: func(_ *sourceRuntime, base *credential.Source) (credential.Authenticator, error) {
 		return base.NewAuthenticator()
 	},
-	settings.ExchangeCloudSigma:    cloudSigmaExchange,
-	settings.ExchangeTokenExchange: tokenExchangeExchange,
+	credspec.ExchangeCloudSigma:    cloudSigmaExchange,
+	credspec.ExchangeTokenExchange: tokenExchangeExchange,
 }
 
 // sourceRuntime is what every source is built with: the settings, the
@@ -76,7 +77,7 @@ func newSourceRuntime(a *settings.AuthOptions, g *cmdutil.GlobalOptions, streams
 // authenticator the exchange's over the login's: two lookups, made only on
 // a cache miss.
 func (rt *sourceRuntime) source() (*credential.Source, error) {
-	grant, ok := grants[settings.EffectiveGrant(rt.a.GrantType)]
+	grant, ok := grants[credspec.EffectiveGrant(rt.a.GrantType)]
 	if !ok {
 		grant = func(rt *sourceRuntime) (credential.Authenticator, error) { return rt.login() }
 	}
@@ -102,7 +103,7 @@ func (rt *sourceRuntime) loginConfig() (login.Config, error) {
 	if err != nil {
 		return login.Config{}, err
 	}
-	cfg := login.Config{OIDCOptions: rt.a.OIDCOptions}
+	cfg := login.Config{OIDC: rt.a.OIDC}
 	cfg.HTTPClient, cfg.Interactive, cfg.Stdin, cfg.Stderr = httpClient, rt.interactive, rt.streams.In, rt.streams.ErrOut
 	cfg.StderrIsTerminal = rt.g.IsTerminal(rt.streams.ErrOut)
 	cfg.Log = rt.log
@@ -131,7 +132,7 @@ func identityPlatformGrant(rt *sourceRuntime) (credential.Authenticator, error) 
 	}
 	a := rt.a
 	cfg.IssuerURL = a.GoogleIssuer
-	cfg.GrantType = settings.GrantAuthCode
+	cfg.GrantType = credspec.GrantAuthCode
 	cfg.ExtraScopes = append(cfg.ExtraScopes, "email")
 	return &login.IdentityPlatform{
 		Google: login.New(cfg), Issuer: a.IssuerURL, APIKey: a.IPAPIKey, Tenant: a.IPTenant,
@@ -156,7 +157,7 @@ func cloudSigmaExchange(rt *sourceRuntime, _ *credential.Source) (credential.Aut
 func tokenExchangeExchange(rt *sourceRuntime, base *credential.Source) (credential.Authenticator, error) {
 	a := rt.a
 	tx := tokenExchange(a)
-	base.UseAccessToken = settings.TokenType(a.ExchangeSubject) != settings.TokenType("id_token")
+	base.UseAccessToken = credspec.TokenType(a.ExchangeSubject) != credspec.TokenType("id_token")
 	tx.Base, tx.Audit, tx.Log = base, rt.audit, rt.log
 	tx.TokenURL = func(ctx context.Context) (string, error) {
 		lc, err := rt.login()

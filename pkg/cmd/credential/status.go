@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"io"
 	"strings"
 	"sync"
@@ -19,7 +20,6 @@ import (
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
 // StatusOptions is the status command: one row per kubeconfig context
@@ -202,7 +202,7 @@ func (o *StatusOptions) status(ctx context.Context, s *contextSession) (*Session
 	}
 	a := s.auth
 	r.Issuer, r.ClientID, r.Exchange = a.IssuerURL, a.ClientID, a.Exchange
-	if a.Exchange == settings.ExchangeCloudSigma {
+	if a.Exchange == credspec.ExchangeCloudSigma {
 		r.Issuer = a.CloudSigma().Issuer()
 	}
 	if len(a.AllowedServers) > 0 {
@@ -221,7 +221,7 @@ func (o *StatusOptions) status(ctx context.Context, s *contextSession) (*Session
 		r.Error = logging.OneLine(err.Error(), 300)
 		return r, ""
 	}
-	if e == nil && a.Exchange == settings.ExchangeTokenExchange {
+	if e == nil && a.Exchange == credspec.ExchangeTokenExchange {
 		// The exchanged token is not cached; the login's may be.
 		if base, bwhere, berr := cachedEntry(ctx, store, a.BaseKey().ID()); berr == nil && base != nil {
 			r.LoggedIn, r.RefreshToken, r.Storage = true, base.RefreshToken != "", bwhere

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"os"
 	"path/filepath"
 	"sort"
@@ -297,8 +298,8 @@ func cachedTokenOf(ctx context.Context, exec *clientcmdapi.ExecConfig, getenv fu
 	if err != nil {
 		return "", nil, err
 	}
-	ts := &TokenSource{Issuer: o.IssuerURL, ClientID: o.ClientID, GrantType: settings.EffectiveGrant(o.GrantType), Exchange: o.Exchange, Storage: store.Name()}
-	if o.Exchange == settings.ExchangeCloudSigma {
+	ts := &TokenSource{Issuer: o.IssuerURL, ClientID: o.ClientID, GrantType: credspec.EffectiveGrant(o.GrantType), Exchange: o.Exchange, Storage: store.Name()}
+	if o.Exchange == credspec.ExchangeCloudSigma {
 		ts.Issuer, ts.GrantType = o.CloudSigma().Issuer(), "client-credentials + cloudsigma impersonation"
 	}
 	r, ok, err := o.Source(store, nil, nil).Cached(ctx)

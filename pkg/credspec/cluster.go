@@ -1,4 +1,4 @@
-package settings
+package credspec
 
 import (
 	"bytes"
@@ -53,18 +53,18 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // of its own; a cluster whose extension names none gets the login token
 // itself. The extension's allowedServer, if any, must be the cluster's
 // server: it can narrow where the token goes, never widen it.
-func (o *AuthOptions) ForCluster(c *execcred.Cluster) error {
+func (o *Spec) ForCluster(c *execcred.Cluster) error {
 	if !o.ExchangeFromCluster {
 		return nil
 	}
 	if c == nil {
-		return fmt.Errorf("--%s needs to know the cluster: set provideClusterInfo: true in the kubeconfig exec entry (setup writes it)", flagExchangeFromCluster)
+		return fmt.Errorf("--%s needs to know the cluster: set provideClusterInfo: true in the kubeconfig exec entry (setup writes it)", FlagExchangeFromCluster)
 	}
 	ext, err := ParseClusterExtension(c.Config)
 	if err != nil {
 		return err
 	}
-	if ext.AllowedServer != "" && !sameServer(ext.AllowedServer, c.Server) {
+	if ext.AllowedServer != "" && !SameServer(ext.AllowedServer, c.Server) {
 		return fmt.Errorf("refusing to hand a token to %s: the cluster's %s extension allows %s only", strings.TrimSuffix(c.Server, "/"), ExecExtensionName, ext.AllowedServer)
 	}
 	if ext.Audience == "" {

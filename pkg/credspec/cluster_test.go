@@ -1,4 +1,4 @@
-package settings
+package credspec
 
 import (
 	"testing"
@@ -37,7 +37,7 @@ func TestForCluster(t *testing.T) {
 		{name: "no cluster information", fromCluster: true, wantErr: "set provideClusterInfo: true"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			o := NewAuthOptions()
+			o := NewSpec()
 			o.Exchange, o.ExchangeFromCluster = ExchangeTokenExchange, tt.fromCluster
 			err := o.ForCluster(tt.cluster)
 			if tt.wantErr != "" {
@@ -56,12 +56,12 @@ func TestForCluster(t *testing.T) {
 // without one shares the login's entry.
 func TestFleetKeys(t *testing.T) {
 	keyFor := func(config string) string {
-		o := NewAuthOptions()
+		o := NewSpec()
 		o.IssuerURL, o.ClientID, o.Exchange, o.ExchangeFromCluster = "https://id.example.com", "k", ExchangeTokenExchange, true
 		require.NoError(t, o.ForCluster(&execcred.Cluster{Server: "https://x", Config: []byte(config)}))
 		return o.Key().ID()
 	}
-	login := NewAuthOptions()
+	login := NewSpec()
 	login.IssuerURL, login.ClientID = "https://id.example.com", "k"
 	a, b, none := keyFor(`{"audience":"a"}`), keyFor(`{"audience":"b"}`), keyFor(``)
 	assert.NotEqual(t, a, b)

@@ -1,16 +1,13 @@
-// Package settings holds what selects a token: the flags and profile of
-// get-token, their validation, and the cache keys they lead to. It imports
-// nothing that talks to the network, so that the fast get-token binary
-// (cmd/kubectl-impersonate-get_token) computes the same keys as the full one
-// without linking net/http, TLS or OIDC.
-package settings
+package credspec
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -229,4 +226,92 @@ func IsLoopbackHost(h string) bool {
 	}
 	ip, err := netip.ParseAddr(h)
 	return err == nil && ip.IsLoopback()
+}
+
+// Key is the cache key of the token these settings select, exchange included.
+func (o *Spec) Key() tokencache.Key {
+	switch o.Exchange {
+	case ExchangeCloudSigma:
+		k := o.CloudSigma().Key()
+		k.Extra = maps.Clone(k.Extra)
+		if k.Extra == nil {
+			k.Extra = map[string]string{}
+		}
+		maps.Copy(k.Extra, o.serverBindings())
+		return k
+	case ExchangeTokenExchange:
+		k := o.BaseKey()
+		k.UseAccessToken = true
+		maps.Copy(k.Extra, o.TokenExchange().KeyExtra())
+		return k
+	}
+	return o.BaseKey()
+}
+
+// TokenExchange is the RFC 8693 exchange these settings select.
+func (o *Spec) TokenExchange() TokenExchange {
+	return TokenExchange{
+		SubjectTokenType: o.ExchangeSubject, RequestedTokenType: o.ExchangeRequested,
+		Audiences: o.ExchangeAudiences, Scopes: o.ExchangeScopes, RequestedSubject: o.ImpersonateUser,
+	}
+}
+
+// BaseKey is the cache key of the login, before any exchange.
+func (o *Spec) BaseKey() tokencache.Key {
+	k := tokencache.Key{
+		Issuer:         o.IssuerURL,
+		ClientID:       o.ClientID,
+		Scopes:         Scopes(o.ExtraScopes),
+		GrantType:      EffectiveGrant(o.GrantType),
+		UseAccessToken: o.UseAccessToken,
+	}
+	k.Extra = o.serverBindings()
+	maps.Copy(k.Extra, o.loginBindings())
+	if k.GrantType == GrantIdentityPlatform {
+		maps.Copy(k.Extra, map[string]string{"tenant": o.IPTenant, "toolkit": o.IPEndpoint, "securetoken": o.SecureTokenURL, "google": o.GoogleIssuer})
+		if o.IPEmulator {
+			k.Extra["emulator"] = "true"
+		}
+	}
+	return k
+}
+
+// serverBindings bind a token to the servers it may go to: an exec entry
+// that repeats a profile's provider, client and scopes without its
+// allowedServers (or with another CA pin) reaches another cache entry,
+// never the profile's.
+func (o *Spec) serverBindings() map[string]string {
+	servers := make([]string, len(o.AllowedServers))
+	for i, s := range o.AllowedServers {
+		servers[i] = strings.ToLower(strings.TrimSuffix(s, "/"))
+	}
+	slices.Sort(servers)
+	return map[string]string{"allowed_servers": strings.Join(slices.Compact(servers), " "), "allowed_server_ca": o.AllowedServerCA}
+}
+
+// loginBindings are the login settings besides the provider, client and
+// scopes that change the token or whom it may be trusted from: the
+// password grant's user, the authorization request's extra parameters
+// (Auth0's audience, ADFS's resource), the request headers, and how the
+// provider's TLS is verified (a token fetched without verification is
+// never served to an entry that verifies).
+func (o *Spec) loginBindings() map[string]string {
+	pairs := func(m map[string]string) string {
+		out := make([]string, 0, len(m))
+		for k, v := range m {
+			out = append(out, strconv.Quote(k)+"="+strconv.Quote(v))
+		}
+		slices.Sort(out)
+		return strings.Join(out, ",")
+	}
+	cas := make([]string, len(o.CertificateAuthorities))
+	for i, c := range o.CertificateAuthorities {
+		cas[i] = strconv.Quote(c)
+	}
+	m := map[string]string{"username": o.Username, "auth_params": pairs(o.AuthRequestExtraParams), "request_headers": pairs(o.RequestHeaders),
+		"ca_files": strings.Join(cas, ","), "ca_data": strings.TrimSpace(o.CertificateAuthorityData)}
+	if o.InsecureSkipTLSVerify {
+		m["insecure_skip_tls_verify"] = "true"
+	}
+	return m
 }

@@ -1,0 +1,373 @@
+// Package credspec is what selects a token, as values: the provider,
+// client and grant of the login, the cache, the exchange and the servers
+// the token may go to; their checks, the cache key they lead to, and the
+// one recipe of the credential source (Source). It binds no flag and
+// links no network code: the fast get-token binary, the commands, the
+// login and the exchanges share it (package settings binds it to flags,
+// profiles and the exec entry's lock).
+package credspec
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+)
+
+// Spec is what selects a token: the provider, client and grant of the
+// login (OIDC), where it is cached (Cache), the exchange that may follow,
+// and where it may go (Servers). Values only: package settings binds them
+// to flags and profiles, and its Complete fills them.
+type Spec struct {
+	OIDC
+	Cache
+	// Exchange selects the exchange: ExchangeNone, ExchangeCloudSigma or
+	// ExchangeTokenExchange.
+	Exchange string
+	// AuditLog is the exchange's audit file.
+	AuditLog string
+	// ForceRefresh refreshes (or logs in) even when the cached token is
+	// valid, as kubelogin's --force-refresh.
+	ForceRefresh bool
+	CloudSigmaSettings
+	TokenExchangeSettings
+	IdentityPlatform
+	Servers
+}
+
+// OIDC selects the OpenID Connect provider, the client and the grant
+// of the login (pkg/login).
+type OIDC struct {
+	IssuerURL        string
+	ClientID         string
+	ClientSecret     string `datapolicy:"secret"`
+	ClientSecretFile string
+	// ClientAuthMethod is how the client authenticates at the token
+	// endpoint: "basic", "post", or "" (the grant's default).
+	ClientAuthMethod string
+	ExtraScopes      []string
+	GrantType        string
+	UseAccessToken   bool
+	RedirectURL      string
+	// CertificateAuthorities are PEM CA files for the provider (repeatable).
+	CertificateAuthorities []string
+	InsecureSkipTLSVerify  bool
+	ListenAddresses        []string
+	BrowserCommand         string
+	SkipOpenBrowser        bool
+	AuthTimeout            time.Duration
+	// RequestTimeout bounds each request to the identity provider.
+	RequestTimeout time.Duration
+	// LoginCooldown is how long after a failed or abandoned interactive
+	// login no other starts for the same identity (0: none).
+	LoginCooldown time.Duration
+	// CertificateAuthorityData are base64 PEM CAs, as kubelogin's
+	// --certificate-authority-data.
+	CertificateAuthorityData string
+	// AuthRequestExtraParams go into the authorization request (Auth0's
+	// audience, Entra's prompt, ADFS's resource).
+	AuthRequestExtraParams map[string]string
+	// RequestHeaders go with every request to the provider.
+	RequestHeaders map[string]string
+	// PKCEMethod is auto (S256 unless the discovery document lists
+	// methods without it), no, or S256.
+	PKCEMethod string
+	// LocalServerCert and LocalServerKey serve the loopback redirect over
+	// https.
+	LocalServerCert, LocalServerKey string
+	// OpenURLAfterAuthentication is where the browser goes after a login.
+	OpenURLAfterAuthentication string
+	// Username and Password are the password grant's (the password from a
+	// prompt, --password-file or $KUBECTL_IMPERSONATE_PASSWORD, never argv).
+	Username     string
+	PasswordFile string
+	Password     string `datapolicy:"password"`
+}
+
+// Cache selects where tokens are cached (pkg/tokencache).
+type Cache struct {
+	TokenCacheStorage string
+	TokenCacheDir     string
+}
+
+// CloudSigmaSettings are CloudSigma's impersonation (pkg/exchange).
+type CloudSigmaSettings struct {
+	CSOAuthURL       string
+	CSRegion         string
+	CSAPIURL         string
+	CSLegacy         bool
+	UserEmail        string
+	CSLegacyUsername string
+	CSLegacyPassword string `datapolicy:"password"`
+	// LegacyWithoutOptIn: legacy credentials were found in the
+	// environment without the opt-in (Validate refuses them).
+	LegacyWithoutOptIn bool
+}
+
+// TokenExchangeSettings are RFC 8693 token exchange (pkg/exchange).
+type TokenExchangeSettings struct {
+	ExchangeAudiences []string
+	// ExchangeFromCluster takes the audience from the cluster's exec
+	// extension (ForCluster): one login, a token per cluster.
+	ExchangeFromCluster bool
+	ExchangeScopes      []string
+	ExchangeRequested   string
+	ExchangeSubject     string
+	ImpersonateUser     string
+}
+
+// IdentityPlatform are Google Cloud Identity Platform's sign-in
+// (pkg/login).
+type IdentityPlatform struct {
+	IPAPIKey       string
+	IPTenant       string
+	IPEndpoint     string
+	SecureTokenURL string
+	GoogleIssuer   string
+	IPEmulator     bool
+}
+
+// Servers restrict which API servers receive the token.
+type Servers struct {
+	AllowedServers []string
+	// AllowedServerCA pins the CA the allowed servers' kubeconfig cluster
+	// must name (a PEM file).
+	AllowedServerCA string
+}
+
+// DefaultLoginCooldown is how long after a failed or abandoned browser
+// login the next kubectl call fails fast instead of opening another.
+const DefaultLoginCooldown = time.Minute
+
+// DefaultRequestTimeout bounds one request to the identity provider: a
+// kubectl call should fail in seconds, not hang, when the provider does.
+const DefaultRequestTimeout = 15 * time.Second
+
+// NewSpec returns the defaults.
+func NewSpec() Spec {
+	return Spec{
+		OIDC:                  OIDC{GrantType: GrantAuto, AuthTimeout: DefaultAuthTimeout, RequestTimeout: DefaultRequestTimeout, PKCEMethod: PKCEAuto, LoginCooldown: DefaultLoginCooldown},
+		Cache:                 Cache{TokenCacheStorage: tokencache.StorageAuto},
+		CloudSigmaSettings:    CloudSigmaSettings{CSOAuthURL: DefaultCloudSigmaOAuthURL, CSAPIURL: DefaultCloudSigmaAPIURL},
+		TokenExchangeSettings: TokenExchangeSettings{ExchangeSubject: "access_token"},
+		IdentityPlatform:      IdentityPlatform{IPEndpoint: DefaultIdentityToolkitURL, SecureTokenURL: DefaultSecureTokenURL, GoogleIssuer: DefaultGoogleIssuer},
+	}
+}
+
+// Validate checks the settings without side effects (the flags given
+// without effect are settings' to refuse).
+func (o *Spec) Validate() error {
+	switch o.Exchange {
+	case ExchangeNone, ExchangeTokenExchange:
+	case ExchangeCloudSigma:
+		if o.LegacyWithoutOptIn {
+			return fmt.Errorf("$%s/$%s are legacy credentials, which are off: use a client ($%s/$%s), or opt in with $%s=true", EnvCloudSigmaUsername, EnvCloudSigmaPassword, EnvCloudSigmaClientID, EnvCloudSigmaClientSecret, EnvCloudSigmaLegacy)
+		}
+		if err := o.CloudSigma().Validate(o.ClientSecret); err != nil {
+			return err
+		}
+		return o.validateCommon()
+	default:
+		return fmt.Errorf("--%s %q is not one of %s, %s", FlagExchange, o.Exchange, ExchangeCloudSigma, ExchangeTokenExchange)
+	}
+	if o.ExchangeFromCluster && len(o.ExchangeAudiences) > 0 {
+		return fmt.Errorf("give --%s or --%s, not both: the audience comes from one place", FlagExchangeAudience, FlagExchangeFromCluster)
+	}
+	if o.IssuerURL == "" {
+		return fmt.Errorf("--%s is required (or a --%s that sets it)", FlagIssuerURL, FlagProfile)
+	}
+	u, err := url.Parse(o.IssuerURL)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return fmt.Errorf("--%s %q is not an http(s) URL", FlagIssuerURL, o.IssuerURL)
+	}
+	if u.Scheme == "http" && !IsLoopbackHost(u.Hostname()) {
+		return fmt.Errorf("--%s %q must use https (plain http is allowed for loopback test providers only)", FlagIssuerURL, o.IssuerURL)
+	}
+	if o.ClientID == "" {
+		return fmt.Errorf("--%s is required (or a --%s that sets it)", FlagClientID, FlagProfile)
+	}
+	if !slices.Contains(GrantTypes, o.GrantType) {
+		return fmt.Errorf("--%s %q is not one of %s", FlagGrantType, o.GrantType, strings.Join(GrantTypes, ", "))
+	}
+	return o.validateCommon()
+}
+
+// validateCommon checks the settings every mode shares: each group's,
+// then what depends on two of them.
+func (o *Spec) validateCommon() error {
+	for _, v := range []func() error{o.OIDC.Validate, o.Cache.Validate, o.Servers.Validate} {
+		if err := v(); err != nil {
+			return err
+		}
+	}
+	if o.GrantType == GrantIdentityPlatform {
+		if err := o.IdentityPlatform.Validate(); err != nil {
+			return err
+		}
+		if o.ClientSecret == "" {
+			return fmt.Errorf("--%s=%s needs the Google OAuth client's secret (Google requires it even for desktop clients): --%s or $%s", FlagGrantType, GrantIdentityPlatform, FlagClientSecretFile, EnvClientSecret)
+		}
+	}
+	if o.Exchange != ExchangeCloudSigma && o.GrantType == GrantClientCredentials && o.ClientSecret == "" {
+		return fmt.Errorf("--%s=%s needs a client secret: --%s or $%s", FlagGrantType, GrantClientCredentials, FlagClientSecretFile, EnvClientSecret)
+	}
+	return nil
+}
+
+// Validate checks the login's settings that stand alone (the issuer and
+// client, which an exchange may supply, are checked by AuthOptions).
+func (o *OIDC) Validate() error {
+	switch o.ClientAuthMethod {
+	case "", "basic", "post":
+	default:
+		return fmt.Errorf("--%s %q is not one of basic, post", FlagClientAuthMethod, o.ClientAuthMethod)
+	}
+	for _, a := range o.ListenAddresses {
+		if err := validateListenAddress(a); err != nil {
+			return err
+		}
+	}
+	if o.RequestTimeout <= 0 {
+		return fmt.Errorf("--%s must be positive", FlagRequestTimeout)
+	}
+	if o.LoginCooldown < 0 {
+		return fmt.Errorf("--%s must be 0 (no cooldown) or positive, got %s", FlagLoginCooldown, o.LoginCooldown)
+	}
+	switch o.PKCEMethod {
+	case PKCEAuto, PKCENo, PKCES256:
+	default:
+		return fmt.Errorf("--%s %q is not one of %s, %s, %s", FlagPKCEMethod, o.PKCEMethod, PKCEAuto, PKCENo, PKCES256)
+	}
+	for k := range o.AuthRequestExtraParams {
+		switch strings.ToLower(k) {
+		case "client_id", "redirect_uri", "response_type", "response_mode", "scope", "state", "nonce", "code_challenge", "code_challenge_method", "request", "request_uri":
+			return fmt.Errorf("--%s %s: that parameter is the login's own (its protections would be replaced)", FlagExtraParams, k)
+		}
+	}
+	for k := range o.RequestHeaders {
+		switch strings.ToLower(k) {
+		case "authorization", "host", "content-type", "content-length", "cookie":
+			return fmt.Errorf("--%s %s: that header is the request's own", FlagRequestHeader, k)
+		}
+	}
+	if (o.LocalServerCert == "") != (o.LocalServerKey == "") {
+		return fmt.Errorf("--%s and --%s go together", FlagLocalCert, FlagLocalKey)
+	}
+	if o.RedirectURL != "" && o.GrantType != GrantAuthCodeKeyboard {
+		u, err := url.Parse(o.RedirectURL)
+		port := 0
+		if u != nil {
+			port, _ = strconv.Atoi(u.Port())
+		}
+		// The loopback server binds 127.0.0.1: the redirect must name it
+		// (or localhost), never another address another local user could
+		// listen on.
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || port < 1 || port > 65535 ||
+			(u.Hostname() != "localhost" && u.Hostname() != "127.0.0.1") || u.User != nil {
+			return fmt.Errorf("--%s %q: the browser login's redirect must be http(s)://localhost:PORT/... or http(s)://127.0.0.1:PORT/... (the loopback server binds 127.0.0.1)", FlagRedirectURL, o.RedirectURL)
+		}
+		if (u.Scheme == "https") != (o.LocalServerCert != "") {
+			return fmt.Errorf("--%s %q: https needs --%s and --%s, and they need an https redirect", FlagRedirectURL, o.RedirectURL, FlagLocalCert, FlagLocalKey)
+		}
+	}
+	if o.OpenURLAfterAuthentication != "" {
+		u, err := url.Parse(o.OpenURLAfterAuthentication)
+		if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && IsLoopbackHost(u.Hostname()))) {
+			return fmt.Errorf("--%s %q is not an https URL", FlagOpenAfterAuth, o.OpenURLAfterAuthentication)
+		}
+	}
+	if o.GrantType == GrantPassword && o.Username == "" {
+		return fmt.Errorf("--%s=%s needs --%s", FlagGrantType, GrantPassword, FlagUsername)
+	}
+	if o.AuthTimeout <= 0 {
+		return fmt.Errorf("--%s must be positive", FlagAuthTimeout)
+	}
+	return nil
+}
+
+// Validate checks the storage.
+func (o *Cache) Validate() error {
+	if !slices.Contains(tokencache.Storages, o.TokenCacheStorage) {
+		return fmt.Errorf("--%s %q is not one of %s", FlagStorage, o.TokenCacheStorage, strings.Join(tokencache.Storages, ", "))
+	}
+	return nil
+}
+
+// Complete puts the cache under ~/.kube/cache unless told otherwise.
+func (o *Cache) Complete() error {
+	if o.TokenCacheDir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return fmt.Errorf("finding the home directory for the token cache: %w (set --%s)", err, FlagCacheDir)
+		}
+		o.TokenCacheDir = filepath.Join(home, ".kube", "cache", "kubectl-impersonate")
+	}
+	o.TokenCacheDir = ExpandHome(o.TokenCacheDir)
+	return nil
+}
+
+// Validate checks the sign-in's settings.
+func (o *IdentityPlatform) Validate() error {
+	if o.IPAPIKey == "" {
+		return fmt.Errorf("--%s=%s needs --%s (the project's Web API key)", FlagGrantType, GrantIdentityPlatform, FlagIPAPIKey)
+	}
+	if o.IPEmulator {
+		for _, e := range []string{o.IPEndpoint, o.SecureTokenURL} {
+			if u, err := url.Parse(e); err != nil || !IsLoopbackHost(u.Hostname()) {
+				return fmt.Errorf("--identity-platform-emulator accepts unsigned tokens, so its endpoints must be on loopback: %q is not", e)
+			}
+		}
+	}
+	return nil
+}
+
+// Validate checks the allowed servers are URLs.
+func (o *Servers) Validate() error {
+	for _, s := range o.AllowedServers {
+		if u, err := url.Parse(s); err != nil || u.Host == "" {
+			return fmt.Errorf("--%s %q is not a URL such as https://api.example.com:6443", FlagAllowedServer, s)
+		}
+	}
+	return nil
+}
+
+// CloudSigma is the CloudSigma impersonation these settings select.
+func (o *Spec) CloudSigma() CloudSigma {
+	return CloudSigma{
+		OAuthURL: o.CSOAuthURL, APIURLTemplate: o.CSAPIURL, Region: o.CSRegion, UserEmail: o.UserEmail,
+		ClientID: o.ClientID, LegacyUsername: o.CSLegacyUsername,
+	}
+}
+
+func validateListenAddress(a string) error {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return fmt.Errorf("--%s %q is not host:port: %v", FlagListen, a, err)
+	}
+	if !IsLoopbackHost(host) {
+		return fmt.Errorf("--%s %q must be a loopback address (127.0.0.1, [::1] or localhost), so that no other machine can reach the login callback", FlagListen, a)
+	}
+	if port == "" {
+		return fmt.Errorf("--%s %q has no port (use :0 for any free port)", FlagListen, a)
+	}
+	return nil
+}
+
+// ExpandHome expands a leading ~/ to the home directory.
+func ExpandHome(p string) string {
+	if !strings.HasPrefix(p, "~/") {
+		return p
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return p
+	}
+	return filepath.Join(home, p[2:])
+}
