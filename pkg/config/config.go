@@ -1,4 +1,4 @@
-// Package config reads the profiles file: named sets of get-token settings,
+// Package config reads and writes the profiles file: named sets of get-token settings,
 // so that kubeconfig exec args stay short (--profile NAME) and secrets stay
 // out of kubeconfig.
 //
@@ -73,8 +73,8 @@ func Dir(getenv func(string) string) (string, error) {
 func Load(path string) (*File, error) {
 	// The profiles file says where tokens and secrets go: only its owner
 	// may write it.
-	b, fi, err := ReadRegular("profiles file", path, maxFileSize, ReadOptions{Check: func(fi os.FileInfo) error {
-		return CheckPrivate("profiles file", path, fi)
+	b, fi, err := safefile.ReadRegular("profiles file", path, maxFileSize, safefile.ReadOptions{Check: func(fi os.FileInfo) error {
+		return safefile.CheckPrivate("profiles file", path, fi)
 	}})
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("profiles file %s does not exist: create it (see docs/profiles.md) or set %s", path, EnvConfig)
@@ -144,18 +144,6 @@ func Values(v any) ([]string, error) {
 	}
 }
 
-// WriteFileAtomic replaces path with b, mode mode: the one atomic write of
-// the project (profiles, kuberc, kubeconfig backups, the token cache). b
-// goes to a new file in the same directory (TempPrefix + the file's name +
-// "-" + random, created 0600), is synced to disk, then renamed over path:
-// readers see the old file or the new one, never a part, even after a crash.
-func WriteFileAtomic(path string, b []byte, mode os.FileMode) error {
-	return safefile.Write(path, b, safefile.Options{Mode: mode, Sync: true})
-}
-
-// TempPrefix begins the name of WriteFileAtomic's temporary files.
-const TempPrefix = safefile.TempPrefix
-
 // ErrProfileDiffers means a profile of that name exists with other settings.
 var ErrProfileDiffers = errors.New("a profile of that name exists with other settings")
 
@@ -210,21 +198,8 @@ func SetProfile(path, name string, settings map[string][]string) (changed bool, 
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return false, fmt.Errorf("creating the profiles directory: %w", err)
 	}
-	if err := WriteFileAtomic(path, out, 0o600); err != nil {
+	if err := safefile.Write(path, out, safefile.Options{Mode: 0o600, Sync: true}); err != nil {
 		return false, fmt.Errorf("writing profiles file: %w", err)
 	}
 	return true, nil
-}
-
-// CheckPrivate refuses a file or directory that another user owns or may
-// write (group or world write permission): what it holds would then be
-// theirs to choose. what names it in the error.
-func CheckPrivate(what, path string, fi fs.FileInfo) error {
-	if !OwnedBySelf(fi) {
-		return fmt.Errorf("%s %s belongs to another user: refusing to use it (use one of your own)", what, path)
-	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("%s %s is writable by others: chmod go-w %s", what, path, path)
-	}
-	return nil
 }

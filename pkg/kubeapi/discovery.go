@@ -18,7 +18,6 @@ import (
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 )
 
@@ -373,8 +372,8 @@ func readDiscoveryCache(dir string, now time.Time) (*Discovered, bool) {
 // young enough: a cache in a shared $KUBECACHEDIR that another user could
 // write is not trusted (it could hide resources from a matrix).
 func readCacheFile(path string, now time.Time, out any) bool {
-	b, _, err := config.ReadRegular("discovery cache file", path, maxCacheFile, config.ReadOptions{NoFollow: true, Check: func(fi os.FileInfo) error {
-		if !config.OwnedBySelf(fi) || fi.Mode().Perm()&0o002 != 0 || now.After(fi.ModTime().Add(DiscoveryTTL)) {
+	b, _, err := safefile.ReadRegular("discovery cache file", path, maxCacheFile, safefile.ReadOptions{NoFollow: true, Check: func(fi os.FileInfo) error {
+		if !safefile.OwnedBySelf(fi) || fi.Mode().Perm()&0o002 != 0 || now.After(fi.ModTime().Add(DiscoveryTTL)) {
 			return errors.New("not used")
 		}
 		return nil
@@ -388,7 +387,7 @@ func readCacheFile(path string, now time.Time, out any) bool {
 // at another server's.
 func trustedDir(dir string) bool {
 	fi, err := os.Lstat(dir)
-	return err == nil && fi.IsDir() && config.OwnedBySelf(fi) && fi.Mode().Perm()&0o022 == 0
+	return err == nil && fi.IsDir() && safefile.OwnedBySelf(fi) && fi.Mode().Perm()&0o022 == 0
 }
 
 // writeDiscoveryCache writes d in client-go's layout (directories 0750,

@@ -12,13 +12,13 @@ package kuberc
 import (
 	"errors"
 	"fmt"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 	"os"
 	"os/exec"
 	"path/filepath"
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
 )
 
 // EnvKuberc is kubectl's variable for the kuberc path ("off" disables it).
@@ -69,7 +69,7 @@ type doc map[string]any
 
 func read(path string) (doc, os.FileMode, error) {
 	// Bounded, and never waiting on a FIFO: $KUBERC may name anything.
-	b, fi, err := config.ReadRegular("kuberc", path, 1<<20, config.ReadOptions{})
+	b, fi, err := safefile.ReadRegular("kuberc", path, 1<<20, safefile.ReadOptions{})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, 0o600, nil
 	}
@@ -175,5 +175,5 @@ func writeAtomic(path string, b []byte, mode os.FileMode) error {
 	if target, err := filepath.EvalSymlinks(path); err == nil {
 		path = target
 	}
-	return config.WriteFileAtomic(path, b, mode)
+	return safefile.Write(path, b, safefile.Options{Mode: mode, Sync: true})
 }

@@ -3,6 +3,7 @@ package settings
 import (
 	"fmt"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -400,7 +401,7 @@ func (o *AuthOptions) SecretOnCommandLine() bool { return o.secretFromFlag }
 // included); empty is an error, and a file others may read gets a warning.
 func readSecretFile(flag, what, path string, warn func(string)) (string, error) {
 	path = credspec.ExpandHome(path)
-	b, fi, err := config.ReadRegular(what+" file", path, 64<<10, config.ReadOptions{})
+	b, fi, err := safefile.ReadRegular(what+" file", path, 64<<10, safefile.ReadOptions{})
 	if err != nil {
 		return "", fmt.Errorf("--%s: %w", flag, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -13,7 +14,6 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
@@ -252,7 +252,7 @@ func KubercLocks(getenv func(string) string, more ...string) (string, error) {
 // A missing file is no lock. The read is bounded and never waits on a
 // FIFO or a terminal: an exec entry's $KUBERC may name /dev/zero.
 func kubercAllowlists(path string) (bool, error) {
-	b, _, err := config.ReadRegular("kuberc", path, 1<<20, config.ReadOptions{})
+	b, _, err := safefile.ReadRegular("kuberc", path, 1<<20, safefile.ReadOptions{})
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}

@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
 )
 
 // LoginAttempt records an interactive login of one identity that has not
@@ -27,8 +27,8 @@ func attemptPath(dir, id string) string { return filepath.Join(dir, id+".login")
 // ReadLoginAttempt reads the record of id, nil when there is none or it
 // cannot be read (a damaged record only loses a cooldown).
 func ReadLoginAttempt(dir, id string) *LoginAttempt {
-	b, _, err := config.ReadRegular("login record", attemptPath(dir, id), 16<<10, config.ReadOptions{NoFollow: true, Check: func(fi os.FileInfo) error {
-		if !config.OwnedBySelf(fi) {
+	b, _, err := safefile.ReadRegular("login record", attemptPath(dir, id), 16<<10, safefile.ReadOptions{NoFollow: true, Check: func(fi os.FileInfo) error {
+		if !safefile.OwnedBySelf(fi) {
 			return errors.New("not the user's own")
 		}
 		return nil
@@ -52,7 +52,7 @@ func WriteLoginAttempt(dir, id string, a LoginAttempt) error {
 	if err != nil {
 		return err
 	}
-	if err := config.WriteFileAtomic(attemptPath(dir, id), b, 0o600); err != nil {
+	if err := safefile.Write(attemptPath(dir, id), b, safefile.Options{Mode: 0o600, Sync: true}); err != nil {
 		return fmt.Errorf("writing the login record: %w", err)
 	}
 	return nil

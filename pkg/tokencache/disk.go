@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
 )
 
 // Disk keeps one file per entry, mode 0600 in a 0700 directory. Writes go to
@@ -34,7 +33,7 @@ func isEntryFile(name string) bool {
 }
 
 func isTempFile(name string) bool {
-	rest, ok := strings.CutPrefix(name, config.TempPrefix)
+	rest, ok := strings.CutPrefix(name, safefile.TempPrefix)
 	if !ok || len(rest) < 66 || !isID(rest[:64]) {
 		return false
 	}
@@ -70,8 +69,8 @@ func (d *Disk) Get(_ context.Context, id string) ([]byte, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	b, _, err := config.ReadRegular("token cache file", p, maxEntrySize, config.ReadOptions{NoFollow: true, Check: func(fi os.FileInfo) error {
-		if !config.OwnedBySelf(fi) || fi.Mode().Perm()&0o077 != 0 {
+	b, _, err := safefile.ReadRegular("token cache file", p, maxEntrySize, safefile.ReadOptions{NoFollow: true, Check: func(fi os.FileInfo) error {
+		if !safefile.OwnedBySelf(fi) || fi.Mode().Perm()&0o077 != 0 {
 			return notPrivate{fmt.Errorf("token cache file %s is not a private file of yours (mode %s): refusing to read it; delete it", p, fi.Mode())}
 		}
 		return nil
@@ -79,7 +78,7 @@ func (d *Disk) Get(_ context.Context, id string) ([]byte, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, ErrNotFound
-	case errors.Is(err, config.ErrTooLarge):
+	case errors.Is(err, safefile.ErrTooLarge):
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	case err != nil && !errors.As(err, new(notPrivate)):
 		// A symlink (ELOOP), a FIFO, a directory: not a file this store wrote.
@@ -103,14 +102,14 @@ func checkOwnDir(dir string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("token cache directory %s is not a directory", dir)
 	}
-	return config.CheckPrivate("token cache directory", dir, fi)
+	return safefile.CheckPrivate("token cache directory", dir, fi)
 }
 
 func (d *Disk) Put(_ context.Context, id string, data []byte) error {
 	if err := EnsureDir(d.Dir); err != nil {
 		return err
 	}
-	if err := config.WriteFileAtomic(d.path(id), data, 0o600); err != nil {
+	if err := safefile.Write(d.path(id), data, safefile.Options{Mode: 0o600, Sync: true}); err != nil {
 		return fmt.Errorf("token cache: %w", err)
 	}
 	d.removeStaleTemps(id)
@@ -169,10 +168,10 @@ const staleTempAge = 10 * time.Second
 // removeStaleTemps deletes the temporary files of id that killed writers
 // left behind.
 func (d *Disk) removeStaleTemps(id string) {
-	matches, _ := filepath.Glob(filepath.Join(d.Dir, config.TempPrefix+id+"*"))
+	matches, _ := filepath.Glob(filepath.Join(d.Dir, safefile.TempPrefix+id+"*"))
 	for _, m := range matches {
 		// This entry's, under either name (see isTempFile).
-		rest := strings.TrimPrefix(filepath.Base(m), config.TempPrefix+id)
+		rest := strings.TrimPrefix(filepath.Base(m), safefile.TempPrefix+id)
 		if !strings.HasPrefix(rest, ".json-") && !strings.HasPrefix(rest, "-") {
 			continue
 		}

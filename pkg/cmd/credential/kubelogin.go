@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 	"io"
 	"os"
 	"path/filepath"
@@ -201,7 +202,7 @@ func writeSecretFile(path, content string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	return config.WriteFileAtomic(path, []byte(content+"\n"), 0o600)
+	return safefile.Write(path, []byte(content+"\n"), safefile.Options{Mode: 0o600, Sync: true})
 }
 
 // fromKubelogin finds the kubelogin users of the kubeconfig, prints each
@@ -373,7 +374,7 @@ func backupFile(path string) (string, error) {
 		real = path
 	}
 	backup := real + ".kubelogin-backup-" + time.Now().UTC().Format("20060102T150405Z")
-	if err := config.WriteFileAtomic(backup, b, 0o600); err != nil {
+	if err := safefile.Write(backup, b, safefile.Options{Mode: 0o600, Sync: true}); err != nil {
 		return "", fmt.Errorf("backing up %s: %w", path, err)
 	}
 	return backup, nil

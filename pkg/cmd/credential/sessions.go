@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 	"slices"
 	"sort"
 	"strings"
@@ -17,7 +18,6 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
@@ -109,7 +109,7 @@ func (s *contextSession) execCluster() *execcred.Cluster {
 	if len(ec.CertificateAuthorityData) == 0 && c.CertificateAuthority != "" {
 		// client-go sends the file's certificates as data. The path is
 		// the kubeconfig's: a regular file, bounded, never a FIFO.
-		ec.CertificateAuthorityData, _, _ = config.ReadRegular("cluster CA file", c.CertificateAuthority, 1<<20, config.ReadOptions{})
+		ec.CertificateAuthorityData, _, _ = safefile.ReadRegular("cluster CA file", c.CertificateAuthority, 1<<20, safefile.ReadOptions{})
 	}
 	if ext, ok := c.Extensions[credspec.ExecExtensionName]; ok {
 		if u, ok := ext.(*runtime.Unknown); ok {

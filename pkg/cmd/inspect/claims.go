@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 	"io"
 	"strings"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -106,7 +106,7 @@ func (o *ClaimsOptions) token(ctx context.Context) (string, error) {
 		b, err := io.ReadAll(io.LimitReader(o.In, 1<<20))
 		return strings.TrimSpace(string(b)), err
 	default:
-		b, _, err := config.ReadRegular("--token-file", o.TokenFile, 1<<20, config.ReadOptions{})
+		b, _, err := safefile.ReadRegular("--token-file", o.TokenFile, 1<<20, safefile.ReadOptions{})
 		return strings.TrimSpace(string(b)), err
 	}
 }

@@ -1,9 +1,10 @@
-package config
+package safefile
 
 import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 )
 
@@ -51,4 +52,17 @@ func ReadRegular(what, path string, limit int64, opts ReadOptions) ([]byte, os.F
 		return nil, fi, fmt.Errorf("%s %s is larger than %d KiB: %w", what, path, limit>>10, ErrTooLarge)
 	}
 	return b, fi, nil
+}
+
+// CheckPrivate refuses a file or directory that another user owns or may
+// write (group or world write permission): what it holds would then be
+// theirs to choose. what names it in the error.
+func CheckPrivate(what, path string, fi fs.FileInfo) error {
+	if !OwnedBySelf(fi) {
+		return fmt.Errorf("%s %s belongs to another user: refusing to use it (use one of your own)", what, path)
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s %s is writable by others: chmod go-w %s", what, path, path)
+	}
+	return nil
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package config
+package safefile
 
 import (
 	"os"
