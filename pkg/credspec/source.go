@@ -3,9 +3,9 @@ package credspec
 import (
 	"time"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
 )
 
 // NewStore opens the configured cache.
@@ -14,7 +14,7 @@ func (o *Spec) NewStore(notify func(string)) (tokencache.Store, error) {
 }
 
 // MinValidity is how long before its expiry the selected token is renewed
-// (0: the default of pkg/credential).
+// (0: the default of pkg/tokensource).
 func (o *Spec) MinValidity() time.Duration {
 	if o.Exchange == ExchangeCloudSigma {
 		return CloudSigmaRenewBefore
@@ -28,21 +28,21 @@ func (o *Spec) MinValidity() time.Duration {
 // The fast binary reads the cache with it (auth nil: never called on a
 // hit), the full binary's get-token obtains with it, and an exchange only
 // supplies auth, so that both binaries always find the same entry.
-func (o *Spec) Source(store tokencache.Store, notify func(string), auth func() (credential.Authenticator, error)) *credential.Source {
+func (o *Spec) Source(store tokencache.Store, notify func(string), auth func() (tokensource.Authenticator, error)) *tokensource.Source {
 	return newSource(o.Key(), o.UsesAccessToken(), o.MinValidity(), o.LoginCooldown, SourceEnv{Store: store, LockDir: o.TokenCacheDir, Notify: notify}, auth)
 }
 
 // BaseSource is the login's own source, before any exchange: an exchange
 // obtains its subject token from it.
-func (o *Spec) BaseSource(store tokencache.Store, notify func(string), auth func() (credential.Authenticator, error)) *credential.Source {
+func (o *Spec) BaseSource(store tokencache.Store, notify func(string), auth func() (tokensource.Authenticator, error)) *tokensource.Source {
 	return newSource(o.BaseKey(), o.UseAccessToken, 0, o.LoginCooldown, SourceEnv{Store: store, LockDir: o.TokenCacheDir, Notify: notify}, auth)
 }
 
 // StepSource is the source of one step of CloudSigma's flow (the service
 // token, the RPT, the impersonated token): an access token under key,
 // renewed CloudSigmaRenewBefore its expiry.
-func (c CloudSigma) StepSource(key tokencache.Key, env SourceEnv, auth credential.Authenticator) *credential.Source {
-	return newSource(key, true, CloudSigmaRenewBefore, 0, env, func() (credential.Authenticator, error) { return auth, nil })
+func (c CloudSigma) StepSource(key tokencache.Key, env SourceEnv, auth tokensource.Authenticator) *tokensource.Source {
+	return newSource(key, true, CloudSigmaRenewBefore, 0, env, func() (tokensource.Authenticator, error) { return auth, nil })
 }
 
 // SourceEnv is where a credential source keeps its token and says what
@@ -56,11 +56,11 @@ type SourceEnv struct {
 	Now     func() time.Time
 }
 
-// newSource is the one place a credential.Source is made (test/repo's
+// newSource is the one place a tokensource.Source is made (test/repo's
 // TestOneSourceRecipe keeps it so): its key, which token of the entry it
-// hands out, its renewal margin (0: pkg/credential's) and cooldown.
-func newSource(key tokencache.Key, useAccessToken bool, minValidity, cooldown time.Duration, env SourceEnv, auth func() (credential.Authenticator, error)) *credential.Source {
-	return &credential.Source{Key: key, Store: env.Store, LockDir: env.LockDir, UseAccessToken: useAccessToken, MinValidity: minValidity,
+// hands out, its renewal margin (0: pkg/tokensource's) and cooldown.
+func newSource(key tokencache.Key, useAccessToken bool, minValidity, cooldown time.Duration, env SourceEnv, auth func() (tokensource.Authenticator, error)) *tokensource.Source {
+	return &tokensource.Source{Key: key, Store: env.Store, LockDir: env.LockDir, UseAccessToken: useAccessToken, MinValidity: minValidity,
 		Cooldown: cooldown, NewAuthenticator: auth, Notify: env.Notify, Log: env.Log, Now: env.Now}
 }
 

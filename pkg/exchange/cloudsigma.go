@@ -10,10 +10,10 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
 )
 
 // CloudSigma defaults.
@@ -69,7 +69,7 @@ func (g grantFunc) Refresh(context.Context, string) (*tokencache.Entry, error) {
 	return nil, errors.New("no refresh for exchanged tokens")
 }
 
-func (c *CloudSigma) source(key tokencache.Key, g credential.Authenticator) *credential.Source {
+func (c *CloudSigma) source(key tokencache.Key, g tokensource.Authenticator) *tokensource.Source {
 	return c.StepSource(key, credspec.SourceEnv{Store: c.Store, LockDir: c.LockDir, Notify: c.Notify, Log: c.Log, Now: c.Now}, g)
 }
 
@@ -91,7 +91,7 @@ func (c *CloudSigma) hc() *http.Client {
 // own key (the service identity's with legacy credentials). The commands
 // build theirs from credspec.Spec.Source, which binds the key to the
 // allowed servers too, with Authenticator.
-func (c *CloudSigma) Source() *credential.Source {
+func (c *CloudSigma) Source() *tokensource.Source {
 	key := c.Key()
 	if c.LegacyUsername != "" {
 		key = c.ServiceKey()
@@ -102,24 +102,24 @@ func (c *CloudSigma) Source() *credential.Source {
 // Authenticator obtains the token kubectl gets: the impersonated user's
 // (steps 1-3, the service token and the RPT cached under their own keys),
 // or with legacy credentials the service identity's own.
-func (c *CloudSigma) Authenticator() credential.Authenticator {
+func (c *CloudSigma) Authenticator() tokensource.Authenticator {
 	service := c.source(c.ServiceKey(), grantFunc(c.serviceToken))
 	if c.LegacyUsername != "" {
 		return grantFunc(c.serviceToken)
 	}
 	rpt := c.source(c.RPTKey(), grantFunc(func(ctx context.Context) (*tokencache.Entry, error) {
-		svc, err := service.Get(ctx, credential.Options{})
+		svc, err := service.Get(ctx, tokensource.Options{})
 		if err != nil {
 			return nil, err
 		}
 		return c.requestingPartyToken(ctx, svc.Token)
 	}))
 	return grantFunc(func(ctx context.Context) (*tokencache.Entry, error) {
-		svc, err := service.Get(ctx, credential.Options{})
+		svc, err := service.Get(ctx, tokensource.Options{})
 		if err != nil {
 			return nil, err
 		}
-		r, err := rpt.Get(ctx, credential.Options{})
+		r, err := rpt.Get(ctx, tokensource.Options{})
 		if err != nil {
 			return nil, err
 		}

@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
 )
 
 // fakeClock is shared by the simulator and the client.
@@ -86,7 +86,7 @@ func TestCloudSigmaHappyPathPerRegion(t *testing.T) {
 			f := newFixture(t)
 			cs := f.cloudsigma(region, "alice@example.com")
 			require.NoError(t, cs.CloudSigma.Validate(cs.ClientSecret))
-			r, err := cs.Source().Get(context.Background(), credential.Options{})
+			r, err := cs.Source().Get(context.Background(), tokensource.Options{})
 			require.NoError(t, err)
 			assert.Equal(t, "alice@example.com", claims(t, r.Token)["email"])
 			assert.Equal(t, []any{"cloudsigma-" + region}, claims(t, r.Token)["aud"])
@@ -118,7 +118,7 @@ func TestCloudSigmaAnswerShapes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			f.sim.Configure(func(s *idp.Sim) { s.ImpersonatedField, s.ImpersonatedExpiresIn = tt.field, tt.expiresIn })
-			r, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), credential.Options{})
+			r, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), tokensource.Options{})
 			require.NoError(t, err)
 			assert.WithinDuration(t, f.clock.Now().Add(tt.wantExpiry), r.Entry.AccessTokenExpiry, time.Second)
 		})
@@ -129,23 +129,23 @@ func TestCloudSigmaCacheSharingAndRenewal(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	alice := f.cloudsigma("sjc", "alice@example.com")
-	r1, err := alice.Source().Get(ctx, credential.Options{})
+	r1, err := alice.Source().Get(ctx, tokensource.Options{})
 	require.NoError(t, err)
 
 	// Reuse: no call at all.
-	r2, err := alice.Source().Get(ctx, credential.Options{})
+	r2, err := alice.Source().Get(ctx, tokensource.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, r1.Token, r2.Token)
-	assert.Equal(t, credential.FromCache, r2.From)
+	assert.Equal(t, tokensource.FromCache, r2.From)
 	assert.Equal(t, 1, f.sim.Calls("impersonate:sjc"))
 
 	// Another user, another region: service token and RPT are shared.
 	bob := f.cloudsigma("sjc", "bob@example.com")
-	rb, err := bob.Source().Get(ctx, credential.Options{})
+	rb, err := bob.Source().Get(ctx, tokensource.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, "bob@example.com", claims(t, rb.Token)["email"])
 	zrh := f.cloudsigma("zrh", "alice@example.com")
-	rz, err := zrh.Source().Get(ctx, credential.Options{})
+	rz, err := zrh.Source().Get(ctx, tokensource.Options{})
 	require.NoError(t, err)
 	assert.NotEqual(t, r1.Token, rz.Token, "tokens of two regions never mix")
 	assert.Equal(t, 1, f.sim.Calls("client_credentials"))
@@ -157,12 +157,12 @@ func TestCloudSigmaCacheSharingAndRenewal(t *testing.T) {
 
 	// 54 minutes later (6 left): still served from the cache.
 	f.clock.Add(54 * time.Minute)
-	r3, err := alice.Source().Get(ctx, credential.Options{})
+	r3, err := alice.Source().Get(ctx, tokensource.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, r1.Token, r3.Token)
 	// 56 minutes (4 left, under 5): everything is renewed, once.
 	f.clock.Add(2 * time.Minute)
-	r4, err := alice.Source().Get(ctx, credential.Options{})
+	r4, err := alice.Source().Get(ctx, tokensource.Options{})
 	require.NoError(t, err)
 	assert.NotEqual(t, r1.Token, r4.Token)
 	assert.Equal(t, 2, f.sim.Calls("client_credentials"))
@@ -242,7 +242,7 @@ func TestCloudSigmaStepFailuresDoNotFallBack(t *testing.T) {
 			if email == "" {
 				email = "alice@example.com"
 			}
-			r, err := f.cloudsigma("zrh", email).Source().Get(context.Background(), credential.Options{})
+			r, err := f.cloudsigma("zrh", email).Source().Get(context.Background(), tokensource.Options{})
 			require.Error(t, err)
 			assert.Nil(t, r, "no token, from no other identity")
 			for _, s := range tt.wantErrSubstr {
@@ -264,7 +264,7 @@ func TestCloudSigmaBackoff(t *testing.T) {
 	t.Run("429 with Retry-After, then success", func(t *testing.T) {
 		f := newFixture(t)
 		f.sim.FailNext("impersonate:zrh", idp.Fault{Status: 429, RetryAfter: "2", Body: "slow down"})
-		_, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), credential.Options{})
+		_, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), tokensource.Options{})
 		require.NoError(t, err)
 		assert.Equal(t, []time.Duration{2 * time.Second}, f.sleeps.sleeps, "Retry-After honoured")
 		assert.Equal(t, 2, f.sim.Calls("impersonate:zrh"))
@@ -274,7 +274,7 @@ func TestCloudSigmaBackoff(t *testing.T) {
 		for range 4 {
 			f.sim.FailNext("client_credentials", idp.Fault{Status: 503, ContentType: "text/plain", Body: "unavailable"})
 		}
-		_, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), credential.Options{})
+		_, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), tokensource.Options{})
 		require.ErrorContains(t, err, "answered 503")
 		assert.ErrorContains(t, err, "after 4 attempts")
 		assert.Equal(t, []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second}, f.sleeps.sleeps)
@@ -283,7 +283,7 @@ func TestCloudSigmaBackoff(t *testing.T) {
 	t.Run("Retry-After beyond the budget: give up at once", func(t *testing.T) {
 		f := newFixture(t)
 		f.sim.FailNext("uma", idp.Fault{Status: 429, RetryAfter: "120"})
-		_, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), credential.Options{})
+		_, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), tokensource.Options{})
 		require.ErrorContains(t, err, "would pass the 20s retry budget")
 		assert.Empty(t, f.sleeps.sleeps)
 		assert.Equal(t, 1, f.sim.Calls("uma"))
@@ -293,7 +293,7 @@ func TestCloudSigmaBackoff(t *testing.T) {
 func TestCloudSigmaAuditHasNoTokens(t *testing.T) {
 	f := newFixture(t)
 	cs := f.cloudsigma("zrh", "alice@example.com")
-	r, err := cs.Source().Get(context.Background(), credential.Options{})
+	r, err := cs.Source().Get(context.Background(), tokensource.Options{})
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(f.audit.String()), "\n")
 	require.Len(t, lines, 3, "one line per step")
@@ -322,7 +322,7 @@ func TestCloudSigmaConcurrentProcessesExchangeOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), credential.Options{})
+			_, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), tokensource.Options{})
 			errs <- err
 		}()
 	}
@@ -370,7 +370,7 @@ func TestCloudSigmaEightHourSession(t *testing.T) {
 			var lastExpiry time.Time
 			for range calls {
 				now := f.clock.Now()
-				r, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), credential.Options{})
+				r, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), tokensource.Options{})
 				switch {
 				case err != nil:
 					failed++
@@ -380,7 +380,7 @@ func TestCloudSigmaEightHourSession(t *testing.T) {
 						failedWithValid++
 					}
 				default:
-					if r.From == credential.FromCache {
+					if r.From == tokensource.FromCache {
 						fromCache++
 					}
 					exp := claims(t, r.Token)["exp"].(float64)
@@ -412,7 +412,7 @@ func TestCloudSigmaSlowAnswerIsRetried(t *testing.T) {
 	f.sim.FailNext("impersonate:zrh", idp.Fault{Delay: 500 * time.Millisecond, Status: 200, ContentType: "application/json", Body: `{}`})
 	cs := f.cloudsigma("zrh", "alice@example.com")
 	cs.HTTPClient = &http.Client{Timeout: 100 * time.Millisecond}
-	r, err := cs.Source().Get(context.Background(), credential.Options{})
+	r, err := cs.Source().Get(context.Background(), tokensource.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, "alice@example.com", claims(t, r.Token)["email"])
 	assert.Equal(t, 2, f.sim.Calls("impersonate:zrh"), "the timed-out request was retried once")
@@ -424,7 +424,7 @@ func TestCloudSigmaLegacyCredentials(t *testing.T) {
 	cs := f.cloudsigma("zrh", "alice@example.com")
 	cs.ClientSecret = "robot-secret"
 	cs.LegacyUsername, cs.LegacyPassword = "bob", "bob-password"
-	r, err := cs.Source().Get(context.Background(), credential.Options{})
+	r, err := cs.Source().Get(context.Background(), tokensource.Options{})
 	require.NoError(t, err)
 	// The documents describe legacy mode as acting directly as the legacy
 	// account: its own token, no impersonation.
@@ -439,7 +439,7 @@ func TestCloudSigmaLegacyCredentials(t *testing.T) {
 	cs.LegacyPassword = "wrong"
 	cs.Store = tokencache.NewDisk(t.TempDir())
 	cs.LockDir = t.TempDir()
-	_, err = cs.Source().Get(context.Background(), credential.Options{})
+	_, err = cs.Source().Get(context.Background(), tokensource.Options{})
 	require.ErrorContains(t, err, "step password (legacy credentials: acting directly as bob, no impersonation): CloudSigma's Keycloak answered 401 invalid_grant: Invalid user credentials")
 	assert.Zero(t, f.sim.Calls("client_credentials"), "no fallback to the client's own identity")
 }
@@ -451,7 +451,7 @@ func TestCloudSigmaClientAuthMethod(t *testing.T) {
 		f := newFixture(t)
 		cs := f.cloudsigma("zrh", "alice@example.com")
 		cs.ClientAuthMethod = method
-		_, err := cs.Source().Get(context.Background(), credential.Options{})
+		_, err := cs.Source().Get(context.Background(), tokensource.Options{})
 		require.NoError(t, err)
 		assert.Equal(t, want, f.sim.LastClientAuth(), "method %q", method)
 	}
@@ -465,7 +465,7 @@ func TestCloudSigmaShortImpersonatedJWT(t *testing.T) {
 	f.sim.ImpersonatedExpiresIn = -1
 	f.sim.ImpersonatedLifetime = 2 * time.Minute
 	now := f.clock.Now()
-	r, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), credential.Options{})
+	r, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), tokensource.Options{})
 	require.NoError(t, err)
 	exp := time.Unix(int64(claims(t, r.Token)["exp"].(float64)), 0)
 	assert.WithinDuration(t, now.Add(2*time.Minute), exp, time.Second)
@@ -477,7 +477,7 @@ func TestCloudSigmaRetriesAudited(t *testing.T) {
 	f := newFixture(t)
 	f.sim.FailNext("client_credentials", idp.Fault{Status: 429, RetryAfter: "1", ContentType: "application/json", Body: `{"error":"slow_down"}`},
 		idp.Fault{Status: 503, ContentType: "text/html", Body: "<html></html>"})
-	_, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), credential.Options{})
+	_, err := f.cloudsigma("zrh", "alice@example.com").Source().Get(context.Background(), tokensource.Options{})
 	require.NoError(t, err)
 	audit, err := os.ReadFile(filepath.Join(f.dir, "audit.log"))
 	require.NoError(t, err)

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
 )
 
 // RFC 8693 names.
@@ -28,7 +28,7 @@ const (
 type TokenExchange struct {
 	// TokenExchange holds the exchange's parameters and cache key.
 	credspec.TokenExchange
-	Base *credential.Source
+	Base *tokensource.Source
 	// TokenURL returns the token endpoint (from discovery).
 	TokenURL     func(ctx context.Context) (string, error)
 	ClientID     string
@@ -51,7 +51,7 @@ func (x *TokenExchange) Refresh(context.Context, string) (*tokencache.Entry, err
 
 // Grant obtains the subject token from the base login, then exchanges it.
 func (x *TokenExchange) Grant(ctx context.Context) (*tokencache.Entry, error) {
-	subject, err := x.Base.Get(ctx, credential.Options{})
+	subject, err := x.Base.Get(ctx, tokensource.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -11,22 +11,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
 )
 
 // newTokenExchange logs in to the simulator's realm with client credentials
 // (the robot's own token) and exchanges that token.
-func newTokenExchange(t *testing.T, sim *idp.Sim, mutate func(*TokenExchange)) (*credential.Source, *TokenExchange) {
+func newTokenExchange(t *testing.T, sim *idp.Sim, mutate func(*TokenExchange)) (*tokensource.Source, *TokenExchange) {
 	dir := t.TempDir()
 	store := tokencache.NewDisk(dir)
 	lc := login.New(login.Config{OIDC: credspec.OIDC{IssuerURL: sim.Issuer(), ClientID: "robot", ClientSecret: "robot-secret",
 		GrantType: credspec.GrantClientCredentials}, HTTPClient: http.DefaultClient})
-	base := &credential.Source{Key: tokencache.Key{Issuer: sim.Issuer(), ClientID: "robot", GrantType: "client-credentials"},
+	base := &tokensource.Source{Key: tokencache.Key{Issuer: sim.Issuer(), ClientID: "robot", GrantType: "client-credentials"},
 		Store: store, LockDir: dir, UseAccessToken: true,
-		NewAuthenticator: func() (credential.Authenticator, error) { return lc, nil }}
+		NewAuthenticator: func() (tokensource.Authenticator, error) { return lc, nil }}
 	tx := &TokenExchange{Base: base, TokenURL: lc.TokenURL, ClientID: "robot", ClientSecret: "robot-secret",
 		HTTPClient: http.DefaultClient, Retry: oauth.RetryPolicy{Sleep: func(context.Context, time.Duration) error { return nil }}}
 	if mutate != nil {
@@ -34,8 +34,8 @@ func newTokenExchange(t *testing.T, sim *idp.Sim, mutate func(*TokenExchange)) (
 	}
 	key := base.Key
 	key.Extra = tx.KeyExtra()
-	src := &credential.Source{Key: key, Store: store, LockDir: dir, UseAccessToken: true,
-		NewAuthenticator: func() (credential.Authenticator, error) { return tx, nil }}
+	src := &tokensource.Source{Key: key, Store: store, LockDir: dir, UseAccessToken: true,
+		NewAuthenticator: func() (tokensource.Authenticator, error) { return tx, nil }}
 	return src, tx
 }
 
@@ -75,7 +75,7 @@ func TestTokenExchange(t *testing.T) {
 				}
 			})
 			src, _ := newTokenExchange(t, sim, tt.mutate)
-			r, err := src.Get(context.Background(), credential.Options{})
+			r, err := src.Get(context.Background(), tokensource.Options{})
 			if len(tt.wantErrSubstr) > 0 {
 				require.Error(t, err)
 				for _, s := range tt.wantErrSubstr {
@@ -89,7 +89,7 @@ func TestTokenExchange(t *testing.T) {
 			assert.Equal(t, tt.wantAud, c["aud"])
 			assert.Equal(t, 1, sim.Calls("token-exchange"))
 			// Cached: no second exchange.
-			_, err = src.Get(context.Background(), credential.Options{})
+			_, err = src.Get(context.Background(), tokensource.Options{})
 			require.NoError(t, err)
 			assert.Equal(t, 1, sim.Calls("token-exchange"))
 		})

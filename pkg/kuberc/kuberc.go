@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 
 	"sigs.k8s.io/yaml"
-
 )
 
 // EnvKuberc is kubectl's variable for the kuberc path ("off" disables it).

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
 )
 
 // LoginAttempt records an interactive login of one identity that has not

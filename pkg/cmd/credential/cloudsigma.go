@@ -13,10 +13,10 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
 )
 
 // NewCmdCloudSigma groups the CloudSigma commands.
@@ -89,7 +89,7 @@ type cloudSigmaIdentity struct {
 
 // Run obtains the token and reads the profile it acts on.
 func (o *CloudSigmaWhoAmIOptions) Run(ctx context.Context) error {
-	r, err := obtain(ctx, o.Auth, o.global, o.IOStreams, false, credential.Options{})
+	r, err := obtain(ctx, o.Auth, o.global, o.IOStreams, false, tokensource.Options{})
 	if err != nil {
 		return err
 	}

@@ -11,10 +11,10 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
 )
 
 // GetTokenOptions is the credential plugin command.
@@ -73,7 +73,7 @@ func (o *GetTokenOptions) Run(ctx context.Context) error {
 	if err := o.checkAllowedServer(); err != nil {
 		return err
 	}
-	r, err := obtain(ctx, o.Auth, o.global, o.IOStreams, o.interactive, credential.Options{ForceRefresh: o.Auth.ForceRefresh})
+	r, err := obtain(ctx, o.Auth, o.global, o.IOStreams, o.interactive, tokensource.Options{ForceRefresh: o.Auth.ForceRefresh})
 	if err != nil {
 		return err
 	}
@@ -84,13 +84,13 @@ func (o *GetTokenOptions) Run(ctx context.Context) error {
 // login's source, then the exchange's, both looked up by name in
 // pkg/cmd/sources.go. Nothing here touches the network or the provider's
 // settings until the cache misses.
-func obtain(ctx context.Context, a *settings.AuthOptions, g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams, interactive bool, opts credential.Options) (*credential.Result, error) {
+func obtain(ctx context.Context, a *settings.AuthOptions, g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams, interactive bool, opts tokensource.Options) (*tokensource.Result, error) {
 	return obtainWith(ctx, a, g, streams, interactive, false, opts)
 }
 
 // obtainWith is obtain; a person (login) starts a login whatever the
 // cooldown.
-func obtainWith(ctx context.Context, a *settings.AuthOptions, g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams, interactive, person bool, opts credential.Options) (*credential.Result, error) {
+func obtainWith(ctx context.Context, a *settings.AuthOptions, g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams, interactive, person bool, opts tokensource.Options) (*tokensource.Result, error) {
 	rt, err := newSourceRuntime(a, g, streams, interactive)
 	if err != nil {
 		return nil, err
@@ -105,7 +105,7 @@ func obtainWith(ctx context.Context, a *settings.AuthOptions, g *cmdutil.GlobalO
 		return nil, fmt.Errorf("no valid cached token, and the %s login needs a person, but kubectl runs this plugin non-interactively: run '%s' in a terminal first",
 			login.Config{OIDC: a.OIDC}.EffectiveGrant(), loginCommand(a))
 	}
-	if errors.Is(err, credential.ErrCooldown) {
+	if errors.Is(err, tokensource.ErrCooldown) {
 		return nil, fmt.Errorf("%w: run '%s' to log in now (--login-cooldown sets the wait)", err, loginCommand(a))
 	}
 	return r, err

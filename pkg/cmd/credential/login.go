@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
 )
 
 // LoginOptions is the login command: get-token's flow, run by a person.
@@ -113,13 +113,13 @@ func (o *LoginOptions) Validate() error { return o.Auth.Validate() }
 // Run logs in (a person runs this command, so it is interactive) and says
 // who is logged in, without printing the token.
 func (o *LoginOptions) Run(ctx context.Context) error {
-	r, err := obtainWith(ctx, o.Auth, o.global, o.IOStreams, true, true, credential.Options{ForceLogin: o.Force, ForceRefresh: o.Auth.ForceRefresh})
+	r, err := obtainWith(ctx, o.Auth, o.global, o.IOStreams, true, true, tokensource.Options{ForceLogin: o.Force, ForceRefresh: o.Auth.ForceRefresh})
 	if err != nil {
 		return err
 	}
 	who := subjectOf(r.Token)
 	switch r.From {
-	case credential.FromCache:
+	case tokensource.FromCache:
 		fmt.Fprintf(o.Out, "Already logged in%s; the token is valid until %s (use --force to log in again).\n", who, r.Expiry.Local().Format(time.RFC1123))
 	default:
 		fmt.Fprintf(o.Out, "Logged in%s; the token is valid until %s.\n", who, r.Expiry.Local().Format(time.RFC1123))

@@ -18,10 +18,10 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
 )
 
 // contextSession is one kubeconfig context whose user runs this plugin:
@@ -164,5 +164,5 @@ func tokenSubject(token string) string {
 // entryToken is the token of e kubectl gets with the settings a, and its
 // real expiry.
 func entryToken(e *tokencache.Entry, a *settings.AuthOptions) (string, time.Time) {
-	return credential.Select(e, a.UsesAccessToken())
+	return tokensource.Select(e, a.UsesAccessToken())
 }

@@ -10,22 +10,22 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/exchange"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
 )
 
 // A login grant is the authenticator of the base credential source: it
 // obtains and refreshes the login's tokens.
-type grantFactory func(rt *sourceRuntime) (credential.Authenticator, error)
+type grantFactory func(rt *sourceRuntime) (tokensource.Authenticator, error)
 
 // An exchange obtains the token kubectl gets, from the base source (the
 // login's): it supplies the authenticator of the final source, whose key,
 // token choice and renewal margin are settings' recipe alone.
-type exchangeFactory func(rt *sourceRuntime, base *credential.Source) (credential.Authenticator, error)
+type exchangeFactory func(rt *sourceRuntime, base *tokensource.Source) (tokensource.Authenticator, error)
 
 // grants by effective grant type; every grant not listed is a login of
 // pkg/login (authcode, keyboard, device code, client credentials).
@@ -35,7 +35,7 @@ var grants = map[string]grantFactory{
 
 // exchanges by --exchange.
 var exchanges = map[string]exchangeFactory{
-	credspec.ExchangeNone: func(_ *sourceRuntime, base *credential.Source) (credential.Authenticator, error) {
+	credspec.ExchangeNone: func(_ *sourceRuntime, base *tokensource.Source) (tokensource.Authenticator, error) {
 		return base.NewAuthenticator()
 	},
 	credspec.ExchangeCloudSigma:    cloudSigmaExchange,
@@ -76,18 +76,18 @@ func newSourceRuntime(a *settings.AuthOptions, g *cmdutil.GlobalOptions, streams
 // source is settings' recipe (the one the fast binary reads with), its
 // authenticator the exchange's over the login's: two lookups, made only on
 // a cache miss.
-func (rt *sourceRuntime) source() (*credential.Source, error) {
+func (rt *sourceRuntime) source() (*tokensource.Source, error) {
 	grant, ok := grants[credspec.EffectiveGrant(rt.a.GrantType)]
 	if !ok {
-		grant = func(rt *sourceRuntime) (credential.Authenticator, error) { return rt.login() }
+		grant = func(rt *sourceRuntime) (tokensource.Authenticator, error) { return rt.login() }
 	}
 	exchange, ok := exchanges[rt.a.Exchange]
 	if !ok {
 		return nil, fmt.Errorf("unknown exchange %q", rt.a.Exchange)
 	}
-	base := rt.a.BaseSource(rt.store, rt.notify, func() (credential.Authenticator, error) { return grant(rt) })
+	base := rt.a.BaseSource(rt.store, rt.notify, func() (tokensource.Authenticator, error) { return grant(rt) })
 	base.Log, base.NoCooldown = rt.log, rt.noCooldown
-	src := rt.a.Source(rt.store, rt.notify, func() (credential.Authenticator, error) { return exchange(rt, base) })
+	src := rt.a.Source(rt.store, rt.notify, func() (tokensource.Authenticator, error) { return exchange(rt, base) })
 	src.Log, src.NoCooldown = rt.log, rt.noCooldown
 	return src, nil
 }
@@ -125,7 +125,7 @@ func (rt *sourceRuntime) login() (*login.Client, error) {
 
 // identityPlatformGrant signs in with Google (the browser flow of the same
 // flags, with the Google issuer), then with Identity Platform.
-func identityPlatformGrant(rt *sourceRuntime) (credential.Authenticator, error) {
+func identityPlatformGrant(rt *sourceRuntime) (tokensource.Authenticator, error) {
 	cfg, err := rt.loginConfig()
 	if err != nil {
 		return nil, err
@@ -142,7 +142,7 @@ func identityPlatformGrant(rt *sourceRuntime) (credential.Authenticator, error) 
 
 // cloudSigmaExchange is CloudSigma's three steps; it has its own service
 // identity, so the base login is not used.
-func cloudSigmaExchange(rt *sourceRuntime, _ *credential.Source) (credential.Authenticator, error) {
+func cloudSigmaExchange(rt *sourceRuntime, _ *tokensource.Source) (tokensource.Authenticator, error) {
 	cs := cloudSigma(rt.a)
 	var err error
 	if cs.HTTPClient, err = rt.httpClient(); err != nil {
@@ -154,7 +154,7 @@ func cloudSigmaExchange(rt *sourceRuntime, _ *credential.Source) (credential.Aut
 
 // tokenExchangeExchange exchanges the base login's token (RFC 8693) at the
 // same provider's token endpoint.
-func tokenExchangeExchange(rt *sourceRuntime, base *credential.Source) (credential.Authenticator, error) {
+func tokenExchangeExchange(rt *sourceRuntime, base *tokensource.Source) (tokensource.Authenticator, error) {
 	a := rt.a
 	tx := tokenExchange(a)
 	base.UseAccessToken = credspec.TokenType(a.ExchangeSubject) != credspec.TokenType("id_token")

@@ -1,7 +1,7 @@
-// Package credential is the get-token use case: a lock-free cache read, and
+// Package tokensource is the get-token use case: a lock-free cache read, and
 // on a miss a per-entry cross-process lock, a second read, a refresh or a new
 // grant, and a write back.
-package credential
+package tokensource
 
 import (
 	"context"
