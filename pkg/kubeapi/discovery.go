@@ -144,50 +144,73 @@ func (c *Client) discoverLive(ctx context.Context) (*Discovered, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discovering /api: %w", err)
 	}
-	if aggregated {
-		if err := d.addAggregated(core); err != nil {
-			return nil, fmt.Errorf("discovering /api: %w", err)
-		}
-	} else {
-		var versions metav1.APIVersions
-		if err := json.Unmarshal(core, &versions); err != nil {
-			return nil, fmt.Errorf("decoding /api: %w", err)
-		}
-		if len(versions.Versions) > 0 {
-			g := metav1.APIGroup{}
-			for _, v := range versions.Versions {
-				if err := checkVersion(v); err != nil {
-					return nil, &refusedError{err}
-				}
-				g.Versions = append(g.Versions, metav1.GroupVersionForDiscovery{GroupVersion: v, Version: v})
-			}
-			g.PreferredVersion = g.Versions[0]
-			d.Groups.Groups = append(d.Groups.Groups, g)
-		}
+	if err := d.addCore(core, aggregated); err != nil {
+		return nil, err
 	}
 	got := <-apisDoc
-	apis, aggregated, err := got.body, got.aggregated, got.err
-	if err != nil {
-		return nil, fmt.Errorf("discovering /apis: %w", err)
+	if got.err != nil {
+		return nil, fmt.Errorf("discovering /apis: %w", got.err)
 	}
+	if err := d.addGroups(got.body, got.aggregated); err != nil {
+		return nil, err
+	}
+	if err := c.addPlain(ctx, d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// addCore adds /api's answer: aggregated, or the plain list of versions.
+func (d *Discovered) addCore(b []byte, aggregated bool) error {
 	if aggregated {
-		if err := d.addAggregated(apis); err != nil {
-			return nil, fmt.Errorf("discovering /apis: %w", err)
+		if err := d.addAggregated(b); err != nil {
+			return fmt.Errorf("discovering /api: %w", err)
 		}
-	} else {
-		var groups metav1.APIGroupList
-		if err := json.Unmarshal(apis, &groups); err != nil {
-			return nil, fmt.Errorf("decoding /apis: %w", err)
-		}
-		for _, g := range groups.Groups {
-			if err := checkGroupList(g); err != nil {
-				return nil, &refusedError{err}
-			}
-		}
-		d.Groups.Groups = append(d.Groups.Groups, groups.Groups...)
+		return nil
 	}
-	// Without aggregated discovery (or for what it left out): the preferred
-	// versions' documents, one request each.
+	var versions metav1.APIVersions
+	if err := json.Unmarshal(b, &versions); err != nil {
+		return fmt.Errorf("decoding /api: %w", err)
+	}
+	if len(versions.Versions) == 0 {
+		return nil
+	}
+	g := metav1.APIGroup{}
+	for _, v := range versions.Versions {
+		if err := checkVersion(v); err != nil {
+			return &refusedError{err}
+		}
+		g.Versions = append(g.Versions, metav1.GroupVersionForDiscovery{GroupVersion: v, Version: v})
+	}
+	g.PreferredVersion = g.Versions[0]
+	d.Groups.Groups = append(d.Groups.Groups, g)
+	return nil
+}
+
+// addGroups adds /apis's answer: aggregated, or the plain group list.
+func (d *Discovered) addGroups(b []byte, aggregated bool) error {
+	if aggregated {
+		if err := d.addAggregated(b); err != nil {
+			return fmt.Errorf("discovering /apis: %w", err)
+		}
+		return nil
+	}
+	var groups metav1.APIGroupList
+	if err := json.Unmarshal(b, &groups); err != nil {
+		return fmt.Errorf("decoding /apis: %w", err)
+	}
+	for _, g := range groups.Groups {
+		if err := checkGroupList(g); err != nil {
+			return &refusedError{err}
+		}
+	}
+	d.Groups.Groups = append(d.Groups.Groups, groups.Groups...)
+	return nil
+}
+
+// addPlain asks, without aggregated discovery (or for what it left out),
+// the preferred versions' documents, one request each.
+func (c *Client) addPlain(ctx context.Context, d *Discovered) error {
 	for _, g := range d.Groups.Groups {
 		gv := g.PreferredVersion.GroupVersion
 		if _, ok := d.Resources[gv]; ok || d.Failed[gv] != "" {
@@ -200,18 +223,18 @@ func (c *Client) discoverLive(ctx context.Context) (*Discovered, error) {
 		var rl metav1.APIResourceList
 		if err := c.Get(ctx, path, &rl); err != nil {
 			if g.Name == "" || ctx.Err() != nil {
-				return nil, fmt.Errorf("discovering %s: %w", path, err)
+				return fmt.Errorf("discovering %s: %w", path, err)
 			}
 			d.Failed[gv] = err.Error()
 			continue
 		}
 		if err := checkResourceList(gv, &rl); err != nil {
-			return nil, &refusedError{err}
+			return &refusedError{err}
 		}
 		rl.GroupVersion = gv
 		d.Resources[gv] = &rl
 	}
-	return d, nil
+	return nil
 }
 
 // refusedError is an answer that fails the checks of validate.go.

@@ -115,25 +115,9 @@ func (c *Client) authCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token,
 	ready := make(chan string, 1)
 	done := make(chan struct{})
 	conf := c.oauth2Config(p)
-	listen, callbackPath := c.cfg.ListenAddresses, ""
-	if c.cfg.RedirectURL != "" {
-		// The redirect the provider has registered (kubelogin's
-		// --oidc-redirect-url): served on its port, on loopback only.
-		u, err := url.Parse(c.cfg.RedirectURL)
-		if err != nil {
-			return nil, "", fmt.Errorf("--oidc-redirect-url: %w", err)
-		}
-		conf.RedirectURL = c.cfg.RedirectURL
-		listen, callbackPath = []string{net.JoinHostPort("127.0.0.1", u.Port())}, u.Path
-	}
-	// The loopback server binds 127.0.0.1, whatever loopback name the
-	// address gives, and holds [::1] on the same port (holdIPv6Loopback):
-	// the redirect's localhost then reaches this login on either address.
-	listen = slices.Clone(listen)
-	for i, a := range listen {
-		if _, port, err := net.SplitHostPort(a); err == nil {
-			listen[i] = net.JoinHostPort("127.0.0.1", port)
-		}
+	listen, callbackPath, err := c.loopback(conf)
+	if err != nil {
+		return nil, "", err
 	}
 	// The authorization URL, for the redirect URL oauth2cli gives its
 	// loopback server (http://localhost:PORT): printed and opened directly,
@@ -205,6 +189,31 @@ func (c *Client) authCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token,
 		return nil, "", fmt.Errorf("browser login: %w", c.providerError(p, err))
 	}
 	return tok, req.nonce, nil
+}
+
+// loopback is where the browser login's loopback server listens, and its
+// callback path: the redirect the provider has registered (kubelogin's
+// --oidc-redirect-url, which conf then names) on its port, else the listen
+// addresses. It binds 127.0.0.1, whatever loopback name an address gives,
+// and holds [::1] on the same port (holdIPv6Loopback): the redirect's
+// localhost then reaches this login on either address.
+func (c *Client) loopback(conf *oauth2.Config) (listen []string, callbackPath string, err error) {
+	listen = c.cfg.ListenAddresses
+	if c.cfg.RedirectURL != "" {
+		u, err := url.Parse(c.cfg.RedirectURL)
+		if err != nil {
+			return nil, "", fmt.Errorf("--oidc-redirect-url: %w", err)
+		}
+		conf.RedirectURL = c.cfg.RedirectURL
+		listen, callbackPath = []string{net.JoinHostPort("127.0.0.1", u.Port())}, u.Path
+	}
+	listen = slices.Clone(listen)
+	for i, a := range listen {
+		if _, port, err := net.SplitHostPort(a); err == nil {
+			listen[i] = net.JoinHostPort("127.0.0.1", port)
+		}
+	}
+	return listen, callbackPath, nil
 }
 
 const successHTML = `<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8"><title>Logged in</title></head>

@@ -501,27 +501,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 		h.refuse(w, l, http.StatusUnauthorized, "no_token", "no bearer token", "Unauthorized")
 		return
 	}
-	resp, ok, err := h.requests.AuthenticateRequest(r)
-	if !ok || resp == nil || resp.User == nil {
-		reason := "no authenticator accepts the token"
-		if err != nil {
-			reason = logging.OneLine(err.Error(), 0)
-		}
-		if h.AuthenticatorReady != nil {
-			if nerr := h.AuthenticatorReady(); nerr != nil {
-				// Starting (or the issuer unreachable): say so, and when to
-				// try again, as kube-apiserver's not-ready answers do.
-				w.Header().Set("Retry-After", "1")
-				h.refuse(w, l, http.StatusServiceUnavailable, "not_ready", "token not checked: the issuers' keys are not loaded: "+logging.OneLine(nerr.Error(), 0),
-					"the impersonating proxy is not ready to authenticate yet, try again")
-				return
-			}
-		}
-		h.refuse(w, l, http.StatusUnauthorized, "invalid_token", "token refused: "+reason, "Unauthorized")
+	u := h.authenticate(w, r, l)
+	if u == nil {
 		return
 	}
-	h.authentications.Add(1)
-	u := resp.User
 	l.user = u
 	if err := forwardable(u, h.AllowSystemIdentities); err != nil {
 		h.refuse(w, l, http.StatusForbidden, "identity", err.Error(),
@@ -678,6 +661,34 @@ func (t *statusWriter) finish() (string, bool) {
 	t.ResponseWriter.WriteHeader(t.code)
 	_, _ = t.ResponseWriter.Write(t.body.Bytes())
 	return msg, true
+}
+
+// authenticate returns the request's caller, or refuses it and returns
+// nil: 503 with Retry-After while the issuers' keys are not loaded (the
+// token may be good: the client should try again, not log in again), else
+// 401.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, l *requestLog) user.Info {
+	resp, ok, err := h.requests.AuthenticateRequest(r)
+	if ok && resp != nil && resp.User != nil {
+		h.authentications.Add(1)
+		return resp.User
+	}
+	reason := "no authenticator accepts the token"
+	if err != nil {
+		reason = logging.OneLine(err.Error(), 0)
+	}
+	if h.AuthenticatorReady != nil {
+		if nerr := h.AuthenticatorReady(); nerr != nil {
+			// Starting (or the issuer unreachable): say so, and when to
+			// try again, as kube-apiserver's not-ready answers do.
+			w.Header().Set("Retry-After", "1")
+			h.refuse(w, l, http.StatusServiceUnavailable, "not_ready", "token not checked: the issuers' keys are not loaded: "+logging.OneLine(nerr.Error(), 0),
+				"the impersonating proxy is not ready to authenticate yet, try again")
+			return nil
+		}
+	}
+	h.refuse(w, l, http.StatusUnauthorized, "invalid_token", "token refused: "+reason, "Unauthorized")
+	return nil
 }
 
 // hasCredential tells whether the request carries a token for the

@@ -292,9 +292,6 @@ func (s *Source) renew(ctx context.Context, id string, opts Options, att *loginA
 	if err != nil {
 		return nil, err
 	}
-
-	var fresh *tokencache.Entry
-	from := FromGrant
 	// outage serves the cached token, still valid though inside its
 	// renewal window, when the provider cannot renew it for now.
 	outage := func(err error) (*Result, bool) {
@@ -307,48 +304,23 @@ func (s *Source) renew(ctx context.Context, id string, opts Options, att *loginA
 		}
 		return r, ok
 	}
+	var fresh *tokencache.Entry
+	from := FromGrant
 	if e != nil && e.RefreshToken != "" && !opts.ForceLogin {
-		fresh, err = auth.Refresh(ctx, e.RefreshToken)
-		if r, ok := outage(err); ok {
-			return r, nil
-		}
-		if err != nil && invalidGrant(err) {
-			// Another process may have rotated the refresh token (one
-			// whose lock is elsewhere: another --token-cache-dir over the
-			// same keyring entry). Read the cache again before giving up.
-			if again, rerr := s.read(ctx, id); rerr == nil && again != nil && again.RefreshToken != e.RefreshToken {
-				if r, ok := s.usable(again); ok && !opts.ForceRefresh {
-					s.Log.Printf(1, "the refresh token was rotated by another process; using its token")
-					r.From = FromCache
-					return r, nil
-				}
-				if again.RefreshToken != "" {
-					e = again
-					fresh, err = auth.Refresh(ctx, e.RefreshToken)
-				}
-			}
-		}
-		if err != nil && invalidGrant(err) {
-			// Dead for good: forget it, so that the processes waiting on
-			// this lock do not each present it again.
-			dead := *e
-			dead.RefreshToken = ""
-			if b, eerr := dead.Encode(); eerr == nil && (dead.IDToken != "" || dead.AccessToken != "") {
-				_ = s.Store.Put(ctx, id, b)
-			} else {
-				_ = s.Store.Delete(ctx, id)
-			}
-		}
-		if err != nil && transient(err) {
+		var served *Result
+		served, fresh, err = s.refresh(ctx, id, e, auth, opts, outage)
+		switch {
+		case served != nil:
+			return served, nil
+		case err != nil && transient(err):
 			// The provider is in trouble, the refresh token is not refused:
 			// keep it for the next call rather than asking for a login.
 			return nil, fmt.Errorf("%w (the cached refresh token is kept: the next call tries again)", err)
-		}
-		if err != nil {
+		case err != nil:
 			s.Log.Printf(1, "refresh failed, logging in again: %v", err)
 			s.notify(fmt.Sprintf("the refresh token was refused (%v); logging in again", err))
 			fresh = nil
-		} else {
+		default:
 			from = FromRefresh
 		}
 	}
@@ -361,6 +333,50 @@ func (s *Source) renew(ctx context.Context, id string, opts Options, att *loginA
 			return nil, err
 		}
 	}
+	return s.keep(ctx, id, fresh, from)
+}
+
+// refresh refreshes e's token; a provider that cannot answer for now has
+// outage serve the cached token (served). An invalid_grant answer reads
+// the cache again first: another process (one whose lock is elsewhere:
+// another --token-cache-dir over the same keyring entry) may have rotated
+// the refresh token, and its token (served) or its refresh token is used.
+// A refresh token refused for good is forgotten, so that the processes
+// waiting on this lock do not each present it again.
+func (s *Source) refresh(ctx context.Context, id string, e *tokencache.Entry, auth Authenticator, opts Options,
+	outage func(error) (*Result, bool)) (served *Result, fresh *tokencache.Entry, err error) {
+	fresh, err = auth.Refresh(ctx, e.RefreshToken)
+	if r, ok := outage(err); ok {
+		return r, nil, nil
+	}
+	if err != nil && invalidGrant(err) {
+		if again, rerr := s.read(ctx, id); rerr == nil && again != nil && again.RefreshToken != e.RefreshToken {
+			if r, ok := s.usable(again); ok && !opts.ForceRefresh {
+				s.Log.Printf(1, "the refresh token was rotated by another process; using its token")
+				r.From = FromCache
+				return r, nil, nil
+			}
+			if again.RefreshToken != "" {
+				e = again
+				fresh, err = auth.Refresh(ctx, e.RefreshToken)
+			}
+		}
+	}
+	if err != nil && invalidGrant(err) {
+		dead := *e
+		dead.RefreshToken = ""
+		if b, eerr := dead.Encode(); eerr == nil && (dead.IDToken != "" || dead.AccessToken != "") {
+			_ = s.Store.Put(ctx, id, b)
+		} else {
+			_ = s.Store.Delete(ctx, id)
+		}
+	}
+	return nil, fresh, err
+}
+
+// keep checks a fresh entry's token, stores the entry and returns the
+// token with its reported expiry.
+func (s *Source) keep(ctx context.Context, id string, fresh *tokencache.Entry, from string) (*Result, error) {
 	tok, exp := Select(fresh, s.UseAccessToken)
 	if tok == "" {
 		return nil, errors.New("the identity provider issued no usable token")
@@ -374,8 +390,7 @@ func (s *Source) renew(ctx context.Context, id string, opts Options, att *loginA
 	if fresh.ObtainedAt.IsZero() {
 		fresh.ObtainedAt = s.now().UTC()
 	}
-	r := &Result{Token: tok, Expiry: exp.Add(-s.margin(fresh, exp)), Entry: fresh}
-	r.From = from
+	r := &Result{Token: tok, Expiry: exp.Add(-s.margin(fresh, exp)), Entry: fresh, From: from}
 	b, err := fresh.Encode()
 	if err == nil {
 		err = s.Store.Put(ctx, id, b)
