@@ -15,12 +15,12 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/apiserver"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode/linked"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cmd.Execute(ctx, os.Args[1:], genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, apiserver.Code{})
+	code := cmd.Execute(ctx, os.Args[1:], genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, linked.Code{})
 	stop()
 	os.Exit(code)
 }

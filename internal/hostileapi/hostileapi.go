@@ -47,8 +47,10 @@ type Server struct {
 	// endless makes every list's continue token lead to another page.
 	endless bool
 	// pageItems is the number of items a page (default 2); padding, the
-	// bytes of a label each list item carries.
+	// bytes of an annotation each list item carries (of a label's value
+	// with padLabel).
 	pageItems, padding int
+	padLabel           bool
 	// flood is a path (suffix) answered with a JSON body that never ends.
 	flood string
 	// plainError answers every review with a 403 whose body is not JSON,
@@ -83,10 +85,19 @@ func (s *Server) SetGroups(g []apidiscoveryv2.APIGroupDiscovery) {
 func (s *Server) SetEndless(v bool) { s.mu.Lock(); s.endless = v; s.mu.Unlock() }
 
 // SetPageItems sets the number of items a list page holds (2 unless set)
-// and the bytes of a label each carries.
+// and the bytes of an annotation each carries (a large object's, as
+// kubectl's last-applied-configuration).
 func (s *Server) SetPageItems(n, padding int) {
 	s.mu.Lock()
-	s.pageItems, s.padding = n, padding
+	s.pageItems, s.padding, s.padLabel = n, padding, false
+	s.mu.Unlock()
+}
+
+// SetLabelPadding makes each list item carry a label whose value is
+// padding bytes long (kube-apiserver refuses a value over 63).
+func (s *Server) SetLabelPadding(padding int) {
+	s.mu.Lock()
+	s.padding, s.padLabel = padding, true
 	s.mu.Unlock()
 }
 
@@ -131,7 +142,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
 	s.mu.Lock()
 	s.paths = append(s.paths, r.URL.Path)
-	text, groups, endless, flood, plainError, pageItems, padding := s.text, s.groups, s.endless, s.flood, s.plainError, max(s.pageItems, 2), s.padding
+	text, groups, endless, flood, plainError, pageItems, padding, padLabel := s.text, s.groups, s.endless, s.flood, s.plainError, max(s.pageItems, 2), s.padding, s.padLabel
 	raws := make(map[string]string, len(s.raw))
 	for k, v := range s.raw {
 		raws[k] = v
@@ -196,8 +207,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		pad := strings.Repeat("p", padding)
 		s.writeList(w, r, endless, pageItems, func(i int) map[string]any {
 			m := meta(fmt.Sprintf("cm%d-%s", i, text), "default")
-			if padding > 0 {
+			switch {
+			case padding > 0 && padLabel:
 				m["labels"] = map[string]string{"pad": pad}
+			case padding > 0:
+				m["annotations"] = map[string]string{"pad": pad}
 			}
 			return map[string]any{"metadata": m}
 		})

@@ -295,6 +295,8 @@ func TestHostileAnswerSizes(t *testing.T) {
 			"more than 500000 objects, the limit for one list"},
 		{"pages without end, of 500 objects of 100 kB", func() { s.SetEndless(true); s.SetPageItems(500, 100_000) }, []string{"list", "configmaps", "-n", "default"},
 			"add up to more than 256 MiB, the limit for one command"},
+		{"objects with labels of 100 kB", func() { s.SetLabelPadding(100_000) }, []string{"list", "configmaps", "-n", "default"},
+			"not a label value"},
 		{"pages of more objects than asked for", func() { s.SetEndless(true); s.SetPageItems(50000, 0) }, []string{"list", "configmaps", "-n", "default"},
 			"answered 50000 objects for a page of at most 500"},
 		// Small answers that would be large once decoded (docs/security.md).

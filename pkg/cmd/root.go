@@ -14,30 +14,19 @@ import (
 	"os"
 	"slices"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/credential"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/inspect"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/serve"
-	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/credential"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/inspect"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/serve"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/setup"
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
-
-// APIServerCode runs kube-apiserver's own code, its JWT authenticator and
-// configuration types, for claims, proxy and setup --authentication-config
-// (pkg/cmd/apiserver.Code). Linking it costs every process its package
-// initialisers (component-base's metrics registry, CEL, the egress
-// selector: about 10 ms), so only kubectl-impersonate-apiserver links it;
-// the other binaries pass nil and hand those commands to it.
-type APIServerCode interface {
-	inspect.ClaimsRunner
-	serve.ProxyRunner
-	credential.AuthConfigChecker
-}
 
 // NewRootCmd builds the command tree.
 func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
@@ -56,7 +45,7 @@ type command struct {
 var commands = []command{
 	{[]string{"get-token"}, credential.NewCmdGetToken},
 	{[]string{"login"}, credential.NewCmdLogin},
-	{[]string{"setup"}, credential.NewCmdSetup},
+	{[]string{"setup"}, setup.NewCmdSetup},
 	{[]string{"logout"}, credential.NewCmdLogout},
 	{[]string{"status", "sessions"}, credential.NewCmdStatus},
 	{[]string{"cloudsigma"}, credential.NewCmdCloudSigma},
@@ -75,12 +64,8 @@ var commands = []command{
 // built: building the others' flags costs allocations (and so fresh pages)
 // on every run, get-token's above all, which kubectl runs on every call.
 // Help, completion and unknown commands get the whole tree.
-func newRootCmd(streams genericiooptions.IOStreams, code APIServerCode, args []string) *cobra.Command {
-	var c any
-	if code != nil {
-		c = code // a nil interface stays nil: the commands hand off on nil
-	}
-	g := cmdutil.NewGlobalOptions(c, args)
+func newRootCmd(streams genericiooptions.IOStreams, code kubecode.Code, args []string) *cobra.Command {
+	g := cmdutil.NewGlobalOptions(code, args)
 	root := &cobra.Command{
 		Use:   "kubectl-impersonate",
 		Short: "Log in to Kubernetes with OpenID Connect, and act as another user where allowed",
@@ -124,8 +109,9 @@ var errOnlyGetToken = errors.New("kubectl runs this plugin from a kubeconfig exe
 
 // Execute runs the command line and returns the exit code. main prints
 // nothing itself: errors are reported here, once, on stderr. code is
-// kube-apiserver's code where this binary links it, else nil.
-func Execute(ctx context.Context, args []string, streams genericiooptions.IOStreams, code APIServerCode) int {
+// kube-apiserver's code where this binary links it (pkg/kubecode/linked),
+// else nil: the commands that need it are handed to the binary that does.
+func Execute(ctx context.Context, args []string, streams genericiooptions.IOStreams, code kubecode.Code) int {
 	defer tokencache.CloseKeyring()
 	// Every line is escaped where it is printed; the streams escape what
 	// a caller forgot (docs/security.md's predicate), and keep JSON valid.

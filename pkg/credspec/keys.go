@@ -315,3 +315,14 @@ func (o *Spec) loginBindings() map[string]string {
 	}
 	return m
 }
+
+// IdentityPlatformProject is the project of an Identity Platform issuer
+// (https://securetoken.google.com/PROJECT): its tokens' aud.
+func IdentityPlatformProject(issuer string) string {
+	u, err := url.Parse(issuer)
+	if err != nil {
+		return ""
+	}
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	return parts[len(parts)-1]
+}

@@ -62,9 +62,16 @@ func TestLayers(t *testing.T) {
 		}
 	}
 	for pkg, only := range map[string]string{
-		"pkg/fastpath":      "cmd/kubectl-impersonate-get_token",
-		"pkg/cmd/apiserver": "cmd/kubectl-impersonate-apiserver",
+		"pkg/fastpath":        "cmd/kubectl-impersonate-get_token",
+		"pkg/kubecode/linked": "cmd/kubectl-impersonate-apiserver",
 	} {
 		assert.Equal(t, []string{only}, importers[pkg], "the importers of %s", pkg)
+	}
+	// The seam: the commands know kube-apiserver's code by pkg/kubecode's
+	// interface alone, which links none of it.
+	out, err = exec.Command("go", "list", "-deps", mod+"pkg/kubecode").Output()
+	require.NoError(t, err)
+	for _, dep := range strings.Fields(string(out)) {
+		assert.False(t, strings.HasPrefix(dep, "k8s.io/"), "pkg/kubecode links %s", dep)
 	}
 }

@@ -101,3 +101,20 @@ func checkResourceList(gv string, rl *metav1.APIResourceList) error {
 	}
 	return nil
 }
+
+// CheckLabels checks an object's labels as kube-apiserver validates every
+// object's (a qualified name each key, at most 63 bytes each value): an
+// object that carries others comes from no Kubernetes API server, and a
+// list that kept them would keep what its answers' size alone bounds
+// (docs/security.md, "The API server").
+func CheckLabels(labels map[string]string) error {
+	for k, v := range labels {
+		if len(validation.IsQualifiedName(k)) > 0 {
+			return fmt.Errorf("label key %.64q is not a qualified name", k)
+		}
+		if len(validation.IsValidLabelValue(v)) > 0 {
+			return fmt.Errorf("label %s has the value %.64q, not a label value (at most 63 letters, digits, '-', '_' or '.')", k, v)
+		}
+	}
+	return nil
+}

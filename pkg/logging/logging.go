@@ -118,3 +118,42 @@ func SafeOutput(out string) (offset int, r rune) {
 	}
 	return -1, 0
 }
+
+// PrintableList is names escaped (Escape), comma-separated.
+func PrintableList(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = Escape(n)
+	}
+	return strings.Join(out, ", ")
+}
+
+// ShellQuote quotes s for a POSIX shell when it needs quoting; a value
+// with characters that may not reach the terminal (logging.Unsafe) is
+// quoted as bash's $'…' with them escaped (\x1b, \u202e), which bash and
+// zsh read back as the same value.
+func ShellQuote(s string) string {
+	if Escape(s) != s {
+		q := strings.NewReplacer(`\`, `\\`, "'", `\'`).Replace(s)
+		return "$'" + Escape(q) + "'"
+	}
+	safe := s != ""
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_@%+=:,./-", c)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func ShellQuoteArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = ShellQuote(a)
+	}
+	return out
+}

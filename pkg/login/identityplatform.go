@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"io"
 	"net/http"
 	"net/url"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
@@ -50,14 +50,7 @@ type IdentityPlatform struct {
 }
 
 // Project is the last path segment of the issuer: the tokens' audience.
-func (p *IdentityPlatform) Project() string {
-	u, err := url.Parse(p.Issuer)
-	if err != nil {
-		return ""
-	}
-	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
-	return parts[len(parts)-1]
-}
+func (p *IdentityPlatform) Project() string { return credspec.IdentityPlatformProject(p.Issuer) }
 
 func (p *IdentityPlatform) verifier(ctx context.Context) (*oidc.Provider, error) {
 	if p.provider != nil {

@@ -1,6 +1,8 @@
 package proxy
 
-import "time"
+import (
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode"
+)
 
 // DefaultCacheTTL is how long an authenticated token's identity is reused:
 // kube-apiserver's --token-auth cache keeps successful authentications for
@@ -9,4 +11,4 @@ import "time"
 // may be accepted for up to that long past its exp, and refusals are never
 // cached. The cache is k8s.io/apiserver's (token/cache): keyed by an HMAC
 // of the token, never the token, striped, each entry expiring on its own.
-const DefaultCacheTTL = 10 * time.Second
+const DefaultCacheTTL = kubecode.DefaultProxyCacheTTL

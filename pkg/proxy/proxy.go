@@ -26,12 +26,14 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -42,6 +44,7 @@ import (
 	"time"
 	"unicode"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
@@ -52,10 +55,8 @@ import (
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/transport"
 
-	"bytes"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"log"
 )
 
 // Authenticator is kube-apiserver's token authenticator (pkg/authn's):
@@ -225,7 +226,7 @@ func normalHeader(name string) string {
 }
 
 // DefaultMaxInFlight is kube-apiserver's default --max-requests-inflight.
-const DefaultMaxInFlight = 400
+const DefaultMaxInFlight = kubecode.DefaultMaxInFlight
 
 // longRunning are the requests kube-apiserver leaves out of its in-flight
 // limit and its request timeout, decided as it decides them

@@ -240,6 +240,9 @@ func (c *Client) list(ctx context.Context, r Resource, namespace, selector strin
 		}
 		for _, item := range list.Items {
 			obj := item.Metadata
+			if err := kubeapi.CheckLabels(obj.Labels); err != nil {
+				return nil, fmt.Errorf("listing %s%s: refusing the API server's answer: object %.64q: %w", r, inNamespace(namespace), obj.Name, err)
+			}
 			if full {
 				typed, err := withTypeMeta(item.raw, r)
 				if err != nil {

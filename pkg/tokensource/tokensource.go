@@ -446,3 +446,42 @@ func (s *Source) cooldown(id string) error {
 	return fmt.Errorf("%w: the last one for this identity failed %s ago (%s); another may start in %s",
 		ErrCooldown, ago.Round(time.Second), a.Reason, (s.Cooldown - ago).Round(time.Second))
 }
+
+// State is what the cache holds for a source's identity, judged as Cached
+// judges it: the one reading of a cached token that commands show (status,
+// whoami, logout), so that they never disagree with get-token about it.
+type State struct {
+	// Entry is the cached entry, nil when none is cached.
+	Entry *tokencache.Entry
+	// Storage names where it was found (keyring, disk).
+	Storage string
+	// Token and Expiry are the token kubectl gets from the entry and its
+	// real expiry.
+	Token  string `datapolicy:"token"`
+	Expiry time.Time
+	// Valid: get-token hands Token out without renewing it.
+	Valid bool
+}
+
+// State reads the source's entry without a lock and without contacting
+// anyone. Unlike Cached, a store's failure or a corrupted entry is an
+// error, to be shown: nothing is discarded.
+func (s *Source) State(ctx context.Context) (*State, error) {
+	b, err := s.Store.Get(ctx, s.Key.ID())
+	if errors.Is(err, tokencache.ErrNotFound) {
+		return &State{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	st := &State{Storage: s.Store.Name()}
+	if a, ok := s.Store.(*tokencache.Auto); ok && a.Where() != "" {
+		st.Storage = a.Where()
+	}
+	if st.Entry, err = tokencache.DecodeEntry(b); err != nil {
+		return nil, err
+	}
+	st.Token, st.Expiry = Select(st.Entry, s.UseAccessToken)
+	_, st.Valid = s.usable(st.Entry)
+	return st, nil
+}

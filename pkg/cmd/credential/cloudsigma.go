@@ -4,17 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"io"
 	"strings"
-
-	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
 )
@@ -41,6 +41,8 @@ type CloudSigmaWhoAmIOptions struct {
 	Output *cmdutil.OutputFlags
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
+
+	sources session.Sources
 }
 
 func newCmdCloudSigmaWhoAmI(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
@@ -65,6 +67,9 @@ and prints the account's email and UUID. The token is never printed.`,
 
 // Complete fills the settings.
 func (o *CloudSigmaWhoAmIOptions) Complete(args []string) error {
+	if o.sources == nil {
+		o.sources = session.NewSource
+	}
 	return o.Auth.Complete(o.global.Getenv, cmdutil.Notifier(o.ErrOut))
 }
 
@@ -89,12 +94,12 @@ type cloudSigmaIdentity struct {
 
 // Run obtains the token and reads the profile it acts on.
 func (o *CloudSigmaWhoAmIOptions) Run(ctx context.Context) error {
-	r, err := obtain(ctx, o.Auth, o.global, o.IOStreams, false, tokensource.Options{})
+	r, err := session.Obtain(ctx, o.sources, o.Auth, o.global.SessionEnv(o.IOStreams, false, false), tokensource.Options{})
 	if err != nil {
 		return err
 	}
-	cs := cloudSigma(o.Auth)
-	if cs.HTTPClient, err = login.NewHTTPClient(httpOptions(o.Auth)); err != nil {
+	cs := session.CloudSigma(o.Auth)
+	if cs.HTTPClient, err = login.NewHTTPClient(session.HTTPOptions(o.Auth)); err != nil {
 		return err
 	}
 	p, err := cs.GetProfile(ctx, r.Token)

@@ -2,17 +2,13 @@ package credential
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
-
-	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
 )
@@ -23,6 +19,9 @@ type GetTokenOptions struct {
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
 
+	// sources builds the token source (session.NewSource, a fake in
+	// tests); Run calls it, so that Complete builds nothing.
+	sources     session.Sources
 	request     *execcred.Request
 	interactive bool
 }
@@ -62,57 +61,27 @@ func (o *GetTokenOptions) Complete(args []string) error {
 	}
 	// get-token's flags and environment are the kubeconfig exec entry's.
 	o.Auth.FromExecEntry = true
+	if o.sources == nil {
+		o.sources = session.NewSource
+	}
 	return o.Auth.Complete(o.global.Getenv, cmdutil.Notifier(o.ErrOut))
 }
 
 // Validate checks the settings.
 func (o *GetTokenOptions) Validate() error { return o.Auth.Validate() }
 
-// Run prints the ExecCredential.
+// Run prints the ExecCredential: resolve the cluster's settings, obtain
+// (the cache when it can), print.
 func (o *GetTokenOptions) Run(ctx context.Context) error {
 	if err := o.checkAllowedServer(); err != nil {
 		return err
 	}
-	r, err := obtain(ctx, o.Auth, o.global, o.IOStreams, o.interactive, tokensource.Options{ForceRefresh: o.Auth.ForceRefresh})
+	env := o.global.SessionEnv(o.IOStreams, o.interactive, false)
+	r, err := session.Obtain(ctx, o.sources, o.Auth, env, tokensource.Options{ForceRefresh: o.Auth.ForceRefresh})
 	if err != nil {
 		return err
 	}
 	return execcred.WriteReply(o.Out, o.request, r.Token, r.Expiry)
-}
-
-// obtain runs the credential use case with the settings of a command: the
-// login's source, then the exchange's, both looked up by name in
-// pkg/cmd/sources.go. Nothing here touches the network or the provider's
-// settings until the cache misses.
-func obtain(ctx context.Context, a *settings.AuthOptions, g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams, interactive bool, opts tokensource.Options) (*tokensource.Result, error) {
-	return obtainWith(ctx, a, g, streams, interactive, false, opts)
-}
-
-// obtainWith is obtain; a person (login) starts a login whatever the
-// cooldown.
-func obtainWith(ctx context.Context, a *settings.AuthOptions, g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams, interactive, person bool, opts tokensource.Options) (*tokensource.Result, error) {
-	rt, err := newSourceRuntime(a, g, streams, interactive)
-	if err != nil {
-		return nil, err
-	}
-	rt.noCooldown = person
-	src, err := rt.source()
-	if err != nil {
-		return nil, err
-	}
-	r, err := src.Get(ctx, opts)
-	if errors.Is(err, login.ErrInteractionRequired) {
-		return nil, fmt.Errorf("no valid cached token, and the %s login needs a person, but kubectl runs this plugin non-interactively: run '%s' in a terminal first",
-			login.Config{OIDC: a.OIDC}.EffectiveGrant(), loginCommand(a))
-	}
-	if errors.Is(err, tokensource.ErrCooldown) {
-		return nil, fmt.Errorf("%w: run '%s' to log in now (--login-cooldown sets the wait)", err, loginCommand(a))
-	}
-	return r, err
-}
-
-func loginCommand(a *settings.AuthOptions) string {
-	return strings.Join(append([]string{"kubectl", "impersonate", "login"}, quoteArgs(a.HintArgs())...), " ")
 }
 
 // checkAllowedServer applies --allowed-server to the cluster kubectl

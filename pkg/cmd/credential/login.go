@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
 )
@@ -25,6 +25,9 @@ type LoginOptions struct {
 	Kubeconfig, Context string
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
+
+	// sources builds the token source (session.NewSource, a fake in tests).
+	sources session.Sources
 }
 
 // NewCmdLogin builds login.
@@ -76,35 +79,39 @@ func (o *LoginOptions) Complete(args []string) error {
 		return err
 	}
 	o.Auth = a
+	if o.sources == nil {
+		o.sources = session.NewSource
+	}
 	return nil
 }
 
-// namesProvider tells whether the command line chose the provider itself
+// NamesProvider tells whether the command line chose the provider itself
 // (an issuer, a profile or an exchange): then the exec entry is not read.
-func namesProvider(a *settings.AuthOptions) bool {
+func NamesProvider(a *settings.AuthOptions) bool {
 	return a.IssuerURL != "" || a.Profile != "" || a.Exchange != ""
 }
 
-// settingsOfContext completes a, the settings of login's or logout's
-// command line: as given when they name a provider and no --kubeconfig or
-// --context was given; else the exec entry of the context's user, with
-// every flag the command line set replacing the entry's value of it.
+// settingsOfContext completes a, the settings of login's command line: as
+// given when they name a provider and no --kubeconfig or --context was
+// given; else the settings of the context's session (its user's exec
+// entry, for its cluster), with every flag the command line set replacing
+// the entry's value of it.
 func settingsOfContext(a *settings.AuthOptions, kubeconfig, context string, getenv func(string) string, warn func(string)) (*settings.AuthOptions, error) {
-	if namesProvider(a) && kubeconfig == "" && context == "" {
+	if NamesProvider(a) && kubeconfig == "" && context == "" {
 		return a, a.Complete(getenv, warn)
 	}
-	exec, err := cmdutil.ContextUserExec(kubeconfig, context)
+	raw, err := session.LoadKubeconfig(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	entry, err := cmdutil.SettingsOfExecOverridden(exec, a, getenv)
-	if errors.Is(err, cmdutil.ErrNotOurs) {
+	s, err := session.Current(raw, session.Selection{Context: context}, a, getenv)
+	if errors.Is(err, session.ErrNotOurs) {
 		return nil, fmt.Errorf("give --oidc-issuer-url and --oidc-client-id, or --profile: %w", err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return entry, nil
+	return s.Auth, nil
 }
 
 // Validate checks the settings.
@@ -113,7 +120,8 @@ func (o *LoginOptions) Validate() error { return o.Auth.Validate() }
 // Run logs in (a person runs this command, so it is interactive) and says
 // who is logged in, without printing the token.
 func (o *LoginOptions) Run(ctx context.Context) error {
-	r, err := obtainWith(ctx, o.Auth, o.global, o.IOStreams, true, true, tokensource.Options{ForceLogin: o.Force, ForceRefresh: o.Auth.ForceRefresh})
+	env := o.global.SessionEnv(o.IOStreams, true, true)
+	r, err := session.Obtain(ctx, o.sources, o.Auth, env, tokensource.Options{ForceLogin: o.Force, ForceRefresh: o.Auth.ForceRefresh})
 	if err != nil {
 		return err
 	}
@@ -127,10 +135,10 @@ func (o *LoginOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// subjectOf is " as USER" for the token's user (tokenSubject), "" for an
-// opaque token; the token was verified when it was received.
+// subjectOf is " as USER" for the token's user (session.Subject), "" for
+// an opaque token; the token was verified when it was received.
 func subjectOf(token string) string {
-	if who := tokenSubject(token); who != "" {
+	if who := session.Subject(token); who != "" {
 		return " as " + logging.Printable(who)
 	}
 	return ""

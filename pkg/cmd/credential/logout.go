@@ -1,23 +1,21 @@
 package credential
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"io"
 	"slices"
 	"strings"
-	"time"
-
-	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
@@ -39,9 +37,9 @@ type LogoutOptions struct {
 	// targets are the identities to log out, with their contexts.
 	targets []*logoutTarget
 	// others are the kubeconfig's other contexts, to report sharing.
-	others []*contextSession
+	others []*session.Session
 	// revoker revokes a token of an identity (a fake in tests).
-	revoker func(ctx context.Context, a *settings.AuthOptions, token, hint string) error
+	revoker session.Revoker
 	// store is where tokens are deleted from (nil: keyring and disk).
 	store tokencache.Store
 }
@@ -113,13 +111,17 @@ they expire (or an administrator deletes the session).`,
 	return cmd
 }
 
-// Complete finds the identities to log out.
+// Complete finds the identities to log out: the settings the flags
+// name, or the sessions of the contexts named (default: the current one),
+// or with --all every session of the kubeconfig.
 func (o *LogoutOptions) Complete(args []string) error {
 	if o.revoker == nil {
-		o.revoker = o.revoke
+		o.revoker = func(ctx context.Context, a *settings.AuthOptions, token, hint string) error {
+			return session.Revoke(ctx, a, o.global.SessionEnv(o.IOStreams, false, false), token, hint)
+		}
 	}
 	getenv := o.global.Getenv
-	if namesProvider(o.Auth) && len(o.Contexts) == 0 && o.Kubeconfig == "" {
+	if NamesProvider(o.Auth) && len(o.Contexts) == 0 && o.Kubeconfig == "" {
 		if err := o.Auth.Complete(getenv, cmdutil.Notifier(o.ErrOut)); err != nil {
 			return err
 		}
@@ -127,8 +129,8 @@ func (o *LogoutOptions) Complete(args []string) error {
 			o.targets = []*logoutTarget{{auth: o.Auth}}
 		}
 		// Sharing is reported when the kubeconfig can be read.
-		if raw, err := loadKubeconfig(""); err == nil {
-			o.others, _ = sessionsOf(raw, nil, nil, getenv)
+		if raw, err := session.LoadKubeconfig(""); err == nil {
+			o.others, _ = session.List(raw, nil, nil, getenv)
 		}
 		return nil
 	}
@@ -138,7 +140,7 @@ func (o *LogoutOptions) Complete(args []string) error {
 			return err
 		}
 	}
-	raw, err := loadKubeconfig(o.Kubeconfig)
+	raw, err := session.LoadKubeconfig(o.Kubeconfig)
 	if err != nil && o.All {
 		fmt.Fprintf(o.ErrOut, "%s: no token is revoked, every one is deleted\n", logging.OneLine(err.Error(), 300))
 		return nil
@@ -146,7 +148,12 @@ func (o *LogoutOptions) Complete(args []string) error {
 	if err != nil {
 		return err
 	}
-	all, err := sessionsOf(raw, nil, nil, getenv)
+	return o.completeContexts(raw)
+}
+
+// completeContexts finds the identities of the contexts to log out.
+func (o *LogoutOptions) completeContexts(raw *clientcmdapi.Config) error {
+	all, err := session.List(raw, nil, nil, o.global.Getenv)
 	if err != nil {
 		return err
 	}
@@ -167,28 +174,28 @@ func (o *LogoutOptions) Complete(args []string) error {
 	if len(names) == 0 {
 		return nil
 	}
-	sessions, err := sessionsOf(raw, names, o.Auth, getenv)
+	sessions, err := session.List(raw, names, o.Auth, o.global.Getenv)
 	if err != nil {
-		if errors.Is(err, cmdutil.ErrNotOurs) && !o.All {
+		if errors.Is(err, session.ErrNotOurs) && !o.All {
 			return fmt.Errorf("give --oidc-issuer-url and --oidc-client-id, or --profile: %w", err)
 		}
 		return err
 	}
 	byID := map[string]*logoutTarget{}
 	for _, s := range sessions {
-		if s.err != nil {
+		if s.Err != nil {
 			if o.All {
-				fmt.Fprintf(o.ErrOut, "kubectl-impersonate: context %s: %s (its tokens are deleted without revocation)\n", logging.Printable(s.Context), logging.OneLine(s.err.Error(), 300))
+				fmt.Fprintf(o.ErrOut, "kubectl-impersonate: context %s: %s (its tokens are deleted without revocation)\n", logging.Printable(s.Context), logging.OneLine(s.Err.Error(), 300))
 				continue
 			}
-			return fmt.Errorf("context %s: %w", s.Context, s.err)
+			return fmt.Errorf("context %s: %w", s.Context, s.Err)
 		}
-		id := s.identity()
+		id := s.Identity()
 		if t, ok := byID[id]; ok {
 			t.contexts = append(t.contexts, s.Context)
 			continue
 		}
-		t := &logoutTarget{auth: s.auth, contexts: []string{s.Context}}
+		t := &logoutTarget{auth: s.Auth, contexts: []string{s.Context}}
 		byID[id] = t
 		o.targets = append(o.targets, t)
 	}
@@ -208,9 +215,9 @@ func (o *LogoutOptions) Validate() error {
 			valid = append(valid, t)
 		case o.All:
 			// --all deletes every entry anyway: one bad entry stops nothing.
-			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: context %s: %s (its tokens are deleted without revocation)\n", printableList(t.contexts), logging.OneLine(err.Error(), 300))
+			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: context %s: %s (its tokens are deleted without revocation)\n", logging.PrintableList(t.contexts), logging.OneLine(err.Error(), 300))
 		case len(t.contexts) > 0:
-			return fmt.Errorf("context %s: %w", printableList(t.contexts), err)
+			return fmt.Errorf("context %s: %w", logging.PrintableList(t.contexts), err)
 		default:
 			return err
 		}
@@ -262,119 +269,31 @@ func (o *LogoutOptions) deleteStore(dir string) tokencache.Store {
 	return &tokencache.Auto{Keyring: tokencache.NewKeyring(), Disk: tokencache.NewDisk(dir), Notify: func(string) {}}
 }
 
-// logout ends one identity's session.
+// logout ends one identity's session (session.Logout) and says which
+// other contexts shared it.
 func (o *LogoutOptions) logout(ctx context.Context, t *logoutTarget) (*LogoutResult, error) {
 	a := t.auth
-	r := &LogoutResult{Contexts: t.contexts, Issuer: a.IssuerURL, ClientID: a.ClientID, Revocation: "nothing cached"}
+	r := &LogoutResult{Contexts: t.contexts, Issuer: a.IssuerURL, ClientID: a.ClientID}
 	if a.Exchange == credspec.ExchangeCloudSigma {
 		r.Issuer = a.CloudSigma().Issuer()
 	}
 	id := a.Key().ID()
 	for _, s := range o.others {
-		if s.identity() == id && !slices.Contains(t.contexts, s.Context) {
+		if s.Identity() == id && !slices.Contains(t.contexts, s.Context) {
 			r.SharedWith = append(r.SharedWith, s.Context)
 		}
 	}
-	store := o.deleteStore(a.TokenCacheDir)
-	// The login's entry holds the refresh token; with an RFC 8693
-	// exchange it is cached apart from the exchanged token.
-	ids := []string{id}
-	if a.Exchange == credspec.ExchangeTokenExchange {
-		ids = append(ids, a.BaseKey().ID())
+	revoke := o.revoker
+	if o.NoRevoke {
+		revoke = nil
 	}
-	results := map[string]bool{}
-	for _, k := range ids {
-		outcome, err := o.logoutEntry(ctx, store, a, k, r)
-		if err != nil {
-			return nil, err
-		}
-		results[outcome] = true
-	}
-	// The worst outcome of the identity's entries is its outcome.
-	for _, outcome := range []string{"failed", "not supported", "skipped", "revoked"} {
-		for got := range results {
-			if strings.HasPrefix(got, outcome) {
-				r.Revocation = got
-				r.Deleted = true
-				return r, nil
-			}
-		}
+	var err error
+	r.Identity, r.Revocation, err = session.Logout(ctx, a, o.deleteStore(a.TokenCacheDir), revoke, cmdutil.Notifier(o.ErrOut))
+	if err != nil {
+		return nil, err
 	}
 	r.Deleted = true
 	return r, nil
-}
-
-// logoutLockTimeout bounds logout's wait for a get-token of the same
-// identity (a refresh in flight would cache a fresh token after the
-// delete); a login waiting in a browser is not waited for.
-const logoutLockTimeout = 10 * time.Second
-
-// logoutEntry revokes and deletes the cache entry k under its lock, and
-// names the identity in r from the first entry found. It returns the
-// revocation's outcome.
-func (o *LogoutOptions) logoutEntry(ctx context.Context, store tokencache.Store, a *settings.AuthOptions, k string, r *LogoutResult) (string, error) {
-	if lock, err := tokencache.AcquireLock(ctx, a.TokenCacheDir, k, logoutLockTimeout); err == nil {
-		defer func() { _ = lock.Release() }()
-	} else {
-		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: logging out without the entry's lock: %s\n", logging.OneLine(err.Error(), 300))
-	}
-	e, _, err := cachedEntry(ctx, store, k)
-	if err != nil && !errors.Is(err, tokencache.ErrCorrupt) {
-		return "", fmt.Errorf("reading the cached token: %w", err)
-	}
-	outcome := "nothing cached"
-	if e != nil {
-		if r.Identity == "" {
-			tok, _ := entryToken(e, a)
-			r.Identity = cmp.Or(tokenSubject(tok), tokenSubject(e.IDToken))
-		}
-		switch {
-		case o.NoRevoke:
-			outcome = "skipped"
-		case a.Exchange == credspec.ExchangeCloudSigma:
-			// A service identity's client credentials: nothing a person holds.
-			outcome = "not supported"
-		default:
-			outcome = o.revokeEntry(ctx, a, e)
-		}
-	}
-	if err := store.Delete(ctx, k); err != nil {
-		return "", fmt.Errorf("deleting the cached token: %w", err)
-	}
-	// A cooldown of the last failed login ends with the session.
-	tokencache.ClearLoginAttempt(a.TokenCacheDir, k)
-	return outcome, nil
-}
-
-// revokeEntry revokes e's refresh token, then its access token (RFC 7009
-// §2.1: revoking the refresh token may or may not end the access token).
-func (o *LogoutOptions) revokeEntry(ctx context.Context, a *settings.AuthOptions, e *tokencache.Entry) string {
-	for _, t := range []struct{ token, hint string }{{e.RefreshToken, "refresh_token"}, {e.AccessToken, "access_token"}} {
-		if t.token == "" {
-			continue
-		}
-		err := o.revoker(ctx, a, t.token, t.hint)
-		if errors.Is(err, login.ErrNoRevocation) {
-			return "not supported"
-		}
-		if err != nil {
-			return "failed: " + logging.OneLine(err.Error(), 300)
-		}
-	}
-	return "revoked"
-}
-
-// revoke asks a's provider to revoke token.
-func (o *LogoutOptions) revoke(ctx context.Context, a *settings.AuthOptions, token, hint string) error {
-	rt, err := newSourceRuntime(a, o.global, o.IOStreams, false)
-	if err != nil {
-		return err
-	}
-	lc, err := rt.login()
-	if err != nil {
-		return err
-	}
-	return lc.Revoke(ctx, token, hint)
 }
 
 // print says what was done, one line per identity.
@@ -386,7 +305,7 @@ func (o *LogoutOptions) print(w io.Writer, results []*LogoutResult) {
 		}
 		where := fmt.Sprintf("client %q at %s", r.ClientID, logging.Printable(r.Issuer))
 		if len(r.Contexts) > 0 {
-			where = "context " + printableList(r.Contexts) + " (" + where + ")"
+			where = "context " + logging.PrintableList(r.Contexts) + " (" + where + ")"
 		}
 		var what string
 		switch {
@@ -403,20 +322,10 @@ func (o *LogoutOptions) print(w io.Writer, results []*LogoutResult) {
 		}
 		fmt.Fprintf(w, "Logged %s out of %s: %s.\n", who, where, what)
 		if len(r.SharedWith) > 0 {
-			fmt.Fprintf(w, "  The same token served %s: they log in again on their next call.\n", printableList(r.SharedWith))
+			fmt.Fprintf(w, "  The same token served %s: they log in again on their next call.\n", logging.PrintableList(r.SharedWith))
 		}
 	}
 	if o.All {
 		fmt.Fprintln(w, "Deleted every cached token of kubectl-impersonate.")
 	}
-}
-
-// printableList joins names from a kubeconfig for the terminal: control
-// characters (a context named with escape sequences) are shown escaped.
-func printableList(names []string) string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = logging.Printable(n)
-	}
-	return strings.Join(out, ", ")
 }

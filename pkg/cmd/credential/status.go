@@ -4,10 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"io"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -20,6 +18,9 @@ import (
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
 // StatusOptions is the status command: one row per kubeconfig context
@@ -36,44 +37,11 @@ type StatusOptions struct {
 	global *cmdutil.GlobalOptions
 
 	raw *clientcmdapi.Config
-	// checker asks a context's cluster who the token is (a fake in tests).
-	checker func(ctx context.Context, s *contextSession, token string) (*SessionCheck, error)
+	// checker asks a context's cluster who the token is, store opens a
+	// session's cache (fakes in tests).
+	checker func(ctx context.Context, s *session.Session, token string) (*session.Check, error)
+	store   func(a *settings.AuthOptions) (tokencache.Store, error)
 	now     func() time.Time
-}
-
-// SessionStatus is one row of status.
-type SessionStatus struct {
-	Context string `json:"context"`
-	Current bool   `json:"current,omitempty"`
-	Cluster string `json:"cluster"`
-	Server  string `json:"server,omitempty"`
-	// User is the kubeconfig user; Identity whom the cached token names.
-	User     string `json:"user"`
-	Identity string `json:"identity,omitempty"`
-	Issuer   string `json:"issuer,omitempty"`
-	ClientID string `json:"clientID,omitempty"`
-	Exchange string `json:"exchange,omitempty"`
-	// LoggedIn: a token is cached; Valid: it has not expired.
-	LoggedIn     bool      `json:"loggedIn"`
-	Valid        bool      `json:"valid"`
-	Expiry       time.Time `json:"expiry,omitzero"`
-	RefreshToken bool      `json:"refreshToken"`
-	// Storage is where the token is cached (keyring, disk).
-	Storage string `json:"storage,omitempty"`
-	// AllowedServer is the --allowed-server check of this cluster:
-	// "any" (no limit), "allowed", or why the token is refused.
-	AllowedServer string `json:"allowedServer"`
-	// SharedWith are the other contexts using the same cached token.
-	SharedWith []string      `json:"sharedWith,omitempty"`
-	Error      string        `json:"error,omitempty"`
-	Check      *SessionCheck `json:"check,omitempty"`
-}
-
-// SessionCheck is the cluster's SelfSubjectReview of the cached token.
-type SessionCheck struct {
-	Username string   `json:"username,omitempty"`
-	Groups   []string `json:"groups,omitempty"`
-	Error    string   `json:"error,omitempty"`
 }
 
 // NewCmdStatus builds status.
@@ -111,13 +79,16 @@ sent.`,
 // Complete reads the kubeconfig.
 func (o *StatusOptions) Complete(args []string) error {
 	o.Contexts = args
-	raw, err := loadKubeconfig(o.Kubeconfig)
+	raw, err := session.LoadKubeconfig(o.Kubeconfig)
 	if err != nil {
 		return err
 	}
 	o.raw = raw
 	if o.checker == nil {
 		o.checker = o.selfSubjectReview
+	}
+	if o.store == nil {
+		o.store = func(a *settings.AuthOptions) (tokencache.Store, error) { return a.NewStore(session.Quiet) }
 	}
 	if o.now == nil {
 		o.now = time.Now
@@ -136,116 +107,25 @@ func (o *StatusOptions) Validate() error {
 	return o.Output.Validate()
 }
 
-// Run prints the rows.
+// Run prints the rows: the kubeconfig's sessions, what the cache (and
+// with --check, each cluster) says of them.
 func (o *StatusOptions) Run(ctx context.Context) error {
-	sessions, err := sessionsOf(o.raw, o.Contexts, nil, o.global.Getenv)
+	sessions, err := session.List(o.raw, o.Contexts, nil, o.global.Getenv)
 	if err != nil {
 		return err
 	}
-	rows := make([]*SessionStatus, len(sessions))
-	tokens := make([]string, len(sessions))
-	o.each(len(sessions), func(i int) { rows[i], tokens[i] = o.status(ctx, sessions[i]) })
-	byIdentity := map[string][]string{}
-	for _, s := range sessions {
-		if id := s.identity(); id != "" {
-			byIdentity[id] = append(byIdentity[id], s.Context)
-		}
-	}
-	for i, s := range sessions {
-		for _, other := range byIdentity[s.identity()] {
-			if other != s.Context {
-				rows[i].SharedWith = append(rows[i].SharedWith, other)
-			}
-		}
-	}
+	opts := session.StatusOptions{Current: o.raw.CurrentContext, Store: o.store, Parallel: o.Parallel, Timeout: o.Timeout}
 	if o.Check {
-		o.each(len(sessions), func(i int) {
-			if tokens[i] == "" || rows[i].AllowedServer != "any" && rows[i].AllowedServer != "allowed" {
-				return
-			}
-			cctx, cancel := context.WithTimeout(ctx, o.Timeout)
-			defer cancel()
-			c, err := o.checker(cctx, sessions[i], tokens[i])
-			if err != nil {
-				c = &SessionCheck{Error: logging.OneLine(err.Error(), 300)}
-			}
-			rows[i].Check = c
-		})
+		opts.Checker = o.checker
 	}
+	rows := session.Statuses(ctx, sessions, opts)
 	return o.Output.Print(o.Out, map[string]any{"sessions": rows}, func(w io.Writer) { o.printTable(w, rows) })
-}
-
-// each runs f(0..n-1), o.Parallel at a time.
-func (o *StatusOptions) each(n int, f func(i int)) {
-	sem := make(chan struct{}, o.Parallel)
-	var wg sync.WaitGroup
-	for i := range n {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			f(i)
-		})
-	}
-	wg.Wait()
-}
-
-// status is one context's row from the cache, and the token a check may
-// send (when valid and allowed to go to the cluster).
-func (o *StatusOptions) status(ctx context.Context, s *contextSession) (*SessionStatus, string) {
-	r := &SessionStatus{Context: s.Context, Current: s.Context == o.raw.CurrentContext, Cluster: s.Cluster, User: s.User, AllowedServer: "any"}
-	if s.cluster != nil {
-		r.Server = s.cluster.Server
-	}
-	if s.err != nil {
-		r.Error = logging.OneLine(s.err.Error(), 300)
-		return r, ""
-	}
-	a := s.auth
-	r.Issuer, r.ClientID, r.Exchange = a.IssuerURL, a.ClientID, a.Exchange
-	if a.Exchange == credspec.ExchangeCloudSigma {
-		r.Issuer = a.CloudSigma().Issuer()
-	}
-	if len(a.AllowedServers) > 0 {
-		r.AllowedServer = "allowed"
-		if err := a.CheckAllowedServer(s.execCluster()); err != nil {
-			r.AllowedServer = logging.OneLine(err.Error(), 300)
-		}
-	}
-	store, err := a.NewStore(func(string) {})
-	if err != nil {
-		r.Error = err.Error()
-		return r, ""
-	}
-	e, where, err := cachedEntry(ctx, store, a.Key().ID())
-	if err != nil {
-		r.Error = logging.OneLine(err.Error(), 300)
-		return r, ""
-	}
-	if e == nil && a.Exchange == credspec.ExchangeTokenExchange {
-		// The exchanged token is not cached; the login's may be.
-		if base, bwhere, berr := cachedEntry(ctx, store, a.BaseKey().ID()); berr == nil && base != nil {
-			r.LoggedIn, r.RefreshToken, r.Storage = true, base.RefreshToken != "", bwhere
-			r.Identity = tokenSubject(base.IDToken)
-		}
-		return r, ""
-	}
-	if e == nil {
-		return r, ""
-	}
-	tok, exp := entryToken(e, a)
-	r.LoggedIn, r.Storage, r.RefreshToken, r.Expiry = true, where, e.RefreshToken != "", exp
-	r.Identity = cmp.Or(tokenSubject(tok), tokenSubject(e.IDToken))
-	r.Valid = tok != "" && o.now().Before(exp)
-	if !r.Valid {
-		return r, ""
-	}
-	return r, tok
 }
 
 // selfSubjectReview asks the context's cluster, with the kubeconfig's TLS
 // and proxy settings and the cached token instead of the exec entry, who
 // the token is.
-func (o *StatusOptions) selfSubjectReview(ctx context.Context, s *contextSession, token string) (*SessionCheck, error) {
+func (o *StatusOptions) selfSubjectReview(ctx context.Context, s *session.Session, token string) (*session.Check, error) {
 	cfg, err := clientcmd.NewNonInteractiveClientConfig(*o.raw, s.Context, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("context %s: %w", s.Context, err)
@@ -264,11 +144,11 @@ func (o *StatusOptions) selfSubjectReview(ctx context.Context, s *contextSession
 	if err != nil {
 		return nil, err
 	}
-	return &SessionCheck{Username: u.Username, Groups: u.Groups}, nil
+	return &session.Check{Username: u.Username, Groups: u.Groups}, nil
 }
 
 // printTable prints one line per context.
-func (o *StatusOptions) printTable(w io.Writer, rows []*SessionStatus) {
+func (o *StatusOptions) printTable(w io.Writer, rows []*session.Status) {
 	if len(rows) == 0 {
 		fmt.Fprintln(o.ErrOut, "No kubeconfig context uses kubectl-impersonate (kubectl impersonate setup writes one).")
 		return
@@ -287,7 +167,7 @@ func (o *StatusOptions) printTable(w io.Writer, rows []*SessionStatus) {
 		}
 		identity := cmp.Or(logging.Printable(r.Identity), "-")
 		if len(r.SharedWith) > 0 {
-			identity += fmt.Sprintf(" (shared with %s)", strings.ReplaceAll(printableList(r.SharedWith), ", ", ","))
+			identity += fmt.Sprintf(" (shared with %s)", strings.ReplaceAll(logging.PrintableList(r.SharedWith), ", ", ","))
 		}
 		expires := "not logged in"
 		switch {
@@ -305,7 +185,7 @@ func (o *StatusOptions) printTable(w io.Writer, rows []*SessionStatus) {
 			refresh = "yes"
 		}
 		server := r.AllowedServer
-		if server != "any" && server != "allowed" {
+		if r.Refused() {
 			server = "refused"
 		}
 		line := strings.Join([]string{cur, logging.Printable(r.Context), identity, cmp.Or(logging.Printable(r.Issuer), "-"), expires, refresh, cmp.Or(r.Storage, "-"), server}, "\t")
@@ -324,7 +204,7 @@ func (o *StatusOptions) printTable(w io.Writer, rows []*SessionStatus) {
 	}
 	_ = tw.Flush()
 	for _, r := range rows {
-		if r.AllowedServer != "any" && r.AllowedServer != "allowed" {
+		if r.Refused() {
 			fmt.Fprintf(o.ErrOut, "%s: %s\n", logging.Printable(r.Context), logging.Printable(r.AllowedServer))
 		}
 	}

@@ -4,14 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 	"io"
+	"net/http"
+	"slices"
+	"sort"
 	"strings"
-
-	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/jwtclaims"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
 )
 
 // ClaimsOptions is the claims command.
@@ -97,8 +107,8 @@ func (o *ClaimsOptions) Validate() error {
 func (o *ClaimsOptions) token(ctx context.Context) (string, error) {
 	switch o.TokenFile {
 	case "":
-		tok, _, err := o.Kube.CachedToken(ctx, o.global.Getenv)
-		if errors.Is(err, cmdutil.ErrNotOurs) {
+		tok, _, err := cachedToken(ctx, o.Kube, o.global.Getenv)
+		if errors.Is(err, session.ErrNotOurs) {
 			return "", fmt.Errorf("%w: give the token with --token-file", err)
 		}
 		return tok, err
@@ -111,16 +121,144 @@ func (o *ClaimsOptions) token(ctx context.Context) (string, error) {
 	}
 }
 
-// Run runs kube-apiserver's authenticator (kubectl-impersonate-apiserver).
-func (o *ClaimsOptions) Run(ctx context.Context) error {
-	return o.global.APIServer.(ClaimsRunner).Claims(ctx, o)
+// ClaimsResult is what claims prints with -o json|yaml.
+type ClaimsResult struct {
+	jwtclaims.Token
+	Expires           time.Time `json:"expires,omitzero"`
+	SignatureVerified bool      `json:"signatureVerified"`
+	// Signature says how the signature was checked, or why not.
+	Signature   string            `json:"signature"`
+	Rules       string            `json:"rules"`
+	Notes       []string          `json:"notes,omitempty"`
+	Predicted   kubecode.Identity `json:"predicted"`
+	Server      *WhoAmIResult     `json:"server,omitempty"`
+	Differences []string          `json:"differences,omitempty"`
 }
 
-// ClaimsRunner runs claims with kube-apiserver's authenticator
-// (pkg/cmd/apiserver.Code).
-type ClaimsRunner interface {
-	Claims(ctx context.Context, o *ClaimsOptions) error
+// Run predicts with kube-apiserver's authenticator (the seam's; in
+// kubectl-impersonate-apiserver), compares with the API server when asked,
+// and prints.
+func (o *ClaimsOptions) Run(ctx context.Context) error {
+	raw, err := o.ReadToken(ctx)
+	if err != nil {
+		return err
+	}
+	tok, err := jwtclaims.Decode(raw)
+	if err != nil {
+		return err
+	}
+	oidc, err := o.OIDC.Values()
+	if err != nil {
+		return err
+	}
+	p, err := o.global.APIServer.Predict(ctx, kubecode.PredictRequest{Token: raw, Authentication: kubecode.Authentication{ConfigFile: o.AuthConfig, OIDC: oidc},
+		Trusted: o.AuthConfig != "" || o.OIDC.IssuerURL != "", SkipVerify: o.SkipVerify})
+	if err != nil {
+		return err
+	}
+	res := ClaimsResult{Token: *tok, SignatureVerified: p.SignatureVerified, Signature: p.Signature, Rules: p.Rules, Notes: p.Notes, Predicted: p.Predicted}
+	res.Expires, _ = tok.Expiry()
+	if o.Compare {
+		if err := o.compare(ctx, &res); err != nil {
+			return err
+		}
+	}
+	if err := o.Output.Print(o.Out, res, func(w io.Writer) { printClaims(w, &res) }); err != nil {
+		return err
+	}
+	if o.Compare && len(res.Differences) > 0 {
+		return fmt.Errorf("the prediction differs from the API server in %d place(s): check the prefixes, claims and requested scopes above", len(res.Differences))
+	}
+	return nil
+}
+
+// compare asks the API server who the token is (SelfSubjectReview) and
+// lists the differences, a refusal (401) included.
+func (o *ClaimsOptions) compare(ctx context.Context, res *ClaimsResult) error {
+	ui, version, err := o.Server.WhoAmI(ctx)
+	var ae *kubeapi.APIError
+	refused := errors.As(err, &ae) && ae.Code == http.StatusUnauthorized
+	switch {
+	case refused:
+		res.Server = &WhoAmIResult{APIVersion: "refused (401)"}
+	case err != nil:
+		return err
+	default:
+		res.Server = &WhoAmIResult{APIVersion: "authentication.k8s.io/" + version, Username: ui.Username, UID: ui.UID, Groups: ui.Groups}
+	}
+	server := kubecode.Identity{}
+	if ui != nil {
+		server = kubecode.Identity{Username: ui.Username, UID: ui.UID, Groups: ui.Groups, Extra: ExtraOf(ui.Extra)}
+		res.Server.Extra = server.Extra
+	}
+	res.Differences = kubecode.Differences(res.Predicted, server, refused)
+	return nil
 }
 
 // NeedsAPIServer: claims always runs kube-apiserver's authenticator.
 func (o *ClaimsOptions) NeedsAPIServer() *cmdutil.GlobalOptions { return o.global }
+
+func printClaims(w io.Writer, r *ClaimsResult) {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "HEADER\t\n")
+	printMap(tw, r.Header)
+	fmt.Fprintf(tw, "CLAIMS\t\n")
+	printMap(tw, r.Claims)
+	if !r.Expires.IsZero() {
+		fmt.Fprintf(tw, "Expires\t%s (in %s)\n", r.Expires.Local().Format(time.RFC3339), time.Until(r.Expires).Round(time.Second))
+	}
+	fmt.Fprintf(tw, "Signature\t%s\n", logging.Printable(r.Signature))
+	fmt.Fprintf(tw, "PREDICTED\t%s\n", logging.Printable(r.Rules))
+	printIdentity(tw, r.Predicted)
+	for _, n := range r.Notes {
+		fmt.Fprintf(tw, "  note\t%s\n", logging.OneLine(n, 0))
+	}
+	if r.Server != nil {
+		fmt.Fprintf(tw, "API SERVER (%s)\t\n", r.Server.APIVersion)
+		if r.Server.Username != "" {
+			printIdentity(tw, kubecode.Identity{Username: r.Server.Username, UID: r.Server.UID, Groups: r.Server.Groups, Extra: r.Server.Extra})
+		}
+		if len(r.Differences) == 0 {
+			fmt.Fprintf(tw, "  differences\tnone\n")
+		}
+		for _, d := range r.Differences {
+			fmt.Fprintf(tw, "  DIFFERENCE\t%s\n", logging.Printable(d))
+		}
+	}
+	_ = tw.Flush()
+}
+
+func printIdentity(w io.Writer, id kubecode.Identity) {
+	if id.Refused != "" {
+		fmt.Fprintf(w, "  refused\t%s\n", logging.Printable(id.Refused))
+		return
+	}
+	fmt.Fprintf(w, "  username\t%s\n", logging.Printable(id.Username))
+	if id.UID != "" {
+		fmt.Fprintf(w, "  uid\t%s\n", logging.Printable(id.UID))
+	}
+	fmt.Fprintf(w, "  groups\t[%s]\n", logging.Printable(strings.Join(id.Groups, " ")))
+	keys := make([]string, 0, len(id.Extra))
+	for k := range id.Extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "  extra %s\t[%s]\n", logging.Printable(k), logging.Printable(strings.Join(id.Extra[k], " ")))
+	}
+}
+
+func printMap(w io.Writer, m map[string]any) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := m[k]
+		if f, ok := v.(float64); ok && slices.Contains([]string{"exp", "iat", "nbf", "auth_time"}, k) {
+			v = fmt.Sprintf("%d (%s)", int64(f), time.Unix(int64(f), 0).UTC().Format(time.RFC3339))
+		}
+		fmt.Fprintf(w, "  %s\t%s\n", logging.Printable(k), logging.Printable(fmt.Sprint(v)))
+	}
+}

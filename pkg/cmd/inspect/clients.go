@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 
-	rbacv1 "k8s.io/api/rbac/v1"
-
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
 )
 
 // The seams of the inspection commands, in kubectl's shape: Complete(args)
@@ -142,4 +143,15 @@ func discover(ctx context.Context, d discoverer, subresources bool, warn func(st
 		return all, nil
 	}
 	return all, err
+}
+
+// cachedToken is the cached token of the session the kubectl flags select,
+// as get-token would hand it out now (session.ErrNotOurs when the
+// context's user does not run this plugin).
+func cachedToken(ctx context.Context, kube *cmdutil.KubeFlags, getenv func(string) string) (string, *session.TokenSource, error) {
+	s, err := kube.Session(getenv)
+	if err != nil {
+		return "", nil, err
+	}
+	return s.CachedToken(ctx)
 }

@@ -8,11 +8,10 @@ import (
 	"sort"
 	"text/tabwriter"
 
-	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/jwtclaims"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
@@ -71,7 +70,7 @@ func (o *GroupsOptions) Complete(args []string) error {
 		return err
 	}
 	o.token = func(ctx context.Context) (string, error) {
-		raw, _, err := o.Kube.CachedToken(ctx, o.global.Getenv)
+		raw, _, err := cachedToken(ctx, o.Kube, o.global.Getenv)
 		return raw, err
 	}
 	return nil

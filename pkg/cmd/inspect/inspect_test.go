@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,8 +22,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
 )
 
 // fakeCluster stands in for the API server behind the inspection
@@ -256,7 +256,7 @@ func TestWhoAmIRun(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		format string
-		ts     *cmdutil.TokenSource
+		ts     *session.TokenSource
 		want   string
 	}{
 		{name: "table", want: "Username"},
@@ -275,7 +275,7 @@ func TestWhoAmIRun(t *testing.T) {
     }
 }
 `},
-		{name: "json, this plugin's user: annotations", format: "json", ts: &cmdutil.TokenSource{Issuer: "https://dex.example.com", ClientID: "kube", GrantType: "authcode", Storage: "keyring", Cached: true, Expiry: expiry},
+		{name: "json, this plugin's user: annotations", format: "json", ts: &session.TokenSource{Issuer: "https://dex.example.com", ClientID: "kube", GrantType: "authcode", Storage: "keyring", Cached: true, Expiry: expiry},
 			want: `"annotations": {
             "kubectl-impersonate.io/token-cache": "keyring",
             "kubectl-impersonate.io/token-client": "kube",
@@ -288,7 +288,7 @@ func TestWhoAmIRun(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			streams, out, _ := testStreams()
 			o := &WhoAmIOptions{Output: &cmdutil.OutputFlags{Format: tt.format}, IOStreams: streams, global: testGlobal(), client: &fakeCluster{user: alice},
-				tokenSource: func(context.Context) *cmdutil.TokenSource { return tt.ts }}
+				tokenSource: func(context.Context) *session.TokenSource { return tt.ts }}
 			require.NoError(t, o.Run(context.Background()))
 			switch tt.name {
 			case "table":

@@ -11,15 +11,14 @@ import (
 	"text/tabwriter"
 	"time"
 
-	authnv1 "k8s.io/api/authentication/v1"
-
-	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-
 	"github.com/spf13/cobra"
+	authnv1 "k8s.io/api/authentication/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kuberc"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
 )
 
 // WhoAmIOptions is the whoami command.
@@ -29,7 +28,7 @@ type WhoAmIOptions struct {
 	client selfSubjectReviewer
 	// tokenSource describes the current user's cached token (nil when the
 	// user does not run this plugin); it reads the local cache only.
-	tokenSource func(ctx context.Context) *cmdutil.TokenSource
+	tokenSource func(ctx context.Context) *session.TokenSource
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
 }
@@ -41,7 +40,7 @@ type WhoAmIResult struct {
 	UID         string               `json:"uid,omitempty"`
 	Groups      []string             `json:"groups"`
 	Extra       map[string][]string  `json:"extra,omitempty"`
-	TokenSource *cmdutil.TokenSource `json:"tokenSource,omitempty"`
+	TokenSource *session.TokenSource `json:"tokenSource,omitempty"`
 }
 
 // NewCmdWhoAmI builds whoami.
@@ -78,9 +77,9 @@ func (o *WhoAmIOptions) Complete(args []string) error {
 	if o.client, err = o.Kube.APIClient(); err != nil {
 		return err
 	}
-	o.tokenSource = func(ctx context.Context) *cmdutil.TokenSource {
-		_, ts, err := o.Kube.CachedToken(ctx, o.global.Getenv)
-		if errors.Is(err, cmdutil.ErrNotOurs) {
+	o.tokenSource = func(ctx context.Context) *session.TokenSource {
+		_, ts, err := cachedToken(ctx, o.Kube, o.global.Getenv)
+		if errors.Is(err, session.ErrNotOurs) {
 			return nil
 		}
 		warnKuberc(o.ErrOut, o.Kube.ExecCommand(), o.global.Getenv)
@@ -169,7 +168,7 @@ const TokenAnnotationPrefix = "kubectl-impersonate.io/token-"
 // annotated is the API server's SelfSubjectReview as kubectl auth whoami
 // prints it (the server's metadata kept), with ts (if any) under
 // metadata.annotations.
-func annotated(in *authnv1.SelfSubjectReview, ts *cmdutil.TokenSource) *authnv1.SelfSubjectReview {
+func annotated(in *authnv1.SelfSubjectReview, ts *session.TokenSource) *authnv1.SelfSubjectReview {
 	ssr := in.DeepCopy()
 	// Ours alone under our prefix: never a server's (or anyone's) claim to be.
 	maps.DeleteFunc(ssr.Annotations, func(k, _ string) bool { return strings.HasPrefix(k, TokenAnnotationPrefix) })

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,10 +9,11 @@ import (
 	"strings"
 	"time"
 
-	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode"
 )
 
 // ProxyOptions is the proxy command.
@@ -45,18 +47,10 @@ func (o *ProxyOptions) CacheTTL() time.Duration {
 	return o.TokenCacheTTL
 }
 
-// The flags' defaults are pkg/proxy's (DefaultCacheTTL, DefaultMaxInFlight;
-// pkg/cmd/apiserver's TestProxyDefaults keeps them equal): this binary does
-// not link pkg/proxy.
-const (
-	proxyDefaultCacheTTL    = 10 * time.Second
-	proxyDefaultMaxInFlight = 400
-)
-
 // NewCmdProxy builds proxy.
 func NewCmdProxy(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ProxyOptions{IOStreams: streams, global: g, Listen: ":8443", TokenCacheSize: -1, TokenCacheTTL: proxyDefaultCacheTTL, MaxInFlight: proxyDefaultMaxInFlight,
-		UpstreamTimeout: 60 * time.Second, CallerImpersonationMode: CallerImpersonationAuto}
+	o := &ProxyOptions{IOStreams: streams, global: g, Listen: ":8443", TokenCacheSize: -1, TokenCacheTTL: kubecode.DefaultProxyCacheTTL, MaxInFlight: kubecode.DefaultMaxInFlight,
+		UpstreamTimeout: 60 * time.Second, CallerImpersonationMode: kubecode.CallerImpersonationAuto}
 	cmd := &cobra.Command{
 		Use:   "proxy",
 		Short: "Serve an impersonating proxy in front of an API server that cannot trust the OIDC provider",
@@ -149,29 +143,24 @@ func (o *ProxyOptions) Validate() error {
 		return errors.New("--oidc-client-id is required: the audience the tokens are issued to")
 	case o.InCluster == (o.UpstreamKubeconfig != ""):
 		return errors.New("give exactly one of --in-cluster and --upstream-kubeconfig for the proxy's own credential")
-	case !slices.Contains([]string{CallerImpersonationAuto, CallerImpersonationConstrained, CallerImpersonationClassic}, o.CallerImpersonationMode):
+	case !slices.Contains([]string{kubecode.CallerImpersonationAuto, kubecode.CallerImpersonationConstrained, kubecode.CallerImpersonationClassic}, o.CallerImpersonationMode):
 		return fmt.Errorf("--caller-impersonation-mode %q is not one of auto, constrained, classic", o.CallerImpersonationMode)
 	}
 	return nil
 }
 
-// The values of --caller-impersonation-mode.
-const (
-	CallerImpersonationAuto        = "auto"
-	CallerImpersonationConstrained = "constrained"
-	CallerImpersonationClassic     = "classic"
-)
-
-// Run serves the proxy with kube-apiserver's authenticator
-// (kubectl-impersonate-apiserver) until ctx ends.
+// Run serves the proxy with kube-apiserver's authenticator (the seam's; in
+// kubectl-impersonate-apiserver) until ctx ends.
 func (o *ProxyOptions) Run(ctx context.Context) error {
-	return o.global.APIServer.(ProxyRunner).Proxy(ctx, o)
-}
-
-// ProxyRunner serves the proxy with kube-apiserver's authenticator
-// (pkg/cmd/apiserver.Code).
-type ProxyRunner interface {
-	Proxy(ctx context.Context, o *ProxyOptions) error
+	oidc, err := o.OIDC.Values()
+	if err != nil {
+		return err
+	}
+	return o.global.APIServer.ServeProxy(ctx, kubecode.ProxyConfig{Listen: o.Listen, CertFile: o.CertFile, KeyFile: o.KeyFile, MetricsAddress: o.MetricsAddress,
+		Upstream: o.Upstream, UpstreamKubeconfig: o.UpstreamKubeconfig, InCluster: o.InCluster, UpstreamTimeout: o.UpstreamTimeout,
+		Authentication: kubecode.Authentication{ConfigFile: o.AuthConfig, OIDC: oidc}, SigningKeyFile: o.SigningKeyFile,
+		AllowSystemIdentities: o.AllowSystemIdentities, AllowCallerImpersonation: o.AllowCallerImpersonation, CallerImpersonationMode: o.CallerImpersonationMode,
+		AuditLog: o.AuditLog, CacheTTL: o.CacheTTL(), MaxInFlight: cmp.Or(o.MaxInFlight, -1), Log: o.ErrOut})
 }
 
 // NeedsAPIServer: the proxy always runs kube-apiserver's authenticator.

@@ -2,12 +2,8 @@ package util
 
 import (
 	"cmp"
-	"context"
-	"errors"
 	"fmt"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -18,12 +14,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
 )
 
 // KubeFlags are kubectl's own connection flags (--kubeconfig, --context,
@@ -173,147 +167,37 @@ func keys[V any](m map[string]V) []string {
 	return out
 }
 
-// TokenSource describes where the current kubeconfig user's token comes
-// from, when that user runs this plugin. It never holds the token.
-type TokenSource struct {
-	Issuer    string    `json:"issuer,omitempty"`
-	ClientID  string    `json:"clientID,omitempty"`
-	GrantType string    `json:"grantType,omitempty"`
-	Exchange  string    `json:"exchange,omitempty"`
-	Storage   string    `json:"cacheStorage"`
-	Expiry    time.Time `json:"expiry,omitzero"`
-	Cached    bool      `json:"cached"`
-}
-
-var ErrNotOurs = errors.New("the current kubeconfig user does not run kubectl-impersonate (its exec entry runs something else, or it has none)")
-
-// CachedToken reads the current kubeconfig user's token from our cache,
-// without logging in: the user's exec entry must run this plugin.
-func (k *KubeFlags) CachedToken(ctx context.Context, getenv func(string) string) (string, *TokenSource, error) {
-	exec, err := k.currentExec()
-	if err != nil {
-		return "", nil, err
-	}
-	if exec == nil {
-		return "", nil, ErrNotOurs
-	}
-	return cachedTokenOf(ctx, exec, getenv)
-}
-
 // ExecCommand is the current kubeconfig user's exec command, "" without one.
 func (k *KubeFlags) ExecCommand() string {
-	if exec, err := k.currentExec(); err == nil && exec != nil {
-		return exec.Command
+	raw, err := k.ClientConfig().RawConfig()
+	if err != nil {
+		return ""
+	}
+	s := k.selection()
+	user := s.User
+	if c, ok := raw.Contexts[cmp.Or(s.Context, raw.CurrentContext)]; ok && user == "" {
+		user = c.AuthInfo
+	}
+	if ai, ok := raw.AuthInfos[user]; ok && ai.Exec != nil {
+		return ai.Exec.Command
 	}
 	return ""
 }
 
-// ContextUserExec is the exec entry of context's user (default: the
-// current context) in kubeconfig (default: kubectl's files), nil without one.
-func ContextUserExec(kubeconfig, context string) (*clientcmdapi.ExecConfig, error) {
-	k := &KubeFlags{rules: clientcmd.NewDefaultClientConfigLoadingRules()}
-	k.rules.ExplicitPath, k.overrides.CurrentContext = kubeconfig, context
-	exec, name, found, err := k.userExec()
-	if err == nil && !found {
-		return nil, fmt.Errorf("the kubeconfig has no context %q: give --context, or the issuer flags", name)
-	}
-	return exec, err
+// selection is the context, user and cluster the flags choose.
+func (k *KubeFlags) selection() session.Selection {
+	return session.Selection{Context: k.overrides.CurrentContext, User: k.overrides.Context.AuthInfo, Cluster: k.overrides.Context.Cluster}
 }
 
-// currentExec is the exec entry of the current context's user (the
-// flags' --context and --user win), nil without one.
-func (k *KubeFlags) currentExec() (*clientcmdapi.ExecConfig, error) {
-	exec, _, _, err := k.userExec()
-	return exec, err
-}
-
-// userExec is currentExec, with the context's name and whether the
-// kubeconfig has it.
-func (k *KubeFlags) userExec() (exec *clientcmdapi.ExecConfig, context string, found bool, err error) {
+// Session is the session of the context the flags select (kubectl's
+// current one by default): session.ErrNotOurs when its user does not run
+// this plugin.
+func (k *KubeFlags) Session(getenv func(string) string) (*session.Session, error) {
 	raw, err := k.ClientConfig().RawConfig()
 	if err != nil {
-		return nil, "", false, fmt.Errorf("loading the kubeconfig: %w", err)
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
 	}
-	context = cmp.Or(k.overrides.CurrentContext, raw.CurrentContext)
-	c, found := raw.Contexts[context]
-	user := k.overrides.Context.AuthInfo
-	if found && user == "" {
-		user = c.AuthInfo
-	}
-	if ai, ok := raw.AuthInfos[user]; ok {
-		return ai.Exec, context, found, nil
-	}
-	return nil, context, found, nil
-}
-
-// SettingsOfExec reads the get-token settings of an exec entry that runs
-// this plugin (the fast binary, or the full one's get-token), with the
-// entry's environment over ours.
-func SettingsOfExec(exec *clientcmdapi.ExecConfig, getenv func(string) string) (*settings.AuthOptions, error) {
-	return SettingsOfExecOverridden(exec, nil, getenv)
-}
-
-// SettingsOfExecOverridden is SettingsOfExec with the flags the user set
-// on the command line (user, nil for none) over the entry's.
-func SettingsOfExecOverridden(exec *clientcmdapi.ExecConfig, user *settings.AuthOptions, getenv func(string) string) (*settings.AuthOptions, error) {
-	if exec == nil {
-		return nil, ErrNotOurs
-	}
-	args := exec.Args
-	switch filepath.Base(strings.TrimSuffix(exec.Command, ".exe")) {
-	case install.FastBinaryName:
-	case install.FullBinaryName:
-		if len(args) == 0 || args[0] != "get-token" {
-			return nil, ErrNotOurs
-		}
-		args = args[1:]
-	default:
-		return nil, ErrNotOurs
-	}
-	env := map[string]string{}
-	names := []string{} // not nil: the entry's env is known
-	for _, e := range exec.Env {
-		env[e.Name] = e.Value
-		names = append(names, e.Name)
-	}
-	lookup := func(name string) string {
-		if v, ok := env[name]; ok {
-			return v
-		}
-		return getenv(name)
-	}
-	o, err := settings.ParseArgsOverridden(args, user, lookup, func(string) {}, names...)
-	if err != nil {
-		return nil, fmt.Errorf("reading the exec entry's flags: %w", err)
-	}
-	return o, nil
-}
-
-func cachedTokenOf(ctx context.Context, exec *clientcmdapi.ExecConfig, getenv func(string) string) (string, *TokenSource, error) {
-	o, err := SettingsOfExec(exec, getenv)
-	if err != nil {
-		return "", nil, err
-	}
-	store, err := o.NewStore(func(string) {})
-	if err != nil {
-		return "", nil, err
-	}
-	ts := &TokenSource{Issuer: o.IssuerURL, ClientID: o.ClientID, GrantType: credspec.EffectiveGrant(o.GrantType), Exchange: o.Exchange, Storage: store.Name()}
-	if o.Exchange == credspec.ExchangeCloudSigma {
-		ts.Issuer, ts.GrantType = o.CloudSigma().Issuer(), "client-credentials + cloudsigma impersonation"
-	}
-	r, ok, err := o.Source(store, nil, nil).Cached(ctx)
-	if err != nil {
-		return "", ts, err
-	}
-	if !ok {
-		return "", ts, errors.New("no valid cached token for the current kubeconfig user: run any kubectl command first, or kubectl impersonate login with the same flags")
-	}
-	ts.Cached, ts.Expiry = true, r.Expiry
-	if a, ok := store.(*tokencache.Auto); ok && a.Where() != "" {
-		ts.Storage = a.Where()
-	}
-	return r.Token, ts, nil
+	return session.Current(&raw, k.selection(), nil, getenv)
 }
 
 // NewRBACClient is an rbac.Client for cfg.

@@ -6,10 +6,14 @@ import (
 	"io"
 	"os"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
 )
 
 // GlobalOptions are the flags of every command.
@@ -18,19 +22,17 @@ type GlobalOptions struct {
 	// Getenv and IsTerminal are stubbable for tests.
 	Getenv     func(string) string
 	IsTerminal func(any) bool
-	// APIServer is kube-apiserver's own code (pkg/cmd.APIServerCode), in
+	// APIServer is kube-apiserver's own code (pkg/kubecode), injected by
 	// kubectl-impersonate-apiserver alone; nil in the other binaries, which
-	// hand the commands that need it to that one. Each command asserts the
-	// one method it runs (inspect.ClaimsRunner, serve.ProxyRunner,
-	// credential.AuthConfigChecker): the registry's interface names them all.
-	APIServer any
+	// hand the commands that need it to that one (RunE).
+	APIServer kubecode.Code
 	// args is the command line, for that hand-off.
 	args []string
 }
 
 // NewGlobalOptions are the options of a run of args, with kube-apiserver's
 // code where this binary links it (else nil).
-func NewGlobalOptions(code any, args []string) *GlobalOptions {
+func NewGlobalOptions(code kubecode.Code, args []string) *GlobalOptions {
 	return &GlobalOptions{Getenv: os.Getenv, IsTerminal: IsTerminalFile, APIServer: code, args: args}
 }
 
@@ -103,4 +105,11 @@ func RunE(o Options) func(*cobra.Command, []string) error {
 		}
 		return o.Run(c.Context())
 	}
+}
+
+// SessionEnv is what obtaining a token may do with the command's streams:
+// ask a person when interactive; person says a person asked for the login.
+func (g *GlobalOptions) SessionEnv(streams genericiooptions.IOStreams, interactive, person bool) session.Env {
+	return session.Env{In: streams.In, ErrOut: streams.ErrOut, Interactive: interactive, Person: person,
+		StderrIsTerminal: g.IsTerminal(streams.ErrOut), Verbosity: g.Verbosity}
 }

@@ -1,10 +1,9 @@
-package credential
+package session
 
 import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 
@@ -33,29 +32,21 @@ func TestRevokeEntry(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var hints []string
-			o := &LogoutOptions{revoker: func(_ context.Context, _ *settings.AuthOptions, token, hint string) error {
+			revoke := func(_ context.Context, _ *settings.AuthOptions, token, hint string) error {
 				hints = append(hints, hint)
 				return tt.errs[hint]
-			}}
-			assert.Equal(t, tt.want, o.revokeEntry(context.Background(), settings.NewAuthOptions(), &tt.entry))
+			}
+			assert.Equal(t, tt.want, revokeEntry(context.Background(), settings.NewAuthOptions(), &tt.entry, revoke))
 			assert.Equal(t, tt.wantHints, hints)
 		})
 	}
 }
 
-func TestShortDuration(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		42 * time.Second: "42s", 17*time.Minute + 5*time.Second: "17m", 3*time.Hour + 5*time.Minute: "3h5m", 50 * time.Hour: "2d2h",
-	} {
-		assert.Equal(t, want, shortDuration(d), d.String())
-	}
-}
-
-func TestTokenSubject(t *testing.T) {
+func TestSubject(t *testing.T) {
 	// {"alg":"none"}.{"email":"a@example.com","sub":"s"}.
-	assert.Equal(t, "a@example.com", tokenSubject("eyJhbGciOiJub25lIn0.eyJlbWFpbCI6ImFAZXhhbXBsZS5jb20iLCJzdWIiOiJzIn0.x"))
+	assert.Equal(t, "a@example.com", Subject("eyJhbGciOiJub25lIn0.eyJlbWFpbCI6ImFAZXhhbXBsZS5jb20iLCJzdWIiOiJzIn0.x"))
 	// {"sub":"s"}
-	assert.Equal(t, "s", tokenSubject("eyJhbGciOiJub25lIn0.eyJzdWIiOiJzIn0.x"))
-	assert.Empty(t, tokenSubject("at-opaque"))
-	assert.Empty(t, tokenSubject("a.!!!.c"))
+	assert.Equal(t, "s", Subject("eyJhbGciOiJub25lIn0.eyJzdWIiOiJzIn0.x"))
+	assert.Empty(t, Subject("at-opaque"))
+	assert.Empty(t, Subject("a.!!!.c"))
 }

@@ -1,26 +1,24 @@
-// Package apiserver runs kube-apiserver's own code for the commands that
-// need it: claims predicts with its JWT authenticator, proxy serves with it,
+// Package linked is kube-apiserver's own code behind the kubecode.Code
+// seam: claims predicts with its JWT authenticator, proxy serves with it,
 // setup --authentication-config checks a cluster's configuration as
 // kube-apiserver validates it. Only cmd/kubectl-impersonate-apiserver
 // imports this package: the code's package initialisers (component-base's
 // metrics registry, CEL, the egress selector) would otherwise cost every
-// kubectl-impersonate process about 10 ms. pkg/cmd defines the commands
-// (flags, help, Validate) and hands them here through cmd.APIServerCode.
-package apiserver
+// kubectl-impersonate process about 10 ms.
+package linked
 
 import (
 	"fmt"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn/oidcflags"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd"
-	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode"
 )
 
-// Code implements cmd.APIServerCode.
+// Code is kubecode.Code on kube-apiserver's own code.
 type Code struct{}
 
-var _ cmd.APIServerCode = Code{}
+var _ kubecode.Code = Code{}
 
 // authnOptions is the one construction of the authenticator kube-apiserver
 // would run, for claims and proxy: an AuthenticationConfiguration file
@@ -28,18 +26,15 @@ var _ cmd.APIServerCode = Code{}
 // flags converted as kube-apiserver converts them. fill completes the flags
 // before the conversion (claims takes the token's own iss and aud when none
 // are given). rule describes the rules in one line.
-func authnOptions(authConfig string, oidc *cmdutil.OIDCFlags, fill func(*oidcflags.Legacy)) (opts authn.Options, rule string, err error) {
-	if authConfig != "" {
-		cfg, err := authn.LoadConfigFile(authConfig)
+func authnOptions(a kubecode.Authentication, fill func(*oidcflags.Legacy)) (opts authn.Options, rule string, err error) {
+	if a.ConfigFile != "" {
+		cfg, err := authn.LoadConfigFile(a.ConfigFile)
 		if err != nil {
 			return opts, "", err
 		}
-		return authn.Options{Config: cfg}, fmt.Sprintf("AuthenticationConfiguration %s (%d jwt authenticator(s))", authConfig, len(cfg.JWT)), nil
+		return authn.Options{Config: cfg}, fmt.Sprintf("AuthenticationConfiguration %s (%d jwt authenticator(s))", a.ConfigFile, len(cfg.JWT)), nil
 	}
-	l, err := oidc.Values()
-	if err != nil {
-		return opts, "", err
-	}
+	l := a.OIDC
 	if fill != nil {
 		fill(&l)
 	}

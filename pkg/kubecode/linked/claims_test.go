@@ -1,4 +1,4 @@
-package apiserver
+package linked
 
 import (
 	"encoding/base64"

@@ -1,4 +1,4 @@
-package apiserver
+package linked
 
 import (
 	"bytes"
@@ -10,10 +10,11 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd"
 )
 
 // TestSetupChecksAuthenticationConfig: given the cluster's

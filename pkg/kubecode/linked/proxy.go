@@ -1,31 +1,31 @@
-package apiserver
+package linked
 
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"encoding/json"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/serve"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/proxy"
-	"k8s.io/apimachinery/pkg/util/version"
-	"net/http"
 )
 
 // authnOptions builds the authenticator's configuration from the flags.
-func proxyAuthnOptions(o *serve.ProxyOptions) (authn.Options, string, error) {
-	opts, rule, err := authnOptions(o.AuthConfig, &o.OIDC, nil)
+func proxyAuthnOptions(o kubecode.ProxyConfig) (authn.Options, string, error) {
+	opts, rule, err := authnOptions(o.Authentication, nil)
 	if err != nil {
 		return opts, "", err
 	}
@@ -42,7 +42,7 @@ func proxyAuthnOptions(o *serve.ProxyOptions) (authn.Options, string, error) {
 // upstreamConfig loads the proxy's own credential and refuses one that
 // impersonates by itself: its Impersonate-* headers would replace the
 // caller's.
-func upstreamConfig(o *serve.ProxyOptions) (*rest.Config, *url.URL, error) {
+func upstreamConfig(o kubecode.ProxyConfig) (*rest.Config, *url.URL, error) {
 	var cfg *rest.Config
 	var err error
 	if o.InCluster {
@@ -65,8 +65,8 @@ func upstreamConfig(o *serve.ProxyOptions) (*rest.Config, *url.URL, error) {
 	return cfg, u, nil
 }
 
-// Proxy serves until ctx ends.
-func (Code) Proxy(ctx context.Context, o *serve.ProxyOptions) error {
+// ServeProxy serves the proxy until ctx ends.
+func (Code) ServeProxy(ctx context.Context, o kubecode.ProxyConfig) error {
 	cfg, u, err := upstreamConfig(o)
 	if err != nil {
 		return err
@@ -95,17 +95,17 @@ func (Code) Proxy(ctx context.Context, o *serve.ProxyOptions) error {
 	// could only answer "not ready" (503, Retry-After).
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	if err := authenticator.WaitReady(wctx); err != nil && ctx.Err() == nil {
-		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy: serving before the issuers' keys are loaded (/readyz fails until they are): %s\n", logging.OneLine(err.Error(), 500))
+		fmt.Fprintf(o.Log, "kubectl-impersonate: proxy: serving before the issuers' keys are loaded (/readyz fails until they are): %s\n", logging.OneLine(err.Error(), 500))
 	}
 	cancel()
-	audit, closeAudit, err := openAudit(o.AuditLog, o.ErrOut)
+	audit, closeAudit, err := openAudit(o.AuditLog, o.Log)
 	if err != nil {
 		return err
 	}
 	defer closeAudit()
 	certs := &proxy.CertReloader{CertFile: o.CertFile, KeyFile: o.KeyFile,
 		OnError: func(err error) {
-			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy: keeping the previous certificate: %v\n", err)
+			fmt.Fprintf(o.Log, "kubectl-impersonate: proxy: keeping the previous certificate: %v\n", err)
 		}}
 	if err := certs.Load(); err != nil {
 		return err
@@ -117,21 +117,21 @@ func (Code) Proxy(ctx context.Context, o *serve.ProxyOptions) error {
 		Authenticator:    authenticator, AllowSystemIdentities: o.AllowSystemIdentities,
 		Ready:              proxy.ReadyCheck(u, proxy.HeaderTimeout(transport, o.UpstreamTimeout), authenticator.HealthCheck, time.Second),
 		AuthenticatorReady: authenticator.HealthCheck,
-		Audit:              audit, Metrics: metrics, CacheTTL: o.CacheTTL(), MaxInFlight: cmp.Or(o.MaxInFlight, -1),
-		Log: func(s string) { fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy: %s\n", s) }}
+		Audit:              audit, Metrics: metrics, CacheTTL: o.CacheTTL, MaxInFlight: o.MaxInFlight,
+		Log: func(s string) { fmt.Fprintf(o.Log, "kubectl-impersonate: proxy: %s\n", s) }}
 	if o.AllowCallerImpersonation {
 		rt := proxy.HeaderTimeout(transport, o.UpstreamTimeout)
 		h.CallerImpersonation = proxy.SubjectAccessReviewer{Upstream: u, RT: rt}
 		var why string
 		h.ConstrainedImpersonation, why = callerImpersonationMode(ctx, o.CallerImpersonationMode, u, rt)
-		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy: kubectl --as is decided by kube-apiserver's %s\n", why)
+		fmt.Fprintf(o.Log, "kubectl-impersonate: proxy: kubectl --as is decided by kube-apiserver's %s\n", why)
 	}
 	srv := &proxy.Server{Handler: h, Listen: o.Listen, MetricsAddress: o.MetricsAddress, Certs: certs,
 		Listening: func(api, metrics net.Addr) {
 			if metrics != nil {
-				fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy metrics on http://%s/metrics\n", metrics)
+				fmt.Fprintf(o.Log, "kubectl-impersonate: proxy metrics on http://%s/metrics\n", metrics)
 			}
-			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: proxy for %s listening on https://%s; identities: %s; system: identities %s\n",
+			fmt.Fprintf(o.Log, "kubectl-impersonate: proxy for %s listening on https://%s; identities: %s; system: identities %s\n",
 				u.Host, api, rule, map[bool]string{true: "allowed", false: "refused"}[o.AllowSystemIdentities])
 		}}
 	return srv.Run(ctx)
@@ -160,9 +160,9 @@ func openAudit(path string, stderr io.Writer) (io.Writer, func(), error) {
 // filter would allow what a 1.35 API server refuses.
 func callerImpersonationMode(ctx context.Context, mode string, upstream *url.URL, rt http.RoundTripper) (bool, string) {
 	switch mode {
-	case serve.CallerImpersonationConstrained:
+	case kubecode.CallerImpersonationConstrained:
 		return true, "constrained impersonation filter (--caller-impersonation-mode=constrained)"
-	case serve.CallerImpersonationClassic:
+	case kubecode.CallerImpersonationClassic:
 		return false, "classic impersonation filter (--caller-impersonation-mode=classic)"
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -1,10 +1,8 @@
-package credential
+package setup
 
 import (
 	"crypto/sha256"
 	"fmt"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,8 +14,10 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeconfig"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
@@ -313,8 +313,8 @@ func (o *SetupOptions) fromKubelogin() error {
 
 func printMigration(w io.Writer, m *migration, e *clientcmdapi.ExecConfig) {
 	fmt.Fprintf(w, "user %q:\n", m.User)
-	fmt.Fprintf(w, "- %s\n", strings.Join(quoteArgs(append([]string{m.Old.Command}, redactSecrets(m.Old.Args)...)), " "))
-	fmt.Fprintf(w, "+ %s\n", strings.Join(quoteArgs(append([]string{e.Command}, e.Args...)), " "))
+	fmt.Fprintf(w, "- %s\n", strings.Join(logging.ShellQuoteArgs(append([]string{m.Old.Command}, redactSecrets(m.Old.Args)...)), " "))
+	fmt.Fprintf(w, "+ %s\n", strings.Join(logging.ShellQuoteArgs(append([]string{e.Command}, e.Args...)), " "))
 	for _, n := range m.Notes {
 		fmt.Fprintf(w, "  note: %s\n", logging.OneLine(n, 0))
 	}

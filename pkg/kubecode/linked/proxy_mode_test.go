@@ -1,4 +1,4 @@
-package apiserver
+package linked
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/serve"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode"
 )
 
 // auto picks kube-apiserver's constrained filter from 1.36, where its
@@ -24,13 +24,13 @@ func TestCallerImpersonationMode(t *testing.T) {
 		status           int
 		want             bool
 	}{
-		{serve.CallerImpersonationAuto, "v1.37.2", 200, true},
-		{serve.CallerImpersonationAuto, "v1.36.0-rc.1", 200, true},
-		{serve.CallerImpersonationAuto, "v1.35.4", 200, false},
-		{serve.CallerImpersonationAuto, "", 403, false},
-		{serve.CallerImpersonationAuto, "garbage", 200, false},
-		{serve.CallerImpersonationConstrained, "v1.35.4", 200, true},
-		{serve.CallerImpersonationClassic, "v1.37.2", 200, false},
+		{kubecode.CallerImpersonationAuto, "v1.37.2", 200, true},
+		{kubecode.CallerImpersonationAuto, "v1.36.0-rc.1", 200, true},
+		{kubecode.CallerImpersonationAuto, "v1.35.4", 200, false},
+		{kubecode.CallerImpersonationAuto, "", 403, false},
+		{kubecode.CallerImpersonationAuto, "garbage", 200, false},
+		{kubecode.CallerImpersonationConstrained, "v1.35.4", 200, true},
+		{kubecode.CallerImpersonationClassic, "v1.37.2", 200, false},
 	} {
 		t.Run(tt.mode+" "+tt.gitVersion, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

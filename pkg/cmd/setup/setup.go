@@ -1,17 +1,14 @@
-package credential
+package setup
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-
-	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -19,7 +16,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeconfig"
@@ -266,14 +265,8 @@ func (o *SetupOptions) Run(context.Context) error {
 		}
 		return o.kuberc(o.ExecConfig().Command)
 	}
-	if o.AuthConfig != "" {
-		note, err := o.global.APIServer.(AuthConfigChecker).CheckAuthConfig(o)
-		if err != nil {
-			return err
-		}
-		if note != "" {
-			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: %s\n", logging.OneLine(note, 0))
-		}
+	if err := o.checkAuthConfig(); err != nil {
+		return err
 	}
 	exec := o.ExecConfig()
 	profile, settingsOf, err := o.profileFor()
@@ -296,8 +289,8 @@ func (o *SetupOptions) Run(context.Context) error {
 		for _, a := range exec.Args {
 			args = append(args, "--exec-arg="+a)
 		}
-		fmt.Fprintln(o.Out, strings.Join(quoteArgs(args), " \\\n  "))
-		fmt.Fprintf(o.Out, "\n# then: kubectl config set-context --current --user=%s\n", shellQuote(o.User))
+		fmt.Fprintln(o.Out, strings.Join(logging.ShellQuoteArgs(args), " \\\n  "))
+		fmt.Fprintf(o.Out, "\n# then: kubectl config set-context --current --user=%s\n", logging.ShellQuote(o.User))
 		fmt.Fprintf(o.Out, "# kubectl >= 1.35 with credentialPluginPolicy: Allowlist in its kuberc runs only listed plugins;\n# this entry allows it (setup --write-kuberc adds it):\n#   credentialPluginAllowlist:\n#   - name: %s\n", exec.Command)
 		return o.kuberc(exec.Command)
 	}
@@ -395,12 +388,37 @@ func (o *SetupOptions) writeProfile(name string, values map[string][]string) err
 	return nil
 }
 
-// AuthConfigChecker checks a cluster's AuthenticationConfiguration with
-// kube-apiserver's configuration types (pkg/cmd/apiserver.Code): one line,
-// with the fix, when it would refuse the tokens of the entry setup writes
-// ("" when it accepts them).
-type AuthConfigChecker interface {
-	CheckAuthConfig(o *SetupOptions) (string, error)
+// checkAuthConfig reads the cluster's AuthenticationConfiguration
+// (--authentication-config) as kube-apiserver validates it and says, in
+// one line with the fix, when it would refuse the tokens this entry gets:
+// no entry for the issuer, or an audience the tokens do not carry. Tokens
+// whose aud setup cannot know (access tokens, exchanged tokens without
+// --exchange-audience) are checked for the issuer only; CloudSigma's are
+// not the provider's.
+func (o *SetupOptions) checkAuthConfig() error {
+	a := o.Auth
+	if o.AuthConfig == "" || a.Exchange == credspec.ExchangeCloudSigma {
+		return nil
+	}
+	var aud string
+	switch {
+	case a.GrantType == credspec.GrantIdentityPlatform:
+		aud = credspec.IdentityPlatformProject(a.IssuerURL)
+	case a.Exchange == credspec.ExchangeTokenExchange && len(a.ExchangeAudiences) == 1:
+		aud = a.ExchangeAudiences[0]
+	case a.Exchange == credspec.ExchangeNone && !a.UseAccessToken && a.GrantType != credspec.GrantClientCredentials:
+		// An ID token's aud. Client credentials mostly get no ID token, and
+		// kubectl then gets the access token, whose aud the provider chooses.
+		aud = a.ClientID
+	}
+	note, err := o.global.APIServer.CheckAuthConfig(o.AuthConfig, a.IssuerURL, aud)
+	if err != nil {
+		return fmt.Errorf("--authentication-config: %w", err)
+	}
+	if note != "" {
+		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: %s\n", logging.OneLine(note, 0))
+	}
+	return nil
 }
 
 // NeedsAPIServer: --authentication-config is checked with kube-apiserver's
@@ -490,9 +508,9 @@ func (o *SetupOptions) write(exec *clientcmdapi.ExecConfig) error {
 			if f.audience == "" {
 				what = "the login's token itself"
 			}
-			line := fmt.Sprintf("Cluster %q: %s; contexts %s use the user.", f.cluster, what, printableList(contexts))
+			line := fmt.Sprintf("Cluster %q: %s; contexts %s use the user.", f.cluster, what, logging.PrintableList(contexts))
 			if len(moved) > 0 {
-				line += " Before, " + printableList(moved) + "."
+				line += " Before, " + logging.PrintableList(moved) + "."
 			}
 			fleetLines = append(fleetLines, line)
 		}
@@ -514,37 +532,7 @@ func (o *SetupOptions) write(exec *clientcmdapi.ExecConfig) error {
 	if o.Context != "" {
 		fmt.Fprintf(o.Out, "The context %q now uses it: try \"kubectl --context=%s auth whoami\".\n", o.Context, o.Context)
 	} else {
-		fmt.Fprintf(o.Out, "Use it with: kubectl config set-context --current --user=%s\n", shellQuote(o.User))
+		fmt.Fprintf(o.Out, "Use it with: kubectl config set-context --current --user=%s\n", logging.ShellQuote(o.User))
 	}
 	return nil
-}
-
-// shellQuote quotes s for a POSIX shell when it needs quoting; a value
-// with characters that may not reach the terminal (logging.Unsafe) is
-// quoted as bash's $'…' with them escaped (\x1b, \u202e), which bash and
-// zsh read back as the same value.
-func shellQuote(s string) string {
-	if logging.Escape(s) != s {
-		q := strings.NewReplacer(`\`, `\\`, "'", `\'`).Replace(s)
-		return "$'" + logging.Escape(q) + "'"
-	}
-	safe := s != ""
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_@%+=:,./-", c)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-func quoteArgs(args []string) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = shellQuote(a)
-	}
-	return out
 }

@@ -1,0 +1,252 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/exchange"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
+)
+
+// Env is what obtaining a token needs besides its settings: the person's
+// streams and what this run may do with them.
+type Env struct {
+	In     io.Reader
+	ErrOut io.Writer
+	// Interactive: a person may be asked (kubectl's interactiveMode, or
+	// a terminal).
+	Interactive bool
+	// Person: a person asked for this login (the login command): it
+	// starts whatever the cooldown of a failed one.
+	Person           bool
+	StderrIsTerminal bool
+	Verbosity        int
+}
+
+// Notify prints one-line notices on the person's stderr, as one printable
+// line: a notice may quote an environment variable or a file of someone
+// else's.
+func (e Env) Notify(msg string) {
+	fmt.Fprintf(e.ErrOut, "kubectl-impersonate: %s\n", logging.OneLine(msg, 0))
+}
+
+// Sources builds the token source of a session's settings: NewSource, or
+// a test's fake.
+type Sources func(a *settings.AuthOptions, env Env) (*tokensource.Source, error)
+
+// A login grant is the authenticator of the base credential source: it
+// obtains and refreshes the login's tokens.
+type grantFactory func(rt *provider) (tokensource.Authenticator, error)
+
+// An exchange obtains the token kubectl gets, from the base source (the
+// login's): it supplies the authenticator of the final source, whose key,
+// token choice and renewal margin are credspec's recipe alone.
+type exchangeFactory func(rt *provider, base *tokensource.Source) (tokensource.Authenticator, error)
+
+// grants by effective grant type; every grant not listed is a login of
+// pkg/login (authcode, keyboard, device code, client credentials).
+var grants = map[string]grantFactory{
+	credspec.GrantIdentityPlatform: identityPlatformGrant,
+}
+
+// exchanges by --exchange.
+var exchanges = map[string]exchangeFactory{
+	credspec.ExchangeNone: func(_ *provider, base *tokensource.Source) (tokensource.Authenticator, error) {
+		return base.NewAuthenticator()
+	},
+	credspec.ExchangeCloudSigma:    cloudSigmaExchange,
+	credspec.ExchangeTokenExchange: tokenExchangeExchange,
+}
+
+// provider is what every source is built with: the settings, the store,
+// the person's streams, and one login client and HTTP client made on
+// first use.
+type provider struct {
+	a           *settings.AuthOptions
+	env         Env
+	store       tokencache.Store
+	log         *logging.Logger
+	audit       *exchange.Auditor
+	loginClient *login.Client
+}
+
+func newProvider(a *settings.AuthOptions, env Env) (*provider, error) {
+	store, err := a.NewStore(env.Notify)
+	if err != nil {
+		return nil, err
+	}
+	audit := &exchange.Auditor{File: a.AuditLog}
+	if env.Verbosity >= 1 {
+		audit.W = env.ErrOut
+	}
+	return &provider{a: a, env: env, store: store, log: &logging.Logger{W: env.ErrOut, Level: env.Verbosity}, audit: audit}, nil
+}
+
+// NewSource is the token source of a: credspec's recipe (the one the fast
+// binary reads with), its authenticator the exchange's over the login's,
+// two lookups made only on a cache miss: nothing about the provider is
+// set up before.
+func NewSource(a *settings.AuthOptions, env Env) (*tokensource.Source, error) {
+	rt, err := newProvider(a, env)
+	if err != nil {
+		return nil, err
+	}
+	grant, ok := grants[credspec.EffectiveGrant(a.GrantType)]
+	if !ok {
+		grant = func(rt *provider) (tokensource.Authenticator, error) { return rt.login() }
+	}
+	exchange, ok := exchanges[a.Exchange]
+	if !ok {
+		return nil, fmt.Errorf("unknown exchange %q", a.Exchange)
+	}
+	base := a.BaseSource(rt.store, env.Notify, func() (tokensource.Authenticator, error) { return grant(rt) })
+	base.Log, base.NoCooldown = rt.log, env.Person
+	src := a.Source(rt.store, env.Notify, func() (tokensource.Authenticator, error) { return exchange(rt, base) })
+	src.Log, src.NoCooldown = rt.log, env.Person
+	return src, nil
+}
+
+// Obtain gets a's token from the source sources builds (the cache when it
+// can), and says what a person must do when it cannot.
+func Obtain(ctx context.Context, sources Sources, a *settings.AuthOptions, env Env, opts tokensource.Options) (*tokensource.Result, error) {
+	src, err := sources(a, env)
+	if err != nil {
+		return nil, err
+	}
+	r, err := src.Get(ctx, opts)
+	if errors.Is(err, login.ErrInteractionRequired) {
+		return nil, fmt.Errorf("no valid cached token, and the %s login needs a person, but kubectl runs this plugin non-interactively: run '%s' in a terminal first",
+			login.Config{OIDC: a.OIDC}.EffectiveGrant(), LoginCommand(a))
+	}
+	if errors.Is(err, tokensource.ErrCooldown) {
+		return nil, fmt.Errorf("%w: run '%s' to log in now (--login-cooldown sets the wait)", err, LoginCommand(a))
+	}
+	return r, err
+}
+
+// LoginCommand is the command line that logs in with a's settings.
+func LoginCommand(a *settings.AuthOptions) string {
+	return strings.Join(append([]string{"kubectl", "impersonate", "login"}, logging.ShellQuoteArgs(a.HintArgs())...), " ")
+}
+
+// Revoke asks a's provider to revoke token (RFC 7009); hint is its type.
+func Revoke(ctx context.Context, a *settings.AuthOptions, env Env, token, hint string) error {
+	rt, err := newProvider(a, env)
+	if err != nil {
+		return err
+	}
+	lc, err := rt.login()
+	if err != nil {
+		return err
+	}
+	return lc.Revoke(ctx, token, hint)
+}
+
+func (rt *provider) httpClient() (*http.Client, error) {
+	return login.NewHTTPClient(HTTPOptions(rt.a))
+}
+
+// loginConfig is the login package's configuration of the settings, with
+// the person's streams.
+func (rt *provider) loginConfig() (login.Config, error) {
+	httpClient, err := rt.httpClient()
+	if err != nil {
+		return login.Config{}, err
+	}
+	cfg := login.Config{OIDC: rt.a.OIDC}
+	cfg.HTTPClient, cfg.Interactive, cfg.Stdin, cfg.Stderr = httpClient, rt.env.Interactive, rt.env.In, rt.env.ErrOut
+	cfg.StderrIsTerminal = rt.env.StderrIsTerminal
+	cfg.Log = rt.log
+	return cfg, nil
+}
+
+// login is the one login client of this run.
+func (rt *provider) login() (*login.Client, error) {
+	if rt.loginClient != nil {
+		return rt.loginClient, nil
+	}
+	cfg, err := rt.loginConfig()
+	if err != nil {
+		return nil, err
+	}
+	rt.loginClient = login.New(cfg)
+	return rt.loginClient, nil
+}
+
+// identityPlatformGrant signs in with Google (the browser flow of the same
+// flags, with the Google issuer), then with Identity Platform.
+func identityPlatformGrant(rt *provider) (tokensource.Authenticator, error) {
+	cfg, err := rt.loginConfig()
+	if err != nil {
+		return nil, err
+	}
+	a := rt.a
+	cfg.IssuerURL = a.GoogleIssuer
+	cfg.GrantType = credspec.GrantAuthCode
+	cfg.ExtraScopes = append(cfg.ExtraScopes, "email")
+	return &login.IdentityPlatform{
+		Google: login.New(cfg), Issuer: a.IssuerURL, APIKey: a.IPAPIKey, Tenant: a.IPTenant,
+		ToolkitURL: a.IPEndpoint, SecureTokenURL: a.SecureTokenURL, HTTPClient: cfg.HTTPClient, Log: cfg.Log, Emulator: a.IPEmulator,
+	}, nil
+}
+
+// cloudSigmaExchange is CloudSigma's three steps; it has its own service
+// identity, so the base login is not used.
+func cloudSigmaExchange(rt *provider, _ *tokensource.Source) (tokensource.Authenticator, error) {
+	cs := CloudSigma(rt.a)
+	var err error
+	if cs.HTTPClient, err = rt.httpClient(); err != nil {
+		return nil, err
+	}
+	cs.Audit, cs.Store, cs.LockDir, cs.Notify, cs.Log = rt.audit, rt.store, rt.a.TokenCacheDir, rt.env.Notify, rt.log
+	return cs.Authenticator(), nil
+}
+
+// tokenExchangeExchange exchanges the base login's token (RFC 8693) at the
+// same provider's token endpoint.
+func tokenExchangeExchange(rt *provider, base *tokensource.Source) (tokensource.Authenticator, error) {
+	a := rt.a
+	tx := &exchange.TokenExchange{TokenExchange: a.TokenExchange(), ClientID: a.ClientID, ClientSecret: a.ClientSecret, ClientAuthMethod: a.ClientAuthMethod}
+	base.UseAccessToken = credspec.TokenType(a.ExchangeSubject) != credspec.TokenType("id_token")
+	tx.Base, tx.Audit, tx.Log = base, rt.audit, rt.log
+	tx.TokenURL = func(ctx context.Context) (string, error) {
+		lc, err := rt.login()
+		if err != nil {
+			return "", err
+		}
+		return lc.TokenURL(ctx)
+	}
+	var err error
+	if tx.HTTPClient, err = rt.httpClient(); err != nil {
+		return nil, err
+	}
+	return tx, nil
+}
+
+// CloudSigma is the CloudSigma exchange of a, without its runtime seams.
+func CloudSigma(a *settings.AuthOptions) *exchange.CloudSigma {
+	return &exchange.CloudSigma{
+		CloudSigma:   a.CloudSigma(),
+		ClientSecret: a.ClientSecret, LegacyPassword: a.CSLegacyPassword, ClientAuthMethod: a.ClientAuthMethod,
+	}
+}
+
+// HTTPOptions are the provider's HTTP client settings of a.
+func HTTPOptions(a *settings.AuthOptions) login.HTTPOptions {
+	host := ""
+	if u, err := url.Parse(a.IssuerURL); err == nil {
+		host = u.Host
+	}
+	return login.HTTPOptions{CAFiles: a.CertificateAuthorities, CAData: a.CertificateAuthorityData, Insecure: a.InsecureSkipTLSVerify,
+		Timeout: a.RequestTimeout, Headers: a.RequestHeaders, HeaderHost: host}
+}
