@@ -28,7 +28,10 @@ type GetTokenOptions struct {
 
 // NewCmdGetToken builds get-token.
 func NewCmdGetToken(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &GetTokenOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g}
+	return newCmdGetToken(&GetTokenOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g})
+}
+
+func newCmdGetToken(o *GetTokenOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get-token",
 		Short: "Print an ExecCredential for kubectl (run by kubectl from a kubeconfig exec entry)",

@@ -32,7 +32,10 @@ type LoginOptions struct {
 
 // NewCmdLogin builds login.
 func NewCmdLogin(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &LoginOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g}
+	return newCmdLogin(&LoginOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g})
+}
+
+func newCmdLogin(o *LoginOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "login",
 		Short: "Log in now and fill the token cache, so that kubectl needs no browser later",

@@ -67,7 +67,10 @@ type LogoutResult struct {
 
 // NewCmdLogout builds logout.
 func NewCmdLogout(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &LogoutOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g}
+	return newCmdLogout(&LogoutOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g})
+}
+
+func newCmdLogout(o *LogoutOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "logout",
 		Short: "Revoke and delete the cached tokens of a context's identity, of several, or --all",

@@ -46,7 +46,10 @@ type StatusOptions struct {
 
 // NewCmdStatus builds status.
 func NewCmdStatus(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &StatusOptions{IOStreams: streams, global: g, Parallel: 8, Timeout: 5 * time.Second}
+	return newCmdStatus(&StatusOptions{IOStreams: streams, global: g, Parallel: 8, Timeout: 5 * time.Second})
+}
+
+func newCmdStatus(o *StatusOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "status [CONTEXT...]",
 		Aliases: []string{"sessions"},

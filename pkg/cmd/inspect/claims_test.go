@@ -15,28 +15,8 @@ import (
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode/fake"
 )
-
-// fakeCode stands in for kube-apiserver's code behind the seam (its own
-// test is pkg/kubecode/linked's TestPredict): it answers Predict with p and
-// records the request.
-type fakeCode struct {
-	p     kubecode.Prediction
-	asked []kubecode.PredictRequest
-}
-
-func (f *fakeCode) Predict(_ context.Context, r kubecode.PredictRequest) (kubecode.Prediction, error) {
-	f.asked = append(f.asked, r)
-	return f.p, nil
-}
-
-func (f *fakeCode) CheckAuthConfig(string, string, string) (string, error) {
-	panic("claims checks no configuration")
-}
-
-func (f *fakeCode) ServeProxy(context.Context, kubecode.ProxyConfig) error {
-	panic("claims serves nothing")
-}
 
 // fakeWhoAmI answers claims --compare's SelfSubjectReview.
 type fakeWhoAmI struct {
@@ -74,7 +54,7 @@ func TestClaimsRun(t *testing.T) {
 			want: []string{`API SERVER \(refused \(401\)\)`}, wantErr: "differs from the API server"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			code := &fakeCode{p: predicted}
+			code := &fake.Code{Prediction: predicted}
 			streams, _, out, _ := genericiooptions.NewTestIOStreams()
 			token := unsignedToken(map[string]any{"iss": "https://dex.example.com", "sub": "alice", "email": "alice@example.com"})
 			o := &ClaimsOptions{Output: &cmdutil.OutputFlags{}, Compare: tt.server != nil, IOStreams: streams,
@@ -92,10 +72,10 @@ func TestClaimsRun(t *testing.T) {
 			for _, w := range tt.want {
 				assert.Regexp(t, w, out.String())
 			}
-			require.Len(t, code.asked, 1)
-			assert.Equal(t, token, code.asked[0].Token)
-			assert.True(t, code.asked[0].Trusted, "an issuer named by the user is trusted")
-			assert.Equal(t, "https://dex.example.com", code.asked[0].OIDC.IssuerURL)
+			require.Len(t, code.Predicted, 1)
+			assert.Equal(t, token, code.Predicted[0].Token)
+			assert.True(t, code.Predicted[0].Trusted, "an issuer named by the user is trusted")
+			assert.Equal(t, "https://dex.example.com", code.Predicted[0].OIDC.IssuerURL)
 			assert.False(t, strings.Contains(out.String(), token), "the token is never printed")
 		})
 	}
