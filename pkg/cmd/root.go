@@ -18,6 +18,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/credential"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/identity"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/serve"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/setup"
@@ -49,9 +50,9 @@ var commands = []command{
 	{[]string{"logout"}, credential.NewCmdLogout},
 	{[]string{"status", "sessions"}, credential.NewCmdStatus},
 	{[]string{"cloudsigma"}, credential.NewCmdCloudSigma},
-	{[]string{"whoami"}, inspect.NewCmdWhoAmI},
-	{[]string{"claims"}, inspect.NewCmdClaims},
-	{[]string{"groups"}, inspect.NewCmdGroups},
+	{[]string{"whoami"}, identity.NewCmdWhoAmI},
+	{[]string{"claims"}, identity.NewCmdClaims},
+	{[]string{"groups"}, identity.NewCmdGroups},
 	{[]string{"access", "can-i-matrix"}, inspect.NewCmdAccess},
 	{[]string{"list"}, inspect.NewCmdList},
 	{[]string{"why"}, inspect.NewCmdWhy},

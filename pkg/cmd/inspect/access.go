@@ -6,18 +6,17 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/bits"
 	"slices"
 	"strings"
-	"sync"
 	"text/tabwriter"
 
-	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-
 	"github.com/spf13/cobra"
-	"golang.org/x/sync/errgroup"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
@@ -48,9 +47,9 @@ type AccessOptions struct {
 	// client, caller (the kubeconfig's own identity, --as aside: it lists
 	// the namespaces for -A), impersonate (a client acting as another
 	// identity) and namespace are Complete's.
-	client      accessClient
+	client      inspect.AccessClient
 	caller      callerClient
-	impersonate func(user string, groups []string, uid string, extra map[string][]string) (accessClient, error)
+	impersonate func(user string, groups []string, uid string, extra map[string][]string) (inspect.AccessClient, error)
 	namespace   string
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
@@ -139,7 +138,7 @@ func (o *AccessOptions) Complete(args []string) error {
 	if o.caller, err = cmdutil.NewRBACClient(callerCfg); err != nil {
 		return err
 	}
-	o.impersonate = func(user string, groups []string, uid string, extra map[string][]string) (accessClient, error) {
+	o.impersonate = func(user string, groups []string, uid string, extra map[string][]string) (inspect.AccessClient, error) {
 		return cmdutil.ImpersonatingClient(cfg, user, groups, uid, extra)
 	}
 	if !o.AllNamespaces && !o.ClusterScope {
@@ -179,224 +178,160 @@ func validateVerbs(verbs []string) error {
 	return nil
 }
 
-// Run builds the matrices.
+// Run resolves who is asked about what and where, builds the matrices
+// (access's use case) and prints each as it comes: -o wide at once, the
+// -A summary folded namespace by namespace, the rest whole at the end.
 func (o *AccessOptions) Run(ctx context.Context) error {
-	client := o.client
-	if o.TokenIdentity {
-		ui, _, err := client.WhoAmI(ctx)
-		if err != nil {
-			return err
-		}
-		if client, err = o.impersonate(ui.Username, ui.Groups, ui.UID, ExtraOf(ui.Extra)); err != nil {
-			return err
-		}
-	}
-	var other accessClient
-	if o.DiffAs != "" {
-		var err error
-		if other, err = o.impersonate(o.DiffAs, o.DiffAsGroups, "", nil); err != nil {
-			return err
-		}
-	}
-	all, err := discover(ctx, client, o.Subresources, cmdutil.Notifier(o.ErrOut))
+	q, err := o.resolve(ctx)
 	if err != nil {
 		return err
 	}
-	var resources []rbac.Resource
-	for _, r := range all {
-		if r.Namespaced != o.ClusterScope {
-			resources = append(resources, r)
-		}
-	}
-	if len(o.Resources) > 0 {
-		if resources, err = o.only(ctx, client, resources); err != nil {
-			return err
-		}
-	}
-	var namespaces []string
-	switch {
-	case o.ClusterScope:
-		namespaces = []string{""}
-	case o.AllNamespaces:
-		lister := namespaceLister(client)
-		if o.caller != nil {
-			lister = o.caller
-		}
-		if namespaces, err = lister.Namespaces(ctx); err != nil {
-			return err
-		}
-	default:
-		namespaces = []string{o.namespace}
-	}
-	var local, otherLocal rbac.LocalRules
-	if o.AllNamespaces && o.RBACObjects && o.Method == rbac.FromRules && len(namespaces) > 0 {
-		reader := rbacReader(client)
-		if o.caller != nil {
-			reader = o.caller
-		}
-		ids := []rulesClient{client}
-		if other != nil {
-			ids = append(ids, other)
-		}
-		if found := localRules(ctx, o.ErrOut, o.global.Verbosity >= 1, reader, namespaces[0], ids...); found != nil {
-			local = found[0]
-			if other != nil {
-				otherLocal = found[1]
-			}
-		}
-	}
-	budget := &reviewBudget{max: o.MaxReviews}
-	// The cluster's escalation checks: asked with the first matrix, reused
-	// by the others (-A), for each identity.
-	var escalation, otherEscalation []rbac.EscalationCell
 	terminal := o.global.IsTerminal(o.ErrOut)
-	matrix := func(ctx context.Context, ns string) (*rbac.Matrix, error) {
-		reserved := 0
-		opts := rbac.AccessOptions{Namespace: ns, Verbs: o.Verbs, ForceSSAR: o.Method == rbac.FromAccessReview || o.ClusterScope,
-			Escalation: o.Escalation, ClusterEscalation: escalation, LocalRules: local,
-			Reserve: func(n int) (int, bool) { reserved = n; return budget.reserve(n) }}
-		if terminal && len(namespaces) == 1 {
-			opts.Progress = func(done, total int) {
-				if total < 20 {
-					return
-				}
+	if terminal && len(q.Namespaces) == 1 {
+		q.ReviewProgress = func(ns string, done, total int) {
+			if total >= 20 {
 				progressLine(o.ErrOut, done, total, "checking %s: %d/%d access reviews", nsLabel(ns), done, total)
 			}
 		}
-		m, err := client.Access(ctx, resources, opts)
-		if errors.Is(err, rbac.ErrTooManyReviews) {
-			return nil, fmt.Errorf("%w; raise --max-reviews (0: no limit), or ask about fewer namespaces or verbs (or give --escalation=false)", err)
-		}
-		if err != nil {
-			return nil, err
-		}
-		budget.spent(m.Requests - reserved)
-		if other == nil {
-			return m, nil
-		}
-		reserved = 0
-		opts.ClusterEscalation, opts.LocalRules = otherEscalation, otherLocal
-		m2, err := other.Access(ctx, resources, opts)
-		if err != nil {
-			return nil, fmt.Errorf("as %s: %w", o.DiffAs, err)
-		}
-		budget.spent(m2.Requests - reserved)
-		if o.Escalation && otherEscalation == nil {
-			otherEscalation = m2.ClusterEscalation()
-		}
-		if o.Escalation && escalation == nil {
-			escalation = m.ClusterEscalation()
-		}
-		return rbac.Diff(m, m2), nil
 	}
-	// The first matrix alone (it asks the cluster's escalation checks once
-	// for all), then the others 16 at a time, each printed as soon as it
-	// and those before it are done with -o wide.
-	out := make([]*rbac.Matrix, len(namespaces))
-	stream := o.AllNamespaces && o.Output.Format == "wide"
-	printed, answered := 0, 0
-	var mu sync.Mutex
-	done := func(i int, m *rbac.Matrix) {
-		mu.Lock()
-		defer mu.Unlock()
-		out[i] = m
-		for stream && printed < len(out) && out[printed] != nil {
-			if printed > 0 {
-				fmt.Fprintln(o.Out)
-			}
-			printMatrix(o.Out, out[printed], o.DiffAs != "")
-			printed++
+	sink := o.sink()
+	emitted := 0
+	err = inspect.Matrices(ctx, *q, func(i int, m *rbac.Matrix) {
+		sink.add(m)
+		emitted++
+		if terminal && len(q.Namespaces) > 1 {
+			progressLine(o.ErrOut, emitted, len(q.Namespaces), "checking namespaces: %d/%d", emitted, len(q.Namespaces))
 		}
-		answered++
-		if terminal && len(namespaces) > 1 {
-			progressLine(o.ErrOut, answered, len(out), "checking namespaces: %d/%d", answered, len(out))
-		}
-	}
-	first, err := matrix(ctx, namespaces[0])
+	})
 	if err != nil {
-		return err
-	}
-	if o.Escalation && other == nil && escalation == nil {
-		escalation = first.ClusterEscalation()
-	}
-	done(0, first)
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(namespaceConcurrency)
-	for i, ns := range namespaces[1:] {
-		g.Go(func() error {
-			if err := gctx.Err(); err != nil {
-				return err // interrupted, or another matrix failed
-			}
-			m, err := matrix(gctx, ns)
-			if err != nil {
-				return err
-			}
-			done(i+1, m)
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
 		if terminal {
 			logging.StatusLine(o.ErrOut, "")
 		}
 		if ctx.Err() != nil {
-			n := slices.IndexFunc(out, func(m *rbac.Matrix) bool { return m == nil })
-			return fmt.Errorf("interrupted with %d of %d namespaces answered: %w", n, len(out), ctx.Err())
+			return fmt.Errorf("interrupted with %d of %d namespaces answered: %w", emitted, len(q.Namespaces), ctx.Err())
 		}
 		return err
 	}
-	if stream {
-		return nil
+	return sink.end()
+}
+
+// resolve is the request of the run: the identity asked about
+// (--token-identity: exactly the one the server names; --diff-as's too),
+// the resources (discovery, --resource), the namespaces (-A lists them
+// with the caller's own rights) and, with -A, the RBAC objects evaluated
+// once where they give the server's answer.
+func (o *AccessOptions) resolve(ctx context.Context) (*inspect.MatrixRequest, error) {
+	q := &inspect.MatrixRequest{Client: o.client, Verbs: o.Verbs, ForceSSAR: o.Method == rbac.FromAccessReview || o.ClusterScope,
+		Escalation: o.Escalation, MaxReviews: o.MaxReviews, OtherName: o.DiffAs}
+	var err error
+	if o.TokenIdentity {
+		ui, _, err := o.client.WhoAmI(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if q.Client, err = o.impersonate(ui.Username, ui.Groups, ui.UID, inspect.ExtraOf(ui.Extra)); err != nil {
+			return nil, err
+		}
 	}
-	var v any = out
-	if len(out) == 1 {
-		v = out[0]
+	if o.DiffAs != "" {
+		if q.Other, err = o.impersonate(o.DiffAs, o.DiffAsGroups, "", nil); err != nil {
+			return nil, err
+		}
 	}
-	return o.Output.Print(o.Out, v, func(w io.Writer) {
-		switch {
-		case o.AllNamespaces && len(o.Resources) > 0 && o.Output.Format != "wide":
-			printByNamespace(w, out)
-		case o.AllNamespaces && o.Output.Format != "wide" && o.DiffAs == "":
-			printSummary(w, out)
-		default:
+	if q.Resources, err = inspect.Resources(ctx, q.Client, o.Resources, o.Subresources, o.ClusterScope, cmdutil.Notifier(o.ErrOut)); err != nil {
+		return nil, err
+	}
+	var caller callerClient = q.Client
+	if o.caller != nil {
+		caller = o.caller
+	}
+	switch {
+	case o.ClusterScope:
+		q.Namespaces = []string{""}
+	case o.AllNamespaces:
+		if q.Namespaces, err = caller.Namespaces(ctx); err != nil {
+			return nil, err
+		}
+	default:
+		q.Namespaces = []string{o.namespace}
+	}
+	if o.AllNamespaces && o.RBACObjects && o.Method == rbac.FromRules && len(q.Namespaces) > 0 {
+		ids := []inspect.RulesClient{q.Client}
+		if q.Other != nil {
+			ids = append(ids, q.Other)
+		}
+		if found := inspect.LocalRules(ctx, cmdutil.Notifier(o.ErrOut), o.global.Verbosity >= 1, caller, q.Namespaces[0], ids...); found != nil {
+			q.Local = found[0]
+			if q.Other != nil {
+				q.OtherLocal = found[1]
+			}
+		}
+	}
+	return q, nil
+}
+
+// matrixSink takes the matrices in namespace order and prints them.
+type matrixSink interface {
+	add(m *rbac.Matrix)
+	end() error
+}
+
+// sink is how the run's -o prints: -o wide with -A as each comes, the -A
+// summary folded, the rest kept and printed at the end.
+func (o *AccessOptions) sink() matrixSink {
+	diff := o.DiffAs != ""
+	switch {
+	case o.AllNamespaces && o.Output.Format == "wide":
+		return &streamSink{w: o.Out, diff: diff}
+	case o.AllNamespaces && o.Output.Human() && len(o.Resources) == 0 && !diff:
+		return &summarySink{w: o.Out}
+	}
+	return &keepSink{print: func(out []*rbac.Matrix) error {
+		var v any = out
+		if len(out) == 1 {
+			v = out[0]
+		}
+		return o.Output.Print(o.Out, v, func(w io.Writer) {
+			if o.AllNamespaces && len(o.Resources) > 0 && o.Output.Format != "wide" {
+				printByNamespace(w, out)
+				return
+			}
 			for i, m := range out {
 				if i > 0 {
 					fmt.Fprintln(w)
 				}
-				printMatrix(w, m, o.DiffAs != "")
+				printMatrix(w, m, diff)
 			}
-		}
-	})
+		})
+	}}
 }
 
-// only keeps the resources named by --resource, each resolved as kubectl
-// resolves it (after a miss in kubectl's discovery cache, once more from
-// the server).
-func (o *AccessOptions) only(ctx context.Context, d discoverer, resources []rbac.Resource) ([]rbac.Resource, error) {
-	var out []rbac.Resource
-	for _, typed := range o.Resources {
-		r, err := rbac.ResolveResource(resources, typed)
-		if err != nil && d.Invalidate() {
-			var all []rbac.Resource
-			if all, err = discover(ctx, d, o.Subresources, cmdutil.Notifier(o.ErrOut)); err == nil {
-				resources = resources[:0]
-				for _, x := range all {
-					if x.Namespaced != o.ClusterScope {
-						resources = append(resources, x)
-					}
-				}
-				r, err = rbac.ResolveResource(resources, typed)
-			}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("--resource: %w", err)
-		}
-		if !slices.ContainsFunc(out, func(x rbac.Resource) bool { return x.String() == r.String() }) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
+// streamSink prints each matrix as it comes (access -A -o wide).
+type streamSink struct {
+	w       io.Writer
+	diff    bool
+	printed int
 }
+
+func (s *streamSink) add(m *rbac.Matrix) {
+	if s.printed > 0 {
+		fmt.Fprintln(s.w)
+	}
+	printMatrix(s.w, m, s.diff)
+	s.printed++
+}
+
+func (s *streamSink) end() error { return nil }
+
+// keepSink keeps every matrix and prints them at the end (-o json|yaml,
+// one namespace, --resource and --diff-as with -A).
+type keepSink struct {
+	out   []*rbac.Matrix
+	print func([]*rbac.Matrix) error
+}
+
+func (s *keepSink) add(m *rbac.Matrix) { s.out = append(s.out, m) }
+func (s *keepSink) end() error         { return s.print(s.out) }
 
 // printByNamespace is access -A --resource: one line per namespace and
 // resource, the verbs as columns.
@@ -419,80 +354,120 @@ func printByNamespace(w io.Writer, out []*rbac.Matrix) {
 	_ = tw.Flush()
 }
 
-// printSummary is access -A's table: the cells allowed in every namespace
+// summarySink is access -A's table: the cells allowed in every namespace
 // (the baseline, what ClusterRoleBindings and the like give), then one
 // line per namespace: how many cells it allows and those beyond the
-// baseline. -o wide prints every matrix, -o json every cell.
-func printSummary(w io.Writer, out []*rbac.Matrix) {
-	if len(out) == 0 {
-		return
-	}
-	held := func(m *rbac.Matrix) map[string]bool {
-		h := map[string]bool{}
-		for _, r := range m.Rows {
-			for _, v := range m.Verbs {
-				if r.Cells[v].Held() {
-					h[r.Resource+"\x00"+v] = true
-				}
-			}
-		}
-		return h
-	}
-	baseline := held(out[0])
-	perNS := make([]map[string]bool, len(out))
-	for i, m := range out {
-		perNS[i] = held(m)
-		for k := range baseline {
-			if !perNS[i][k] {
-				delete(baseline, k)
-			}
-		}
-	}
-	fmt.Fprintf(w, "# %d namespaces; cells allowed (some names at least) in every one, the baseline: %s\n", len(out), cellList(baseline, out[0].Verbs, 0))
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "NAMESPACE\tCELLS\tBEYOND THE BASELINE\n")
-	for i, m := range out {
-		extra := map[string]bool{}
-		for k := range perNS[i] {
-			if !baseline[k] {
-				extra[k] = true
-			}
-		}
-		note := ""
-		if m.Incomplete {
-			note = " (rules review incomplete: every cell asked)"
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s%s\n", logging.Printable(m.Namespace), len(perNS[i]), cellList(extra, m.Verbs, 160), note)
-	}
-	_ = tw.Flush()
-	if esc := summaryEscalation(out); esc != nil {
-		printEscalation(w, esc, false)
-	}
-	fmt.Fprintln(w, "# -o wide: every namespace's matrix; -o json: every cell; --resource R: one row per namespace and resource")
+// baseline. -o wide prints every matrix, -o json every cell. Each matrix
+// is folded into a bit per cell as it comes: what the run keeps grows
+// with namespaces × cells / 8 bytes, not with the matrices.
+type summarySink struct {
+	w     io.Writer
+	verbs []string
+	// cells indexes "resource\x00verb" (the first matrix's rows, in order).
+	cells []string
+	index map[string]int
+	rows  []summaryRow
+	esc   *rbac.Matrix
+	seen  map[string]bool
 }
 
-// summaryEscalation gathers the escalation checks of every namespace's
-// matrix (the cluster's once) into one matrix for printEscalation; nil
-// without --escalation.
-func summaryEscalation(out []*rbac.Matrix) *rbac.Matrix {
-	var esc *rbac.Matrix
-	seen := map[string]bool{}
-	for _, m := range out {
-		if m.Escalation == nil {
-			continue
+// summaryRow is one namespace: its held cells, a bit each.
+type summaryRow struct {
+	namespace  string
+	held       []uint64
+	incomplete bool
+}
+
+func (s *summarySink) add(m *rbac.Matrix) {
+	if s.index == nil {
+		s.verbs, s.index, s.seen = m.Verbs, map[string]int{}, map[string]bool{}
+	}
+	row := summaryRow{namespace: m.Namespace, incomplete: m.Incomplete, held: make([]uint64, (len(s.cells)+63)/64)}
+	for _, r := range m.Rows {
+		for _, v := range m.Verbs {
+			if !r.Cells[v].Held() {
+				continue
+			}
+			k := r.Resource + "\x00" + v
+			i, ok := s.index[k]
+			if !ok {
+				i = len(s.cells)
+				s.index[k], s.cells = i, append(s.cells, k)
+			}
+			for len(row.held) <= i/64 {
+				row.held = append(row.held, 0)
+			}
+			row.held[i/64] |= 1 << (i % 64)
 		}
-		if esc == nil {
-			esc = &rbac.Matrix{Verbs: m.Verbs, Escalation: []rbac.EscalationCell{}}
+	}
+	s.rows = append(s.rows, row)
+	s.addEscalation(m)
+}
+
+// addEscalation gathers the escalation checks of every namespace's matrix
+// (the cluster's once) into one matrix for printEscalation.
+func (s *summarySink) addEscalation(m *rbac.Matrix) {
+	if m.Escalation == nil {
+		return
+	}
+	if s.esc == nil {
+		s.esc = &rbac.Matrix{Verbs: m.Verbs, Escalation: []rbac.EscalationCell{}}
+	}
+	for _, e := range m.Escalation {
+		key := strings.Join([]string{e.Verb, e.Resource, e.Subresource, e.Namespace, e.Name}, "\x00")
+		if !s.seen[key] {
+			s.seen[key] = true
+			s.esc.Escalation = append(s.esc.Escalation, e)
 		}
-		for _, e := range m.Escalation {
-			key := strings.Join([]string{e.Verb, e.Resource, e.Subresource, e.Namespace, e.Name}, "\x00")
-			if !seen[key] {
-				seen[key] = true
-				esc.Escalation = append(esc.Escalation, e)
+	}
+}
+
+// cellsOf are the cells of bits set in held and not in minus (nil: none).
+func (s *summarySink) cellsOf(held, minus []uint64) map[string]bool {
+	out := map[string]bool{}
+	for i, k := range s.cells {
+		w, bit := i/64, uint64(1)<<(i%64)
+		if w < len(held) && held[w]&bit != 0 && (w >= len(minus) || minus[w]&bit == 0) {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+func (s *summarySink) end() error {
+	if len(s.rows) == 0 {
+		return nil
+	}
+	baseline := slices.Clone(s.rows[0].held)
+	for _, r := range s.rows[1:] {
+		for w := range baseline {
+			if w < len(r.held) {
+				baseline[w] &= r.held[w]
+			} else {
+				baseline[w] = 0
 			}
 		}
 	}
-	return esc
+	fmt.Fprintf(s.w, "# %d namespaces; cells allowed (some names at least) in every one, the baseline: %s\n", len(s.rows), cellList(s.cellsOf(baseline, nil), s.verbs, 0))
+	tw := tabwriter.NewWriter(s.w, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "NAMESPACE\tCELLS\tBEYOND THE BASELINE\n")
+	for _, r := range s.rows {
+		n := 0
+		for _, w := range r.held {
+			n += bits.OnesCount64(w)
+		}
+		note := ""
+		if r.incomplete {
+			note = " (rules review incomplete: every cell asked)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s%s\n", logging.Printable(r.namespace), n, cellList(s.cellsOf(r.held, baseline), s.verbs, 160), note)
+	}
+	_ = tw.Flush()
+	if s.esc != nil {
+		printEscalation(s.w, s.esc, false)
+	}
+	fmt.Fprintln(s.w, "# -o wide: every namespace's matrix; -o json: every cell; --resource R: one row per namespace and resource")
+	return nil
 }
 
 // cellList is held cells ("resource\x00verb") as "pods(get,list) secrets(get)",
@@ -522,36 +497,6 @@ func cellList(cells map[string]bool, verbs []string, max int) string {
 		b.WriteString(part)
 	}
 	return b.String()
-}
-
-// namespaceConcurrency is how many namespaces' matrices access -A builds
-// at a time.
-const namespaceConcurrency = 16
-
-// reviewBudget is --max-reviews shared by the matrices of a run: each
-// reserves the access reviews it may need before sending any.
-type reviewBudget struct {
-	mu        sync.Mutex
-	max, used int
-}
-
-// reserve takes n from the budget, or says what is left.
-func (b *reviewBudget) reserve(n int) (int, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.max != 0 && b.used+n > b.max {
-		return max(b.max-b.used, 0), false
-	}
-	b.used += n
-	return max(b.max-b.used, 0), true
-}
-
-// spent counts the requests a matrix sent besides its reservation (its
-// rules reviews; less what it reserved and did not send).
-func (b *reviewBudget) spent(n int) {
-	b.mu.Lock()
-	b.used += n
-	b.mu.Unlock()
 }
 
 // progressLine writes a progress line on w (a terminal) over the last one,

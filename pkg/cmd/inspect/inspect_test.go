@@ -2,7 +2,6 @@ package inspect
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,13 +22,13 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
 )
 
 // fakeCluster stands in for the API server behind the inspection
-// commands' seams (whoAmIClient, whyClient, accessClient, listClient): it
+// commands' seams (pkg/inspect's WhoAmIClient, WhyClient, AccessClient, ListClient): it
 // answers what the test gives it and records what it was asked. The
 // answers' correctness against a real kube-apiserver is the e2e suite's
 // (test/e2e/rbac_diff_test.go); these tests check what Run does with them.
@@ -248,74 +247,6 @@ var (
 	}
 )
 
-// TestWhoAmIRun: the table, and with -o json kubectl auth whoami's own
-// object (the SelfSubjectReview), the cached token's description under
-// metadata.annotations only.
-func TestWhoAmIRun(t *testing.T) {
-	expiry := time.Date(2026, 11, 25, 18, 0, 0, 0, time.UTC)
-	for _, tt := range []struct {
-		name   string
-		format string
-		ts     *session.TokenSource
-		want   string
-	}{
-		{name: "table", want: "Username"},
-		{name: "json, another plugin's user: exactly kubectl's", format: "json", want: `{
-    "kind": "SelfSubjectReview",
-    "apiVersion": "authentication.k8s.io/v1",
-    "metadata": {},
-    "status": {
-        "userInfo": {
-            "username": "alice@example.com",
-            "groups": [
-                "dev",
-                "system:authenticated"
-            ]
-        }
-    }
-}
-`},
-		{name: "json, this plugin's user: annotations", format: "json", ts: &session.TokenSource{Issuer: "https://dex.example.com", ClientID: "kube", GrantType: "authcode", Storage: "keyring", Cached: true, Expiry: expiry},
-			want: `"annotations": {
-            "kubectl-impersonate.io/token-cache": "keyring",
-            "kubectl-impersonate.io/token-client": "kube",
-            "kubectl-impersonate.io/token-expiry": "2026-11-25T18:00:00Z",
-            "kubectl-impersonate.io/token-grant": "authcode",
-            "kubectl-impersonate.io/token-issuer": "https://dex.example.com"
-        }`},
-		{name: "jsonpath, as kubectl's scripts use it", format: "jsonpath={.status.userInfo.username}", want: "alice@example.com"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			streams, out, _ := testStreams()
-			o := &WhoAmIOptions{Output: &cmdutil.OutputFlags{Format: tt.format}, IOStreams: streams, global: testGlobal(), client: &fakeCluster{user: alice},
-				tokenSource: func(context.Context) *session.TokenSource { return tt.ts }}
-			require.NoError(t, o.Run(context.Background()))
-			switch tt.name {
-			case "table":
-				assert.Regexp(t, `(?m)^Username +alice@example\.com$`, out.String())
-				assert.Regexp(t, `(?m)^Groups +\[dev system:authenticated\]$`, out.String())
-			case "json, another plugin's user: exactly kubectl's":
-				assert.Equal(t, tt.want, out.String())
-			default:
-				assert.Contains(t, out.String(), tt.want)
-			}
-		})
-	}
-}
-
-func TestGroupsRun(t *testing.T) {
-	seg := func(v any) string { b, _ := json.Marshal(v); return base64.RawURLEncoding.EncodeToString(b) }
-	token := seg(map[string]string{"alg": "RS256"}) + "." + seg(map[string]any{"groups": []string{"dev", "ops"}}) + ".sig"
-	streams, out, _ := testStreams()
-	o := &GroupsOptions{GroupsClaim: "groups", Output: &cmdutil.OutputFlags{Format: "json"}, IOStreams: streams, global: testGlobal(),
-		client: &fakeCluster{user: alice}, token: func(context.Context) (string, error) { return token, nil }}
-	require.NoError(t, o.Run(context.Background()))
-	var rows []GroupRow
-	require.NoError(t, json.Unmarshal([]byte(out.String()), &rows))
-	assert.Equal(t, []GroupRow{{Group: "dev", InToken: true, FromServer: true}, {Group: "ops", InToken: true},
-		{Group: "system:authenticated", FromServer: true}}, rows)
-}
-
 func TestWhyRun(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
@@ -431,7 +362,7 @@ func TestAccessRun(t *testing.T) {
 		streams, out, _ := testStreams()
 		return &AccessOptions{Verbs: []string{"get", "list"}, Method: rbac.FromRules, RBACObjects: true, Output: &cmdutil.OutputFlags{Format: "json"}, IOStreams: streams,
 			global: testGlobal(), client: f, namespace: "team-a",
-			impersonate: func(user string, groups []string, _ string, _ map[string][]string) (accessClient, error) {
+			impersonate: func(user string, groups []string, _ string, _ map[string][]string) (inspect.AccessClient, error) {
 				*impersonated = append(*impersonated, cmdutil.DescribeIdentity(user, groups))
 				return &fakeCluster{allowed: map[string][]string{"pods": {"get"}, "secrets": {"get"}}}, nil
 			}}, out
@@ -692,7 +623,7 @@ func TestResolveTargetInvalidatesTheCache(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeCluster{resources: tt.fresh, cachedResources: tt.cached}
 			var warnings []string
-			got, err := resolveTarget(context.Background(), f, rbac.Target{Verb: "get", Resource: tt.typed}, func(s string) { warnings = append(warnings, s) })
+			got, err := inspect.ResolveTarget(context.Background(), f, rbac.Target{Verb: "get", Resource: tt.typed}, func(s string) { warnings = append(warnings, s) })
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantDiscoveries, f.discoveries)
 			assert.Equal(t, tt.wantGroup, got.Group)
@@ -772,9 +703,9 @@ func TestWhoCanBySubject(t *testing.T) {
 		require.NoError(t, o.Run(context.Background()))
 		return out.String()
 	}
-	var got []SubjectAccess
+	var got []inspect.SubjectAccess
 	require.NoError(t, json.Unmarshal([]byte(run("json")), &got))
-	assert.Equal(t, []SubjectAccess{
+	assert.Equal(t, []inspect.SubjectAccess{
 		{Kind: "Group", Name: "ops", ClusterWide: true, Bindings: []string{"ClusterRoleBinding ops-read"}},
 		{Kind: "ServiceAccount", Name: "builder", Namespace: "a", Namespaces: []string{"a"}, Bindings: []string{"RoleBinding a/r"}},
 		{Kind: "ServiceAccount", Name: "builder", Namespace: "c", Namespaces: []string{"c"}, Bindings: []string{"RoleBinding c/r"}},
@@ -817,7 +748,7 @@ func TestAccessAllNamespacesConcurrently(t *testing.T) {
 	for i, m := range ms {
 		assert.Equal(t, names[i], m.Namespace, "the namespaces' order")
 	}
-	assert.Equal(t, int32(namespaceConcurrency), f.maxInFlight, "16 at a time")
+	assert.Equal(t, int32(inspect.NamespaceConcurrency), f.maxInFlight, "16 at a time")
 	assert.Less(t, elapsed, 40*20*time.Millisecond/2, "not one after the other")
 
 	// --max-reviews is shared: 40 matrices of 10 reviews, 1 rules review

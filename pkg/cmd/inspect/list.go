@@ -7,18 +7,17 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 )
@@ -35,13 +34,13 @@ type ListOptions struct {
 	ShowDenied    bool
 	Method        rbac.Source
 	// RBACObjects: across namespaces, evaluate the RBAC objects read once
-	// instead of one rules review per namespace (see localRules).
+	// instead of one rules review per namespace (see inspect.LocalRules).
 	RBACObjects bool
 	// caller (lists), target (reviewed), identity (the target's
 	// description), impersonate and namespace are Complete's.
-	caller, target listClient
+	caller, target inspect.ListClient
 	identity       string
-	impersonate    func(user string, groups []string, uid string, extra map[string][]string) (listClient, error)
+	impersonate    func(user string, groups []string, uid string, extra map[string][]string) (inspect.ListClient, error)
 	namespace      string
 	Output         *cmdutil.OutputFlags
 	genericiooptions.IOStreams
@@ -123,7 +122,7 @@ func (o *ListOptions) Complete(args []string) error {
 	if o.caller, err = cmdutil.NewRBACClient(callerCfg); err != nil {
 		return err
 	}
-	o.impersonate = func(user string, groups []string, uid string, extra map[string][]string) (listClient, error) {
+	o.impersonate = func(user string, groups []string, uid string, extra map[string][]string) (inspect.ListClient, error) {
 		return cmdutil.ImpersonatingClient(cfg, user, groups, uid, extra)
 	}
 	o.target, o.identity = o.caller, "you"
@@ -163,121 +162,47 @@ func (o *ListOptions) Validate() error {
 	return o.Output.Validate()
 }
 
-// ListResult is the outcome, for the table and the counts.
-type ListResult struct {
-	Resource   rbac.Resource
-	Identity   string
-	Namespaces []string
-	Decisions  []rbac.Decision
-	Stats      rbac.FilterStats
-	// Lists counts the list requests (namespaces and objects).
-	Lists int
-	// Check counts the requests that read the RBAC objects and checked
-	// them against the server (localRules), when they were read.
-	Check int
-}
-
-// sent is the requests the two clients sent (one, when they are the same).
-func sent(caller, target listClient) int {
-	n := caller.Requests()
-	if target != caller {
-		n += target.Requests()
-	}
-	return n
-}
-
-// Run lists and filters.
+// Run resolves the identity reviewed (--token-identity), lists and
+// decides (list's use case), and prints.
 func (o *ListOptions) Run(ctx context.Context) error {
-	// The caller lists; the target identity is reviewed.
-	caller, target, identity := o.caller, o.target, o.identity
+	q := inspect.ListRequest{Caller: o.caller, Target: o.target, Identity: o.identity, Resource: o.Resource, Selector: o.Selector,
+		Namespace: o.namespace, AllNamespaces: o.AllNamespaces, ProjectLabel: o.ProjectLabel, Verbs: o.Verbs,
+		ForceSSAR: o.Method == rbac.FromAccessReview, RBACObjects: o.RBACObjects, Full: !o.Output.Human(),
+		Verbose: o.global.Verbosity >= 1, Warn: cmdutil.Notifier(o.ErrOut)}
 	if o.TokenIdentity {
-		ui, _, err := caller.WhoAmI(ctx)
+		ui, _, err := o.caller.WhoAmI(ctx)
 		if err != nil {
 			return err
 		}
-		if target, err = o.impersonate(ui.Username, ui.Groups, ui.UID, ExtraOf(ui.Extra)); err != nil {
+		if q.Target, err = o.impersonate(ui.Username, ui.Groups, ui.UID, inspect.ExtraOf(ui.Extra)); err != nil {
 			return err
 		}
-		identity = cmdutil.DescribeIdentity(ui.Username, ui.Groups)
+		q.Identity = cmdutil.DescribeIdentity(ui.Username, ui.Groups)
 	}
-	all, err := discover(ctx, caller, false, cmdutil.Notifier(o.ErrOut))
-	if err != nil {
-		return err
-	}
-	res, err := rbac.ResolveResource(all, o.Resource)
-	if err != nil {
-		return err
-	}
-	if !slices.Contains(res.Verbs, "list") {
-		return fmt.Errorf("%s cannot be listed (its verbs: %s)", res, strings.Join(res.Verbs, ", "))
-	}
-	afterDiscovery := caller.Requests()
-	r := &ListResult{Resource: res, Identity: identity}
-	switch {
-	case !res.Namespaced || o.AllNamespaces:
-		r.Namespaces = []string{""}
-	case o.ProjectLabel != "":
-		if r.Namespaces, err = caller.NamespacesWith(ctx, o.ProjectLabel); err != nil {
-			return fmt.Errorf("selecting the namespaces of --project-label=%s: %w", o.ProjectLabel, err)
-		}
-		if len(r.Namespaces) == 0 {
-			fmt.Fprintf(o.ErrOut, "no namespace carries the label %s (or you may not list it)\n", o.ProjectLabel)
-		}
-	default:
-		r.Namespaces = []string{o.namespace}
-	}
-	full := !o.Output.Human()
-	var objs []rbac.Object
-	for _, ns := range r.Namespaces {
-		got, err := caller.List(ctx, res, ns, o.Selector, full)
-		if err != nil {
-			return err
-		}
-		objs = append(objs, got...)
-	}
-	r.Lists = caller.Requests() - afterDiscovery
-	sort.SliceStable(objs, func(i, j int) bool {
-		if objs[i].Namespace != objs[j].Namespace {
-			return objs[i].Namespace < objs[j].Namespace
-		}
-		return objs[i].Name < objs[j].Name
-	})
-	opts := rbac.FilterOptions{Verbs: o.Verbs, ForceSSAR: o.Method == rbac.FromAccessReview}
-	if (o.AllNamespaces || o.ProjectLabel != "") && res.Namespaced && o.RBACObjects && !opts.ForceSSAR && len(objs) > 0 {
-		before := sent(caller, target)
-		if found := localRules(ctx, o.ErrOut, o.global.Verbosity >= 1, caller, objs[0].Namespace, target); found != nil {
-			opts.LocalRules = found[0]
-		}
-		r.Check = sent(caller, target) - before
-	}
-	if opts.LocalRules == nil && o.global.IsTerminal(o.ErrOut) {
+	terminal := o.global.IsTerminal(o.ErrOut)
+	if terminal {
 		// A progress line while the rules reviews are asked (none when
 		// stderr is not a terminal).
-		opts.Progress = func(done, total int) {
-			if total < 20 {
-				return
+		q.Progress = func(done, total int) {
+			if total >= 20 {
+				progressLine(o.ErrOut, done, total, "reviewing the rules: %d/%d namespaces", done, total)
 			}
-			progressLine(o.ErrOut, done, total, "reviewing the rules: %d/%d namespaces", done, total)
 		}
 	}
-	r.Decisions, r.Stats, err = target.Filter(ctx, res, objs, opts)
+	r, err := inspect.List(ctx, q)
 	if err != nil {
-		if opts.Progress != nil {
+		if terminal {
 			logging.StatusLine(o.ErrOut, "")
 		}
-		if ctx.Err() != nil {
-			seen := map[string]bool{}
-			for _, obj := range objs {
-				seen[obj.Namespace] = true
-			}
-			return fmt.Errorf("interrupted while deciding %d objects in %d namespaces: %w", len(objs), len(seen), ctx.Err())
-		}
 		return err
+	}
+	if o.ProjectLabel != "" && len(r.Namespaces) == 0 {
+		fmt.Fprintf(o.ErrOut, "no namespace carries the label %s (or you may not list it)\n", o.ProjectLabel)
 	}
 	return o.print(r)
 }
 
-func (o *ListOptions) print(r *ListResult) error {
+func (o *ListOptions) print(r *inspect.ListResult) error {
 	var kept []rbac.Decision
 	for _, d := range r.Decisions {
 		if len(d.Allowed) > 0 {
@@ -332,7 +257,7 @@ func (o *ListOptions) print(r *ListResult) error {
 	return nil
 }
 
-func (o *ListOptions) printTable(w io.Writer, r *ListResult, rows []rbac.Decision) {
+func (o *ListOptions) printTable(w io.Writer, r *inspect.ListResult, rows []rbac.Decision) {
 	if len(rows) == 0 {
 		return // as kubectl get: the count went to stderr
 	}

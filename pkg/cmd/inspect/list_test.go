@@ -3,11 +3,11 @@ package inspect
 import (
 	"testing"
 
-	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 )
 
 func TestListValidate(t *testing.T) {

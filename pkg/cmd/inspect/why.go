@@ -2,19 +2,16 @@ package inspect
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
-
-	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 )
@@ -26,58 +23,9 @@ type WhyOptions struct {
 	// Quiet prints nothing: the exit code is the answer (kubectl auth can-i -q).
 	Quiet  bool
 	target rbac.Target
-	client whyClient
+	client inspect.WhyClient
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
-}
-
-// WhyResult is what why prints with -o json|yaml.
-type WhyResult struct {
-	Allowed  bool         `json:"allowed"`
-	Denied   bool         `json:"denied,omitempty"`
-	Reason   string       `json:"reason,omitempty"`
-	Username string       `json:"username"`
-	Groups   []string     `json:"groups"`
-	Grants   []rbac.Grant `json:"grants,omitempty"`
-	RBACNote string       `json:"rbacNote,omitempty"`
-	// Streaming is set for pods/exec, pods/attach and pods/portforward: the
-	// command works only with both verbs.
-	Streaming *StreamingAccess `json:"streaming,omitempty"`
-	// Escalation says what the permission asked about lets one do, when it
-	// is an escalation path (impersonate, bind, escalate, constrained
-	// impersonation).
-	Escalation string `json:"escalation,omitempty"`
-	// DecidedElsewhere: RBAC's bindings (readable) say otherwise than the
-	// answer: another authorizer of the chain (a webhook) decided.
-	DecidedElsewhere bool `json:"decidedElsewhere,omitempty"`
-	// Impersonation is set for impersonate-on:<mode>:<verb>: the mode's
-	// identity check asked too, since the path needs both.
-	Impersonation *ImpersonationPath `json:"impersonation,omitempty"`
-}
-
-// ImpersonationPath says whether a constrained impersonation path works:
-// impersonate-on:<mode>:<verb> on the resource, and impersonate:<mode> on
-// the identity (asked for any name: resourceNames may grant some).
-type ImpersonationPath struct {
-	Mode string `json:"mode"`
-	// Identity is the identity check asked: "impersonate:user-info users.authentication.k8s.io",
-	// for any name (a grant for some names only says no here), in
-	// Namespace for a service account (the request's, assumed).
-	Identity        string `json:"identity"`
-	Namespace       string `json:"namespace,omitempty"`
-	IdentityAllowed bool   `json:"identityAllowed"`
-	On              bool   `json:"impersonateOn"`
-	Works           bool   `json:"works"`
-}
-
-// StreamingAccess says whether kubectl exec, attach or port-forward works:
-// since Kubernetes 1.35 they go over WebSockets, which need get as well as
-// create on the subresource (SPDY needed create alone).
-type StreamingAccess struct {
-	Command string `json:"command"`
-	Get     bool   `json:"get"`
-	Create  bool   `json:"create"`
-	Works   bool   `json:"works"`
 }
 
 // NewCmdWhy builds why.
@@ -133,125 +81,80 @@ func parseTarget(args []string, ns string) rbac.Target {
 // Validate checks -o.
 func (o *WhyOptions) Validate() error { return o.Output.Validate() }
 
-// Run asks the authorizer, then reads RBAC when allowed to.
+// Run resolves the target, asks the authorizer (why's use case, unless
+// -q wants the answer alone) and prints; the exit code is the answer, as
+// kubectl auth can-i's: 0 yes, 1 no.
 func (o *WhyOptions) Run(ctx context.Context) error {
-	client := o.client
-	t, err := resolveTarget(ctx, client, o.target, cmdutil.Notifier(o.ErrOut))
+	t, readNS, err := inspect.WhyTarget(ctx, o.client, o.target, cmdutil.Notifier(o.ErrOut))
 	if err != nil {
 		return err
-	}
-	// RBAC objects are read in the namespace asked about, even for a
-	// check the server makes at cluster scope (a RoleBinding grants it
-	// nowhere, and WhoCan says so), so that reading needs no more.
-	readNS := t.Namespace
-	if rbac.ClusterScoped(t) {
-		t.Namespace = ""
 	}
 	o.target = t
-	st, err := client.Why(ctx, o.target)
-	if err != nil {
-		return err
-	}
-	// kubectl auth can-i's exit codes: 0 yes, 1 no; -q prints nothing.
-	answer := error(nil)
-	if !st.Allowed {
-		answer = cmdutil.ExitCode(1)
-	}
 	if o.Quiet {
-		return answer
+		st, err := o.client.Why(ctx, t)
+		if err != nil {
+			return err
+		}
+		return answer(st.Allowed)
 	}
-	ui, _, err := client.WhoAmI(ctx)
+	res, err := inspect.Why(ctx, o.client, t, readNS)
 	if err != nil {
 		return err
 	}
-	res := WhyResult{Allowed: st.Allowed, Denied: st.Denied, Reason: st.Reason, Username: ui.Username, Groups: ui.Groups}
-	if command := rbac.StreamingCommand(o.target.Resource + "/" + o.target.Subresource); command != "" && o.target.Group == "" &&
-		(o.target.Verb == "get" || o.target.Verb == "create") {
-		// The other verb, as the cluster answers it.
-		other := o.target
-		other.Verb = map[string]string{"get": "create", "create": "get"}[o.target.Verb]
-		ost, err := client.Why(ctx, other)
-		if err != nil {
-			return err
-		}
-		sa := &StreamingAccess{Command: command}
-		sa.Get, sa.Create = st.Allowed, ost.Allowed
-		if o.target.Verb == "create" {
-			sa.Get, sa.Create = ost.Allowed, st.Allowed
-		}
-		sa.Works = sa.Get && sa.Create
-		res.Streaming = sa
+	if err := o.Output.Print(o.Out, res, func(w io.Writer) { printWhy(w, t, res) }); err != nil {
+		return err
 	}
-	res.Escalation = rbac.Escalation(o.target.Verb, o.target.Group, o.target.Resource)
-	if mode, _, ok := rbac.ParseImpersonateOn(o.target.Verb); ok && o.target.NonResourceURL == "" {
-		check := identityCheck(mode)
-		idt := rbac.Target{Verb: check.Verb, Group: check.Group, Resource: check.Resource, Name: check.Name}
-		if check.Namespaced {
-			idt.Namespace = o.target.Namespace
-		}
-		ist, err := client.Why(ctx, idt)
-		if err != nil {
-			return err
-		}
-		res.Impersonation = &ImpersonationPath{Mode: mode, Identity: check.String(), Namespace: idt.Namespace, IdentityAllowed: ist.Allowed, On: st.Allowed, Works: ist.Allowed && st.Allowed}
+	return answer(res.Allowed)
+}
+
+// answer is kubectl auth can-i's exit code: 0 yes, 1 no.
+func answer(allowed bool) error {
+	if allowed {
+		return nil
 	}
-	bindings, err := client.ReadRBAC(ctx, readNS)
-	var ae *kubeapi.APIError
+	return cmdutil.ExitCode(1)
+}
+
+// printWhy is why's text: the verdict, the reason, and what explains it.
+func printWhy(w io.Writer, t rbac.Target, res *inspect.WhyResult) {
+	verdict := "no"
+	if res.Allowed {
+		verdict = "yes"
+	}
+	fmt.Fprintf(w, "%s: may %s %s %s? %s\n", logging.Printable(res.Username), logging.Printable(t.Verb), logging.Printable(t.ResourceDisplay()), logging.Printable(t.Where()), verdict)
+	if res.Reason != "" {
+		fmt.Fprintf(w, "Reason: %s\n", logging.Printable(res.Reason))
+	}
+	if res.RBACNote != "" {
+		fmt.Fprintln(w, logging.Printable(res.RBACNote))
+	}
 	switch {
-	case errors.As(err, &ae) && ae.Code == 403:
-		res.RBACNote = "you may not read RBAC objects here, so only the authorizer's reason is shown"
-	case err != nil && ctx.Err() == nil:
-		// The decision stands without the bindings behind it.
-		res.RBACNote = "could not read RBAC objects (" + logging.OneLine(err.Error(), 200) + "), so only the authorizer's reason is shown"
-	case err != nil:
-		return err
-	default:
-		res.Grants = rbac.ForIdentity(bindings.WhoCan(o.target), ui.Username, ui.Groups)
-		res.DecidedElsewhere = (len(res.Grants) > 0) != res.Allowed
+	case res.DecidedElsewhere && res.Allowed:
+		fmt.Fprintln(w, "No RBAC binding grants it to you: another authorizer of the chain (such as a webhook) allowed it.")
+	case res.DecidedElsewhere:
+		fmt.Fprintln(w, "RBAC grants it to you (the bindings below), but another authorizer of the chain (such as a webhook) denied it.")
 	}
-	if err := o.Output.Print(o.Out, res, func(w io.Writer) {
-		verdict := "no"
-		if res.Allowed {
-			verdict = "yes"
-		}
-		fmt.Fprintf(w, "%s: may %s %s %s? %s\n", logging.Printable(res.Username), logging.Printable(o.target.Verb), logging.Printable(o.target.ResourceDisplay()), logging.Printable(o.target.Where()), verdict)
-		if res.Reason != "" {
-			fmt.Fprintf(w, "Reason: %s\n", logging.Printable(res.Reason))
-		}
-		if res.RBACNote != "" {
-			fmt.Fprintln(w, logging.Printable(res.RBACNote))
-		}
-		switch {
-		case res.DecidedElsewhere && res.Allowed:
-			fmt.Fprintln(w, "No RBAC binding grants it to you: another authorizer of the chain (such as a webhook) allowed it.")
-		case res.DecidedElsewhere:
-			fmt.Fprintln(w, "RBAC grants it to you (the bindings below), but another authorizer of the chain (such as a webhook) denied it.")
-		}
-		if sa := res.Streaming; sa != nil {
-			yes := map[bool]string{true: "yes", false: "no"}
-			fmt.Fprintf(w, "%s: %s (since Kubernetes 1.35 it needs get and create on %s over WebSockets: get %s, create %s)\n",
-				sa.Command, map[bool]string{true: "works", false: "fails"}[sa.Works], o.target.ResourceDisplay(), yes[sa.Get], yes[sa.Create])
-		}
-		if res.Escalation != "" {
-			fmt.Fprintf(w, "This is %s.\n", res.Escalation)
-		}
-		if ip := res.Impersonation; ip != nil {
-			yes := map[bool]string{true: "yes", false: "no"}
-			where := ""
-			if ip.Namespace != "" {
-				where = " in namespace " + logging.Printable(ip.Namespace)
-			}
-			fmt.Fprintf(w, "Constrained impersonation path: %s (%s%s, any name: %s; %s: %s)\n", map[bool]string{true: "works", false: "fails"}[ip.Works],
-				ip.Identity, where, yes[ip.IdentityAllowed], logging.Printable(o.target.Verb), yes[ip.On])
-			if !ip.IdentityAllowed {
-				fmt.Fprintf(w, "A grant of %s for some names only is not seen here: ask \"kubectl impersonate why %s NAME\".\n", ip.Identity, ip.Identity)
-			}
-		}
-		printGrants(w, res.Grants)
-	}); err != nil {
-		return err
+	if sa := res.Streaming; sa != nil {
+		yes := map[bool]string{true: "yes", false: "no"}
+		fmt.Fprintf(w, "%s: %s (since Kubernetes 1.35 it needs get and create on %s over WebSockets: get %s, create %s)\n",
+			sa.Command, map[bool]string{true: "works", false: "fails"}[sa.Works], t.ResourceDisplay(), yes[sa.Get], yes[sa.Create])
 	}
-	return answer
+	if res.Escalation != "" {
+		fmt.Fprintf(w, "This is %s.\n", res.Escalation)
+	}
+	if ip := res.Impersonation; ip != nil {
+		yes := map[bool]string{true: "yes", false: "no"}
+		where := ""
+		if ip.Namespace != "" {
+			where = " in namespace " + logging.Printable(ip.Namespace)
+		}
+		fmt.Fprintf(w, "Constrained impersonation path: %s (%s%s, any name: %s; %s: %s)\n", map[bool]string{true: "works", false: "fails"}[ip.Works],
+			ip.Identity, where, yes[ip.IdentityAllowed], logging.Printable(t.Verb), yes[ip.On])
+		if !ip.IdentityAllowed {
+			fmt.Fprintf(w, "A grant of %s for some names only is not seen here: ask \"kubectl impersonate why %s NAME\".\n", ip.Identity, ip.Identity)
+		}
+	}
+	printGrants(w, res.Grants)
 }
 
 func printGrants(w io.Writer, grants []rbac.Grant) {
@@ -276,10 +179,4 @@ func printGrants(w io.Writer, grants []rbac.Grant) {
 		fmt.Fprintf(tw, "%s/%s\t%s\t%s/%s\t%s\n", logging.Printable(g.BindingKind), logging.Printable(g.Binding), logging.Printable(ns), logging.Printable(g.RoleKind), logging.Printable(g.Role), strings.Join(subs, ", "))
 	}
 	_ = tw.Flush()
-}
-
-// identityCheck is mode's check on the identity impersonated.
-func identityCheck(mode string) rbac.EscalationCheck {
-	i := slices.IndexFunc(rbac.EscalationChecks, func(c rbac.EscalationCheck) bool { return c.Mode == mode })
-	return rbac.EscalationChecks[i]
 }

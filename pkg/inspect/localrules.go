@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -18,13 +17,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 )
 
-// rulesClient is an identity whose rules the server reviews.
-type rulesClient interface {
-	whoAmIClient
-	RulesReview(ctx context.Context, namespace string) ([]authzv1.ResourceRule, bool, error)
-}
-
-// localRules prepares the evaluation of the RBAC objects across many
+// LocalRules prepares the evaluation of the RBAC objects across many
 // namespaces (access -A, list -A and --project-label): the objects read
 // once by reader, with the caller's own rights (4 lists), each identity
 // named by the server (SelfSubjectReview), instead of one rules review per
@@ -32,19 +25,19 @@ type rulesClient interface {
 // review as each identity, in the namespace first, must be complete (RBAC
 // is the only authorizer that lists rules; a webhook's review is
 // incomplete) and list the same rules as the objects give. Otherwise, or
-// when the objects cannot be read, it says why on errOut and returns nil:
+// when the objects cannot be read, it says why to warn and returns nil:
 // one rules review per namespace. It says nothing when the first
 // identity's review is incomplete (the results say so), and, unless
 // verbose, when the caller may not read the objects (forbidden: the
 // usual case of a project's admin, who gets the same answers, more
 // slowly). The result has one LocalRules per identity, in order; the
 // second is --diff-as's.
-func localRules(ctx context.Context, errOut io.Writer, verbose bool, reader rbacReader, first string, ids ...rulesClient) []rbac.LocalRules {
+func LocalRules(ctx context.Context, warn func(string), verbose bool, reader RBACReader, first string, ids ...RulesClient) []rbac.LocalRules {
 	fallback := func(why string) []rbac.LocalRules {
 		if ctx.Err() != nil {
 			return nil // Ctrl-C: the caller says it
 		}
-		fmt.Fprintf(errOut, "kubectl-impersonate: %s: one rules review per namespace\n", why)
+		warn(why + ": one rules review per namespace")
 		return nil
 	}
 	// The review, the objects and who each identity is, at once: one
@@ -68,7 +61,7 @@ func localRules(ctx context.Context, errOut io.Writer, verbose bool, reader rbac
 	}
 	snapshot, err := reader.ReadRBAC(ctx, "")
 	wg.Wait()
-	if masters(whos[0].ui) && (len(ids) == 1 || masters(whos[1].ui)) {
+	if Masters(whos[0].ui) && (len(ids) == 1 || Masters(whos[1].ui)) {
 		// kube-apiserver's first authorizer, before any of its
 		// configured chain (a webhook too), allows system:masters every
 		// request; no rules review lists it.
@@ -107,7 +100,7 @@ func localRules(ctx context.Context, errOut io.Writer, verbose bool, reader rbac
 			return fallback(prefix + "a node's requests are authorized by the Node authorizer, not by rules")
 		}
 		out[i] = snapshot.Local(ui.Username, ui.Groups)
-		if masters(ui) {
+		if Masters(ui) {
 			continue // every request allowed, whatever its review lists
 		}
 		if i > 0 {
@@ -129,8 +122,8 @@ func localRules(ctx context.Context, errOut io.Writer, verbose bool, reader rbac
 	return out
 }
 
-// masters tells whether ui is in system:masters, the group kube-apiserver
+// Masters tells whether ui is in system:masters, the group kube-apiserver
 // allows every request.
-func masters(ui *authnv1.UserInfo) bool {
+func Masters(ui *authnv1.UserInfo) bool {
 	return ui != nil && slices.Contains(ui.Groups, rbac.SuperuserGroup)
 }

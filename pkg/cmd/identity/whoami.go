@@ -1,4 +1,4 @@
-package inspect
+package identity
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kuberc"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
@@ -98,7 +99,7 @@ func (o *WhoAmIOptions) Run(ctx context.Context) error {
 		return err
 	}
 	ui := &ssr.Status.UserInfo
-	res := WhoAmIResult{APIVersion: "authentication.k8s.io/" + version, Username: ui.Username, UID: ui.UID, Groups: ui.Groups, Extra: ExtraOf(ui.Extra)}
+	res := WhoAmIResult{APIVersion: "authentication.k8s.io/" + version, Username: ui.Username, UID: ui.UID, Groups: ui.Groups, Extra: inspect.ExtraOf(ui.Extra)}
 	if o.tokenSource != nil {
 		res.TokenSource = o.tokenSource(ctx)
 	}
@@ -134,18 +135,6 @@ func (o *WhoAmIOptions) Run(ctx context.Context) error {
 		}
 		_ = tw.Flush()
 	})
-}
-
-// ExtraOf copies a UserInfo's extra values into plain string lists.
-func ExtraOf[V ~[]string](extra map[string]V) map[string][]string {
-	if len(extra) == 0 {
-		return nil
-	}
-	out := make(map[string][]string, len(extra))
-	for k, v := range extra {
-		out[k] = v
-	}
-	return out
 }
 
 // warnKuberc says when kubectl (>= 1.35) would refuse to run command as a

@@ -1,4 +1,4 @@
-package inspect
+package identity
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/jwtclaims"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode"
@@ -36,7 +37,7 @@ type ClaimsOptions struct {
 	SkipVerify bool
 	// Server answers --compare (SelfSubjectReview); Complete builds it, and
 	// ReadToken reads the token, from the flags.
-	Server    WhoAmIClient
+	Server    inspect.WhoAmIClient
 	ReadToken func(ctx context.Context) (string, error)
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
@@ -188,7 +189,7 @@ func (o *ClaimsOptions) compare(ctx context.Context, res *ClaimsResult) error {
 	}
 	server := kubecode.Identity{}
 	if ui != nil {
-		server = kubecode.Identity{Username: ui.Username, UID: ui.UID, Groups: ui.Groups, Extra: ExtraOf(ui.Extra)}
+		server = kubecode.Identity{Username: ui.Username, UID: ui.UID, Groups: ui.Groups, Extra: inspect.ExtraOf(ui.Extra)}
 		res.Server.Extra = server.Extra
 	}
 	res.Differences = kubecode.Differences(res.Predicted, server, refused)

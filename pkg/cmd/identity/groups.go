@@ -1,4 +1,4 @@
-package inspect
+package identity
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/jwtclaims"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
@@ -22,7 +23,7 @@ type GroupsOptions struct {
 	Kube        *cmdutil.KubeFlags
 	GroupsClaim string
 	Output      *cmdutil.OutputFlags
-	client      whoAmIClient
+	client      inspect.WhoAmIClient
 	// token is the current user's cached token (local cache only).
 	token func(ctx context.Context) (string, error)
 	genericiooptions.IOStreams

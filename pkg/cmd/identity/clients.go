@@ -1,0 +1,30 @@
+package identity
+
+import (
+	"context"
+
+	authnv1 "k8s.io/api/authentication/v1"
+
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
+)
+
+// The seams of the identity commands, in kubectl's shape: Complete(args)
+// builds them from the kubeconfig flags (a *kubeapi.Client implements
+// them), Run only uses them, and the tests drive Run with fakes.
+
+// selfSubjectReviewer returns the API server's SelfSubjectReview whole.
+type selfSubjectReviewer interface {
+	SelfSubjectReview(ctx context.Context) (*authnv1.SelfSubjectReview, string, error)
+}
+
+// cachedToken is the cached token of the session the kubectl flags select,
+// as get-token would hand it out now (session.ErrNotOurs when the
+// context's user does not run this plugin).
+func cachedToken(ctx context.Context, kube *cmdutil.KubeFlags, getenv func(string) string) (string, *session.TokenSource, error) {
+	s, err := kube.Session(getenv)
+	if err != nil {
+		return "", nil, err
+	}
+	return s.CachedToken(ctx)
+}

@@ -1,0 +1,192 @@
+// Package inspect holds the inspection use cases below their commands:
+// the access matrices (one per namespace, with the escalation paths and
+// --diff-as), the filtered list, why and who-can, and the evaluation of
+// RBAC objects read once where it gives the server's answer. Each asks the
+// API server through a small interface an *rbac.Client implements, and
+// returns what the command prints.
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
+)
+
+// WhoAmIClient asks the API server who the credentials are
+// (SelfSubjectReview).
+type WhoAmIClient interface {
+	WhoAmI(ctx context.Context) (*authnv1.UserInfo, string, error)
+}
+
+// RBACReader reads the RBAC objects of a namespace ("" for all) and the
+// cluster.
+type RBACReader interface {
+	ReadRBAC(ctx context.Context, namespace string) (*rbac.RBAC, error)
+}
+
+// Discoverer lists the resources the server serves (discovery), from
+// kubectl's cache until Invalidate (which says whether the last answer
+// came from it).
+type Discoverer interface {
+	Discover(ctx context.Context, subresources bool) ([]rbac.Resource, error)
+	Invalidate() bool
+}
+
+// RulesClient is an identity whose rules the server reviews.
+type RulesClient interface {
+	WhoAmIClient
+	RulesReview(ctx context.Context, namespace string) ([]authzv1.ResourceRule, bool, error)
+}
+
+// NamespaceLister lists the namespaces the client may list.
+type NamespaceLister interface {
+	Namespaces(ctx context.Context) ([]string, error)
+}
+
+// WhyClient asks the authorizer and reads RBAC.
+type WhyClient interface {
+	WhoAmIClient
+	RBACReader
+	Discoverer
+	Why(ctx context.Context, t rbac.Target) (*authzv1.SubjectAccessReviewStatus, error)
+}
+
+// WhoCanClient reads RBAC, and verifies a subject with the chain.
+type WhoCanClient interface {
+	RBACReader
+	Discoverer
+	VerifySubject(ctx context.Context, s rbacv1.Subject, t rbac.Target) (*authzv1.SubjectAccessReviewStatus, error)
+}
+
+// AccessClient builds access matrices.
+type AccessClient interface {
+	RulesClient
+	Discoverer
+	NamespaceLister
+	RBACReader
+	Access(ctx context.Context, resources []rbac.Resource, o rbac.AccessOptions) (*rbac.Matrix, error)
+}
+
+// ListClient lists objects and filters them by what an identity may do.
+type ListClient interface {
+	RulesClient
+	Discoverer
+	RBACReader
+	NamespacesWith(ctx context.Context, selector string) ([]string, error)
+	List(ctx context.Context, r rbac.Resource, namespace, selector string, full bool) ([]rbac.Object, error)
+	Filter(ctx context.Context, r rbac.Resource, objs []rbac.Object, o rbac.FilterOptions) ([]rbac.Decision, rbac.FilterStats, error)
+	// Requests counts the requests sent.
+	Requests() int
+}
+
+var (
+	_ WhyClient    = (*rbac.Client)(nil)
+	_ WhoCanClient = (*rbac.Client)(nil)
+	_ AccessClient = (*rbac.Client)(nil)
+	_ ListClient   = (*rbac.Client)(nil)
+)
+
+// Discover is d's discovery with a partial failure (one API group down)
+// turned into a warning on warn, as kubectl's "couldn't get resource list".
+func Discover(ctx context.Context, d Discoverer, subresources bool, warn func(string)) ([]rbac.Resource, error) {
+	all, err := d.Discover(ctx, subresources)
+	var partial *rbac.PartialDiscoveryError
+	if errors.As(err, &partial) {
+		warn(partial.Error())
+		return all, nil
+	}
+	return all, err
+}
+
+// ResolveTarget resolves t's resource as kubectl does (short names, kinds,
+// resource.group, resource.version.group, subresources) through
+// discovery. Like kubectl auth can-i, a resource the server does not serve
+// gets a warning on warn, naming the closest one, and t is asked as typed;
+// so does a discovery that fails.
+func ResolveTarget(ctx context.Context, d Discoverer, t rbac.Target, warn func(string)) (rbac.Target, error) {
+	if t.NonResourceURL != "" {
+		return t, nil
+	}
+	all, err := Discover(ctx, d, true, warn)
+	if err != nil {
+		if ctx.Err() != nil {
+			return t, err
+		}
+		warn(fmt.Sprintf("resolving %s through discovery: %v; asking about it as typed", t.ResourceDisplay(), err))
+		return t, nil
+	}
+	resolved, err := rbac.ResolveTarget(all, t)
+	if err != nil && d.Invalidate() {
+		// Not in the cached discovery: ask the server, as kubectl does
+		// (a CRD installed since the cache was written).
+		if again, derr := Discover(ctx, d, true, warn); derr == nil {
+			resolved, err = rbac.ResolveTarget(again, t)
+		}
+	}
+	if err != nil {
+		warn(err.Error())
+		return t, nil
+	}
+	return resolved, nil
+}
+
+// Resources are the resources of one scope (cluster-scoped, or
+// namespaced) the server serves, or, when typed names some, those, each
+// resolved as kubectl resolves it (after a miss in kubectl's discovery
+// cache, once more from the server).
+func Resources(ctx context.Context, d Discoverer, typed []string, subresources, clusterScope bool, warn func(string)) ([]rbac.Resource, error) {
+	scope := func() ([]rbac.Resource, error) {
+		all, err := Discover(ctx, d, subresources, warn)
+		if err != nil {
+			return nil, err
+		}
+		var out []rbac.Resource
+		for _, r := range all {
+			if r.Namespaced != clusterScope {
+				out = append(out, r)
+			}
+		}
+		return out, nil
+	}
+	resources, err := scope()
+	if err != nil || len(typed) == 0 {
+		return resources, err
+	}
+	var out []rbac.Resource
+	for _, name := range typed {
+		r, err := rbac.ResolveResource(resources, name)
+		if err != nil && d.Invalidate() {
+			var again []rbac.Resource
+			if again, err = scope(); err == nil {
+				resources = again
+				r, err = rbac.ResolveResource(resources, name)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--resource: %w", err)
+		}
+		if !slices.ContainsFunc(out, func(x rbac.Resource) bool { return x.String() == r.String() }) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// ExtraOf copies a UserInfo's extra values into plain string lists.
+func ExtraOf[V ~[]string](extra map[string]V) map[string][]string {
+	if len(extra) == 0 {
+		return nil
+	}
+	out := make(map[string][]string, len(extra))
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
+}
