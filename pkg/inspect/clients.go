@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
 )
 
 // WhoAmIClient asks the API server who the credentials are
@@ -35,7 +36,7 @@ type RBACReader interface {
 // kubectl's cache until Invalidate (which says whether the last answer
 // came from it).
 type Discoverer interface {
-	Discover(ctx context.Context, subresources bool) ([]rbac.Resource, error)
+	Discover(ctx context.Context, subresources bool) ([]resource.Resource, error)
 	Invalidate() bool
 }
 
@@ -71,7 +72,7 @@ type AccessClient interface {
 	Discoverer
 	NamespaceLister
 	RBACReader
-	Access(ctx context.Context, resources []rbac.Resource, o rbac.AccessOptions) (*rbac.Matrix, error)
+	Access(ctx context.Context, resources []resource.Resource, o rbac.AccessOptions) (*rbac.Matrix, error)
 }
 
 // ListClient lists objects and filters them by what an identity may do.
@@ -80,8 +81,8 @@ type ListClient interface {
 	Discoverer
 	RBACReader
 	NamespacesWith(ctx context.Context, selector string) ([]string, error)
-	List(ctx context.Context, r rbac.Resource, namespace, selector string, full bool) ([]rbac.Object, error)
-	Filter(ctx context.Context, r rbac.Resource, objs []rbac.Object, o rbac.FilterOptions) ([]rbac.Decision, rbac.FilterStats, error)
+	List(ctx context.Context, r resource.Resource, namespace, selector string, full bool) ([]resource.Object, error)
+	Filter(ctx context.Context, r resource.Resource, objs []resource.Object, o rbac.FilterOptions) ([]rbac.Decision, rbac.FilterStats, error)
 	// Requests counts the requests sent.
 	Requests() int
 }
@@ -95,9 +96,9 @@ var (
 
 // Discover is d's discovery with a partial failure (one API group down)
 // turned into a warning on warn, as kubectl's "couldn't get resource list".
-func Discover(ctx context.Context, d Discoverer, subresources bool, warn func(string)) ([]rbac.Resource, error) {
+func Discover(ctx context.Context, d Discoverer, subresources bool, warn func(string)) ([]resource.Resource, error) {
 	all, err := d.Discover(ctx, subresources)
-	var partial *rbac.PartialDiscoveryError
+	var partial *resource.PartialDiscoveryError
 	if errors.As(err, &partial) {
 		warn(partial.Error())
 		return all, nil
@@ -122,12 +123,12 @@ func ResolveTarget(ctx context.Context, d Discoverer, t rbac.Target, warn func(s
 		warn(fmt.Sprintf("resolving %s through discovery: %v; asking about it as typed", t.ResourceDisplay(), err))
 		return t, nil
 	}
-	resolved, err := rbac.ResolveTarget(all, t)
+	resolved, err := resolveTarget(all, t)
 	if err != nil && d.Invalidate() {
 		// Not in the cached discovery: ask the server, as kubectl does
 		// (a CRD installed since the cache was written).
 		if again, derr := Discover(ctx, d, true, warn); derr == nil {
-			resolved, err = rbac.ResolveTarget(again, t)
+			resolved, err = resolveTarget(again, t)
 		}
 	}
 	if err != nil {
@@ -141,13 +142,13 @@ func ResolveTarget(ctx context.Context, d Discoverer, t rbac.Target, warn func(s
 // namespaced) the server serves, or, when typed names some, those, each
 // resolved as kubectl resolves it (after a miss in kubectl's discovery
 // cache, once more from the server).
-func Resources(ctx context.Context, d Discoverer, typed []string, subresources, clusterScope bool, warn func(string)) ([]rbac.Resource, error) {
-	scope := func() ([]rbac.Resource, error) {
+func Resources(ctx context.Context, d Discoverer, typed []string, subresources, clusterScope bool, warn func(string)) ([]resource.Resource, error) {
+	scope := func() ([]resource.Resource, error) {
 		all, err := Discover(ctx, d, subresources, warn)
 		if err != nil {
 			return nil, err
 		}
-		var out []rbac.Resource
+		var out []resource.Resource
 		for _, r := range all {
 			if r.Namespaced != clusterScope {
 				out = append(out, r)
@@ -159,20 +160,20 @@ func Resources(ctx context.Context, d Discoverer, typed []string, subresources, 
 	if err != nil || len(typed) == 0 {
 		return resources, err
 	}
-	var out []rbac.Resource
+	var out []resource.Resource
 	for _, name := range typed {
-		r, err := rbac.ResolveResource(resources, name)
+		r, err := resource.ResolveResource(resources, name)
 		if err != nil && d.Invalidate() {
-			var again []rbac.Resource
+			var again []resource.Resource
 			if again, err = scope(); err == nil {
 				resources = again
-				r, err = rbac.ResolveResource(resources, name)
+				r, err = resource.ResolveResource(resources, name)
 			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("--resource: %w", err)
 		}
-		if !slices.ContainsFunc(out, func(x rbac.Resource) bool { return x.String() == r.String() }) {
+		if !slices.ContainsFunc(out, func(x resource.Resource) bool { return x.String() == r.String() }) {
 			out = append(out, r)
 		}
 	}
@@ -189,4 +190,30 @@ func ExtraOf[V ~[]string](extra map[string]V) map[string][]string {
 		out[k] = v
 	}
 	return out
+}
+
+// resolveTarget resolves t's resource through discovery (all, subresources
+// included), so that "get po", "get pod" and "get Pod" ask about pods as
+// kubectl auth can-i does. Non-resource URLs, "*" and the impersonation
+// resources (users, groups, uids, userextras; constrained impersonation's
+// users, groups, serviceaccounts and nodes of authentication.k8s.io), which
+// discovery does not list, are left as they are.
+func resolveTarget(all []resource.Resource, t rbac.Target) (rbac.Target, error) {
+	if t.NonResourceURL != "" || t.Resource == "*" ||
+		(t.Group == "" && slices.Contains([]string{"users", "groups", "serviceaccounts/token"}, t.Resource)) ||
+		(t.Group == rbac.ImpersonationGroup && slices.Contains([]string{"uids", "userextras", "users", "groups", "serviceaccounts", "nodes"}, t.Resource)) {
+		return t, nil
+	}
+	typed := t.Resource
+	if t.Group != "" {
+		typed += "." + t.Group
+	}
+	r, err := resource.ResolveResource(all, typed)
+	if err != nil {
+		return t, err
+	}
+	// The subresource is asked as typed, as kubectl auth can-i
+	// --subresource asks it (RBAC rules may name one a server lacks).
+	t.Resource, t.Group = r.Name, r.Group
+	return t, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
 )
 
 // ListRequest is list's question: the objects of a resource (as typed)
@@ -38,7 +39,7 @@ type ListRequest struct {
 
 // ListResult is the outcome, for the table and the counts.
 type ListResult struct {
-	Resource   rbac.Resource
+	Resource   resource.Resource
 	Identity   string
 	Namespaces []string
 	Decisions  []rbac.Decision
@@ -67,7 +68,7 @@ func List(ctx context.Context, q ListRequest) (*ListResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := rbac.ResolveResource(all, q.Resource)
+	res, err := resource.ResolveResource(all, q.Resource)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +80,7 @@ func List(ctx context.Context, q ListRequest) (*ListResult, error) {
 	if r.Namespaces, err = q.namespaces(ctx, res); err != nil {
 		return nil, err
 	}
-	var objs []rbac.Object
+	var objs []resource.Object
 	for _, ns := range r.Namespaces {
 		got, err := caller.List(ctx, res, ns, q.Selector, q.Full)
 		if err != nil {
@@ -117,7 +118,7 @@ func List(ctx context.Context, q ListRequest) (*ListResult, error) {
 }
 
 // namespaces are those the objects are listed in ("" for all).
-func (q *ListRequest) namespaces(ctx context.Context, res rbac.Resource) ([]string, error) {
+func (q *ListRequest) namespaces(ctx context.Context, res resource.Resource) ([]string, error) {
 	switch {
 	case !res.Namespaced || q.AllNamespaces:
 		return []string{""}, nil

@@ -87,39 +87,46 @@ func LocalRules(ctx context.Context, warn func(string), verbose bool, reader RBA
 	}
 	out := make([]rbac.LocalRules, len(ids))
 	for i, id := range ids {
-		prefix := ""
-		if i > 0 {
-			prefix = "--diff-as: "
-		}
-		ui, err := whos[i].ui, whos[i].err
-		if err != nil {
-			return fallback(prefix + "asking who the identity is (" + logging.OneLine(err.Error(), 200) + ")")
-		}
-		if strings.HasPrefix(ui.Username, "system:node:") || slices.Contains(ui.Groups, "system:nodes") {
-			// The Node authorizer allows a node what no rule lists.
-			return fallback(prefix + "a node's requests are authorized by the Node authorizer, not by rules")
-		}
-		out[i] = snapshot.Local(ui.Username, ui.Groups)
-		if Masters(ui) {
-			continue // every request allowed, whatever its review lists
-		}
-		if i > 0 {
-			// The other identity's rules are checked the same way: the
-			// chain may list one identity's rules and not another's.
-			var err error
-			if served, incomplete, err = id.RulesReview(ctx, first); err != nil || incomplete {
-				return fallback("the RBAC objects do not give the rules the server reviews for --diff-as in " + logging.Printable(first))
-			}
-		}
-		if mine, _ := out[i](first); !rbac.SameRules(mine, served) {
-			what := ""
-			if i > 0 {
-				what = " for --diff-as"
-			}
-			return fallback("the RBAC objects do not give the rules the server reviews" + what + " in " + logging.Printable(first))
+		var why string
+		if out[i], why = checkedLocal(ctx, snapshot, id, i, whos[i].ui, whos[i].err, first, served); why != "" {
+			return fallback(why)
 		}
 	}
 	return out
+}
+
+// checkedLocal is the i-th identity's rules from the RBAC objects (ui,
+// as the server named it), when they give the rules the server reviews in
+// first (served, for the first identity); else why not.
+func checkedLocal(ctx context.Context, snapshot *rbac.RBAC, id RulesClient, i int, ui *authnv1.UserInfo, whoErr error, first string, served []authzv1.ResourceRule) (rbac.LocalRules, string) {
+	prefix, what := "", ""
+	if i > 0 {
+		prefix, what = "--diff-as: ", " for --diff-as"
+	}
+	if whoErr != nil {
+		return nil, prefix + "asking who the identity is (" + logging.OneLine(whoErr.Error(), 200) + ")"
+	}
+	if strings.HasPrefix(ui.Username, "system:node:") || slices.Contains(ui.Groups, "system:nodes") {
+		// The Node authorizer allows a node what no rule lists.
+		return nil, prefix + "a node's requests are authorized by the Node authorizer, not by rules"
+	}
+	local := snapshot.Local(ui.Username, ui.Groups)
+	if Masters(ui) {
+		return local, "" // every request allowed, whatever its review lists
+	}
+	if i > 0 {
+		// The other identity's rules are checked the same way: the
+		// chain may list one identity's rules and not another's.
+		var incomplete bool
+		var err error
+		if served, incomplete, err = id.RulesReview(ctx, first); err != nil || incomplete {
+			return nil, "the RBAC objects do not give the rules the server reviews for --diff-as in " + logging.Printable(first)
+		}
+	}
+	if mine, _ := local(first); !rbac.SameRules(mine, served) {
+		return nil, "the RBAC objects do not give the rules the server reviews" + what + " in " + logging.Printable(first)
+	}
+	return local, ""
 }
 
 // Masters tells whether ui is in system:masters, the group kube-apiserver

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
 )
 
 // MatrixRequest is access's question: what the identity of Client may do
@@ -19,7 +20,7 @@ type MatrixRequest struct {
 	// is then the cells where the two differ.
 	Other      AccessClient
 	OtherName  string
-	Resources  []rbac.Resource
+	Resources  []resource.Resource
 	Namespaces []string
 	Verbs      []string
 	// ForceSSAR asks every cell with an access review.

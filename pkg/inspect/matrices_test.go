@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
 )
 
 // matrixClient answers Access with a matrix of rows × verbs (every cell
@@ -28,7 +29,7 @@ type matrixClient struct {
 	built        atomic.Int64
 }
 
-func (c *matrixClient) Access(ctx context.Context, resources []rbac.Resource, o rbac.AccessOptions) (*rbac.Matrix, error) {
+func (c *matrixClient) Access(ctx context.Context, resources []resource.Resource, o rbac.AccessOptions) (*rbac.Matrix, error) {
 	if o.Namespace == c.failIn {
 		return nil, fmt.Errorf("reviewing the rules in %s: forbidden", o.Namespace)
 	}

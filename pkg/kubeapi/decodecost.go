@@ -19,7 +19,7 @@ const (
 	weightScalar    = 192
 )
 
-// Weights of a page of objects decoded as rbac.Object: an item, and an
+// Weights of a page of objects decoded as resource.Object: an item, and an
 // entry of its metadata.labels; everything else is skipped by the decoder.
 const (
 	weightPageItem  = 1024

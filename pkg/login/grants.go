@@ -112,8 +112,6 @@ func (c *Client) authCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token,
 	ctx, abort := context.WithCancelCause(ctx)
 	defer abort(nil)
 
-	ready := make(chan string, 1)
-	done := make(chan struct{})
 	conf := c.oauth2Config(p)
 	listen, callbackPath, err := c.loopback(conf)
 	if err != nil {
@@ -129,35 +127,8 @@ func (c *Client) authCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token,
 		}
 		return cc.AuthCodeURL(req.state, req.options()...)
 	}
-	// Before the URL is shown: the other loopback address is held too.
-	held := make(chan func(), 1)
-	prompted := make(chan struct{})
-	defer func() {
-		close(done)
-		<-prompted // promptBrowser has returned, having sent at most one stop
-		select {
-		case stop := <-held:
-			stop()
-		default:
-		}
-	}()
-	hold := func(localURL string) error {
-		redirect := conf.RedirectURL
-		if redirect == "" {
-			redirect = localURL
-		}
-		stop, err := holdIPv6Loopback(redirect)
-		if err != nil {
-			abort(err)
-			return err
-		}
-		held <- stop
-		return nil
-	}
-	go func() {
-		defer close(prompted)
-		c.promptBrowser(ctx, ready, done, hold, authURL)
-	}()
+	ready, stopPrompt := c.promptWhenReady(ctx, abort, conf, authURL)
+	defer stopPrompt()
 
 	tok, err := oauth2cli.GetToken(ctx, oauth2cli.Config{
 		OAuth2Config:            *conf,
@@ -189,6 +160,43 @@ func (c *Client) authCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token,
 		return nil, "", fmt.Errorf("browser login: %w", c.providerError(p, err))
 	}
 	return tok, req.nonce, nil
+}
+
+// promptWhenReady shows the authorization URL (and opens the browser)
+// once oauth2cli's loopback server says on ready that it listens, after
+// holding the other loopback address (a failure to hold it aborts the
+// login); stop ends the prompt and releases what it held.
+func (c *Client) promptWhenReady(ctx context.Context, abort context.CancelCauseFunc, conf *oauth2.Config, authURL func(string) string) (ready chan string, stop func()) {
+	ready = make(chan string, 1)
+	done := make(chan struct{})
+	held := make(chan func(), 1)
+	prompted := make(chan struct{})
+	hold := func(localURL string) error {
+		redirect := conf.RedirectURL
+		if redirect == "" {
+			redirect = localURL
+		}
+		stop, err := holdIPv6Loopback(redirect)
+		if err != nil {
+			abort(err)
+			return err
+		}
+		held <- stop
+		return nil
+	}
+	go func() {
+		defer close(prompted)
+		c.promptBrowser(ctx, ready, done, hold, authURL)
+	}()
+	return ready, func() {
+		close(done)
+		<-prompted // promptBrowser has returned, having sent at most one stop
+		select {
+		case stop := <-held:
+			stop()
+		default:
+		}
+	}
 }
 
 // loopback is where the browser login's loopback server listens, and its

@@ -5,41 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
-	"sync"
 
 	authzv1 "k8s.io/api/authorization/v1"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
 )
 
 // DefaultVerbs are the columns of the access matrix.
 var DefaultVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
-
-// Resource is one row of the matrix.
-type Resource struct {
-	Group      string   `json:"group"`
-	Version    string   `json:"version"`
-	Name       string   `json:"resource"`
-	Namespaced bool     `json:"namespaced"`
-	Verbs      []string `json:"-"`
-	// Kind, SingularName and ShortNames resolve a name typed by a user.
-	Kind         string   `json:"-"`
-	SingularName string   `json:"-"`
-	ShortNames   []string `json:"-"`
-	// Priority is the resource's place in discovery (the core group first,
-	// then the groups in the server's order: built-in groups before
-	// CRDs'), which decides between resources of one name, as kubectl's
-	// RESTMapper does.
-	Priority int `json:"-"`
-}
-
-// String is kubectl's resource.group notation.
-func (r Resource) String() string {
-	if r.Group == "" {
-		return r.Name
-	}
-	return r.Name + "." + r.Group
-}
 
 // Source says how an answer was settled; its values are the -o json
 // "source" fields and --method's.
@@ -141,57 +115,6 @@ func (m *Matrix) setStreaming() {
 	}
 }
 
-// Discover lists the resources the API server serves (preferred versions),
-// without subresources unless asked for: as kubectl, from its disk cache
-// when fresh, else by aggregated discovery (kubeapi.ServerResources).
-func (c *Client) Discover(ctx context.Context, subresources bool) ([]Resource, error) {
-	d, err := c.ServerResources(ctx, c.DiscoveryCache, c.invalidated)
-	if err != nil {
-		return nil, err
-	}
-	c.fromCache, c.invalidated = d.FromCache, false
-	var out []Resource
-	for _, rl := range d.Preferred() {
-		group, version, found := strings.Cut(rl.GroupVersion, "/")
-		if !found {
-			group, version = "", rl.GroupVersion
-		}
-		for _, r := range rl.APIResources {
-			if strings.Contains(r.Name, "/") && !subresources {
-				continue
-			}
-			out = append(out, Resource{Group: group, Version: version, Name: r.Name, Namespaced: r.Namespaced, Verbs: r.Verbs,
-				Kind: r.Kind, SingularName: r.SingularName, ShortNames: r.ShortNames, Priority: len(out)})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
-	if len(d.Failed) > 0 {
-		var failed []string
-		for gv, why := range d.Failed {
-			failed = append(failed, fmt.Sprintf("%s (%s)", gv, why))
-		}
-		sort.Strings(failed)
-		return out, &PartialDiscoveryError{Failed: failed}
-	}
-	return out, nil
-}
-
-// Invalidate makes the next Discover ask the server, as kubectl's cached
-// discovery does when a resource is not found: it says whether the last
-// answer came from the cache (if not, asking again would change nothing).
-func (c *Client) Invalidate() bool {
-	c.invalidated = true
-	return c.fromCache
-}
-
-// PartialDiscoveryError says which API groups could not be discovered; the
-// resources returned with it are the others' (a warning, not a failure).
-type PartialDiscoveryError struct{ Failed []string }
-
-func (e *PartialDiscoveryError) Error() string {
-	return "could not discover " + strings.Join(e.Failed, ", ") + ": their resources are left out"
-}
-
 // RuleAllows tells whether one rule grants verb on resource (with
 // subresource "pods/log" style names), and whether only for some names.
 func RuleAllows(rule authzv1.ResourceRule, group, resource, verb string) (allowed, partial bool) {
@@ -263,27 +186,15 @@ var ErrTooManyReviews = errors.New("too many access reviews")
 // impersonate-on:<mode>:<verb> cells of the same rows and columns. Every
 // access review it may send is counted against o.MaxReviews before the
 // first is sent.
-func (c *Client) Access(ctx context.Context, resources []Resource, o AccessOptions) (*Matrix, error) {
+func (c *Client) Access(ctx context.Context, resources []resource.Resource, o AccessOptions) (*Matrix, error) {
 	verbs := o.Verbs
 	if len(verbs) == 0 {
 		verbs = DefaultVerbs
 	}
 	m := &Matrix{Namespace: o.Namespace, Verbs: verbs}
-	requests := 0
-	p := &planner{ssar: o.ForceSSAR}
-	switch {
-	case o.ForceSSAR:
-	case o.LocalRules != nil:
-		p.rules, p.incomplete = o.LocalRules(o.Namespace)
-		p.authoritative = true
-		m.Incomplete, m.RulesFrom = p.incomplete, RulesFromObjects
-	default:
-		requests++
-		var err error
-		if p.rules, p.incomplete, err = c.rulesReview(ctx, o.Namespace); err != nil {
-			return nil, fmt.Errorf("reviewing your rules in %q: %w", o.Namespace, err)
-		}
-		m.Incomplete = p.incomplete
+	p, requests, err := c.newPlanner(ctx, m, o)
+	if err != nil {
+		return nil, err
 	}
 	var jobs []job
 	m.Rows = p.rows(resources, verbs, o.Namespace, "", &jobs)
@@ -291,7 +202,6 @@ func (c *Client) Access(ctx context.Context, resources []Resource, o AccessOptio
 		cluster := o.ClusterEscalation
 		var cp *planner
 		if cluster == nil {
-			var err error
 			var n int
 			if cp, n, err = c.clusterPlanner(ctx, p, o.LocalRules); err != nil {
 				return nil, err
@@ -300,27 +210,9 @@ func (c *Client) Access(ctx context.Context, resources []Resource, o AccessOptio
 		}
 		m.Escalation = escalationCells(p, cp, o.Namespace, cluster, &jobs)
 	}
-	// The impersonate-on rows of every mode that may turn out held, so that
-	// the budget counts them; only the held ones are kept and asked.
-	modeRows, modeJobs := map[string][]Row{}, map[string][]job{}
-	budget := len(jobs)
-	if o.Escalation {
-		for _, mode := range ImpersonationModes {
-			if maybeHeld(m.Escalation, jobs, mode) {
-				var mj []job
-				modeRows[mode] = p.rows(resources, verbs, o.Namespace, mode, &mj)
-				modeJobs[mode] = mj
-				budget += len(mj)
-			}
-		}
-	}
-	left, ok := max(o.MaxReviews, 0), o.MaxReviews == 0 || budget <= max(o.MaxReviews, 0)
-	if o.Reserve != nil {
-		left, ok = o.Reserve(budget)
-	}
-	if !ok {
-		return nil, fmt.Errorf("%w: the matrix%s may need %d, over the %d left (with an authorizer besides RBAC, such as a webhook, the rules review is incomplete and every cell is asked)",
-			ErrTooManyReviews, inNamespace(o.Namespace), budget, left)
+	modes := p.modeRows(m, resources, o, jobs)
+	if err := reserve(o, jobs, modes); err != nil {
+		return nil, err
 	}
 	n, err := c.answer(ctx, m, jobs, o)
 	requests += n
@@ -328,13 +220,14 @@ func (c *Client) Access(ctx context.Context, resources []Resource, o AccessOptio
 		return nil, err
 	}
 	if o.Escalation {
+		// The impersonate-on rows of the modes held, asked now.
 		jobs = nil
 		for _, mode := range grantedModes(m.Escalation) {
 			if m.ImpersonateOn == nil {
 				m.ImpersonateOn = map[string][]Row{}
 			}
-			m.ImpersonateOn[mode] = modeRows[mode]
-			jobs = append(jobs, modeJobs[mode]...)
+			m.ImpersonateOn[mode] = modes[mode].rows
+			jobs = append(jobs, modes[mode].jobs...)
 		}
 		n, err := c.answer(ctx, m, jobs, o)
 		requests += n
@@ -347,15 +240,69 @@ func (c *Client) Access(ctx context.Context, resources []Resource, o AccessOptio
 	return m, nil
 }
 
-// rulesReview is a SelfSubjectRulesReview of namespace.
-func (c *Client) rulesReview(ctx context.Context, namespace string) ([]authzv1.ResourceRule, bool, error) {
-	in := authzv1.SelfSubjectRulesReview{Spec: authzv1.SelfSubjectRulesReviewSpec{Namespace: namespace}}
-	in.APIVersion, in.Kind = "authorization.k8s.io/v1", "SelfSubjectRulesReview"
-	var out authzv1.SelfSubjectRulesReview
-	if err := c.Post(ctx, "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", &in, &out); err != nil {
-		return nil, false, err
+// newPlanner is the planner of m's cells: from access reviews alone
+// (ForceSSAR), the RBAC objects read once, or a rules review (one
+// request).
+func (c *Client) newPlanner(ctx context.Context, m *Matrix, o AccessOptions) (*planner, int, error) {
+	p := &planner{ssar: o.ForceSSAR}
+	switch {
+	case o.ForceSSAR:
+	case o.LocalRules != nil:
+		p.rules, p.incomplete = o.LocalRules(o.Namespace)
+		p.authoritative = true
+		m.Incomplete, m.RulesFrom = p.incomplete, RulesFromObjects
+	default:
+		var err error
+		if p.rules, p.incomplete, err = c.RulesReview(ctx, o.Namespace); err != nil {
+			return nil, 1, fmt.Errorf("reviewing your rules in %q: %w", o.Namespace, err)
+		}
+		m.Incomplete = p.incomplete
+		return p, 1, nil
 	}
-	return out.Status.ResourceRules, out.Status.Incomplete, nil
+	return p, 0, nil
+}
+
+// modePlan is the impersonate-on rows of one constrained mode and the
+// access reviews they need.
+type modePlan struct {
+	rows []Row
+	jobs []job
+}
+
+// modeRows plans the impersonate-on rows of every mode that may turn out
+// held, so that the budget counts them; only the held ones are kept and
+// asked.
+func (p *planner) modeRows(m *Matrix, resources []resource.Resource, o AccessOptions, jobs []job) map[string]modePlan {
+	modes := map[string]modePlan{}
+	if !o.Escalation {
+		return modes
+	}
+	for _, mode := range ImpersonationModes {
+		if maybeHeld(m.Escalation, jobs, mode) {
+			var mp modePlan
+			mp.rows = p.rows(resources, m.Verbs, o.Namespace, mode, &mp.jobs)
+			modes[mode] = mp
+		}
+	}
+	return modes
+}
+
+// reserve takes the access reviews the matrix may need from
+// --max-reviews, before any is sent.
+func reserve(o AccessOptions, jobs []job, modes map[string]modePlan) error {
+	budget := len(jobs)
+	for _, mp := range modes {
+		budget += len(mp.jobs)
+	}
+	left, ok := max(o.MaxReviews, 0), o.MaxReviews == 0 || budget <= max(o.MaxReviews, 0)
+	if o.Reserve != nil {
+		left, ok = o.Reserve(budget)
+	}
+	if !ok {
+		return fmt.Errorf("%w: the matrix%s may need %d, over the %d left (with an authorizer besides RBAC, such as a webhook, the rules review is incomplete and every cell is asked)",
+			ErrTooManyReviews, resource.InNamespace(o.Namespace), budget, left)
+	}
+	return nil
 }
 
 // answer sends jobs' access reviews and writes their answers into m.
@@ -368,7 +315,7 @@ func (c *Client) answer(ctx context.Context, m *Matrix, jobs []job, o AccessOpti
 		attrs[k] = j.attrs
 	}
 	done := 0
-	n, err := c.accessReviews(ctx, attrs, o.Concurrency, func(k int, st authzv1.SubjectAccessReviewStatus) {
+	n, err := c.AccessReviews(ctx, attrs, o.Concurrency, func(k int, st authzv1.SubjectAccessReviewStatus) {
 		j := jobs[k]
 		// The rules' cell, answered: its "some names only" is kept.
 		var cell Cell
@@ -451,7 +398,7 @@ func (p *planner) fromRules(group, resource, verb string) Cell {
 // rows answers resources × verbs in namespace from the rules, the verbs
 // asked as impersonate-on:<mode>:<verb> when mode is set, adding the
 // access reviews needed to jobs.
-func (p *planner) rows(resources []Resource, verbs []string, namespace, mode string, jobs *[]job) []Row {
+func (p *planner) rows(resources []resource.Resource, verbs []string, namespace, mode string, jobs *[]job) []Row {
 	var out []Row
 	for i, r := range resources {
 		row := Row{Resource: r.String(), Cells: map[string]Cell{}}
@@ -479,61 +426,6 @@ func (p *planner) rows(resources []Resource, verbs []string, namespace, mode str
 		out = append(out, row)
 	}
 	return out
-}
-
-// accessReviews asks a SelfSubjectAccessReview for each of attrs,
-// concurrency at a time (0: 8), calling answer (serialised) with each
-// status; it returns the number of reviews sent and the first error.
-func (c *Client) accessReviews(ctx context.Context, attrs []authzv1.ResourceAttributes, concurrency int, answer func(i int, st authzv1.SubjectAccessReviewStatus)) (int, error) {
-	if concurrency <= 0 {
-		concurrency = 8
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	sent := 0
-	sem := make(chan struct{}, concurrency)
-	for i := range attrs {
-		sem <- struct{}{}
-		mu.Lock()
-		failed := firstErr != nil
-		mu.Unlock()
-		if failed || ctx.Err() != nil {
-			<-sem
-			break // nothing more is sent after the first failure
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			in := authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs[i]}}
-			in.APIVersion, in.Kind = "authorization.k8s.io/v1", "SelfSubjectAccessReview"
-			var out authzv1.SelfSubjectAccessReview
-			err := c.Post(ctx, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", &in, &out)
-			mu.Lock()
-			defer mu.Unlock()
-			sent++
-			if err != nil {
-				if firstErr == nil {
-					a := attrs[i]
-					firstErr = fmt.Errorf("reviewing %s on %s %s/%s: %w", a.Verb, a.Resource, a.Namespace, a.Name, err)
-				}
-				return
-			}
-			answer(i, out.Status)
-		}()
-	}
-	wg.Wait()
-	return sent, firstErr
-}
-
-// Namespaces lists the namespaces the caller may list.
-func (c *Client) Namespaces(ctx context.Context) ([]string, error) {
-	ns, err := c.NamespacesWith(ctx, "")
-	if err != nil {
-		return nil, fmt.Errorf("for -A: %w", err)
-	}
-	return ns, nil
 }
 
 // Diff keeps the rows and cells where a and b answer differently; the cell

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authzv1 "k8s.io/api/authorization/v1"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
 )
 
 func TestRuleAllows(t *testing.T) {
@@ -59,9 +61,9 @@ func TestAccessRequestCounts(t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"pods", "configmaps"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"*"}, Verbs: []string{"*"}},
 	}
-	var resources []Resource
+	var resources []resource.Resource
 	for i := range 31 {
-		r := Resource{Version: "v1", Name: fmt.Sprintf("res%02d", i), Namespaced: true, Verbs: DefaultVerbs}
+		r := resource.Resource{Version: "v1", Name: fmt.Sprintf("res%02d", i), Namespaced: true, Verbs: DefaultVerbs}
 		switch i {
 		case 0:
 			r.Name = "pods"
@@ -128,8 +130,8 @@ func TestAccessIncompleteReview(t *testing.T) {
 	f := &fakeAuthz{rules: map[string][]authzv1.ResourceRule{"team-a": rules}, allow: allow, incomplete: map[string]bool{"team-a": true}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
-	pods := Resource{Version: "v1", Name: "pods", Namespaced: true, Verbs: []string{"get", "list", "delete"}}
-	m, err := newClient(t, srv.URL).Access(context.Background(), []Resource{pods}, AccessOptions{Namespace: "team-a", Verbs: []string{"get", "list", "delete"}})
+	pods := resource.Resource{Version: "v1", Name: "pods", Namespaced: true, Verbs: []string{"get", "list", "delete"}}
+	m, err := newClient(t, srv.URL).Access(context.Background(), []resource.Resource{pods}, AccessOptions{Namespace: "team-a", Verbs: []string{"get", "list", "delete"}})
 	require.NoError(t, err)
 	assert.True(t, m.Incomplete)
 	cells := m.Rows[0].Cells
@@ -147,13 +149,13 @@ func TestAccessReviewBudget(t *testing.T) {
 	f := &fakeAuthz{rules: map[string][]authzv1.ResourceRule{}, incomplete: map[string]bool{"team-a": true}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
-	pods := Resource{Version: "v1", Name: "pods", Namespaced: true, Verbs: []string{"get", "list", "delete"}}
+	pods := resource.Resource{Version: "v1", Name: "pods", Namespaced: true, Verbs: []string{"get", "list", "delete"}}
 	c := newClient(t, srv.URL)
 	for _, tt := range []struct {
 		max     int
 		wantErr bool
 	}{{0, false}, {3, false}, {2, true}, {-1, true}} {
-		_, err := c.Access(context.Background(), []Resource{pods}, AccessOptions{Namespace: "team-a", Verbs: []string{"get", "list", "delete"}, MaxReviews: tt.max})
+		_, err := c.Access(context.Background(), []resource.Resource{pods}, AccessOptions{Namespace: "team-a", Verbs: []string{"get", "list", "delete"}, MaxReviews: tt.max})
 		if tt.wantErr {
 			assert.ErrorIs(t, err, ErrTooManyReviews, "max %d", tt.max)
 		} else {
@@ -174,9 +176,9 @@ func TestAccessStreaming(t *testing.T) {
 	f := &fakeAuthz{rules: map[string][]authzv1.ResourceRule{"team-a": rules}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
-	var resources []Resource
+	var resources []resource.Resource
 	for _, n := range []string{"pods/exec", "pods/portforward", "pods/attach"} {
-		resources = append(resources, Resource{Version: "v1", Name: n, Namespaced: true, Verbs: []string{"get", "create"}})
+		resources = append(resources, resource.Resource{Version: "v1", Name: n, Namespaced: true, Verbs: []string{"get", "create"}})
 	}
 	m, err := newClient(t, srv.URL).Access(context.Background(), resources, AccessOptions{Namespace: "team-a", Verbs: []string{"get", "create"}})
 	require.NoError(t, err)
@@ -203,8 +205,8 @@ func TestAccessEscalation(t *testing.T) {
 	f := &fakeAuthz{rules: map[string][]authzv1.ResourceRule{"team-a": rules}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
-	pods := Resource{Version: "v1", Name: "pods", Namespaced: true, Verbs: []string{"get", "list"}}
-	m, err := newClient(t, srv.URL).Access(context.Background(), []Resource{pods},
+	pods := resource.Resource{Version: "v1", Name: "pods", Namespaced: true, Verbs: []string{"get", "list"}}
+	m, err := newClient(t, srv.URL).Access(context.Background(), []resource.Resource{pods},
 		AccessOptions{Namespace: "team-a", Verbs: []string{"get", "list"}, Escalation: true})
 	require.NoError(t, err)
 	require.Len(t, m.Escalation, len(EscalationChecks))
@@ -231,7 +233,7 @@ func TestAccessEscalation(t *testing.T) {
 	assert.Equal(t, 3, m.Requests)
 
 	// The next namespace of the run reuses the cluster's cells.
-	next, err := newClient(t, srv.URL).Access(context.Background(), []Resource{pods},
+	next, err := newClient(t, srv.URL).Access(context.Background(), []resource.Resource{pods},
 		AccessOptions{Namespace: "team-a", Verbs: []string{"get", "list"}, Escalation: true, ClusterEscalation: m.ClusterEscalation()})
 	require.NoError(t, err)
 	assert.Equal(t, m.Escalation, next.Escalation)
@@ -241,7 +243,7 @@ func TestAccessEscalation(t *testing.T) {
 
 	// The cluster's rules grant impersonate:user-info for some names: ~.
 	f.rules[ClusterScopeNamespace] = []authzv1.ResourceRule{{APIGroups: []string{ImpersonationGroup}, Resources: []string{"users"}, Verbs: []string{"impersonate:user-info"}, ResourceNames: []string{"alice"}}}
-	m, err = newClient(t, srv.URL).Access(context.Background(), []Resource{pods}, AccessOptions{Namespace: "team-a", Verbs: []string{"get", "list"}, Escalation: true})
+	m, err = newClient(t, srv.URL).Access(context.Background(), []resource.Resource{pods}, AccessOptions{Namespace: "team-a", Verbs: []string{"get", "list"}, Escalation: true})
 	require.NoError(t, err)
 	i := slices.IndexFunc(m.Escalation, func(e EscalationCell) bool { return e.Mode == ModeUserInfo })
 	assert.Equal(t, Cell{Source: FromAccessReview, Partial: true}, m.Escalation[i].Cell)
@@ -253,14 +255,14 @@ func TestAccessEscalation(t *testing.T) {
 			allowKey("team-a", "impersonate-on:serviceaccount:list", "", "pods", ""): true}}
 	srv2 := httptest.NewServer(f)
 	defer srv2.Close()
-	m, err = newClient(t, srv2.URL).Access(context.Background(), []Resource{pods},
+	m, err = newClient(t, srv2.URL).Access(context.Background(), []resource.Resource{pods},
 		AccessOptions{Namespace: "team-a", Verbs: []string{"get", "list"}, Escalation: true, MaxReviews: 27})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]Cell{"get": {Source: FromAccessReview, DecidedElsewhere: true}, "list": {Allowed: true, Source: FromAccessReview, DecidedElsewhere: true}},
 		m.ImpersonateOn[ModeServiceAccount][0].Cells)
 	_, ssar = f.counts()
 	assert.Equal(t, 2+len(EscalationChecks)+2, ssar, "the rows, every escalation check, the impersonate-on cells")
-	_, err = newClient(t, srv2.URL).Access(context.Background(), []Resource{pods},
+	_, err = newClient(t, srv2.URL).Access(context.Background(), []resource.Resource{pods},
 		AccessOptions{Namespace: "team-a", Verbs: []string{"get", "list"}, Escalation: true, MaxReviews: 26})
 	assert.ErrorIs(t, err, ErrTooManyReviews, "the impersonate-on cells of every mode that may be held count, before any review is sent")
 	_, ssar = f.counts()

@@ -5,22 +5,19 @@
 // reads RBAC objects itself it follows Kubernetes' rule semantics
 // (k8s.io/kubernetes pkg/apis/rbac/v1/evaluation_helpers.go); every answer
 // it is meant to share with the server is compared with SubjectAccessReview
-// in the end-to-end tests.
+// in the end-to-end tests. What the server serves (discovery, names,
+// lists) is pkg/resource's.
 package rbac
 
-import "github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
+import (
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
+)
 
 // Client asks one API server, as the kubeconfig's identity.
 type Client struct {
-	*kubeapi.Client
-	// DiscoveryCache is kubectl's discovery cache directory for the server
-	// (kubeapi.DiscoveryCacheDir; "" caches nothing).
-	DiscoveryCache string
-
-	// invalidated makes the next Discover ask the server; fromCache says
-	// the last one did not.
-	invalidated, fromCache bool
+	*resource.Client
 }
 
 // New returns a Client on c.
-func New(c *kubeapi.Client) *Client { return &Client{Client: c} }
+func New(c *kubeapi.Client) *Client { return &Client{Client: resource.New(c)} }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	authzv1 "k8s.io/api/authorization/v1"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
 )
 
 // The escalation paths: verbs that give an identity another's permissions
@@ -52,7 +54,7 @@ type EscalationCheck struct {
 
 // String is VERB RESOURCE[.GROUP][/SUBRESOURCE].
 func (c EscalationCheck) String() string {
-	s := c.Verb + " " + Resource{Group: c.Group, Name: c.Resource}.String()
+	s := c.Verb + " " + resource.Resource{Group: c.Group, Name: c.Resource}.String()
 	if c.Subresource != "" {
 		s += "/" + c.Subresource
 	}
@@ -127,7 +129,7 @@ func (c EscalationCheck) cell(ns string, cell Cell) EscalationCell {
 	if !c.Namespaced {
 		ns = ""
 	}
-	return EscalationCell{Verb: c.Verb, Resource: Resource{Group: c.Group, Name: c.Resource}.String(), Subresource: c.Subresource,
+	return EscalationCell{Verb: c.Verb, Resource: resource.Resource{Group: c.Group, Name: c.Resource}.String(), Subresource: c.Subresource,
 		Namespace: ns, Name: c.Name, Mode: c.Mode, Cell: cell}
 }
 
@@ -159,7 +161,7 @@ func (c *Client) clusterPlanner(ctx context.Context, p *planner, local LocalRule
 	}) {
 		return p, 0, nil
 	}
-	rules, incomplete, err := c.rulesReview(ctx, ClusterScopeNamespace)
+	rules, incomplete, err := c.RulesReview(ctx, ClusterScopeNamespace)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, 1, fmt.Errorf("reviewing your rules at cluster scope: %w", ctx.Err())

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authzv1 "k8s.io/api/authorization/v1"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
 )
 
 func TestObjectAllowed(t *testing.T) {
@@ -42,38 +44,6 @@ func TestObjectAllowed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.wantAllowed, ObjectAllowed(tt.rule, "", "configmaps", tt.object, tt.verb))
-		})
-	}
-}
-
-func TestResolveResource(t *testing.T) {
-	all := []Resource{
-		{Version: "v1", Name: "configmaps", SingularName: "configmap", Kind: "ConfigMap", ShortNames: []string{"cm"}, Namespaced: true},
-		{Version: "v1", Name: "events", SingularName: "event", Kind: "Event", ShortNames: []string{"ev"}, Namespaced: true},
-		{Group: "events.k8s.io", Version: "v1", Name: "events", SingularName: "event", Kind: "Event", ShortNames: []string{"ev"}, Namespaced: true},
-		{Group: "apps", Version: "v1", Name: "deployments", SingularName: "deployment", Kind: "Deployment", ShortNames: []string{"deploy"}, Namespaced: true},
-		{Group: "apps", Version: "v1", Name: "deployments/scale", Namespaced: true},
-	}
-	for _, tc := range []struct{ typed, wantGroup, wantName, wantErr string }{
-		{typed: "configmaps", wantName: "configmaps"},
-		{typed: "cm", wantName: "configmaps"},
-		{typed: "ConfigMap", wantName: "configmaps"},
-		{typed: "deploy", wantGroup: "apps", wantName: "deployments"},
-		{typed: "deployments.apps", wantGroup: "apps", wantName: "deployments"},
-		{typed: "events", wantName: "events"},
-		{typed: "events.events.k8s.io", wantGroup: "events.k8s.io", wantName: "events"},
-		{typed: "deployments/scale", wantErr: "does not serve"},
-		{typed: "widgets", wantErr: `does not serve a resource "widgets"`},
-	} {
-		t.Run(tc.typed, func(t *testing.T) {
-			r, err := ResolveResource(all, tc.typed)
-			if tc.wantErr != "" {
-				require.ErrorContains(t, err, tc.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tc.wantGroup, r.Group)
-			assert.Equal(t, tc.wantName, r.Name)
 		})
 	}
 }
@@ -148,13 +118,13 @@ func (f *fakeAuthz) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestFilter(t *testing.T) {
 	getNamed := authzv1.ResourceRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}, ResourceNames: []string{"a", "b"}}
 	getAll := authzv1.ResourceRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}
-	var objs []Object
+	var objs []resource.Object
 	for _, ns := range []string{"p1", "p2", "p3"} {
 		for _, n := range []string{"a", "b", "c"} {
-			objs = append(objs, Object{Namespace: ns, Name: n})
+			objs = append(objs, resource.Object{Namespace: ns, Name: n})
 		}
 	}
-	cm := Resource{Version: "v1", Name: "configmaps", Namespaced: true}
+	cm := resource.Resource{Version: "v1", Name: "configmaps", Namespaced: true}
 	for _, tc := range []struct {
 		name       string
 		incomplete bool
@@ -232,17 +202,17 @@ func TestFilterRulesReviewsConcurrently(t *testing.T) {
 	const namespaces = 100
 	getAll := authzv1.ResourceRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}
 	f := &fakeAuthz{rules: map[string][]authzv1.ResourceRule{}, delay: 5 * time.Millisecond}
-	var objs []Object
+	var objs []resource.Object
 	for i := range namespaces {
 		ns := fmt.Sprintf("ns-%03d", i)
 		if i%2 == 0 {
 			f.rules[ns] = []authzv1.ResourceRule{getAll}
 		}
-		objs = append(objs, Object{Namespace: ns, Name: "a"}, Object{Namespace: ns, Name: "b"})
+		objs = append(objs, resource.Object{Namespace: ns, Name: "a"}, resource.Object{Namespace: ns, Name: "b"})
 	}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
-	cm := Resource{Version: "v1", Name: "configmaps", Namespaced: true}
+	cm := resource.Resource{Version: "v1", Name: "configmaps", Namespaced: true}
 	var progress []int
 	ds, st, err := newClient(t, srv.URL).Filter(context.Background(), cm, objs, FilterOptions{Verbs: []string{"get"},
 		Progress: func(done, total int) { progress = append(progress, done); assert.Equal(t, namespaces, total) }})
@@ -287,8 +257,8 @@ func TestFilterDenialReasons(t *testing.T) {
 	srv := httptest.NewServer(&fakeAuthz{rules: map[string][]authzv1.ResourceRule{"p1": {getNamed}}})
 	defer srv.Close()
 	c := newClient(t, srv.URL)
-	ds, _, err := c.Filter(context.Background(), Resource{Version: "v1", Name: "configmaps", Namespaced: true},
-		[]Object{{Namespace: "p1", Name: "z"}}, FilterOptions{Verbs: []string{"get", "delete"}})
+	ds, _, err := c.Filter(context.Background(), resource.Resource{Version: "v1", Name: "configmaps", Namespaced: true},
+		[]resource.Object{{Namespace: "p1", Name: "z"}}, FilterOptions{Verbs: []string{"get", "delete"}})
 	require.NoError(t, err)
 	require.Len(t, ds, 1)
 	assert.Equal(t, map[string]string{"get": "get is granted for other resourceNames only", "delete": "no rule grants delete on configmaps"}, ds[0].Denied)
@@ -305,8 +275,8 @@ func TestFilterIncompleteReview(t *testing.T) {
 		allow: map[string]bool{allowKey("p1", "get", "", "configmaps", "b"): true, allowKey("p1", "delete", "", "configmaps", "b"): true}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
-	cm := Resource{Version: "v1", Name: "configmaps", Namespaced: true, Verbs: []string{"get", "delete"}}
-	ds, st, err := newClient(t, srv.URL).Filter(context.Background(), cm, []Object{{Namespace: "p1", Name: "a"}, {Namespace: "p1", Name: "b"}},
+	cm := resource.Resource{Version: "v1", Name: "configmaps", Namespaced: true, Verbs: []string{"get", "delete"}}
+	ds, st, err := newClient(t, srv.URL).Filter(context.Background(), cm, []resource.Object{{Namespace: "p1", Name: "a"}, {Namespace: "p1", Name: "b"}},
 		FilterOptions{Verbs: []string{"get", "delete"}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"p1"}, st.Incomplete)
@@ -314,31 +284,4 @@ func TestFilterIncompleteReview(t *testing.T) {
 	assert.Equal(t, []string{"get"}, ds[0].DecidedElsewhere, "a: get denied against RBAC's rules")
 	assert.Equal(t, []string{"get", "delete"}, ds[1].Allowed)
 	assert.Equal(t, []string{"delete"}, ds[1].DecidedElsewhere, "b: delete allowed against RBAC's rules")
-}
-
-// TestListPaging: objects are listed 500 at a time, following continue
-// tokens, as kubectl does; the namespaces' metadata in one request.
-func TestListPaging(t *testing.T) {
-	var queries []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		queries = append(queries, r.URL.Path+"?"+r.URL.RawQuery)
-		next, items := "", []string{`{"metadata":{"name":"last"}}`}
-		if r.URL.Query().Get("continue") == "" && r.URL.Query().Get("limit") != "" {
-			next, items = "page-2", []string{`{"metadata":{"name":"first"}}`}
-		}
-		fmt.Fprintf(w, `{"metadata":{"continue":%q},"items":[%s]}`, next, strings.Join(items, ","))
-	}))
-	defer srv.Close()
-	c := newClient(t, srv.URL)
-	objs, err := c.List(context.Background(), Resource{Version: "v1", Name: "configmaps", Namespaced: true}, "", "a=b", false)
-	require.NoError(t, err)
-	require.Len(t, objs, 2)
-	assert.Equal(t, []string{"first", "last"}, []string{objs[0].Name, objs[1].Name})
-	assert.Equal(t, []string{"/api/v1/configmaps?labelSelector=a%3Db&limit=500", "/api/v1/configmaps?continue=page-2&labelSelector=a%3Db&limit=500"}, queries)
-
-	queries = nil
-	names, err := c.NamespacesWith(context.Background(), "")
-	require.NoError(t, err)
-	assert.Equal(t, []string{"last"}, names)
-	assert.Equal(t, []string{"/api/v1/namespaces?"}, queries, "one request, no limit")
 }

@@ -1,7 +1,6 @@
 package rbac
 
 import (
-	"context"
 	"slices"
 	"strings"
 
@@ -72,13 +71,6 @@ func appliesTo(subjects []rbacv1.Subject, user string, groups []string, bindingN
 		}
 		return false
 	})
-}
-
-// RulesReview is a SelfSubjectRulesReview of namespace: the rules and
-// whether the review says it is incomplete (an authorizer besides RBAC in
-// the chain, or RBAC could not resolve a role).
-func (c *Client) RulesReview(ctx context.Context, namespace string) ([]authzv1.ResourceRule, bool, error) {
-	return c.rulesReview(ctx, namespace)
 }
 
 // LocalRules answers rules reviews from a snapshot of the RBAC objects

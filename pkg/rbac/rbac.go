@@ -200,17 +200,16 @@ func ForIdentity(grants []Grant, username string, groups []string) []Grant {
 // Why asks the authorizer about t with a SelfSubjectAccessReview and returns
 // its decision and reason (RBAC names the binding).
 func (c *Client) Why(ctx context.Context, t Target) (*authzv1.SubjectAccessReviewStatus, error) {
-	in := authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authzv1.ResourceAttributes{
-		Namespace: t.Namespace, Verb: t.Verb, Group: t.Group, Resource: t.Resource, Subresource: t.Subresource, Name: t.Name}}}
+	spec := authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authzv1.ResourceAttributes{
+		Namespace: t.Namespace, Verb: t.Verb, Group: t.Group, Resource: t.Resource, Subresource: t.Subresource, Name: t.Name}}
 	if t.NonResourceURL != "" {
-		in.Spec = authzv1.SelfSubjectAccessReviewSpec{NonResourceAttributes: &authzv1.NonResourceAttributes{Path: t.NonResourceURL, Verb: t.Verb}}
+		spec = authzv1.SelfSubjectAccessReviewSpec{NonResourceAttributes: &authzv1.NonResourceAttributes{Path: t.NonResourceURL, Verb: t.Verb}}
 	}
-	in.APIVersion, in.Kind = "authorization.k8s.io/v1", "SelfSubjectAccessReview"
-	var out authzv1.SelfSubjectAccessReview
-	if err := c.Post(ctx, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", &in, &out); err != nil {
+	st, err := c.SelfAccessReview(ctx, spec)
+	if err != nil {
 		return nil, fmt.Errorf("asking the authorizer: %w", err)
 	}
-	return &out.Status, nil
+	return st, nil
 }
 
 // syntheticMember is the identity a SubjectAccessReview gives for a
@@ -263,13 +262,11 @@ func (c *Client) VerifySubject(ctx context.Context, s rbacv1.Subject, t Target) 
 	} else {
 		spec.ResourceAttributes = &authzv1.ResourceAttributes{Namespace: t.Namespace, Verb: t.Verb, Group: t.Group, Resource: t.Resource, Subresource: t.Subresource, Name: t.Name}
 	}
-	in := authzv1.SubjectAccessReview{Spec: spec}
-	in.APIVersion, in.Kind = "authorization.k8s.io/v1", "SubjectAccessReview"
-	var out authzv1.SubjectAccessReview
-	if err := c.Post(ctx, "/apis/authorization.k8s.io/v1/subjectaccessreviews", &in, &out); err != nil {
+	st, err := c.SubjectAccessReview(ctx, spec)
+	if err != nil {
 		return nil, fmt.Errorf("verifying %s:%s: %w", s.Kind, s.Name, err)
 	}
-	return &out.Status, nil
+	return st, nil
 }
 
 // ResourceDisplay is resource[.group][/subresource] [name], or the path.

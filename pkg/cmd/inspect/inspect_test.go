@@ -25,6 +25,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
 )
 
 // fakeCluster stands in for the API server behind the inspection
@@ -37,11 +38,11 @@ type fakeCluster struct {
 	why       authzv1.SubjectAccessReviewStatus
 	rbac      *rbac.RBAC
 	rbacErr   error
-	resources []rbac.Resource
+	resources []resource.Resource
 	// allowed is the verbs allowed per resource name.
 	allowed    map[string][]string
 	namespaces []string
-	objects    []rbac.Object
+	objects    []resource.Object
 
 	asked []string // "Access ns", "ReadRBAC ns", "List ns", ...
 	// denySubjects: the chain's denials for who-can --verify, by subject name.
@@ -56,7 +57,7 @@ type fakeCluster struct {
 	// allowedIn adds, per namespace, verbs allowed per resource name.
 	allowedIn       map[string]map[string][]string
 	reviewRules     []authzv1.ResourceRule
-	cachedResources []rbac.Resource
+	cachedResources []resource.Resource
 	invalidated     bool
 	discoveries     int
 	mu              sync.Mutex
@@ -107,7 +108,7 @@ func (f *fakeCluster) ReadRBAC(_ context.Context, ns string) (*rbac.RBAC, error)
 	return f.rbac, f.rbacErr
 }
 
-func (f *fakeCluster) Discover(context.Context, bool) ([]rbac.Resource, error) {
+func (f *fakeCluster) Discover(context.Context, bool) ([]resource.Resource, error) {
 	f.discoveries++
 	if f.cachedResources != nil && !f.invalidated {
 		return f.cachedResources, nil
@@ -137,7 +138,7 @@ func (f *fakeCluster) Invalidate() bool {
 
 func (f *fakeCluster) Namespaces(context.Context) ([]string, error) { return f.namespaces, nil }
 
-func (f *fakeCluster) Access(ctx context.Context, resources []rbac.Resource, o rbac.AccessOptions) (*rbac.Matrix, error) {
+func (f *fakeCluster) Access(ctx context.Context, resources []resource.Resource, o rbac.AccessOptions) (*rbac.Matrix, error) {
 	// access -A builds matrices 16 at a time.
 	n := f.inFlight.Add(1)
 	defer f.inFlight.Add(-1)
@@ -186,9 +187,9 @@ func (f *fakeCluster) NamespacesWith(_ context.Context, selector string) ([]stri
 	return f.namespaces, nil
 }
 
-func (f *fakeCluster) List(_ context.Context, r rbac.Resource, ns, _ string, _ bool) ([]rbac.Object, error) {
+func (f *fakeCluster) List(_ context.Context, r resource.Resource, ns, _ string, _ bool) ([]resource.Object, error) {
 	f.asked = append(f.asked, "List "+ns)
-	var out []rbac.Object
+	var out []resource.Object
 	for _, o := range f.objects {
 		if ns == "" || o.Namespace == ns {
 			out = append(out, o)
@@ -197,7 +198,7 @@ func (f *fakeCluster) List(_ context.Context, r rbac.Resource, ns, _ string, _ b
 	return out, nil
 }
 
-func (f *fakeCluster) Filter(_ context.Context, r rbac.Resource, objs []rbac.Object, o rbac.FilterOptions) ([]rbac.Decision, rbac.FilterStats, error) {
+func (f *fakeCluster) Filter(_ context.Context, r resource.Resource, objs []resource.Object, o rbac.FilterOptions) ([]rbac.Decision, rbac.FilterStats, error) {
 	if o.LocalRules != nil {
 		f.asked = append(f.asked, "Filter from local rules")
 	} else {
@@ -237,8 +238,8 @@ func testGlobal() *cmdutil.GlobalOptions {
 
 var (
 	alice    = authnv1.UserInfo{Username: "alice@example.com", Groups: []string{"dev", "system:authenticated"}}
-	pods     = rbac.Resource{Version: "v1", Name: "pods", Namespaced: true, Verbs: []string{"get", "list"}, Kind: "Pod", SingularName: "pod", ShortNames: []string{"po"}}
-	secrets  = rbac.Resource{Version: "v1", Name: "secrets", Namespaced: true, Verbs: []string{"get", "list"}}
+	pods     = resource.Resource{Version: "v1", Name: "pods", Namespaced: true, Verbs: []string{"get", "list"}, Kind: "Pod", SingularName: "pod", ShortNames: []string{"po"}}
+	secrets  = resource.Resource{Version: "v1", Name: "secrets", Namespaced: true, Verbs: []string{"get", "list"}}
 	devGrant = &rbac.RBAC{
 		Roles: map[string][]rbacv1.PolicyRule{"team-a/pod-reader": {{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}},
 		RoleBindings: []rbacv1.RoleBinding{{ObjectMeta: metav1.ObjectMeta{Name: "devs-read-pods", Namespace: "team-a"},
@@ -301,7 +302,7 @@ func TestWhyRun(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			streams, out, errOut := testStreams()
-			f := &fakeCluster{user: alice, why: tt.why, whyVerbs: tt.whyVerbs, rbac: tt.rbac, rbacErr: tt.rbacErr, resources: []rbac.Resource{pods, secrets}}
+			f := &fakeCluster{user: alice, why: tt.why, whyVerbs: tt.whyVerbs, rbac: tt.rbac, rbacErr: tt.rbacErr, resources: []resource.Resource{pods, secrets}}
 			o := &WhyOptions{Output: &cmdutil.OutputFlags{Format: ""}, Quiet: tt.quiet, IOStreams: streams, global: testGlobal(), client: f,
 				target: parseTarget(tt.args, "team-a")}
 			err := o.Run(context.Background())
@@ -348,7 +349,7 @@ func TestWhoCanRun(t *testing.T) {
 		{[]string{"delete", "pods"}, "No binding grants delete pods in namespace team-a."},
 	} {
 		streams, out, _ := testStreams()
-		f := &fakeCluster{rbac: devGrant, resources: []rbac.Resource{pods}}
+		f := &fakeCluster{rbac: devGrant, resources: []resource.Resource{pods}}
 		o := &WhoCanOptions{Output: &cmdutil.OutputFlags{}, IOStreams: streams, global: testGlobal(), client: f, target: parseTarget(tt.args, "team-a")}
 		require.NoError(t, o.Run(context.Background()))
 		assert.Contains(t, out.String(), tt.want)
@@ -368,7 +369,7 @@ func TestAccessRun(t *testing.T) {
 			}}, out
 	}
 	cluster := func() *fakeCluster {
-		return &fakeCluster{user: alice, resources: []rbac.Resource{pods, secrets}, namespaces: []string{"a", "b"},
+		return &fakeCluster{user: alice, resources: []resource.Resource{pods, secrets}, namespaces: []string{"a", "b"},
 			allowed: map[string][]string{"pods": {"get", "list"}, "secrets": {"get"}}}
 	}
 	t.Run("one namespace", func(t *testing.T) {
@@ -477,7 +478,7 @@ func TestAccessRun(t *testing.T) {
 
 func TestListRun(t *testing.T) {
 	streams, out, errOut := testStreams()
-	f := &fakeCluster{user: alice, resources: []rbac.Resource{pods}, objects: []rbac.Object{
+	f := &fakeCluster{user: alice, resources: []resource.Resource{pods}, objects: []resource.Object{
 		{Namespace: "team-a", Name: "alice@example.com-web"}, {Namespace: "team-a", Name: "other"}, {Namespace: "team-b", Name: "alice@example.com-db"}}}
 	o := &ListOptions{Resource: "po", Verbs: []string{"get"}, Method: rbac.FromRules, Output: &cmdutil.OutputFlags{Format: ""}, IOStreams: streams,
 		global: testGlobal(), caller: f, target: f, identity: "you", namespace: "team-a", now: time.Now}
@@ -536,8 +537,8 @@ func TestListRun(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			streams, out, errOut := testStreams()
-			caller := &fakeCluster{user: authnv1.UserInfo{Username: "admin"}, resources: []rbac.Resource{pods}, rbac: snapshot, rbacErr: tc.rbacErr,
-				objects: []rbac.Object{{Namespace: "team-a", Name: "web"}, {Namespace: "team-b", Name: "alice@example.com-db"}}}
+			caller := &fakeCluster{user: authnv1.UserInfo{Username: "admin"}, resources: []resource.Resource{pods}, rbac: snapshot, rbacErr: tc.rbacErr,
+				objects: []resource.Object{{Namespace: "team-a", Name: "web"}, {Namespace: "team-b", Name: "alice@example.com-db"}}}
 			target := &fakeCluster{user: alice, reviewRules: tc.reviewRules}
 			if tc.targetUser != nil {
 				target.user = *tc.targetUser
@@ -587,7 +588,7 @@ func TestWhoCanVerify(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			streams, out, _ := testStreams()
-			f := &fakeCluster{rbac: devGrant, resources: []rbac.Resource{pods}, denySubjects: tt.deny}
+			f := &fakeCluster{rbac: devGrant, resources: []resource.Resource{pods}, denySubjects: tt.deny}
 			ns := "team-a"
 			if tt.allNS {
 				ns = ""
@@ -605,20 +606,20 @@ func TestWhoCanVerify(t *testing.T) {
 // not know (a CRD installed since kubectl wrote the cache) is looked up
 // again on the server, once; one it knows costs no second discovery.
 func TestResolveTargetInvalidatesTheCache(t *testing.T) {
-	pods := rbac.Resource{Version: "v1", Name: "pods", Namespaced: true, Kind: "Pod", SingularName: "pod", ShortNames: []string{"po"}}
-	widgets := rbac.Resource{Group: "example.com", Version: "v1", Name: "widgets", Namespaced: true, Kind: "Widget", SingularName: "widget", ShortNames: []string{"wd"}}
+	pods := resource.Resource{Version: "v1", Name: "pods", Namespaced: true, Kind: "Pod", SingularName: "pod", ShortNames: []string{"po"}}
+	widgets := resource.Resource{Group: "example.com", Version: "v1", Name: "widgets", Namespaced: true, Kind: "Widget", SingularName: "widget", ShortNames: []string{"wd"}}
 	for _, tt := range []struct {
 		name            string
 		typed           string
-		cached, fresh   []rbac.Resource
+		cached, fresh   []resource.Resource
 		wantGroup       string
 		wantDiscoveries int
 		wantWarning     bool
 	}{
-		{name: "in the cache", typed: "po", cached: []rbac.Resource{pods}, fresh: []rbac.Resource{pods, widgets}, wantDiscoveries: 1},
-		{name: "new since the cache", typed: "wd", cached: []rbac.Resource{pods}, fresh: []rbac.Resource{pods, widgets}, wantGroup: "example.com", wantDiscoveries: 2},
-		{name: "not served at all: asked as typed, with a warning", typed: "gadgets", cached: []rbac.Resource{pods}, fresh: []rbac.Resource{pods, widgets}, wantDiscoveries: 2, wantWarning: true},
-		{name: "answered by the server already: no second request", typed: "gadgets", fresh: []rbac.Resource{pods}, wantDiscoveries: 1, wantWarning: true},
+		{name: "in the cache", typed: "po", cached: []resource.Resource{pods}, fresh: []resource.Resource{pods, widgets}, wantDiscoveries: 1},
+		{name: "new since the cache", typed: "wd", cached: []resource.Resource{pods}, fresh: []resource.Resource{pods, widgets}, wantGroup: "example.com", wantDiscoveries: 2},
+		{name: "not served at all: asked as typed, with a warning", typed: "gadgets", cached: []resource.Resource{pods}, fresh: []resource.Resource{pods, widgets}, wantDiscoveries: 2, wantWarning: true},
+		{name: "answered by the server already: no second request", typed: "gadgets", fresh: []resource.Resource{pods}, wantDiscoveries: 1, wantWarning: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeCluster{resources: tt.fresh, cachedResources: tt.cached}
@@ -637,15 +638,15 @@ func TestResolveTargetInvalidatesTheCache(t *testing.T) {
 // --resource narrows the rows (resolved as kubectl resolves names) and
 // makes it one row per namespace and resource; -o wide is every matrix.
 func TestAccessAllNamespacesViews(t *testing.T) {
-	pods := rbac.Resource{Version: "v1", Name: "pods", Namespaced: true, Kind: "Pod", SingularName: "pod", ShortNames: []string{"po"}}
-	secrets := rbac.Resource{Version: "v1", Name: "secrets", Namespaced: true, Kind: "Secret", SingularName: "secret"}
+	pods := resource.Resource{Version: "v1", Name: "pods", Namespaced: true, Kind: "Pod", SingularName: "pod", ShortNames: []string{"po"}}
+	secrets := resource.Resource{Version: "v1", Name: "secrets", Namespaced: true, Kind: "Secret", SingularName: "secret"}
 	output := func(format string) *cmdutil.OutputFlags {
 		of := cmdutil.NewOutputFlags(pflag.NewFlagSet("t", pflag.ContinueOnError), "a table", "wide")
 		of.Format = format
 		return of
 	}
 	run := func(format string, resources ...string) (string, *fakeCluster) {
-		f := &fakeCluster{user: authnv1.UserInfo{Username: "alice"}, resources: []rbac.Resource{pods, secrets}, namespaces: []string{"a", "b", "c"},
+		f := &fakeCluster{user: authnv1.UserInfo{Username: "alice"}, resources: []resource.Resource{pods, secrets}, namespaces: []string{"a", "b", "c"},
 			allowed:   map[string][]string{"pods": {"get"}},
 			allowedIn: map[string]map[string][]string{"b": {"secrets": {"get", "list"}, "pods": {"list"}}}}
 		streams, out, _ := testStreams()
@@ -668,7 +669,7 @@ func TestAccessAllNamespacesViews(t *testing.T) {
 	assert.Equal(t, 3, strings.Count(wide, "# namespace "), "every matrix")
 
 	_, err := func() (string, error) {
-		f := &fakeCluster{resources: []rbac.Resource{pods}, namespaces: []string{"a"}}
+		f := &fakeCluster{resources: []resource.Resource{pods}, namespaces: []string{"a"}}
 		streams, _, _ := testStreams()
 		o := &AccessOptions{Verbs: []string{"get"}, Method: rbac.FromRules, AllNamespaces: true, Resources: []string{"gadgets"},
 			Output: &cmdutil.OutputFlags{Format: ""}, IOStreams: streams, global: testGlobal(), client: f}
@@ -693,13 +694,13 @@ func TestWhoCanBySubject(t *testing.T) {
 	snap := &rbac.RBAC{Roles: map[string][]rbacv1.PolicyRule{}, ClusterRoles: map[string][]rbacv1.PolicyRule{"reader": reader},
 		RoleBindings:        []rbacv1.RoleBinding{rb("b", "r", alice), rb("a", "r", alice, builder), rb("c", "r", builder)},
 		ClusterRoleBindings: []rbacv1.ClusterRoleBinding{{ObjectMeta: metav1.ObjectMeta{Name: "ops-read"}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "reader"}, Subjects: []rbacv1.Subject{ops}}}}
-	pods := rbac.Resource{Version: "v1", Name: "pods", Namespaced: true, Kind: "Pod", SingularName: "pod", ShortNames: []string{"po"}}
+	pods := resource.Resource{Version: "v1", Name: "pods", Namespaced: true, Kind: "Pod", SingularName: "pod", ShortNames: []string{"po"}}
 	run := func(format string) string {
 		streams, out, _ := testStreams()
 		of := cmdutil.NewOutputFlags(pflag.NewFlagSet("t", pflag.ContinueOnError), "a table")
 		of.Format = format
 		o := &WhoCanOptions{BySubject: true, AllNamespaces: true, Output: of, IOStreams: streams, global: testGlobal(),
-			client: &fakeCluster{rbac: snap, resources: []rbac.Resource{pods}}, target: parseTarget([]string{"get", "pods"}, "")}
+			client: &fakeCluster{rbac: snap, resources: []resource.Resource{pods}}, target: parseTarget([]string{"get", "pods"}, "")}
 		require.NoError(t, o.Run(context.Background()))
 		return out.String()
 	}
@@ -725,7 +726,7 @@ func TestWhoCanBySubject(t *testing.T) {
 // shares --max-reviews among them (a matrix over the budget is refused
 // before it sends a review), and stops at Ctrl-C (the context) with one line.
 func TestAccessAllNamespacesConcurrently(t *testing.T) {
-	pods := rbac.Resource{Version: "v1", Name: "pods", Namespaced: true, Kind: "Pod"}
+	pods := resource.Resource{Version: "v1", Name: "pods", Namespaced: true, Kind: "Pod"}
 	var names []string
 	for i := range 40 {
 		names = append(names, fmt.Sprintf("ns-%02d", i))
@@ -737,7 +738,7 @@ func TestAccessAllNamespacesConcurrently(t *testing.T) {
 		return &AccessOptions{Verbs: []string{"get"}, Method: rbac.FromRules, AllNamespaces: true, MaxReviews: maxReviews,
 			Output: of, IOStreams: streams, global: testGlobal(), client: f}, out
 	}
-	f := &fakeCluster{resources: []rbac.Resource{pods}, namespaces: names, allowed: map[string][]string{"pods": {"get"}}, delay: 20 * time.Millisecond}
+	f := &fakeCluster{resources: []resource.Resource{pods}, namespaces: names, allowed: map[string][]string{"pods": {"get"}}, delay: 20 * time.Millisecond}
 	o, out := newRun(f, 0)
 	start := time.Now()
 	require.NoError(t, o.Run(context.Background()))
@@ -753,14 +754,14 @@ func TestAccessAllNamespacesConcurrently(t *testing.T) {
 
 	// --max-reviews is shared: 40 matrices of 10 reviews, 1 rules review
 	// each, against 200.
-	f = &fakeCluster{resources: []rbac.Resource{pods}, namespaces: names, reviewsPerMatrix: 10}
+	f = &fakeCluster{resources: []resource.Resource{pods}, namespaces: names, reviewsPerMatrix: 10}
 	o, _ = newRun(f, 200)
 	err := o.Run(context.Background())
 	require.ErrorIs(t, err, rbac.ErrTooManyReviews)
 	assert.Contains(t, err.Error(), "raise --max-reviews")
 
 	// Ctrl-C: the context ends; one line says how far it got.
-	f = &fakeCluster{resources: []rbac.Resource{pods}, namespaces: names, delay: 50 * time.Millisecond}
+	f = &fakeCluster{resources: []resource.Resource{pods}, namespaces: names, delay: 50 * time.Millisecond}
 	o, _ = newRun(f, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Millisecond)
 	defer cancel()

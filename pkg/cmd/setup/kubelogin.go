@@ -4,9 +4,10 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -209,44 +210,9 @@ func writeSecretFile(path, content string) error {
 // change, and with --write applies them after a backup of each file.
 func (o *SetupOptions) fromKubelogin() error {
 	kc := kubeconfig.Open(o.Kubeconfig)
-	cfg, err := kc.Starting()
+	migrations, err := o.migrations(kc)
 	if err != nil {
 		return err
-	}
-	// Migrated secrets go where profiles live.
-	dir, err := config.Dir(o.global.Getenv)
-	if err != nil {
-		return fmt.Errorf("finding the directory for the migrated secrets: %w", err)
-	}
-	var migrations []*migration
-	names := make([]string, 0, len(cfg.AuthInfos))
-	for name := range cfg.AuthInfos {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		args, ok := kubeloginArgs(cfg.AuthInfos[name].Exec)
-		if !ok {
-			continue
-		}
-		m, err := migrateArgs(name, args, dir)
-		if err != nil {
-			return fmt.Errorf("user %q: %w", name, err)
-		}
-		// What we write must parse and check as get-token's flags.
-		if _, err := parseGetTokenArgs(m.Args, o.global.Getenv); err != nil {
-			return fmt.Errorf("user %q: the migrated flags do not check: %w", name, err)
-		}
-		m.Old = cfg.AuthInfos[name].Exec
-		for _, e := range m.Old.Env {
-			if strings.HasPrefix(e.Name, "KUBECTL_IMPERSONATE_") {
-				m.Notes = append(m.Notes, fmt.Sprintf("the exec entry's environment sets %s, which kubelogin ignored and kubectl-impersonate reads", e.Name))
-			}
-		}
-		migrations = append(migrations, m)
-	}
-	if len(migrations) == 0 {
-		return fmt.Errorf("no user of %s runs kubelogin's get-token", strings.Join(kc.Files(), ", "))
 	}
 	// Locked exec entries take their settings from profiles
 	// (docs/security.md): each migrated user gets one of its name.
@@ -269,11 +235,62 @@ func (o *SetupOptions) fromKubelogin() error {
 		fmt.Fprintln(o.Out, "Nothing written: run again with --write (a backup of each kubeconfig file is made first).")
 		return nil
 	}
+	if err := o.writeMigrations(kc, migrations, profiles); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "Migrated %d user(s); other entries are untouched.\n", len(migrations))
+	return nil
+}
+
+// migrations are the kubeconfig's kubelogin users, each with the
+// get-token flags it migrates to (checked as get-token checks them).
+func (o *SetupOptions) migrations(kc *kubeconfig.Kubeconfig) ([]*migration, error) {
+	cfg, err := kc.Starting()
+	if err != nil {
+		return nil, err
+	}
+	// Migrated secrets go where profiles live.
+	dir, err := config.Dir(o.global.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("finding the directory for the migrated secrets: %w", err)
+	}
+	var migrations []*migration
+	for _, name := range slices.Sorted(maps.Keys(cfg.AuthInfos)) {
+		args, ok := kubeloginArgs(cfg.AuthInfos[name].Exec)
+		if !ok {
+			continue
+		}
+		m, err := migrateArgs(name, args, dir)
+		if err != nil {
+			return nil, fmt.Errorf("user %q: %w", name, err)
+		}
+		// What we write must parse and check as get-token's flags.
+		if _, err := parseGetTokenArgs(m.Args, o.global.Getenv); err != nil {
+			return nil, fmt.Errorf("user %q: the migrated flags do not check: %w", name, err)
+		}
+		m.Old = cfg.AuthInfos[name].Exec
+		for _, e := range m.Old.Env {
+			if strings.HasPrefix(e.Name, "KUBECTL_IMPERSONATE_") {
+				m.Notes = append(m.Notes, fmt.Sprintf("the exec entry's environment sets %s, which kubelogin ignored and kubectl-impersonate reads", e.Name))
+			}
+		}
+		migrations = append(migrations, m)
+	}
+	if len(migrations) == 0 {
+		return nil, fmt.Errorf("no user of %s runs kubelogin's get-token", strings.Join(kc.Files(), ", "))
+	}
+	return migrations, nil
+}
+
+// writeMigrations backs up each kubeconfig file it changes, writes the
+// secrets and profiles, then the users' exec entries (their interactive
+// mode and environment kept).
+func (o *SetupOptions) writeMigrations(kc *kubeconfig.Kubeconfig, migrations []*migration, profiles map[string]map[string][]string) error {
 	files := map[string]bool{}
 	for _, m := range migrations {
 		files[kc.FileOf("users", m.User)] = true
 	}
-	for f := range files {
+	for _, f := range slices.Sorted(maps.Keys(files)) {
 		backup, err := backupFile(f)
 		if err != nil {
 			return err
@@ -292,7 +309,7 @@ func (o *SetupOptions) fromKubelogin() error {
 			}
 		}
 	}
-	err = kc.Edit(func(cfg *clientcmdapi.Config) error {
+	return kc.Edit(func(cfg *clientcmdapi.Config) error {
 		for _, m := range migrations {
 			e := o.execFor(m.Args)
 			e.InteractiveMode = m.Old.InteractiveMode
@@ -304,11 +321,6 @@ func (o *SetupOptions) fromKubelogin() error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(o.Out, "Migrated %d user(s); other entries are untouched.\n", len(migrations))
-	return nil
 }
 
 func printMigration(w io.Writer, m *migration, e *clientcmdapi.ExecConfig) {

@@ -1,17 +1,20 @@
-package rbac
+package inspect
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
 )
 
 // served is a discovery answer as kube-apiserver gives it (names, kinds,
 // short names), with a CRD whose short name collides with nothing.
 // The Priority fields are discovery's order: the core group, then the
 // built-in groups, then the CRDs (a.io's hostile names among them).
-var served = []Resource{
+var served = []resource.Resource{
 	{Version: "v1", Name: "pods", Namespaced: true, Kind: "Pod", SingularName: "pod", ShortNames: []string{"po"}},
 	{Version: "v1", Name: "pods/log", Namespaced: true, Kind: "Pod"},
 	{Version: "v1", Name: "pods/exec", Namespaced: true, Kind: "PodExecOptions"},
@@ -32,7 +35,7 @@ func init() {
 	}
 }
 
-func TestResolveTarget(t *testing.T) {
+func TestResolveTargetNames(t *testing.T) {
 	for _, tt := range []struct {
 		resource, wantResource, wantGroup, wantSub, wantErr string
 	}{
@@ -72,24 +75,17 @@ func TestResolveTarget(t *testing.T) {
 		{resource: "aaa", wantResource: "aaas", wantGroup: "a.io"},
 	} {
 		t.Run(tt.resource, func(t *testing.T) {
-			got, err := ResolveTarget(served, ParseTarget("get", tt.resource, "", "ns"))
+			got, err := resolveTarget(served, rbac.ParseTarget("get", tt.resource, "", "ns"))
 			if tt.wantErr != "" {
 				assert.ErrorContains(t, err, tt.wantErr)
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, Target{Verb: "get", Resource: tt.wantResource, Group: tt.wantGroup, Subresource: tt.wantSub, Namespace: "ns"}, got)
+			assert.Equal(t, rbac.Target{Verb: "get", Resource: tt.wantResource, Group: tt.wantGroup, Subresource: tt.wantSub, Namespace: "ns"}, got)
 		})
 	}
-	url := ParseTarget("get", "/metrics", "", "")
-	got, err := ResolveTarget(served, url)
+	url := rbac.ParseTarget("get", "/metrics", "", "")
+	got, err := resolveTarget(served, url)
 	require.NoError(t, err)
 	assert.Equal(t, url, got, "non-resource URLs stay as they are")
-}
-
-func TestLooksLikeVersion(t *testing.T) {
-	for s, want := range map[string]bool{"v1": true, "v10": true, "v2beta1": true, "v1alpha3": true, "v1beta": false, "v0": false,
-		"v": false, "apps": false, "vx1": false, "v1gamma1": false, "k8s.io": false} {
-		assert.Equal(t, want, looksLikeVersion(s), s)
-	}
 }

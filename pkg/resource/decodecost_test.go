@@ -1,4 +1,4 @@
-package rbac
+package resource
 
 import (
 	"encoding/json"
