@@ -6,8 +6,8 @@
 # (test/bench/idp; curl stands in for the browser), and the inspection
 # command access against kubectl auth can-i --list on a local kube-apiserver
 # (hack/bench-inspect.sh). Writes a table of medians
-# (hyperfine) and peak RSS to test/bench/results.md and into README.md
-# between its bench markers (TestREADMESpeedTable keeps the two equal). Any
+# (hyperfine) and peak RSS to test/bench/results.md and into docs/performance.md
+# between its bench markers (TestPerformanceSpeedTable keeps the two equal). Any
 # run that fails fails the script.
 #
 # Usage: hack/bench.sh [RUNS]    (default 500 runs of each cached command)
@@ -196,12 +196,12 @@ for r in rows:
 PY
 { echo; cat "$work/inspect.md"; } >> "$work/results.md"
 cp "$work/results.md" test/bench/results.md
-python3 - README.md test/bench/results.md <<'PY'
+python3 - docs/performance.md test/bench/results.md <<'PY'
 import re, sys
 readme, table = open(sys.argv[1]).read(), open(sys.argv[2]).read()
 new, n = re.subn(r"(<!-- bench:begin -->\n).*?(<!-- bench:end -->)", lambda m: m.group(1) + table + m.group(2), readme, flags=re.S)
 if n != 1:
-    sys.exit("bench: README.md has no bench markers")
+    sys.exit("bench: docs/performance.md has no bench markers")
 open(sys.argv[1], "w").write(new)
 PY
 cat test/bench/results.md

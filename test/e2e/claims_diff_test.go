@@ -120,7 +120,7 @@ func TestClaimsDifferential(t *testing.T) {
 		}
 	}
 	t.Logf("claims differential: %d configurations × %d tokens = %d pairs; %d agree with SelfSubjectReview (%d refused by both)", len(configs), len(claimsCases), total, agreed, refusedBoth)
-	assert.Equal(t, 5*11, total, "README's 5 configurations × 11 tokens")
+	assert.Equal(t, 5*11, total, "docs/testing.md's 5 configurations × 11 tokens")
 	assert.Equal(t, total, agreed)
 	assert.Positive(t, refusedBoth, "some pairs are refusals")
 	assert.Less(t, refusedBoth, total, "some pairs are accepted")
@@ -248,7 +248,7 @@ func TestClaimsDifferentialLegacyFlags(t *testing.T) {
 	}
 	t.Logf("claims differential, legacy flags: %d flag sets × %d tokens = %d pairs; %d agree with SelfSubjectReview (%d refused by both)",
 		len(flagSets), len(claimsCases), total, agreed, refusedBoth)
-	assert.Equal(t, 3*11, total, "README's 11 tokens against 3 kube-apiservers")
+	assert.Equal(t, 3*11, total, "docs/testing.md's 11 tokens against 3 kube-apiservers")
 	assert.Equal(t, total, agreed)
 	assert.Positive(t, refusedBoth, "some pairs are refusals")
 	assert.Less(t, refusedBoth, total, "some pairs are accepted")

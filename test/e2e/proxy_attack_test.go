@@ -99,7 +99,7 @@ func TestProxyAttacksOnTheRealStack(t *testing.T) {
 	// forwarded request gets kube-apiserver's own answer for alice.
 	attacks, err := proxyattacks.Table(aliceMinter(is), "e2e-admin")
 	require.NoError(t, err)
-	require.Len(t, attacks, 139, "README's count of the attacks")
+	require.Len(t, attacks, 139, "docs/testing.md's count of the attacks")
 	uas := sendAttacks(t, api, "ki-attack", attacks, func(a proxyattacks.Attack) string {
 		if a.Prefixed {
 			return prefixed

@@ -295,7 +295,7 @@ func TestRBACDifferential(t *testing.T) {
 		c.cells, c.escalation, c.allowedEscalation, c.impersonateOn, c.allowedImpersonateOn, c.objects, c.allowedObjects, c.subjects, c.allowedSubjects, c.verified, c.verifiedDenied, c.whyByAlias, c.diffs)
 	// Neither side may be trivially all-or-nothing.
 	assert.Positive(t, c.allowedObjects)
-	// README's figures: the decisions are fixed by construction, the cells vary by release.
+	// docs/testing.md's figures: the decisions are fixed by construction, the cells vary by release.
 	assert.Equal(t, 180, c.objects, "list decisions")
 	assert.Equal(t, 3000, c.subjects, "who-can decisions")
 	assert.Equal(t, 160, c.whyByAlias, "why by short name")

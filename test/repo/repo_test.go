@@ -38,10 +38,10 @@ func TestDocPinnedVersions(t *testing.T) {
 	require.Len(t, versions, 2)
 	newest, oldest := versions[0], versions[1]
 	for _, tc := range []struct{ doc, says, path, pattern string }{
-		{"README.md", "kube-apiserver and kubectl **%s**", "test/e2e/tools/kube-" + newest + "/go.mod", `k8s.io/kubernetes v(\S+)`},
-		{"README.md", "and **%s**", "test/e2e/tools/kube-" + oldest + "/go.mod", `k8s.io/kubernetes v(\S+)`},
-		{"README.md", "with etcd %s,", "test/e2e/tools/etcd/go.mod", `go.etcd.io/etcd/server/v3 v(\S+)`},
-		{"README.md", "Krew %s", "hack/tools/go.mod", `sigs.k8s.io/krew (v\S+)`},
+		{"docs/testing.md", "kube-apiserver and kubectl **%s**", "test/e2e/tools/kube-" + newest + "/go.mod", `k8s.io/kubernetes v(\S+)`},
+		{"docs/testing.md", "and **%s**", "test/e2e/tools/kube-" + oldest + "/go.mod", `k8s.io/kubernetes v(\S+)`},
+		{"docs/testing.md", "with etcd %s,", "test/e2e/tools/etcd/go.mod", `go.etcd.io/etcd/server/v3 v(\S+)`},
+		{"docs/testing.md", "Krew %s", "hack/tools/go.mod", `sigs.k8s.io/krew (v\S+)`},
 		{"docs/dex.md", "(commit %s of", "test/e2e/tools/dex/go.mod", `github.com/dexidp/dex v0\.0\.0-\d+-([0-9a-f]+)`},
 		{"docs/identity-platform.md", "`firebase-tools` %s,", "test/e2e/run.sh", `firebase_version=(\S+)`},
 		{"README.md", "a fresh machine with Go %s", "go.mod", `(?m)^go (\d+\.\d+)`},
@@ -65,7 +65,7 @@ func TestDocPinnedVersions(t *testing.T) {
 }
 
 // TestFuzzTargetsListed: hack/fuzz.sh (CI's fuzzing) runs every fuzz
-// target of the repository, as many as README says.
+// target of the repository, as many as docs/testing.md says.
 func TestFuzzTargetsListed(t *testing.T) {
 	var found []string
 	require.NoError(t, filepath.WalkDir(docRoot, func(path string, d os.DirEntry, err error) error {
@@ -88,9 +88,9 @@ func TestFuzzTargetsListed(t *testing.T) {
 		listed = append(listed, m[1])
 	}
 	assert.ElementsMatch(t, found, listed, "hack/fuzz.sh lists every fuzz target")
-	readme, err := os.ReadFile(filepath.Join(docRoot, "README.md"))
+	doc, err := os.ReadFile(filepath.Join(docRoot, "docs/testing.md"))
 	require.NoError(t, err)
-	assert.Contains(t, string(readme), fmt.Sprintf("(`.ci/run`: %d targets,", len(found)))
+	assert.Contains(t, string(doc), fmt.Sprintf("(`.ci/run`: %d targets,", len(found)))
 }
 
 // TestVersionStamp: the release and make's -X flags name a variable that

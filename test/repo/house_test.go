@@ -1,0 +1,184 @@
+package repo
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The house rules (shared/design/house.md, issue 39): production code is
+// the non-test .go files under pkg/ and cmd/, lines as wc -l counts them.
+const (
+	maxPackageLines = 1500
+	maxFuncLines    = 80
+	maxRunLines     = 60
+)
+
+// prodFile is one production file, parsed.
+type prodFile struct {
+	path, pkg string // relative to the repository; pkg is its directory
+	lines     int
+	fset      *token.FileSet
+	file      *ast.File
+}
+
+func productionFiles(t *testing.T) []prodFile {
+	t.Helper()
+	var out []prodFile
+	for _, top := range []string{"pkg", "cmd"} {
+		err := filepath.WalkDir(filepath.Join(docRoot, top), func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, p, b, parser.SkipObjectResolution)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(docRoot, p)
+			out = append(out, prodFile{path: rel, pkg: filepath.Dir(rel), lines: strings.Count(string(b), "\n"), fset: fset, file: f})
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	require.NotEmpty(t, out)
+	return out
+}
+
+// funcName is Recv.Name or Name.
+func funcName(fd *ast.FuncDecl) string {
+	if fd.Recv == nil || len(fd.Recv.List) == 0 {
+		return fd.Name.Name
+	}
+	t := fd.Recv.List[0].Type
+	if s, ok := t.(*ast.StarExpr); ok {
+		t = s.X
+	}
+	if ix, ok := t.(*ast.IndexExpr); ok {
+		t = ix.X
+	}
+	if id, ok := t.(*ast.Ident); ok {
+		return id.Name + "." + fd.Name.Name
+	}
+	return fd.Name.Name
+}
+
+// TestHouseSizes: no production package over 1,500 lines, no function
+// over 80 (from func to its closing brace), no command's Run over 60.
+func TestHouseSizes(t *testing.T) {
+	files := productionFiles(t)
+	perPackage := map[string]int{}
+	var tooLong []string
+	for _, f := range files {
+		perPackage[f.pkg] += f.lines
+		for _, d := range f.file.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			n := f.fset.Position(fd.End()).Line - f.fset.Position(fd.Pos()).Line + 1
+			limit := maxFuncLines
+			if fd.Name.Name == "Run" && fd.Recv != nil {
+				limit = maxRunLines
+			}
+			if n > limit {
+				tooLong = append(tooLong, f.path+": "+funcName(fd)+" is "+strconv.Itoa(n)+" lines, over "+strconv.Itoa(limit))
+			}
+		}
+	}
+	sort.Strings(tooLong)
+	assert.Empty(t, tooLong, "split them where they hold two steps")
+	for pkg, n := range perPackage {
+		assert.LessOrEqual(t, n, maxPackageLines, "%s is %d lines of production code", pkg, n)
+	}
+	// The rule reads what it should: a test that cannot fail proves nothing.
+	assert.Greater(t, len(perPackage), 20, "packages found")
+	assert.Greater(t, perPackage["pkg/rbac"], 1000, "pkg/rbac's lines counted")
+}
+
+// TestOneSourceRecipe: a token source (tokensource.Source) is made in one
+// place, credspec's newSource, so that the fast binary, get-token, the
+// exchanges and the readers of the cache always key the same entry.
+func TestOneSourceRecipe(t *testing.T) {
+	var made []string
+	for _, f := range productionFiles(t) {
+		ast.Inspect(f.file, func(n ast.Node) bool {
+			lit, ok := n.(*ast.CompositeLit)
+			if !ok {
+				return true
+			}
+			switch typ := lit.Type.(type) {
+			case *ast.SelectorExpr:
+				if id, ok := typ.X.(*ast.Ident); ok && id.Name == "tokensource" && typ.Sel.Name == "Source" {
+					made = append(made, f.path)
+				}
+			case *ast.Ident:
+				if f.pkg == "pkg/tokensource" && typ.Name == "Source" {
+					made = append(made, f.path)
+				}
+			}
+			return true
+		})
+		// new(tokensource.Source) would be a second recipe too.
+		ast.Inspect(f.file, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if ok && len(call.Args) == 1 {
+				if id, ok := call.Fun.(*ast.Ident); ok && id.Name == "new" {
+					if sel, ok := call.Args[0].(*ast.SelectorExpr); ok && sel.Sel.Name == "Source" {
+						made = append(made, f.path+" (new)")
+					}
+				}
+			}
+			return true
+		})
+	}
+	assert.Equal(t, []string{"pkg/credspec/source.go"}, made, "where a tokensource.Source is made")
+}
+
+// TestOneAtomicWrite: files are replaced atomically in one place,
+// pkg/safefile (a temporary file beside the target, synced where asked,
+// renamed over it under an os.Root): no other rename in production code.
+func TestOneAtomicWrite(t *testing.T) {
+	var renames []string
+	for _, f := range productionFiles(t) {
+		ast.Inspect(f.file, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok {
+				if sel, ok := call.Fun.(*ast.SelectorExpr); ok && (sel.Sel.Name == "Rename" || sel.Sel.Name == "Renameat" || sel.Sel.Name == "CreateTemp") {
+					renames = append(renames, f.path+": "+sel.Sel.Name)
+				}
+			}
+			return true
+		})
+	}
+	assert.Equal(t, []string{"pkg/safefile/safefile.go: Rename"}, renames, "renames and temporary files in production code")
+}
+
+// TestProtocolClientsLinkNoFlags: the protocol clients (login, the
+// exchanges) and the leaf of what selects a token (credspec) link no flag
+// parser: settings binds flags, they take values.
+func TestProtocolClientsLinkNoFlags(t *testing.T) {
+	const mod = "github.com/kubectl-impersonate/kubectl-impersonate/"
+	for _, pkg := range []string{"pkg/login", "pkg/exchange", "pkg/credspec", "pkg/tokensource"} {
+		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
+		require.NoError(t, err, pkg)
+		deps := strings.Fields(string(out))
+		require.Contains(t, deps, "context", "%s: the list is its dependencies", pkg)
+		for _, flags := range []string{"github.com/spf13/pflag", "github.com/spf13/cobra", "flag"} {
+			assert.NotContains(t, deps, flags, "%s links %s", pkg, flags)
+		}
+	}
+}
