@@ -613,10 +613,10 @@ func validateProfiles(t *testing.T, b doctest.Block, doc string, w *docWorld) {
 
 var (
 	flagTableRow = regexp.MustCompile("^\\| (`--?[a-z][a-z-]*(?: [A-Z]+)?`(?:[^|]*?)) \\| ([^|]*) \\|")
-	flagName      = regexp.MustCompile("`(--?[a-z][a-z-]*)")
-	proseDefault  = regexp.MustCompile("`--([a-z-]+)`(?: \\(default ([^)]+)\\)|, default ([^ ,)]+)| \\((\\d+) ?(ms|s|m|h)\\))")
-	helpDefault   = regexp.MustCompile(`\(default "?([^")]*)"?\)`)
-	backticked    = regexp.MustCompile("^`([^`]*)`")
+	flagName     = regexp.MustCompile("`(--?[a-z][a-z-]*)")
+	proseDefault = regexp.MustCompile("`--([a-z-]+)`(?: \\(default ([^)]+)\\)|, default ([^ ,)]+)| \\((\\d+) ?(ms|s|m|h)\\))")
+	helpDefault  = regexp.MustCompile(`\(default "?([^")]*)"?\)`)
+	backticked   = regexp.MustCompile("^`([^`]*)`")
 )
 
 // flagDefault is the default --help shows for f: pflag's "(default X)",
