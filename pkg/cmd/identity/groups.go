@@ -62,10 +62,6 @@ mapping; "system:authenticated" is added by the API server itself.`,
 
 // Complete builds the client and the token lookup.
 func (o *GroupsOptions) Complete(args []string) error {
-	// -o is checked before the kubeconfig is read, as before any request.
-	if err := o.Output.Validate(); err != nil {
-		return err
-	}
 	var err error
 	if o.client, err = o.Kube.APIClient(); err != nil {
 		return err
@@ -77,8 +73,8 @@ func (o *GroupsOptions) Complete(args []string) error {
 	return nil
 }
 
-// Validate checks -o.
-func (o *GroupsOptions) Validate() error { return o.Output.Validate() }
+// ValidateFlags checks -o, before anything is read.
+func (o *GroupsOptions) ValidateFlags() error { return o.Output.Validate() }
 
 // Run reads both lists.
 func (o *GroupsOptions) Run(ctx context.Context) error {

@@ -70,10 +70,6 @@ issuer, client, grant, exchange, cache storage and expiry. No token is printed.`
 
 // Complete builds the client from the kubeconfig, and the token lookup.
 func (o *WhoAmIOptions) Complete(args []string) error {
-	// -o is checked before the kubeconfig is read, as before any request.
-	if err := o.Output.Validate(); err != nil {
-		return err
-	}
 	var err error
 	if o.client, err = o.Kube.APIClient(); err != nil {
 		return err
@@ -89,8 +85,8 @@ func (o *WhoAmIOptions) Complete(args []string) error {
 	return nil
 }
 
-// Validate checks -o.
-func (o *WhoAmIOptions) Validate() error { return o.Output.Validate() }
+// ValidateFlags checks -o, before anything is read.
+func (o *WhoAmIOptions) ValidateFlags() error { return o.Output.Validate() }
 
 // Run asks the API server.
 func (o *WhoAmIOptions) Run(ctx context.Context) error {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/rest"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
@@ -120,26 +119,14 @@ prints every namespace's matrix, -o json every cell.`,
 
 // Complete builds the clients and reads the namespace.
 func (o *AccessOptions) Complete(args []string) error {
-	// -o is checked before the kubeconfig is read, as before any request.
-	if err := o.Output.Validate(); err != nil {
-		return err
-	}
-	cfg, err := o.Kube.Config()
+	ic, err := o.Kube.IdentityClients()
 	if err != nil {
 		return err
 	}
-	if o.client, err = cmdutil.NewRBACClient(cfg); err != nil {
-		return err
-	}
-	// -A lists the namespaces with the caller's own rights: an admin asking
-	// about alice (--as) may list them, alice may not.
-	callerCfg := rest.CopyConfig(cfg)
-	callerCfg.Impersonate = rest.ImpersonationConfig{}
-	if o.caller, err = cmdutil.NewRBACClient(callerCfg); err != nil {
-		return err
-	}
+	// -A lists the namespaces with the caller's own rights.
+	o.client, o.caller = ic.Target, ic.Caller
 	o.impersonate = func(user string, groups []string, uid string, extra map[string][]string) (inspect.AccessClient, error) {
-		return cmdutil.ImpersonatingClient(cfg, user, groups, uid, extra)
+		return ic.Impersonate(user, groups, uid, extra)
 	}
 	if !o.AllNamespaces && !o.ClusterScope {
 		o.namespace, _, err = o.Kube.ClientConfig().Namespace()
@@ -147,8 +134,8 @@ func (o *AccessOptions) Complete(args []string) error {
 	return err
 }
 
-// Validate checks the flags.
-func (o *AccessOptions) Validate() error {
+// ValidateFlags checks the flags, before anything is read.
+func (o *AccessOptions) ValidateFlags() error {
 	if o.AllNamespaces && o.ClusterScope {
 		return errors.New("give -A or --cluster-scope, not both")
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/rest"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
@@ -108,29 +107,15 @@ kept, as "kubectl get -o json" would; the verbs and reasons are in the table
 // namespace, and builds the clients: the caller's own, which lists, and
 // the reviewed identity's (--as, or --token-identity in Run).
 func (o *ListOptions) Complete(args []string) error {
-	// -o is checked before the kubeconfig is read, as before any request.
-	if err := o.Output.Validate(); err != nil {
-		return err
-	}
 	o.Resource = args[0]
-	cfg, err := o.Kube.Config()
+	ic, err := o.Kube.IdentityClients()
 	if err != nil {
 		return err
 	}
-	callerCfg := rest.CopyConfig(cfg)
-	callerCfg.Impersonate = rest.ImpersonationConfig{}
-	if o.caller, err = cmdutil.NewRBACClient(callerCfg); err != nil {
-		return err
-	}
+	// The caller lists; the target (itself, or --as) is reviewed.
+	o.caller, o.target, o.identity = ic.Caller, ic.Target, ic.Identity
 	o.impersonate = func(user string, groups []string, uid string, extra map[string][]string) (inspect.ListClient, error) {
-		return cmdutil.ImpersonatingClient(cfg, user, groups, uid, extra)
-	}
-	o.target, o.identity = o.caller, "you"
-	if imp := cfg.Impersonate; imp.UserName != "" || len(imp.Groups) > 0 {
-		if o.target, err = cmdutil.NewRBACClient(cfg); err != nil {
-			return err
-		}
-		o.identity = cmdutil.DescribeIdentity(imp.UserName, imp.Groups)
+		return ic.Impersonate(user, groups, uid, extra)
 	}
 	if !o.AllNamespaces && o.ProjectLabel == "" {
 		o.namespace, _, err = o.Kube.ClientConfig().Namespace()
@@ -138,8 +123,8 @@ func (o *ListOptions) Complete(args []string) error {
 	return err
 }
 
-// Validate checks the flags.
-func (o *ListOptions) Validate() error {
+// ValidateFlags checks the flags, before anything is read.
+func (o *ListOptions) ValidateFlags() error {
 	switch {
 	case o.AllNamespaces && o.ProjectLabel != "":
 		return errors.New("give -A or --project-label, not both")

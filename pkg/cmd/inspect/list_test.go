@@ -32,7 +32,7 @@ func TestListValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd, o := newCmdList(&cmdutil.GlobalOptions{}, genericiooptions.NewTestIOStreamsDiscard())
 			require.NoError(t, cmd.ParseFlags(tc.args))
-			err := o.Validate()
+			err := o.ValidateFlags()
 			if tc.wantErr == "" {
 				assert.NoError(t, err)
 			} else {

@@ -64,10 +64,6 @@ needs create on subjectaccessreviews) and reports those it denies.`,
 
 // Complete reads the arguments and the namespace, and builds the client.
 func (o *WhoCanOptions) Complete(args []string) error {
-	// -o is checked before the kubeconfig is read, as before any request.
-	if err := o.Output.Validate(); err != nil {
-		return err
-	}
 	ns, _, err := o.Kube.ClientConfig().Namespace()
 	if err != nil {
 		return err
@@ -80,8 +76,8 @@ func (o *WhoCanOptions) Complete(args []string) error {
 	return err
 }
 
-// Validate checks -o.
-func (o *WhoCanOptions) Validate() error { return o.Output.Validate() }
+// ValidateFlags checks -o, before anything is read.
+func (o *WhoCanOptions) ValidateFlags() error { return o.Output.Validate() }
 
 // Run resolves the target, reads its grants (who-can's use case) and
 // prints them.

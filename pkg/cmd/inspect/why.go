@@ -56,10 +56,6 @@ alone).`,
 
 // Complete reads the arguments and the namespace, and builds the client.
 func (o *WhyOptions) Complete(args []string) error {
-	// -o is checked before the kubeconfig is read, as before any request.
-	if err := o.Output.Validate(); err != nil {
-		return err
-	}
 	ns, _, err := o.Kube.ClientConfig().Namespace()
 	if err != nil {
 		return err
@@ -78,8 +74,8 @@ func parseTarget(args []string, ns string) rbac.Target {
 	return rbac.ParseTarget(args[0], args[1], name, ns)
 }
 
-// Validate checks -o.
-func (o *WhyOptions) Validate() error { return o.Output.Validate() }
+// ValidateFlags checks -o, before anything is read.
+func (o *WhyOptions) ValidateFlags() error { return o.Output.Validate() }
 
 // Run resolves the target, asks the authorizer (why's use case, unless
 // -q wants the answer alone) and prints; the exit code is the answer, as

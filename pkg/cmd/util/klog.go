@@ -4,8 +4,9 @@ import (
 	"flag"
 	"io"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"k8s.io/klog/v2"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 )
 
 // RouteKlog sends the log lines of the Kubernetes libraries (klog) to w, or

@@ -94,6 +94,45 @@ func (k *KubeFlags) APIClient() (*kubeapi.Client, error) {
 	return kubeapi.NewClient(cfg)
 }
 
+// IdentityClients are an inspection's clients: Caller is the kubeconfig's
+// own identity, --as aside (it lists namespaces, objects and RBAC objects
+// with the caller's rights: an admin asking about alice may list them,
+// alice may not); Target is the identity the flags select (Caller itself
+// unless --as or --as-group is given); Impersonate makes a client acting
+// as another identity (--token-identity, --diff-as).
+type IdentityClients struct {
+	Caller, Target *rbac.Client
+	// Impersonated says --as or --as-group selected Target.
+	Impersonated bool
+	Impersonate  func(user string, groups []string, uid string, extra map[string][]string) (*rbac.Client, error)
+	// Target's description: "you", or the identity --as names.
+	Identity string
+}
+
+// IdentityClients builds the clients of the flags' configuration.
+func (k *KubeFlags) IdentityClients() (*IdentityClients, error) {
+	cfg, err := k.Config()
+	if err != nil {
+		return nil, err
+	}
+	callerCfg := rest.CopyConfig(cfg)
+	callerCfg.Impersonate = rest.ImpersonationConfig{}
+	ic := &IdentityClients{Identity: "you", Impersonate: func(user string, groups []string, uid string, extra map[string][]string) (*rbac.Client, error) {
+		return ImpersonatingClient(cfg, user, groups, uid, extra)
+	}}
+	if ic.Caller, err = NewRBACClient(callerCfg); err != nil {
+		return nil, err
+	}
+	ic.Target = ic.Caller
+	if imp := cfg.Impersonate; imp.UserName != "" || len(imp.Groups) > 0 {
+		if ic.Target, err = NewRBACClient(cfg); err != nil {
+			return nil, err
+		}
+		ic.Impersonated, ic.Identity = true, DescribeIdentity(imp.UserName, imp.Groups)
+	}
+	return ic, nil
+}
+
 // ImpersonatingClient is a client whose requests carry impersonation
 // headers for user and groups, on top of the kubeconfig's identity.
 func ImpersonatingClient(cfg *rest.Config, user string, groups []string, uid string, extra map[string][]string) (*rbac.Client, error) {

@@ -56,11 +56,23 @@ func Notifier(w io.Writer) func(string) {
 }
 
 // Options is what every command's options struct provides, in kubectl's
-// Complete / Validate / Run shape.
+// Complete / Validate / Run shape; Validate (Validator) and ValidateFlags
+// (FlagValidator) are optional steps.
 type Options interface {
 	Complete(args []string) error
-	Validate() error
 	Run(ctx context.Context) error
+}
+
+// FlagValidator checks the flags alone, before Complete reads anything:
+// a bad -o is refused before the kubeconfig is read, as kubectl refuses
+// it before any request.
+type FlagValidator interface {
+	ValidateFlags() error
+}
+
+// Validator checks what Complete resolved.
+type Validator interface {
+	Validate() error
 }
 
 // APIServerUser is an options struct whose command may need
@@ -97,11 +109,18 @@ func RunE(o Options) func(*cobra.Command, []string) error {
 				return g.handOff(c.CommandPath())
 			}
 		}
+		if v, ok := o.(FlagValidator); ok {
+			if err := v.ValidateFlags(); err != nil {
+				return err
+			}
+		}
 		if err := o.Complete(args); err != nil {
 			return err
 		}
-		if err := o.Validate(); err != nil {
-			return err
+		if v, ok := o.(Validator); ok {
+			if err := v.Validate(); err != nil {
+				return err
+			}
 		}
 		return o.Run(c.Context())
 	}
