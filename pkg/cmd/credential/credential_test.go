@@ -104,8 +104,6 @@ type fakeProvider struct {
 	grants, refreshes int
 	grantErr          error
 	subject           string
-	revoked           []string
-	revokeErr         error
 }
 
 func (p *fakeProvider) Grant(context.Context) (*tokencache.Entry, error) {

@@ -100,7 +100,7 @@ func TestGroupsRun(t *testing.T) {
 		client: fakeServer{user: alice}, token: func(context.Context) (string, error) { return token, nil }}
 	require.NoError(t, o.Run(context.Background()))
 	var rows []GroupRow
-	require.NoError(t, json.Unmarshal([]byte(out.String()), &rows))
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rows))
 	assert.Equal(t, []GroupRow{{Group: "dev", InToken: true, FromServer: true}, {Group: "ops", InToken: true},
 		{Group: "system:authenticated", FromServer: true}}, rows)
 }
