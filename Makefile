@@ -4,6 +4,10 @@ GO ?= go
 PKG := github.com/kubectl-impersonate/kubectl-impersonate
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -s -w -X $(PKG)/pkg/cmd/util.version=$(VERSION) -X $(PKG)/pkg/cmd/util.commit=$(shell git rev-parse --short HEAD 2>/dev/null)
+# The toolchain go.mod pins: the binaries, the tests and the vulnerability
+# check use it (the standard library's fixes are the toolchain's); go
+# downloads it through the module proxy once.
+export GOTOOLCHAIN := $(shell sed -n 's/^toolchain //p' go.mod)
 GOBIN_DIR := $(shell $(GO) env GOBIN)
 ifeq ($(GOBIN_DIR),)
 GOBIN_DIR := $(shell $(GO) env GOPATH)/bin
@@ -19,7 +23,7 @@ snapshot_version = $$(ls $(1)/kubectl-impersonate_*_linux_amd64.tar.gz | sed -E 
 # naming it by tag and digest.
 oci_image = $(GO) -C hack/tools run ./oci-image -dist $(CURDIR)/$(1) -manifest $(CURDIR)/deploy/proxy/proxy.yaml -manifest-out $(CURDIR)/$(1)/deploy/proxy/proxy.yaml
 
-.PHONY: help build install test unit e2e demo demo-check bench bench-check soak lint fmt fuzz clean tools release-snapshot release-test snapshot-host krew-manifest deploy-manifest krew-validate docs
+.PHONY: vulncheck help build install test unit e2e demo demo-check bench bench-check soak lint fmt fuzz clean tools release-snapshot release-test snapshot-host krew-manifest deploy-manifest krew-validate docs
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -37,7 +41,10 @@ unit: ## Unit and integration tests (in-process OIDC provider, the built binary)
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-test: lint unit e2e demo-check release-test bench-check ## Everything CI runs: lint, unit, integration, end-to-end (Kubernetes 1.37 and 1.35), the demo checked, Krew install, the speed bound
+test: lint vulncheck unit e2e demo-check release-test bench-check ## Everything CI runs: lint, the vulnerability check, unit, integration, end-to-end (Kubernetes 1.37 and 1.35), the demo checked, the release verified and installed with Krew, the speed bound
+
+vulncheck: ## govulncheck on the binaries' packages against golang.org/x/vulndb pinned in hack/tools/vuln (and a fixture that must fail)
+	hack/vulncheck.sh
 
 demo: ## A local kube-apiserver + etcd + Dex + proxy and a kubeconfig with two users; prints the commands to try (Ctrl-C stops it)
 	hack/demo.sh

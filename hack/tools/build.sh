@@ -1,21 +1,38 @@
 #!/usr/bin/env bash
-# Builds the pinned release and lint tools (hack/tools/go.mod) once per
-# version - goreleaser, staticcheck, krew and validate-krew-manifest - and
-# prints the directory holding them. "go install mod@version" needs version
-# lists the module proxy here may refuse; "go build" in this module does not.
-# Cached in ${KI_TOOLS_CACHE:-~/.cache/kubectl-impersonate-tools}, keyed by
-# go.sum and the Go version (about 5 minutes cold on 2 cores).
+# Builds the pinned release and lint tools once per version and prints the
+# directory holding them. Each group is a module of its own, so that one
+# tool's dependencies never move another's (goreleaser's above all):
+#   hack/tools         goreleaser, staticcheck, krew, validate-krew-manifest
+#   hack/tools/vuln    govulncheck, and indexdb (the database it reads, from
+#                      golang.org/x/vulndb pinned there)
+#   hack/tools/sbom    cyclonedx-gomod, and sbom-archive (one SBOM an archive)
+#   hack/tools/cosign  Sigstore's cosign (signatures and provenance)
+# "go install mod@version" needs version lists the module proxy here may
+# refuse; "go build" in each module does not. Cached in
+# ${KI_TOOLS_CACHE:-~/.cache/kubectl-impersonate-tools}, keyed by the
+# modules' go.sum, this script and the Go version (about 9 minutes cold on
+# 2 cores, most of it goreleaser's and cosign's).
 set -euo pipefail
 cd "$(dirname "$0")"
-key="$(sha256sum go.sum | cut -c1-16)-$(go env GOVERSION)"
+key="$(cat go.sum vuln/go.sum sbom/go.sum cosign/go.sum build.sh | sha256sum | cut -c1-16)-$(go env GOVERSION)"
 bin="${KI_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-impersonate-tools}/$key"
+build() { # build MODULE-DIR PACKAGE...: into $bin
+  local dir=$1
+  shift
+  for pkg in "$@"; do
+    echo "tools: building $pkg" >&2
+    (cd "$dir" && CGO_ENABLED=0 go build -trimpath -o "$bin/" "$pkg")
+  done
+}
 if [[ ! -f $bin/.complete ]]; then
   mkdir -p "$bin"
   start=$SECONDS
-  for pkg in github.com/goreleaser/goreleaser/v2 honnef.co/go/tools/cmd/staticcheck sigs.k8s.io/krew/cmd/krew sigs.k8s.io/krew/cmd/validate-krew-manifest; do
-    echo "tools: building $pkg" >&2
-    CGO_ENABLED=0 go build -trimpath -o "$bin/" "$pkg"
-  done
+  build . github.com/goreleaser/goreleaser/v2 honnef.co/go/tools/cmd/staticcheck sigs.k8s.io/krew/cmd/krew sigs.k8s.io/krew/cmd/validate-krew-manifest
+  build vuln golang.org/x/vuln/cmd/govulncheck golang.org/x/vulndb/cmd/indexdb
+  build sbom github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
+  echo "tools: building sbom-archive" >&2
+  (cd sbom && CGO_ENABLED=0 go build -trimpath -o "$bin/sbom-archive" .)
+  build cosign github.com/sigstore/cosign/v2/cmd/cosign
   touch "$bin/.complete"
   echo "tools: built in $((SECONDS - start))s into $bin" >&2
 fi
