@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -97,6 +98,10 @@ Start with "kubectl impersonate setup --help".`,
 	}
 	for _, c := range commands {
 		root.AddCommand(c.build(g, streams))
+	}
+	if len(args) > 0 && strings.HasPrefix(args[0], cobra.ShellCompRequestCmd) {
+		// A TAB (kubectl_complete-impersonate): the flags' known values.
+		cmdutil.RegisterCompletions(root, g.Getenv)
 	}
 	return root
 }

@@ -104,6 +104,16 @@ func Parse(b []byte, path string) (*File, error) {
 	return f, nil
 }
 
+// Names are the profiles' names, sorted.
+func (f *File) Names() []string {
+	names := make([]string, 0, len(f.Profiles))
+	for n := range f.Profiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
 // Profile returns the settings of name.
 func (f *File) Profile(name string) (map[string]any, error) {
 	p, ok := f.Profiles[name]

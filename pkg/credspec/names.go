@@ -82,6 +82,11 @@ const (
 	PKCES256 = "S256"
 )
 
+// ClientAuthMethods are --oidc-client-auth-method's values: how the client
+// authenticates at the token endpoint with its secret (client_secret_basic
+// or client_secret_post).
+var ClientAuthMethods = []string{"basic", "post"}
+
 // Exchanges accepted by --exchange.
 const (
 	ExchangeNone          = ""

@@ -224,10 +224,8 @@ func (o *Spec) validateCommon() error {
 // Validate checks the login's settings that stand alone (the issuer and
 // client, which an exchange may supply, are checked by AuthOptions).
 func (o *OIDC) Validate() error {
-	switch o.ClientAuthMethod {
-	case "", "basic", "post":
-	default:
-		return fmt.Errorf("--%s %q is not one of basic, post", FlagClientAuthMethod, o.ClientAuthMethod)
+	if o.ClientAuthMethod != "" && !slices.Contains(ClientAuthMethods, o.ClientAuthMethod) {
+		return fmt.Errorf("--%s %q is not one of %s", FlagClientAuthMethod, o.ClientAuthMethod, strings.Join(ClientAuthMethods, ", "))
 	}
 	for _, a := range o.ListenAddresses {
 		if err := validateListenAddress(a); err != nil {

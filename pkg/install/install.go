@@ -31,6 +31,10 @@ const (
 	APIServerBinaryName = "kubectl-impersonate-apiserver"
 	// KrewPluginName is the plugin's name in the Krew index.
 	KrewPluginName = "impersonate"
+	// CompletionBinaryName is what kubectl (1.26+) runs on PATH to complete
+	// "kubectl impersonate ...": it hands the words to the full binary's
+	// __complete (cmd/kubectl_complete-impersonate).
+	CompletionBinaryName = "kubectl_complete-" + KrewPluginName
 )
 
 // Exe is name as a file name on this platform.

@@ -175,8 +175,11 @@ func (s *stack) buildBinaries() error {
 	// So does kubectl-impersonate-apiserver, which claims and proxy run in.
 	fast := filepath.Join(s.work, "bin", "kubectl-impersonate-get_token")
 	apiserver := filepath.Join(s.work, "bin", "kubectl-impersonate-apiserver")
+	// And kubectl_complete-impersonate, which kubectl's plugin completion
+	// finds on PATH (TestCompletionThroughKubectl).
+	complete := filepath.Join(s.work, "bin", "kubectl_complete-impersonate")
 	for out, pkg := range map[string]string{s.ki: "../../cmd/kubectl-impersonate", fast: "../../cmd/kubectl-impersonate-get_token",
-		apiserver: "../../cmd/kubectl-impersonate-apiserver", s.browser: "./browser", s.floor: "./floorproxy"} {
+		apiserver: "../../cmd/kubectl-impersonate-apiserver", complete: "../../cmd/kubectl_complete-impersonate", s.browser: "./browser", s.floor: "./floorproxy"} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Run(); err != nil {

@@ -56,7 +56,7 @@ func TestKrewInstallFromSnapshot(t *testing.T) {
 	// lands in the install directory (here from the local archive).
 	licenses, _ := filepath.Glob(filepath.Join(root, "store", "impersonate", "*", "LICENSE"))
 	assert.Len(t, licenses, 1, "LICENSE installed")
-	for _, b := range []string{"kubectl-impersonate", "kubectl-impersonate-get_token", "kubectl-impersonate-apiserver"} {
+	for _, b := range []string{"kubectl-impersonate", "kubectl-impersonate-get_token", "kubectl-impersonate-apiserver", "kubectl_complete-impersonate"} {
 		installed, _ := filepath.Glob(filepath.Join(root, "store", "impersonate", "*", b))
 		assert.Len(t, installed, 1, "%s installed", b)
 	}
@@ -87,6 +87,26 @@ func TestKrewInstallFromSnapshot(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, stderr, "--oidc-issuer-url")
 
+	// Completion: Krew links one executable a plugin, so setup
+	// --write-completion copies kubectl_complete-impersonate beside Krew's
+	// link, and kubectl's own plugin completion then reaches the plugin.
+	complete := filepath.Join(root, "bin", "kubectl_complete-impersonate")
+	out, stderr, err = run(t, env, kubectl, "impersonate", "setup", "--write-completion")
+	require.NoError(t, err, stderr)
+	assert.Contains(t, out, "Wrote "+complete)
+	fi, err := os.Lstat(complete)
+	require.NoError(t, err)
+	assert.True(t, fi.Mode().IsRegular(), "a copy, not a link: %s", fi.Mode())
+	out, stderr, err = run(t, env, kubectl, "__complete", "impersonate", "ver")
+	require.NoError(t, err, stderr)
+	assert.Contains(t, strings.Split(out, "\n"), "version", "kubectl completes the plugin's commands: %s", out)
+	out, _, err = run(t, env, kubectl, "__complete", "impersonate", "whoami", "-o", "")
+	require.NoError(t, err)
+	assert.Contains(t, strings.Split(out, "\n"), "jsonpath=", "and their flags' values: %s", out)
+	out, _, err = run(t, env, kubectl, "impersonate", "setup", "--write-completion")
+	require.NoError(t, err)
+	assert.Contains(t, out, "is up to date", "again: nothing to do")
+
 	// krew uninstall wants a local index; "krew update" would clone it from
 	// GitHub, so an empty one stands in (uninstall reads only the receipt).
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "index", "default", ".git"), 0o755))
@@ -94,4 +114,15 @@ func TestKrewInstallFromSnapshot(t *testing.T) {
 	require.NoError(t, err, "%s%s", out, stderr)
 	_, err = os.Stat(filepath.Join(root, "bin", "kubectl-impersonate"))
 	assert.True(t, os.IsNotExist(err), "uninstall removes the link")
+	// What uninstall leaves of completion: a regular file, not a link to
+	// nothing, which answers no candidate (and no file) with the plugin gone.
+	fi, err = os.Lstat(complete)
+	require.NoError(t, err)
+	assert.True(t, fi.Mode().IsRegular(), "nothing dangling: %s", fi.Mode())
+	out, _, err = run(t, env, complete, "impersonate", "")
+	require.NoError(t, err)
+	assert.Equal(t, ":4\n", out, "no candidate, no file completion")
+	out, _, err = run(t, env, kubectl, "__complete", "impersonate", "")
+	require.NoError(t, err, "kubectl's completion does not break")
+	assert.NotContains(t, out, "version")
 }

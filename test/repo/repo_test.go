@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"os/exec"
 )
 
 const docRoot = "../../"
@@ -115,4 +116,31 @@ func TestVersionStamp(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, n, 6, "the -X flags found")
+}
+
+// TestKrewManifestIsGenerated: the committed Krew manifest is what
+// hack/krew-manifest.sh writes for its version and sums (it once lagged
+// the generator: two binaries an archive where the archives hold four).
+func TestKrewManifestIsGenerated(t *testing.T) {
+	committed, err := os.ReadFile(filepath.Join(docRoot, "krew/impersonate.yaml"))
+	require.NoError(t, err)
+	version := regexp.MustCompile(`(?m)^  version: v(\S+)$`).FindSubmatch(committed)
+	require.NotNil(t, version, "spec.version")
+	dir := t.TempDir()
+	var sums strings.Builder
+	var platforms []string
+	for _, m := range regexp.MustCompile(`(?m)^    uri: \S+/(kubectl-impersonate_\S+_(\w+)_(\w+)\.(?:tar\.gz|zip))\n    sha256: ([0-9a-f]{64})$`).FindAllSubmatch(committed, -1) {
+		fmt.Fprintf(&sums, "%s  %s\n", m[4], m[1])
+		platforms = append(platforms, string(m[2])+"/"+string(m[3]))
+	}
+	require.Len(t, platforms, 6, "linux, darwin, windows x amd64, arm64")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "checksums.txt"), []byte(sums.String()), 0o600))
+	out := filepath.Join(dir, "impersonate.yaml")
+	cmd := exec.Command(filepath.Join(docRoot, "hack/krew-manifest.sh"), string(version[1]), dir, out)
+	cmd.Env = append(os.Environ(), "PLATFORMS="+strings.Join(platforms, " "))
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(b))
+	generated, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, string(generated), string(committed), "krew/impersonate.yaml is not what hack/krew-manifest.sh writes: regenerate it")
 }

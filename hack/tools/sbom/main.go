@@ -1,14 +1,16 @@
-// Command sbom-archive writes the CycloneDX SBOM of one release archive:
-// each Go binary in it, as an application component whose components are
-// the modules that binary links, as cyclonedx-gomod reads them from the
-// binary's build information (so equal to "go version -m"); the archive
-// itself, named and hashed, as the document's subject. The document is
-// deterministic: no serial number, its timestamp the commit's, every list
-// in a fixed order; bom-refs are prefixed with the binary's name, since two
-// binaries link the same modules. goreleaser runs it for each archive
-// (.goreleaser.yaml, sboms).
+// Command sbom-archive writes the CycloneDX SBOM of a release archive or of
+// the proxy's image: each Go binary in it, as an application component
+// whose components are the modules that binary links, as cyclonedx-gomod
+// reads them from the binary's build information (so equal to "go version
+// -m"); every other file (LICENSE, the CA bundle) as a file component; the
+// archive or the image, named and hashed, as the document's subject. The
+// document is deterministic: no serial number, its timestamp the commit's,
+// every list in a fixed order; bom-refs are prefixed with the component's
+// name, since two binaries link the same modules. goreleaser runs it for
+// each archive (.goreleaser.yaml, sboms), make for the image.
 //
-//	sbom-archive -version V -time RFC3339 ARCHIVE OUT
+//	sbom-archive -version V -time RFC3339 OUT ARCHIVE
+//	sbom-archive -version V -time RFC3339 -name REF -type container -digest sha256:HEX OUT NAME=PATH...
 package main
 
 import (
@@ -21,88 +23,81 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	cdx "github.com/CycloneDX/cyclonedx-go"
 )
 
 func main() {
+	var s subject
 	version := flag.String("version", "", "the release's version (the archive's and the binaries' main module's)")
 	at := flag.String("time", "", "the commit's time (RFC 3339): the document's timestamp")
+	flag.StringVar(&s.name, "name", "", "the subject's name (default: the archive's file name)")
+	flag.StringVar(&s.kind, "type", string(cdx.ComponentTypeFile), "the subject's CycloneDX type: file (an archive) or container (the image)")
+	flag.StringVar(&s.digest, "digest", "", "the subject's sha256:HEX (default: the archive's)")
 	flag.Parse()
-	if flag.NArg() != 2 || *version == "" || *at == "" {
-		fmt.Fprintln(os.Stderr, "usage: sbom-archive -version V -time RFC3339 ARCHIVE OUT")
+	if flag.NArg() < 2 || *version == "" || *at == "" {
+		fmt.Fprintln(os.Stderr, "usage: sbom-archive -version V -time RFC3339 [-name REF -type container -digest sha256:HEX] OUT ARCHIVE|NAME=PATH...")
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), flag.Arg(1), *version, *at); err != nil {
+	if err := run(flag.Arg(0), flag.Args()[1:], *version, *at, s); err != nil {
 		fmt.Fprintln(os.Stderr, "sbom-archive:", err)
 		os.Exit(1)
 	}
 }
 
-func run(archive, out, version, at string) error {
+// subject is what the document describes.
+type subject struct{ name, kind, digest string }
+
+// run writes out, the document of inputs: one archive, or files by name.
+func run(out string, inputs []string, version, at string, s subject) error {
 	dir, err := os.MkdirTemp("", "sbom-archive-")
 	if err != nil {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	if err := extract(archive, dir); err != nil {
-		return fmt.Errorf("extracting %s: %w", archive, err)
+	files, err := gather(dir, inputs, &s)
+	if err != nil {
+		return err
 	}
 	gomod, err := sibling("cyclonedx-gomod")
 	if err != nil {
 		return err
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	sum, err := sha256File(archive)
-	if err != nil {
-		return err
-	}
+	sum := strings.TrimPrefix(s.digest, "sha256:")
 	bom := cdx.NewBOM()
 	bom.SerialNumber = ""
 	bom.Metadata = &cdx.Metadata{Timestamp: at, Component: &cdx.Component{
-		BOMRef: "archive", Type: cdx.ComponentTypeFile, Name: filepath.Base(archive), Version: version,
+		BOMRef: "subject", Type: cdx.ComponentType(s.kind), Name: s.name, Version: version,
 		Hashes: &[]cdx.Hash{{Algorithm: cdx.HashAlgoSHA256, Value: sum}},
 	}}
 	var components []cdx.Component
 	var deps []cdx.Dependency
-	archiveDeps := []string{}
-	for _, e := range entries {
-		path := filepath.Join(dir, e.Name())
-		if !e.Type().IsRegular() {
-			continue
-		}
-		if _, err := buildinfo.ReadFile(path); err != nil {
-			continue // LICENSE, README.md
-		}
-		sub, err := binaryBOM(gomod, path, version, dir)
+	subjectDeps := []string{}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		path := files[name]
+		c, d, tools, err := fileComponent(gomod, name, path, version, dir)
 		if err != nil {
-			return fmt.Errorf("%s: %w", e.Name(), err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
 		if bom.Metadata.Tools == nil {
-			bom.Metadata.Tools = sub.Metadata.Tools
-		}
-		c, d, err := binaryComponent(e.Name(), path, sub)
-		if err != nil {
-			return err
+			bom.Metadata.Tools = tools
 		}
 		components = append(components, c)
 		deps = append(deps, d...)
-		archiveDeps = append(archiveDeps, c.BOMRef)
+		subjectDeps = append(subjectDeps, c.BOMRef)
 	}
-	if len(components) == 0 {
-		return fmt.Errorf("%s holds no Go binary", archive)
+	if bom.Metadata.Tools == nil {
+		return fmt.Errorf("%s holds no Go binary", strings.Join(inputs, ", "))
 	}
-	sort.Slice(components, func(i, j int) bool { return components[i].Name < components[j].Name })
-	sort.Strings(archiveDeps)
-	deps = append([]cdx.Dependency{{Ref: "archive", Dependencies: &archiveDeps}}, deps...)
+	deps = append([]cdx.Dependency{{Ref: "subject", Dependencies: &subjectDeps}}, deps...)
 	bom.Components, bom.Dependencies = &components, &deps
 	f, err := os.Create(out)
 	if err != nil {
@@ -117,9 +112,79 @@ func run(archive, out, version, at string) error {
 	return f.Close()
 }
 
+// gather is the files the inputs name, by component name: an archive's
+// (extracted into dir, named by base name), or NAME=PATH; it completes the
+// subject from a lone archive.
+func gather(dir string, inputs []string, s *subject) (map[string]string, error) {
+	files := map[string]string{}
+	for _, in := range inputs {
+		if name, path, ok := strings.Cut(in, "="); ok {
+			abs, err := filepath.Abs(path)
+			if err != nil {
+				return nil, err
+			}
+			files[name] = abs
+			continue
+		}
+		sub := filepath.Join(dir, "archive-"+strconv.Itoa(len(files)))
+		if err := os.Mkdir(sub, 0o700); err != nil {
+			return nil, err
+		}
+		if err := extract(in, sub); err != nil {
+			return nil, fmt.Errorf("extracting %s: %w", in, err)
+		}
+		entries, err := os.ReadDir(sub)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			files[e.Name()] = filepath.Join(sub, e.Name())
+		}
+		if s.name == "" {
+			s.name = filepath.Base(in)
+		}
+		if s.digest == "" {
+			sum, err := sha256File(in)
+			if err != nil {
+				return nil, err
+			}
+			s.digest = "sha256:" + sum
+		}
+	}
+	if s.name == "" || s.digest == "" {
+		return nil, fmt.Errorf("name the subject (-name, -digest) when no archive is given")
+	}
+	return files, nil
+}
+
+// fileComponent is the file at path as a component: a Go binary with the
+// modules it links (cyclonedx-gomod's document of it, whose tools it
+// returns), else a plain file, hashed.
+func fileComponent(gomod, name, path, version, dir string) (cdx.Component, []cdx.Dependency, *cdx.ToolsChoice, error) {
+	if _, err := buildinfo.ReadFile(path); err != nil {
+		sum, err := sha256File(path)
+		if err != nil {
+			return cdx.Component{}, nil, nil, err
+		}
+		return cdx.Component{BOMRef: name, Type: cdx.ComponentTypeFile, Name: name,
+			Hashes: &[]cdx.Hash{{Algorithm: cdx.HashAlgoSHA256, Value: sum}}}, nil, nil, nil
+	}
+	sub, err := binaryBOM(gomod, path, version, dir)
+	if err != nil {
+		return cdx.Component{}, nil, nil, err
+	}
+	c, d, err := binaryComponent(name, path, sub)
+	return c, d, sub.Metadata.Tools, err
+}
+
 // binaryBOM is cyclonedx-gomod's document of the binary at path.
 func binaryBOM(gomod, path, version, dir string) (*cdx.BOM, error) {
-	doc := path + ".cdx.json"
+	tmp, err := os.CreateTemp(dir, "*.cdx.json")
+	if err != nil {
+		return nil, err
+	}
+	doc := tmp.Name()
+	_ = tmp.Close()
 	cmd := exec.Command(gomod, "bin", "-json", "-noserial", "-notimestamp", "-version", version, "-output", doc, path)
 	cmd.Dir, cmd.Stderr = dir, os.Stderr
 	if err := cmd.Run(); err != nil {

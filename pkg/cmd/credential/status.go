@@ -69,7 +69,8 @@ sent.`,
   kubectl impersonate status prod staging -o yaml
   # Ask each cluster too
   kubectl impersonate status --check`,
-		RunE: cmdutil.RunE(o),
+		RunE:              cmdutil.RunE(o),
+		ValidArgsFunction: cmdutil.CompleteContexts,
 	}
 	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to the kubeconfig file")
 	cmd.Flags().BoolVar(&o.Check, "check", false, "Ask each cluster who the cached token is (SelfSubjectReview)")

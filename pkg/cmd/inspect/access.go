@@ -99,6 +99,7 @@ prints every namespace's matrix, -o json every cell.`,
 	}
 	o.Kube = cmdutil.NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
+	defer cmdutil.RegisterListCompletions(cmd, "resource", o.Kube.CompleteResources)
 	f := cmd.Flags()
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "One matrix per namespace")
 	f.BoolVar(&o.ClusterScope, "cluster-scope", false, "The cluster-scoped resources instead of a namespace's")

@@ -84,12 +84,18 @@ kept, as "kubectl get -o json" would; the verbs and reasons are in the table
 
   # Names only, across all namespaces, with a label selector
   kubectl impersonate list deployments.apps -A -l tier=web --as=bob@example.com -o name`,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: cobra.NoFileCompletions,
-		RunE:              cmdutil.RunE(o),
+		Args: cobra.ExactArgs(1),
+
+		RunE: cmdutil.RunE(o),
 	}
 	o.Kube = cmdutil.NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
+	cmd.ValidArgsFunction = func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return o.Kube.CompleteResources(c, args, toComplete)
+	}
 	f := cmd.Flags()
 	f.StringVarP(&o.Selector, "selector", "l", "", "Label selector of the objects (e.g. -l app=web)")
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List across all namespaces")

@@ -55,6 +55,7 @@ needs create on subjectaccessreviews) and reports those it denies.`,
 	}
 	o.Kube = cmdutil.NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
+	cmd.ValidArgsFunction = o.Kube.CompleteVerbResource
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "RoleBindings of every namespace")
 	cmd.Flags().BoolVar(&o.BySubject, "by-subject", false, "One line per subject, with the namespaces it may act in (every one, through a ClusterRoleBinding) and the bindings that grant it; with -A, where across the cluster each subject may do it")
 	cmd.Flags().BoolVar(&o.Verify, "verify", false, "Ask the authorizer chain (SubjectAccessReview) about each subject listed, and report those another authorizer denies")

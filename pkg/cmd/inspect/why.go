@@ -49,6 +49,7 @@ alone).`,
 	}
 	o.Kube = cmdutil.NewKubeFlags(cmd.Flags())
 	o.Kube.RegisterCompletions(cmd)
+	cmd.ValidArgsFunction = o.Kube.CompleteVerbResource
 	o.Output = cmdutil.NewOutputFlags(cmd.Flags(), "text")
 	cmd.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "If true, suppress output and just return the exit code (0: yes, 1: no)")
 	return cmd

@@ -44,6 +44,9 @@ type SetupOptions struct {
 	// WriteKuberc adds the exec command to kubectl's kuberc allowlist
 	// when its credential plugin policy is Allowlist.
 	WriteKuberc bool
+	// WriteCompletion puts kubectl_complete-impersonate beside Krew's link
+	// (writeCompletion); alone, it is all setup does.
+	WriteCompletion bool
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
 
@@ -114,6 +117,7 @@ Client secrets never go into the kubeconfig: give them to kubectl through
 	cmd.Flags().StringVar(&o.AuthConfig, "authentication-config", "", "The cluster's kube-apiserver AuthenticationConfiguration, if you have it: setup checks that it accepts this entry's tokens (issuer, audience) and says what to change")
 	cmd.Flags().StringArrayVar(&o.ClusterAudiences, "cluster-audience", nil, "With --write: CLUSTER=AUDIENCE, repeatable: one user for a fleet of clusters, logged in once; each named cluster's entry gets the exec extension "+credspec.ExecExtensionName+" with its audience (empty: the login's token itself), its contexts use the user, and the user exchanges the login's token for each cluster's audience (RFC 8693: implies --exchange=token-exchange --exchange-audience-from-cluster)")
 	o.flags = cmd.Flags()
+	cmd.Flags().BoolVar(&o.WriteCompletion, "write-completion", false, "Put kubectl_complete-impersonate beside Krew's link to the plugin, so that kubectl (>= 1.26) completes \"kubectl impersonate ...\" (Krew links one executable per plugin); alone, nothing else is written")
 	cmd.Flags().BoolVar(&o.WriteKuberc, "write-kuberc", false, "Add the exec command to kubectl's kuberc allowlist ($KUBERC or ~/.kube/kuberc) when its credentialPluginPolicy is Allowlist (kubectl >= 1.35); the file's other preferences and mode are kept")
 	return cmd
 }
@@ -176,6 +180,9 @@ func (o *SetupOptions) Complete(args []string) error {
 
 // Validate checks the settings; it changes nothing.
 func (o *SetupOptions) Validate() error {
+	if o.completionOnly() {
+		return nil
+	}
 	if o.FromKubelogin {
 		if o.Context != "" || o.Server != "" || o.AuthConfig != "" || o.Auth.Args() != nil {
 			return errors.New("--from-kubelogin takes the settings from each kubelogin entry: give only --kubeconfig and --write")
@@ -254,8 +261,18 @@ func (o *SetupOptions) execFor(flags []string) *clientcmdapi.ExecConfig {
 	}
 }
 
+// completionOnly: --write-completion is all the command line asks.
+func (o *SetupOptions) completionOnly() bool {
+	return o.WriteCompletion && o.Auth.Args() == nil && !o.FromKubelogin && !o.Write && o.AuthConfig == ""
+}
+
 // Run prints or writes the entry.
 func (o *SetupOptions) Run(context.Context) error {
+	if o.WriteCompletion {
+		if err := o.writeCompletion(); err != nil || o.completionOnly() {
+			return err
+		}
+	}
 	if o.Auth.SecretOnCommandLine() || (o.Auth.ClientSecret != "" && o.Auth.ClientSecretFile == "") {
 		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: the client secret is not written into the kubeconfig: kubectl must find it in $%s, or use --%s or a profile\n", credspec.EnvClientSecret, credspec.FlagClientSecretFile)
 	}

@@ -170,17 +170,7 @@ func (k *KubeFlags) RegisterCompletions(cmd *cobra.Command) {
 	_ = cmd.RegisterFlagCompletionFunc("context", fromConfig(func(c *clientcmdapi.Config) []string { return keys(c.Contexts) }))
 	_ = cmd.RegisterFlagCompletionFunc("cluster", fromConfig(func(c *clientcmdapi.Config) []string { return keys(c.Clusters) }))
 	_ = cmd.RegisterFlagCompletionFunc("user", fromConfig(func(c *clientcmdapi.Config) []string { return keys(c.AuthInfos) }))
-	_ = cmd.RegisterFlagCompletionFunc("namespace", func(c *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
-		client, _, err := k.Client()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		ns, err := client.Namespaces(c.Context())
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		return Candidates(ns), cobra.ShellCompDirectiveNoFileComp
-	})
+	_ = cmd.RegisterFlagCompletionFunc("namespace", k.CompleteNamespaces)
 }
 
 // Candidates are the names a completion may offer: cobra writes one a

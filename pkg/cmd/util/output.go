@@ -29,8 +29,13 @@ type OutputFlags struct {
 func NewOutputFlags(f *pflag.FlagSet, human string, extra ...string) *OutputFlags {
 	o := &OutputFlags{extra: extra}
 	f.StringVarP(&o.Format, "output", "o", "", "Output format: "+strings.Join(o.formats(), "|")+" (default "+human+")")
+	// The formats, for completion (RegisterCompletions).
+	_ = f.SetAnnotation("output", FormatsAnnotation, o.formats())
 	return o
 }
+
+// FormatsAnnotation is -o's annotation that lists its formats.
+const FormatsAnnotation = "kubectl-impersonate.io/formats"
 
 func (o *OutputFlags) formats() []string {
 	return append(append([]string{}, o.extra...), "json", "yaml", "jsonpath=TEMPLATE")

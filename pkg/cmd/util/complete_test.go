@@ -1,0 +1,111 @@
+package util
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
+)
+
+func TestResourceNames(t *testing.T) {
+	all := []resource.Resource{
+		{Version: "v1", Name: "pods", Kind: "Pod", ShortNames: []string{"po"}},
+		{Version: "v1", Name: "pods/log", Kind: "Pod"},
+		{Version: "v1", Name: "events", Kind: "Event", ShortNames: []string{"ev"}},
+		{Group: "events.k8s.io", Version: "v1", Name: "events", Kind: "Event", ShortNames: []string{"ev"}},
+		{Group: "apps", Version: "v1", Name: "deployments", Kind: "Deployment", ShortNames: []string{"deploy"}},
+	}
+	for _, tt := range []struct {
+		typed string
+		want  []string
+	}{
+		{"po", []string{"po", "pods"}},
+		{"P", []string{"Pod"}},
+		{"pods/", []string{"pods/log"}},
+		{"ev", []string{"ev", "events", "events.events.k8s.io"}},
+		{"dep", []string{"deploy", "deployments", "deployments.apps"}},
+		{"nothing", nil},
+	} {
+		t.Run(tt.typed, func(t *testing.T) {
+			assert.Equal(t, tt.want, prefixed(resourceNames(all, tt.typed), tt.typed))
+		})
+	}
+}
+
+// TestCandidatesAreSafe: a name that needs escaping (a newline would make
+// a second candidate, a tab a description, an escape reach the terminal)
+// is never offered.
+func TestCandidatesAreSafe(t *testing.T) {
+	got, d := Values("prod", "evil\ninjected", "tab\tdescription", "esc\x1b[2J", "staging")(nil, nil, "")
+	assert.Equal(t, []string{"prod", "staging"}, got)
+	assert.Equal(t, cobra.ShellCompDirectiveNoFileComp, d)
+}
+
+func TestListCompletions(t *testing.T) {
+	cmd := &cobra.Command{Use: "x"}
+	cmd.Flags().StringSlice("verb", nil, "")
+	RegisterListCompletions(cmd, "verb", Values("get", "list", "watch"))
+	f, ok := cmd.GetFlagCompletionFunc("verb")
+	require.True(t, ok)
+	got, d := f(cmd, nil, "get,l")
+	assert.Equal(t, []string{"get,list"}, got, "the values typed are kept")
+	assert.NotZero(t, d&cobra.ShellCompDirectiveNoSpace, "another value may follow")
+}
+
+// TestCompletionConfig: a completion asks the API server with the
+// context's cached token when its user runs this plugin (no exec entry
+// run, so no login: none cached, no client), and runs another plugin with
+// interactiveMode Never; both bounded.
+func TestCompletionConfig(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	kc := filepath.Join(home, "kubeconfig")
+	require.NoError(t, os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+current-context: ours
+clusters:
+- name: c
+  cluster: {server: "https://127.0.0.1:6443"}
+contexts:
+- name: ours
+  context: {cluster: c, user: ours}
+- name: theirs
+  context: {cluster: c, user: theirs}
+users:
+- name: ours
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: kubectl-impersonate-get_token
+      args: [--oidc-issuer-url=https://idp.example.com, --oidc-client-id=k, --token-cache-storage=disk, "--token-cache-dir=`+filepath.Join(home, "cache")+`"]
+      interactiveMode: IfAvailable
+- name: theirs
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: some-other-plugin
+      interactiveMode: Always
+`), 0o600))
+	flags := func(context string) *KubeFlags {
+		cmd := &cobra.Command{Use: "x"}
+		k := NewKubeFlags(cmd.Flags())
+		require.NoError(t, cmd.ParseFlags([]string{"--kubeconfig=" + kc, "--context=" + context}))
+		return k
+	}
+	_, err := flags("ours").completionConfig(context.Background())
+	require.Error(t, err, "nothing cached: no client, and no login")
+	assert.Contains(t, err.Error(), "no valid cached token")
+
+	cfg, err := flags("theirs").completionConfig(context.Background())
+	require.NoError(t, err)
+	require.NotNil(t, cfg.ExecProvider)
+	assert.Equal(t, clientcmdapi.NeverExecInteractiveMode, cfg.ExecProvider.InteractiveMode, "another plugin asks nobody")
+	assert.Equal(t, CompletionTimeout, cfg.Timeout)
+}

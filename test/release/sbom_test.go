@@ -1,0 +1,150 @@
+//go:build release
+
+package release
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// sbom is the part of a CycloneDX document the checks read.
+type sbom struct {
+	Metadata struct {
+		Timestamp string `json:"timestamp"`
+		Component struct {
+			Name   string `json:"name"`
+			Hashes []struct {
+				Alg     string `json:"alg"`
+				Content string `json:"content"`
+			} `json:"hashes"`
+		} `json:"component"`
+	} `json:"metadata"`
+	SerialNumber string `json:"serialNumber"`
+	Components   []struct {
+		Type       string `json:"type"`
+		Name       string `json:"name"`
+		Components []struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+		} `json:"components"`
+	} `json:"components"`
+}
+
+// linkedModules are the modules "go version -m" says the binary links, as
+// path@version (a replaced module as its replacement).
+func linkedModules(t *testing.T, binary string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "version", "-m", binary).Output()
+	require.NoError(t, err, binary)
+	var mods []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 3 && f[0] == "dep":
+			mods = append(mods, f[1]+"@"+f[2])
+		case len(f) >= 3 && f[0] == "=>":
+			mods[len(mods)-1] = f[1] + "@" + f[2]
+		}
+	}
+	slices.Sort(mods)
+	return mods
+}
+
+// extractAll writes a tar.gz archive's files into dir.
+func extractAll(t *testing.T, archive, dir string) {
+	t.Helper()
+	f, err := os.Open(archive)
+	require.NoError(t, err)
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
+		require.NoError(t, err)
+		out, err := os.OpenFile(filepath.Join(dir, filepath.Base(h.Name)), os.O_CREATE|os.O_WRONLY, 0o755)
+		require.NoError(t, err)
+		_, err = io.Copy(out, tr)
+		require.NoError(t, err)
+		require.NoError(t, out.Close())
+	}
+}
+
+// TestSBOMsListWhatBinariesLink: each archive's SBOM names the archive by
+// its sha256 and lists, for each of its four binaries, exactly the modules
+// "go version -m" of that binary lists; the image's SBOM does the same for
+// the binaries built into it. Both are deterministic documents (no serial,
+// the commit's date).
+func TestSBOMsListWhatBinariesLink(t *testing.T) {
+	dist := os.Getenv("KI_DIST")
+	require.NotEmpty(t, dist, "KI_DIST: run through make release-test")
+	archives, _ := filepath.Glob(filepath.Join(dist, "kubectl-impersonate_*_linux_amd64.tar.gz"))
+	require.Len(t, archives, 1)
+	archive := archives[0]
+	var doc sbom
+	b, err := os.ReadFile(archive + ".cdx.json")
+	require.NoError(t, err, "the archive's SBOM")
+	require.NoError(t, json.Unmarshal(b, &doc))
+	assert.Empty(t, doc.SerialNumber, "no random serial")
+	assert.NotEmpty(t, doc.Metadata.Timestamp, "dated (at the commit)")
+	assert.Equal(t, filepath.Base(archive), doc.Metadata.Component.Name)
+	require.Len(t, doc.Metadata.Component.Hashes, 1)
+	assert.Equal(t, sha256File(t, archive), doc.Metadata.Component.Hashes[0].Content, "the SBOM names its archive")
+
+	dir := t.TempDir()
+	extractAll(t, archive, dir)
+	binaries := 0
+	for _, c := range doc.Components {
+		if c.Type != "application" {
+			continue
+		}
+		binaries++
+		var listed []string
+		for _, m := range c.Components {
+			listed = append(listed, m.Name+"@"+m.Version)
+		}
+		slices.Sort(listed)
+		assert.Equal(t, linkedModules(t, filepath.Join(dir, c.Name)), listed, "%s: the SBOM lists what go version -m lists", c.Name)
+	}
+	assert.Equal(t, 4, binaries, "the archive's four binaries")
+
+	var image sbom
+	b, err = os.ReadFile(filepath.Join(dist, "image.cdx.json"))
+	require.NoError(t, err, "the image's SBOM")
+	require.NoError(t, json.Unmarshal(b, &image))
+	ref, err := os.ReadFile(filepath.Join(dist, "image.ref"))
+	require.NoError(t, err)
+	assert.Equal(t, "sha256:"+image.Metadata.Component.Hashes[0].Content, strings.SplitN(strings.TrimSpace(string(ref)), "@", 2)[1], "the SBOM names the image by digest")
+	checked := 0
+	for _, c := range image.Components {
+		if c.Type != "application" {
+			continue
+		}
+		platform, name := filepath.Dir(c.Name), filepath.Base(c.Name) // linux/amd64/NAME
+		if platform != "linux/amd64" {
+			continue
+		}
+		var listed []string
+		for _, m := range c.Components {
+			listed = append(listed, m.Name+"@"+m.Version)
+		}
+		slices.Sort(listed)
+		assert.Equal(t, linkedModules(t, filepath.Join(dir, name)), listed, "image %s", c.Name)
+		checked++
+	}
+	assert.Equal(t, 2, checked, "the image's two binaries")
+}
