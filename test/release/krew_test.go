@@ -99,10 +99,10 @@ func TestKrewInstallFromSnapshot(t *testing.T) {
 	assert.True(t, fi.Mode().IsRegular(), "a copy, not a link: %s", fi.Mode())
 	out, stderr, err = run(t, env, kubectl, "__complete", "impersonate", "ver")
 	require.NoError(t, err, stderr)
-	assert.Contains(t, strings.Split(out, "\n"), "version", "kubectl completes the plugin's commands: %s", out)
+	assert.Contains(t, candidates(out), "version", "kubectl completes the plugin's commands: %s", out)
 	out, _, err = run(t, env, kubectl, "__complete", "impersonate", "whoami", "-o", "")
 	require.NoError(t, err)
-	assert.Contains(t, strings.Split(out, "\n"), "jsonpath=", "and their flags' values: %s", out)
+	assert.Contains(t, candidates(out), "jsonpath=", "and their flags' values: %s", out)
 	out, _, err = run(t, env, kubectl, "impersonate", "setup", "--write-completion")
 	require.NoError(t, err)
 	assert.Contains(t, out, "is up to date", "again: nothing to do")
@@ -124,5 +124,17 @@ func TestKrewInstallFromSnapshot(t *testing.T) {
 	assert.Equal(t, ":4\n", out, "no candidate, no file completion")
 	out, _, err = run(t, env, kubectl, "__complete", "impersonate", "")
 	require.NoError(t, err, "kubectl's completion does not break")
-	assert.NotContains(t, out, "version")
+	assert.NotContains(t, candidates(out), "version")
+}
+
+// candidates are the words of a cobra completion answer (each line's word
+// before its description; not the directive line).
+func candidates(out string) []string {
+	var words []string
+	for _, line := range strings.Split(out, "\n") {
+		if line != "" && !strings.HasPrefix(line, ":") {
+			words = append(words, strings.SplitN(line, "\t", 2)[0])
+		}
+	}
+	return words
 }
