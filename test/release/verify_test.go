@@ -187,7 +187,7 @@ func TestVerifyAsDocumented(t *testing.T) {
 	require.Contains(t, checksums.Body, "sha256sum")
 	require.Contains(t, provenance.Body, "verify-blob-attestation")
 	require.Contains(t, image.Body, "cosign verify ")
-	fails := func(name string, block doctest.Block, dgst string, change func(dir string)) {
+	fails := func(name string, block doctest.Block, dgst, why string, change func(dir string)) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			entries, err := os.ReadDir(downloads)
@@ -198,6 +198,8 @@ func TestVerifyAsDocumented(t *testing.T) {
 			change(dir)
 			out, ok := runBlock(t, dir, tools, substitute(block.Body, version, dgst, registry))
 			assert.False(t, ok, "%s verified:\n%s", name, out)
+			assert.Contains(t, out, why, "refused for the right reason")
+			t.Logf("%s: %s", name, lastLine(out))
 		})
 	}
 	flip := func(path string) {
@@ -206,15 +208,15 @@ func TestVerifyAsDocumented(t *testing.T) {
 		b[len(b)/2] ^= 1
 		require.NoError(t, os.WriteFile(path, b, 0o644))
 	}
-	fails("an archive changed by one byte", checksums, digest, func(dir string) { flip(filepath.Join(dir, filepath.Base(archive))) })
-	fails("the checksums file changed", checksums, digest, func(dir string) {
+	fails("an archive changed by one byte", checksums, digest, "FAILED", func(dir string) { flip(filepath.Join(dir, filepath.Base(archive))) })
+	fails("the checksums file changed", checksums, digest, "invalid signature", func(dir string) {
 		f, err := os.OpenFile(filepath.Join(dir, "checksums.txt"), os.O_APPEND|os.O_WRONLY, 0)
 		require.NoError(t, err)
 		_, _ = fmt.Fprintf(f, "%s  evil.tar.gz\n", strings.Repeat("0", 64))
 		require.NoError(t, f.Close())
 	})
-	fails("an archive the provenance does not name", provenance, digest, func(dir string) { flip(filepath.Join(dir, filepath.Base(archive))) })
-	fails("signed with another key", checksums, digest, func(dir string) {
+	fails("an archive the provenance does not name", provenance, digest, "does not match any digest in statement", func(dir string) { flip(filepath.Join(dir, filepath.Base(archive))) })
+	fails("signed with another key", checksums, digest, "invalid signature", func(dir string) {
 		other := t.TempDir()
 		gen(other)
 		cmd := exec.Command(filepath.Join(tools, "cosign"), "sign-blob", "--key", filepath.Join(other, "cosign.key"), "--tlog-upload=false",
@@ -223,7 +225,13 @@ func TestVerifyAsDocumented(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, string(out))
 	})
-	fails("an image nobody signed", image, unsignedDigest(t, dist), func(string) {})
+	fails("an image nobody signed", image, unsignedDigest(t, dist), "no signatures found", func(string) {})
+}
+
+// lastLine is the last non-empty line of out.
+func lastLine(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return lines[len(lines)-1]
 }
 
 // unsignedDigest is the digest of one platform's manifest inside the
