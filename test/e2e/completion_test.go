@@ -51,6 +51,25 @@ func completer(t *testing.T, p *person) func(words ...string) ([]string, result)
 // opens no browser.
 func TestCompletionThroughKubectl(t *testing.T) {
 	api := st.api["legacy"]
+	admin, err := st.adminKubeconfig(api)
+	require.NoError(t, err)
+	// kubectl's namespace completion lists namespaces: alice may, here.
+	kubectlApply(t, admin, `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: e2e-namespace-lister}
+rules:
+- {apiGroups: [""], resources: [namespaces], verbs: [list]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: e2e-alice-lists-namespaces}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: e2e-namespace-lister}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice@example.com}
+`)
+	t.Cleanup(func() {
+		_ = adminKubectl(t, admin, "", time.Minute, "delete", "clusterrolebinding/e2e-alice-lists-namespaces", "clusterrole/e2e-namespace-lister")
+	})
 	alice := newPerson(t, "alice", api)
 	r := alice.kubectl("auth", "whoami")
 	require.Equal(t, 0, r.code, r.stderr)
