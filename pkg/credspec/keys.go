@@ -148,7 +148,7 @@ func (c CloudSigma) Validate(clientSecret string) error {
 		return fmt.Errorf("a CloudSigma client ID is required: --oidc-client-id or $CLOUDSIGMA_CLIENT_ID")
 	}
 	if clientSecret == "" && c.LegacyUsername == "" {
-		return fmt.Errorf("a CloudSigma client secret is required: --oidc-client-secret-file, $KUBECTL_IMPERSONATE_CLIENT_SECRET or $CLOUDSIGMA_CLIENT_SECRET")
+		return fmt.Errorf("a CloudSigma client secret is required (--oidc-client-secret-file, $KUBECTL_IMPERSONATE_CLIENT_SECRET or $CLOUDSIGMA_CLIENT_SECRET), or a client assertion (--%s=%s, --%s)", FlagClientAuthMethod, AuthPrivateKeyJWT, FlagClientAssertionFile)
 	}
 	for name, raw := range map[string]string{"--cloudsigma-oauth-url": c.OAuthURL, "--cloudsigma-api-url": c.APIURL()} {
 		u, err := url.Parse(raw)

@@ -55,6 +55,10 @@ const (
 	FlagAllowedServer       = "allowed-server"
 	FlagAllowedServerCA     = "allowed-server-certificate-authority"
 	FlagClientAuthMethod    = "oidc-client-auth-method"
+	FlagClientKeyFile       = "oidc-client-key-file"
+	FlagClientCertFile      = "oidc-client-certificate-file"
+	FlagClientAssertionFile = "oidc-client-assertion-file"
+	FlagClientAssertionAud  = "oidc-client-assertion-audience"
 	FlagIPAPIKey            = "identity-platform-api-key"
 	FlagIPTenant            = "identity-platform-tenant"
 	FlagIPEndpoint          = "identity-platform-endpoint"
@@ -83,9 +87,17 @@ const (
 )
 
 // ClientAuthMethods are --oidc-client-auth-method's values: how the client
-// authenticates at the token endpoint with its secret (client_secret_basic
-// or client_secret_post).
-var ClientAuthMethods = []string{"basic", "post"}
+// authenticates at the token endpoint: with its secret (client_secret_basic
+// or client_secret_post), or with an assertion signed by its key
+// (private_key_jwt, RFC 7523).
+var ClientAuthMethods = []string{"basic", "post", AuthPrivateKeyJWT}
+
+// AuthPrivateKeyJWT is --oidc-client-auth-method's private_key_jwt.
+const AuthPrivateKeyJWT = "private-key-jwt"
+
+// AssertionAudienceTokenEndpoint makes a signed assertion's aud the token
+// endpoint's URL (Entra ID's choice) instead of the issuer.
+const AssertionAudienceTokenEndpoint = "token-endpoint"
 
 // Exchanges accepted by --exchange.
 const (

@@ -50,8 +50,23 @@ type OIDC struct {
 	ClientSecret     string `datapolicy:"secret"`
 	ClientSecretFile string
 	// ClientAuthMethod is how the client authenticates at the token
-	// endpoint: "basic", "post", or "" (the grant's default).
+	// endpoint: "basic", "post", "private-key-jwt" (RFC 7523, with
+	// ClientKeyFile), or "" (the grant's default).
 	ClientAuthMethod string
+	// ClientKeyFile is the private key (PEM: RSA or EC) private-key-jwt
+	// signs client assertions with; ClientCertificateFile, when given, its
+	// certificate, named in the assertion's header (x5t#S256) as Entra ID
+	// wants instead of the key's thumbprint.
+	ClientKeyFile         string
+	ClientCertificateFile string
+	// ClientAssertionFile holds a client assertion someone else issues
+	// (a projected service account token, a CI job's token), read at every
+	// request to the token endpoint: a federated credential.
+	ClientAssertionFile string
+	// ClientAssertionAudience is the aud of a signed assertion: "" for
+	// the issuer, AssertionAudienceTokenEndpoint for the token endpoint,
+	// or a URL.
+	ClientAssertionAudience string
 	ExtraScopes      []string
 	GrantType        string
 	UseAccessToken   bool
@@ -170,7 +185,11 @@ func (o *Spec) Validate() error {
 		if o.LegacyWithoutOptIn {
 			return fmt.Errorf("$%s/$%s are legacy credentials, which are off: use a client ($%s/$%s), or opt in with $%s=true", EnvCloudSigmaUsername, EnvCloudSigmaPassword, EnvCloudSigmaClientID, EnvCloudSigmaClientSecret, EnvCloudSigmaLegacy)
 		}
-		if err := o.CloudSigma().Validate(o.ClientSecret); err != nil {
+		secret := o.ClientSecret
+		if o.ClientAssertion() {
+			secret = "(an assertion)" // authenticates the service client instead
+		}
+		if err := o.CloudSigma().Validate(secret); err != nil {
 			return err
 		}
 		return o.validateCommon()
@@ -215,8 +234,45 @@ func (o *Spec) validateCommon() error {
 			return fmt.Errorf("--%s=%s needs the Google OAuth client's secret (Google requires it even for desktop clients): --%s or $%s", FlagGrantType, GrantIdentityPlatform, FlagClientSecretFile, EnvClientSecret)
 		}
 	}
+	if o.ClientAssertion() {
+		// An assertion authenticates requests the plugin makes itself; x/
+		// oauth2's code and device exchanges would send one assertion
+		// for many polls, which a provider refuses as a replay.
+		if o.Exchange == ExchangeNone && o.GrantType != GrantClientCredentials && o.GrantType != GrantPassword {
+			return fmt.Errorf("a client assertion (--%s=%s, --%s) authenticates the client-credentials and password grants and the exchanges, not --%s=%s", FlagClientAuthMethod, AuthPrivateKeyJWT, FlagClientAssertionFile, FlagGrantType, o.GrantType)
+		}
+		return nil
+	}
 	if o.Exchange != ExchangeCloudSigma && o.GrantType == GrantClientCredentials && o.ClientSecret == "" {
-		return fmt.Errorf("--%s=%s needs a client secret: --%s or $%s", FlagGrantType, GrantClientCredentials, FlagClientSecretFile, EnvClientSecret)
+		return fmt.Errorf("--%s=%s needs a client secret (--%s or $%s), or an assertion (--%s=%s, --%s)", FlagGrantType, GrantClientCredentials, FlagClientSecretFile, EnvClientSecret, FlagClientAuthMethod, AuthPrivateKeyJWT, FlagClientAssertionFile)
+	}
+	return nil
+}
+
+// ClientAssertion says the client authenticates with an assertion (a
+// signed private_key_jwt, or a federated one read from a file) instead of
+// a secret.
+func (o *OIDC) ClientAssertion() bool {
+	return o.ClientAuthMethod == AuthPrivateKeyJWT || o.ClientAssertionFile != ""
+}
+
+// validateAssertion checks the settings of a client assertion.
+func (o *OIDC) validateAssertion() error {
+	keyed := o.ClientAuthMethod == AuthPrivateKeyJWT
+	switch {
+	case keyed && o.ClientKeyFile == "":
+		return fmt.Errorf("--%s=%s signs with a key: give --%s", FlagClientAuthMethod, AuthPrivateKeyJWT, FlagClientKeyFile)
+	case !keyed && (o.ClientKeyFile != "" || o.ClientCertificateFile != "" || o.ClientAssertionAudience != ""):
+		return fmt.Errorf("--%s, --%s and --%s take effect with --%s=%s only", FlagClientKeyFile, FlagClientCertFile, FlagClientAssertionAud, FlagClientAuthMethod, AuthPrivateKeyJWT)
+	case keyed && o.ClientAssertionFile != "":
+		return fmt.Errorf("give --%s=%s or --%s, not both: one assertion authenticates the client", FlagClientAuthMethod, AuthPrivateKeyJWT, FlagClientAssertionFile)
+	case o.ClientAssertion() && (o.ClientSecret != "" || o.ClientSecretFile != ""):
+		return fmt.Errorf("a client authenticates with an assertion or a secret, not both: drop the secret (--%s, $%s) or the assertion", FlagClientSecretFile, EnvClientSecret)
+	}
+	if a := o.ClientAssertionAudience; a != "" && a != AssertionAudienceTokenEndpoint {
+		if u, err := url.Parse(a); err != nil || u.Scheme != "https" || u.Host == "" {
+			return fmt.Errorf("--%s %q is not %s or an https URL", FlagClientAssertionAud, a, AssertionAudienceTokenEndpoint)
+		}
 	}
 	return nil
 }
@@ -226,6 +282,9 @@ func (o *Spec) validateCommon() error {
 func (o *OIDC) Validate() error {
 	if o.ClientAuthMethod != "" && !slices.Contains(ClientAuthMethods, o.ClientAuthMethod) {
 		return fmt.Errorf("--%s %q is not one of %s", FlagClientAuthMethod, o.ClientAuthMethod, strings.Join(ClientAuthMethods, ", "))
+	}
+	if err := o.validateAssertion(); err != nil {
+		return err
 	}
 	for _, a := range o.ListenAddresses {
 		if err := validateListenAddress(a); err != nil {

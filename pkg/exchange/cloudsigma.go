@@ -43,6 +43,9 @@ type CloudSigma struct {
 	credspec.CloudSigma
 	ClientSecret   string `datapolicy:"secret"`
 	LegacyPassword string `datapolicy:"password"`
+	// Assertion, when set, authenticates the service client instead of
+	// its secret (RFC 7523).
+	Assertion oauth.Assertion
 	// ClientAuthMethod is oauth.AuthPost (default: the client secret in
 	// the form body, as CloudSigma's documents show) or oauth.AuthBasic.
 	ClientAuthMethod string
@@ -170,7 +173,7 @@ func (c *CloudSigma) tokenClient(step string) *oauth.Client {
 		method = oauth.AuthPost
 	}
 	return &oauth.Client{HTTPClient: c.hc(), TokenURL: c.tokenURL(), ClientID: c.ClientID, ClientSecret: c.ClientSecret,
-		AuthMethod: method, Retry: c.retry(step), Peer: "CloudSigma's Keycloak"}
+		AuthMethod: method, Retry: c.retry(step), Peer: "CloudSigma's Keycloak", Assertion: c.Assertion}
 }
 
 func (c *CloudSigma) serviceToken(ctx context.Context) (*tokencache.Entry, error) {

@@ -35,6 +35,8 @@ type TokenExchange struct {
 	ClientSecret string `datapolicy:"secret"`
 	// ClientAuthMethod is oauth.AuthBasic (default) or oauth.AuthPost.
 	ClientAuthMethod string
+	// Assertion, when set, authenticates the client instead of its secret.
+	Assertion oauth.Assertion
 
 	HTTPClient *http.Client
 	Retry      oauth.RetryPolicy
@@ -85,7 +87,7 @@ func (x *TokenExchange) Grant(ctx context.Context) (*tokencache.Entry, error) {
 	if method == "" {
 		method = oauth.AuthBasic
 	}
-	tc := &oauth.Client{HTTPClient: hc, TokenURL: tokenURL, ClientID: x.ClientID, ClientSecret: x.ClientSecret, AuthMethod: method, Retry: x.Retry}
+	tc := &oauth.Client{HTTPClient: hc, TokenURL: tokenURL, ClientID: x.ClientID, ClientSecret: x.ClientSecret, AuthMethod: method, Retry: x.Retry, Assertion: x.Assertion}
 	t, err := tc.Token(ctx, form, "")
 	err = keycloakHint(x.ClientID, err)
 	o, msg := outcome(err)

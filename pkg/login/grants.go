@@ -463,7 +463,7 @@ func (c *Client) tokenRequest(ctx context.Context, p *oidc.Provider, params url.
 		params.Set("scope", strings.Join(c.Scopes(), " "))
 	}
 	tc := &oauth.Client{HTTPClient: c.cfg.HTTPClient, TokenURL: p.Endpoint.TokenURL, ClientID: c.cfg.ClientID,
-		ClientSecret: c.cfg.ClientSecret, AuthMethod: c.authMethod(p)}
+		ClientSecret: c.cfg.ClientSecret, AuthMethod: c.authMethod(p), Assertion: c.cfg.Assertion}
 	return tc.Token(ctx, params, "")
 }
 

@@ -42,6 +42,10 @@ type Config struct {
 	Getenv func(string) string
 
 	HTTPClient *http.Client
+	// Assertion, when set, authenticates the client at the token and
+	// revocation endpoints instead of its secret (private_key_jwt, or a
+	// federated assertion; RFC 7523).
+	Assertion oauth.Assertion
 	// Interactive allows grants that need a person.
 	Interactive bool
 	Stdin       io.Reader
@@ -272,6 +276,7 @@ func (c *Client) Revoke(ctx context.Context, token, hint string) error {
 		return fmt.Errorf("the provider's revocation endpoint %q is not an https URL: refusing to send a token there", p.RevocationURL)
 	}
 	c.cfg.Log.Printf(1, "revoking the %s at %s", hint, p.RevocationURL)
-	tc := &oauth.Client{HTTPClient: c.cfg.HTTPClient, ClientID: c.cfg.ClientID, ClientSecret: c.cfg.ClientSecret, AuthMethod: c.authMethod(p)}
+	tc := &oauth.Client{HTTPClient: c.cfg.HTTPClient, TokenURL: p.Endpoint.TokenURL, ClientID: c.cfg.ClientID, ClientSecret: c.cfg.ClientSecret,
+		AuthMethod: c.authMethod(p), Assertion: c.cfg.Assertion}
 	return tc.Revoke(ctx, p.RevocationURL, token, hint)
 }

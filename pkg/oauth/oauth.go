@@ -140,6 +140,9 @@ type Client struct {
 	// AuthMethod is AuthBasic, AuthPost, or "" (x/oauth2 tries Basic,
 	// then the form body).
 	AuthMethod string
+	// Assertion, when set, authenticates the client instead of a secret
+	// (RFC 7523): a new assertion in the form body of each attempt.
+	Assertion Assertion
 	Retry      RetryPolicy
 	// Peer names the endpoint in errors (default PeerIdP).
 	Peer string
@@ -156,6 +159,8 @@ func (c *Client) Token(ctx context.Context, params url.Values, bearer string) (*
 	case bearer != "":
 		// No client credentials: x/oauth2 sends none in the form.
 		cc.ClientID, cc.ClientSecret, cc.AuthStyle = "", "", oauth2.AuthStyleInParams
+	case c.Assertion != nil:
+		cc.ClientSecret, cc.AuthStyle = "", oauth2.AuthStyleInParams
 	case c.ClientSecret == "" || c.AuthMethod == AuthPost:
 		cc.AuthStyle = oauth2.AuthStyleInParams
 	case c.AuthMethod == AuthBasic:
@@ -177,6 +182,18 @@ func (c *Client) Token(ctx context.Context, params url.Values, bearer string) (*
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, hc)
 	var tok *oauth2.Token
 	err := c.Retry.run(ctx, func() (time.Duration, error) {
+		if c.Assertion != nil && bearer == "" {
+			// Each attempt its own assertion: a retry of the same jti
+			// would be refused as a replay.
+			p := url.Values{}
+			for k, v := range params {
+				p[k] = v
+			}
+			if err := c.Assertion.params(c.TokenURL, p); err != nil {
+				return 0, fmt.Errorf("the client assertion: %w", err)
+			}
+			cc.EndpointParams = p
+		}
 		var err error
 		tok, err = cc.Token(ctx)
 		if err == nil {
@@ -323,11 +340,18 @@ func (c *Client) Revoke(ctx context.Context, revocationURL, token, hint string) 
 	if hint != "" {
 		form.Set("token_type_hint", hint)
 	}
-	basic := c.ClientSecret != "" && c.AuthMethod != AuthPost
+	basic := c.ClientSecret != "" && c.AuthMethod != AuthPost && c.Assertion == nil
 	if !basic {
 		form.Set("client_id", c.ClientID)
-		if c.ClientSecret != "" {
+		if c.ClientSecret != "" && c.Assertion == nil {
 			form.Set("client_secret", c.ClientSecret)
+		}
+	}
+	if c.Assertion != nil {
+		// RFC 7523's assertion is for the token endpoint: its aud names it
+		// (or the issuer), which a revocation endpoint accepts too.
+		if err := c.Assertion.params(cmp.Or(c.TokenURL, revocationURL), form); err != nil {
+			return fmt.Errorf("the client assertion: %w", err)
 		}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, revocationURL, strings.NewReader(form.Encode()))

@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 )
 
 // Env is what obtaining a token needs besides its settings: the person's
@@ -164,6 +165,9 @@ func (rt *provider) loginConfig() (login.Config, error) {
 		return login.Config{}, err
 	}
 	cfg := login.Config{OIDC: rt.a.OIDC}
+	if cfg.Assertion, err = ClientAssertion(rt.a.OIDC, rt.a.ClientID, rt.a.IssuerURL); err != nil {
+		return login.Config{}, err
+	}
 	cfg.HTTPClient, cfg.Interactive, cfg.Stdin, cfg.Stderr = httpClient, rt.env.Interactive, rt.env.In, rt.env.ErrOut
 	cfg.StderrIsTerminal = rt.env.StderrIsTerminal
 	cfg.Log = rt.log
@@ -209,6 +213,9 @@ func cloudSigmaExchange(rt *provider, _ *tokensource.Source) (tokensource.Authen
 		return nil, err
 	}
 	cs.Audit, cs.Store, cs.LockDir, cs.Notify, cs.Log = rt.audit, rt.store, rt.a.TokenCacheDir, rt.env.Notify, rt.log
+	if cs.Assertion, err = ClientAssertion(rt.a.OIDC, cs.ClientID, cs.Issuer()); err != nil {
+		return nil, err
+	}
 	return cs.Authenticator(), nil
 }
 
@@ -230,7 +237,43 @@ func tokenExchangeExchange(rt *provider, base *tokensource.Source) (tokensource.
 	if tx.HTTPClient, err = rt.httpClient(); err != nil {
 		return nil, err
 	}
+	if tx.Assertion, err = ClientAssertion(a.OIDC, a.ClientID, a.IssuerURL); err != nil {
+		return nil, err
+	}
 	return tx, nil
+}
+
+// ClientAssertion is the client's assertion under settings o (nil when the
+// client authenticates with its secret, or is public): a federated one read
+// from --oidc-client-assertion-file at each request, or private_key_jwt
+// signed with --oidc-client-key-file, its aud issuer unless the settings
+// say the token endpoint or another URL. Made on a cache miss only: the
+// cached path reads no key.
+func ClientAssertion(o credspec.OIDC, clientID, issuer string) (oauth.Assertion, error) {
+	switch {
+	case o.ClientAssertionFile != "":
+		return oauth.AssertionFile(o.ClientAssertionFile), nil
+	case o.ClientAuthMethod != credspec.AuthPrivateKeyJWT:
+		return nil, nil
+	}
+	key, err := oauth.LoadKey(o.ClientKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	s := &oauth.Signer{ClientID: clientID, Key: key, Audience: issuer}
+	if o.ClientCertificateFile != "" {
+		if s.Certificate, err = oauth.LoadCertificate(o.ClientCertificateFile); err != nil {
+			return nil, err
+		}
+	}
+	switch aud := o.ClientAssertionAudience; aud {
+	case "":
+	case credspec.AssertionAudienceTokenEndpoint:
+		s.Audience = "" // the token endpoint's URL, at each request
+	default:
+		s.Audience = aud
+	}
+	return s.Assertion, nil
 }
 
 // CloudSigma is the CloudSigma exchange of a, without its runtime seams.

@@ -22,7 +22,8 @@ var profileAliases = map[string]string{"allowedServers": credspec.FlagAllowedSer
 
 // profileFileKeys are the settings that name a file or directory.
 var profileFileKeys = map[string]bool{credspec.FlagClientSecretFile: true, credspec.FlagPasswordFile: true, credspec.FlagCA: true, credspec.FlagLocalCert: true,
-	credspec.FlagLocalKey: true, credspec.FlagAuditLog: true, credspec.FlagCacheDir: true, credspec.FlagAllowedServerCA: true}
+	credspec.FlagLocalKey: true, credspec.FlagAuditLog: true, credspec.FlagCacheDir: true, credspec.FlagAllowedServerCA: true,
+	credspec.FlagClientKeyFile: true, credspec.FlagClientCertFile: true, credspec.FlagClientAssertionFile: true}
 
 // secretFlags never appear in a generated kubeconfig.
 var secretFlags = []string{credspec.FlagClientSecret}
@@ -94,7 +95,11 @@ func addOIDCFlags(fs *pflag.FlagSet, o *credspec.OIDC) {
 	fs.StringVar(&o.ClientID, credspec.FlagClientID, o.ClientID, "OAuth client ID (required)")
 	fs.StringVar(&o.ClientSecret, credspec.FlagClientSecret, o.ClientSecret, "OAuth client secret. Visible in the process list: prefer --"+credspec.FlagClientSecretFile+" or $"+credspec.EnvClientSecret)
 	fs.StringVar(&o.ClientSecretFile, credspec.FlagClientSecretFile, o.ClientSecretFile, "File holding the OAuth client secret")
-	fs.StringVar(&o.ClientAuthMethod, credspec.FlagClientAuthMethod, o.ClientAuthMethod, "How a confidential client authenticates at the token endpoint: basic (HTTP Basic) or post (in the form body); default: post for CloudSigma, basic for token exchange, either for logins")
+	fs.StringVar(&o.ClientAuthMethod, credspec.FlagClientAuthMethod, o.ClientAuthMethod, "How a confidential client authenticates at the token endpoint: basic (HTTP Basic) or post (in the form body) with its secret, or private-key-jwt (an assertion signed with --"+credspec.FlagClientKeyFile+", RFC 7523; client-credentials, password and the exchanges); default: post for CloudSigma, basic for token exchange, either for logins")
+	fs.StringVar(&o.ClientKeyFile, credspec.FlagClientKeyFile, o.ClientKeyFile, "[private-key-jwt] PEM private key (RSA or EC, readable by you alone) the client assertions are signed with; its RFC 7638 thumbprint is the kid")
+	fs.StringVar(&o.ClientCertificateFile, credspec.FlagClientCertFile, o.ClientCertificateFile, "[private-key-jwt] PEM certificate of the key: the assertion names it by x5t#S256 (Entra ID) instead of kid")
+	fs.StringVar(&o.ClientAssertionAudience, credspec.FlagClientAssertionAud, o.ClientAssertionAudience, "[private-key-jwt] the assertion's aud: the issuer (default), "+credspec.AssertionAudienceTokenEndpoint+" (the token endpoint's URL, Entra ID's), or a URL")
+	fs.StringVar(&o.ClientAssertionFile, credspec.FlagClientAssertionFile, o.ClientAssertionFile, "File holding a client assertion issued to the client (a projected service account token, a CI job's token), read at every request to the token endpoint: a federated credential (RFC 7523), instead of a secret")
 	fs.StringSliceVar(&o.ExtraScopes, credspec.FlagExtraScope, o.ExtraScopes, "Scope to request besides openid (repeatable, or comma-separated)")
 	fs.StringVar(&o.GrantType, credspec.FlagGrantType, o.GrantType, "Grant: "+strings.Join(credspec.GrantTypes, "|")+" (auto: authcode for people; device-code where no browser can be shown, over SSH or without a display, if the provider offers it)")
 	fs.BoolVar(&o.UseAccessToken, credspec.FlagUseAccessToken, o.UseAccessToken, "Give kubectl the access token instead of the ID token")
