@@ -67,10 +67,10 @@ type OIDC struct {
 	// the issuer, AssertionAudienceTokenEndpoint for the token endpoint,
 	// or a URL.
 	ClientAssertionAudience string
-	ExtraScopes      []string
-	GrantType        string
-	UseAccessToken   bool
-	RedirectURL      string
+	ExtraScopes             []string
+	GrantType               string
+	UseAccessToken          bool
+	RedirectURL             string
 	// CertificateAuthorities are PEM CA files for the provider (repeatable).
 	CertificateAuthorities []string
 	InsecureSkipTLSVerify  bool

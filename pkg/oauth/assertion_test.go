@@ -128,7 +128,11 @@ func TestLoadKey(t *testing.T) {
 		{"readable by others", write("open.pem", "PRIVATE KEY", pkcs8, 0o644), "readable"},
 		{"RSA of 1024 bits", write("weak.pem", "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(weak), 0o600), "use 2048 or more"},
 		{"a certificate, not a key", write("cert.pem", "CERTIFICATE", []byte("x"), 0o600), `holds a "CERTIFICATE" PEM block, not a private key`},
-		{"not PEM", func() string { p := filepath.Join(dir, "raw"); require.NoError(t, os.WriteFile(p, []byte("secret"), 0o600)); return p }(), "holds no PEM block"},
+		{"not PEM", func() string {
+			p := filepath.Join(dir, "raw")
+			require.NoError(t, os.WriteFile(p, []byte("secret"), 0o600))
+			return p
+		}(), "holds no PEM block"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			k, err := LoadKey(tt.path)

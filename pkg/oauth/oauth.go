@@ -143,7 +143,7 @@ type Client struct {
 	// Assertion, when set, authenticates the client instead of a secret
 	// (RFC 7523): a new assertion in the form body of each attempt.
 	Assertion Assertion
-	Retry      RetryPolicy
+	Retry     RetryPolicy
 	// Peer names the endpoint in errors (default PeerIdP).
 	Peer string
 }
