@@ -9,11 +9,13 @@
 package oidctest
 
 import (
+	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"net/http"
@@ -24,6 +26,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
 )
@@ -89,6 +94,52 @@ type Server struct {
 	// means advertised (nil: the field is left out).
 	pkceMethods []string
 	pkceSet     bool
+	// clientKeys verify private_key_jwt assertions, by kid; federation
+	// trusts another issuer's tokens as the client's assertion; seenJTIs
+	// refuses an assertion presented twice; assertionRefusals say why
+	// each refused one was.
+	clientKeys        map[string]crypto.PublicKey
+	federation        *Federation
+	seenJTIs          map[string]bool
+	assertionRefusals []string
+}
+
+// Federation is a federated credential the client is registered with, as
+// Keycloak's and Entra ID's: tokens of Issuer (its keys: Keys) whose sub
+// is Subject authenticate the client instead of a secret.
+type Federation struct {
+	Issuer, Subject string
+	Keys            []crypto.PublicKey
+}
+
+// SetClientKey registers a public key of the client for private_key_jwt
+// (RFC 7523), found by its RFC 7638 thumbprint (the kid the plugin sends).
+func (s *Server) SetClientKey(pub crypto.PublicKey) error {
+	t, err := (&jose.JSONWebKey{Key: pub}).Thumbprint(crypto.SHA256)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.clientKeys == nil {
+		s.clientKeys = map[string]crypto.PublicKey{}
+	}
+	s.clientKeys[b64(t)] = pub
+	return nil
+}
+
+// TrustFederation registers the client's federated credential.
+func (s *Server) TrustFederation(f Federation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.federation = &f
+}
+
+// AssertionRefusals says why each refused client assertion was.
+func (s *Server) AssertionRefusals() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.assertionRefusals)
 }
 
 // Password is the password grant's password of every user.
@@ -357,6 +408,15 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 func CodeFromOOBPage(body string) string { return strings.TrimPrefix(strings.TrimSpace(body), "code=") }
 
 func (s *Server) clientAuth(r *http.Request) (string, bool) {
+	if r.PostForm.Get("client_assertion_type") != "" {
+		if err := s.verifyAssertion(r.PostForm.Get("client_assertion_type"), r.PostForm.Get("client_assertion")); err != nil {
+			s.mu.Lock()
+			s.assertionRefusals = append(s.assertionRefusals, err.Error())
+			s.mu.Unlock()
+			return "", false
+		}
+		return "(assertion)", true // a confidential client, without a secret
+	}
 	id, secret, ok := r.BasicAuth()
 	if ok {
 		id, _ = url.QueryUnescape(id)
@@ -633,4 +693,71 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	s.revocations = append(s.revocations, rev)
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusOK)
+}
+
+// verifyAssertion checks a client assertion as RFC 7523 §3 and Keycloak's
+// client authenticators do: a JWT signed by a key of the client (its iss
+// and sub the client) or of the federated issuer (its sub the one
+// registered); aud the issuer or the token endpoint; exp present and not
+// past (10 s of skew); a jti never seen before.
+func (s *Server) verifyAssertion(typ, assertion string) error {
+	if typ != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" {
+		return fmt.Errorf("client_assertion_type %q", typ)
+	}
+	var claims jwt.RegisteredClaims
+	unverified, _, err := jwt.NewParser().ParseUnverified(assertion, &claims)
+	if err != nil {
+		return fmt.Errorf("not a JWT: %v", err)
+	}
+	s.mu.Lock()
+	fed, keys := s.federation, s.clientKeys
+	s.mu.Unlock()
+	var candidates []crypto.PublicKey
+	switch {
+	case claims.Issuer == s.ClientID:
+		kid, _ := unverified.Header["kid"].(string)
+		if k, ok := keys[kid]; ok {
+			candidates = []crypto.PublicKey{k}
+		}
+		if claims.Subject != s.ClientID {
+			return fmt.Errorf("sub %q is not the client", claims.Subject)
+		}
+	case fed != nil && claims.Issuer == fed.Issuer:
+		candidates = fed.Keys
+		if claims.Subject != fed.Subject {
+			return fmt.Errorf("sub %q is not the federated subject", claims.Subject)
+		}
+	default:
+		return fmt.Errorf("iss %q is neither the client nor a federated issuer", claims.Issuer)
+	}
+	if len(candidates) == 0 {
+		return errors.New("no key of the client matches the assertion's kid")
+	}
+	var verr error
+	for _, k := range candidates {
+		_, verr = jwt.ParseWithClaims(assertion, &claims, func(*jwt.Token) (any, error) { return k, nil },
+			jwt.WithValidMethods([]string{"RS256", "ES256", "ES384", "ES512"}), jwt.WithExpirationRequired(), jwt.WithLeeway(10*time.Second))
+		if verr == nil {
+			break
+		}
+	}
+	if verr != nil {
+		return fmt.Errorf("invalid assertion: %v", verr)
+	}
+	if !slices.ContainsFunc(claims.Audience, func(a string) bool { return a == s.URL || a == s.URL+"/token" }) {
+		return fmt.Errorf("aud %v names neither the issuer nor the token endpoint", claims.Audience)
+	}
+	if claims.ID == "" {
+		return errors.New("no jti")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seenJTIs == nil {
+		s.seenJTIs = map[string]bool{}
+	}
+	if s.seenJTIs[claims.Issuer+"\x00"+claims.ID] {
+		return fmt.Errorf("jti %q replayed", claims.ID)
+	}
+	s.seenJTIs[claims.Issuer+"\x00"+claims.ID] = true
+	return nil
 }

@@ -93,6 +93,10 @@ func TestExecEntryAttacks(t *testing.T) {
 		{name: "repeated with the allowed server too", server: evil, args: append(same, "--allowed-server="+allowed), wantErr: "not among the allowed servers"},
 		{name: "--browser-command runs a program", server: allowed, args: []string{"--profile=tenant", "--force-refresh", "--browser-command=sh -c 'touch " + pwned + "'"}, wantErr: "--browser-command"},
 		{name: "--oidc-client-secret-file reads any file", server: allowed, args: []string{"--profile=tenant", "--oidc-client-secret-file=" + secret}, wantErr: "--oidc-client-secret-file"},
+		{name: "--oidc-client-key-file signs with any key", server: allowed, args: []string{"--profile=tenant", "--oidc-client-auth-method=private-key-jwt", "--oidc-client-key-file=" + secret}, wantErr: "--oidc-client-key-file"},
+		{name: "--oidc-client-assertion-file reads any file", server: allowed, args: []string{"--profile=tenant", "--oidc-client-auth-method=private-key-jwt", "--oidc-client-assertion-file=" + secret}, wantErr: "--oidc-client-assertion-file"},
+		{name: "--oidc-client-certificate-file names any file", server: allowed, args: []string{"--profile=tenant", "--oidc-client-certificate-file=" + secret}, wantErr: "--oidc-client-certificate-file"},
+		{name: "--oidc-client-assertion-audience sends the assertion's audience elsewhere", server: allowed, args: []string{"--profile=tenant", "--oidc-client-assertion-audience=" + attackerURL}, wantErr: "--oidc-client-assertion-audience"},
 		{name: "--password-file reads any file", server: allowed, args: []string{"--profile=tenant", "--grant-type=password", "--username=u", "--password-file=" + secret}, wantErr: "--password-file"},
 		{name: "--exchange-audit-log appends to any file", server: allowed, args: []string{"--profile=tenant", "--exchange-audit-log=" + audit}, wantErr: "--exchange-audit-log"},
 		{name: "--token-cache-dir takes over a directory", server: allowed, args: []string{"--profile=tenant", "--token-cache-dir=" + loose}, wantErr: "--token-cache-dir"},
@@ -119,7 +123,7 @@ func TestExecEntryAttacks(t *testing.T) {
 		{name: "--oidc-redirect-url off loopback for the keyboard flow", server: allowed, args: []string{"--profile=tenant", "--grant-type=authcode-keyboard", "--oidc-redirect-url=https://evil.example/cb"},
 			wantErr: "--oidc-redirect-url"},
 	}
-	require.Len(t, attacks, 23, "docs/security.md's count: 21 attacks and 2 control rows")
+	require.Len(t, attacks, 27, "docs/testing.md's count: 25 attacks and 2 control rows")
 	for _, tt := range attacks {
 		for _, bin := range []string{"fast", "full"} {
 			t.Run(bin+"/"+tt.name, func(t *testing.T) {
