@@ -91,6 +91,9 @@ type Sim struct {
 	Users       map[string]string // username -> email
 	// V1 selects legacy token exchange (requested_subject) instead of V2.
 	V1 bool
+	// Assertions authenticate clients registered without a secret: their
+	// keys and federated credentials.
+	Assertions oidctest.Assertions
 	// Lifetimes of issued tokens: Keycloak's realm default (300 s) for
 	// access tokens and RPTs (an RPT inherits the access token lifespan);
 	// ImpersonatedExpiresIn < 0 omits expires_in (the JWT still has exp).
@@ -304,10 +307,25 @@ func (s *Sim) realm(w http.ResponseWriter, r *http.Request) {
 
 // LastClientAuth is how the last confidential client authenticated:
 // "basic" (client_secret_basic) or "post" (client_secret_post), both of
-// which Keycloak accepts.
+// which Keycloak accepts, or "assertion" (a signed or federated JWT, see
+// Assertions).
 func (s *Sim) LastClientAuth() string { s.mu.Lock(); defer s.mu.Unlock(); return s.lastClientAuth }
 
 func (s *Sim) clientAuth(cfg settings, r *http.Request) (string, *Client, bool) {
+	if r.PostForm.Get("client_assertion_type") != "" {
+		// Keycloak's "Signed JWT" and "Signed JWT - Federated" client
+		// authenticators (server_admin guide, "Confidential client
+		// credentials"; federated client authentication, Keycloak 26.5).
+		s.mu.Lock()
+		s.lastClientAuth = "assertion"
+		s.mu.Unlock()
+		id, err := s.Assertions.Verify(r.PostForm, s.Issuer(), s.TokenURL())
+		c, found := cfg.clients[id]
+		if err != nil || !found {
+			return id, nil, false
+		}
+		return id, &c, true
+	}
 	id, secret, ok := r.BasicAuth()
 	method := "basic"
 	if ok {

@@ -42,20 +42,21 @@ func TestClientAssertions(t *testing.T) {
 		return resp.StatusCode
 	}
 	assertion := func(a string) url.Values {
-		return url.Values{"client_assertion_type": {oauth.AssertionType}, "client_assertion": {a}}
+		return url.Values{"client_assertion_type": {AssertionType}, "client_assertion": {a}}
 	}
 	sign := func(s *oauth.Signer) string {
 		a, err := s.Assertion(tokenURL)
 		require.NoError(t, err)
 		return a
 	}
-	federated := func(sub string, exp time.Duration) string {
+	federatedFor := func(aud, sub string, exp time.Duration) string {
 		tok := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.RegisteredClaims{Issuer: "https://kubernetes.default.svc", Subject: sub,
-			Audience: jwt.ClaimStrings{srv.URL}, ID: "federated-" + sub + exp.String(), ExpiresAt: jwt.NewNumericDate(time.Now().Add(exp))})
+			Audience: jwt.ClaimStrings{aud}, ID: "federated-" + sub + exp.String(), ExpiresAt: jwt.NewNumericDate(time.Now().Add(exp))})
 		s, err := tok.SignedString(workload)
 		require.NoError(t, err)
 		return s
 	}
+	federated := func(sub string, exp time.Duration) string { return federatedFor(srv.URL, sub, exp) }
 	good := sign(&oauth.Signer{ClientID: srv.ClientID, Key: key})
 	for _, tt := range []struct {
 		name       string
@@ -70,6 +71,8 @@ func TestClientAssertions(t *testing.T) {
 		{"another audience", assertion(sign(&oauth.Signer{ClientID: srv.ClientID, Key: key, Audience: "https://elsewhere.example.com"})), 401, "aud"},
 		{"a key the client does not have", assertion(sign(&oauth.Signer{ClientID: srv.ClientID, Key: workload})), 401, "no key of the client"},
 		{"federated", assertion(federated("system:serviceaccount:ci:robot", 10*time.Minute)), 200, ""},
+		{"federated, the same token again (a projected token is read for each request)", assertion(federated("system:serviceaccount:ci:robot", 10*time.Minute)), 200, ""},
+		{"federated, for another audience", assertion(federatedFor("https://elsewhere.example.com", "system:serviceaccount:ci:robot", 10*time.Minute)), 401, "aud"},
 		{"federated, another subject", assertion(federated("system:serviceaccount:ci:other", 10*time.Minute)), 401, "not the federated subject"},
 		{"federated, expired", assertion(federated("system:serviceaccount:ci:robot", -time.Hour)), 401, "expired"},
 	} {

@@ -15,7 +15,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/big"
 	"net/http"
@@ -26,9 +25,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	jose "github.com/go-jose/go-jose/v4"
-	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
 )
@@ -80,6 +76,7 @@ type Server struct {
 	lastScopeByRT         string
 	omitIDToken           bool
 	rotateRefresh         bool
+	offlineNeedsConsent   bool
 	authRequests          int
 	lastAuthParams        url.Values
 	lastDeviceSecret      string
@@ -94,53 +91,24 @@ type Server struct {
 	// means advertised (nil: the field is left out).
 	pkceMethods []string
 	pkceSet     bool
-	// clientKeys verify private_key_jwt assertions, by kid; federation
-	// trusts another issuer's tokens as the client's assertion; seenJTIs
-	// refuses an assertion presented twice; assertionRefusals say why
-	// each refused one was.
-	clientKeys        map[string]crypto.PublicKey
-	federation        *Federation
-	seenJTIs          map[string]bool
-	assertionRefusals []string
-}
-
-// Federation is a federated credential the client is registered with, as
-// Keycloak's and Entra ID's: tokens of Issuer (its keys: Keys) whose sub
-// is Subject authenticate the client instead of a secret.
-type Federation struct {
-	Issuer, Subject string
-	Keys            []crypto.PublicKey
+	// assertions authenticate the client without a secret.
+	assertions Assertions
 }
 
 // SetClientKey registers a public key of the client for private_key_jwt
 // (RFC 7523), found by its RFC 7638 thumbprint (the kid the plugin sends).
 func (s *Server) SetClientKey(pub crypto.PublicKey) error {
-	t, err := (&jose.JSONWebKey{Key: pub}).Thumbprint(crypto.SHA256)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.clientKeys == nil {
-		s.clientKeys = map[string]crypto.PublicKey{}
-	}
-	s.clientKeys[b64(t)] = pub
-	return nil
+	return s.assertions.SetClientKey(s.ClientID, pub)
 }
 
-// TrustFederation registers the client's federated credential.
+// TrustFederation registers a federated credential of the client.
 func (s *Server) TrustFederation(f Federation) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.federation = &f
+	f.ClientID = s.ClientID
+	s.assertions.TrustFederation(f)
 }
 
 // AssertionRefusals says why each refused client assertion was.
-func (s *Server) AssertionRefusals() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.assertionRefusals)
-}
+func (s *Server) AssertionRefusals() []string { return s.assertions.Refusals() }
 
 // Password is the password grant's password of every user.
 const Password = "correct horse battery staple"
@@ -171,6 +139,8 @@ func (s *Server) LastDeviceClientSecret() string {
 
 type authRequest struct {
 	clientID, redirectURI, challenge, nonce, scope string
+	// refresh: a refresh token comes with the code's tokens.
+	refresh bool
 }
 
 type deviceRequest struct {
@@ -235,6 +205,11 @@ func (s *Server) SetTamper(t Tamper) { s.mu.Lock(); s.tamper = t; s.mu.Unlock() 
 
 // OmitIDToken makes the token endpoint answer without an ID token.
 func (s *Server) OmitIDToken(v bool) { s.mu.Lock(); s.omitIDToken = v; s.mu.Unlock() }
+
+// OfflineNeedsConsent makes the code flow issue a refresh token only for
+// the scope offline_access with prompt=consent, as OpenID Connect Core
+// §11 has it and oidc-provider does; otherwise it always issues one.
+func (s *Server) OfflineNeedsConsent(v bool) { s.mu.Lock(); s.offlineNeedsConsent = v; s.mu.Unlock() }
 
 // RotateRefreshTokens makes each refresh issue a new refresh token.
 func (s *Server) RotateRefreshTokens(v bool) { s.mu.Lock(); s.rotateRefresh = v; s.mu.Unlock() }
@@ -391,7 +366,8 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.issuedCodes = append(s.issuedCodes, code)
 	s.codes[code] = authRequest{clientID: q.Get("client_id"), redirectURI: q.Get("redirect_uri"),
-		challenge: q.Get("code_challenge"), nonce: q.Get("nonce"), scope: q.Get("scope")}
+		challenge: q.Get("code_challenge"), nonce: q.Get("nonce"), scope: q.Get("scope"),
+		refresh: !s.offlineNeedsConsent || (slices.Contains(strings.Fields(q.Get("scope")), "offline_access") && slices.Contains(strings.Fields(q.Get("prompt")), "consent"))}
 	s.mu.Unlock()
 	if redirect.String() == "urn:ietf:wg:oauth:2.0:oob" {
 		_, _ = fmt.Fprintf(w, "code=%s", code)
@@ -409,10 +385,7 @@ func CodeFromOOBPage(body string) string { return strings.TrimPrefix(strings.Tri
 
 func (s *Server) clientAuth(r *http.Request) (string, bool) {
 	if r.PostForm.Get("client_assertion_type") != "" {
-		if err := s.verifyAssertion(r.PostForm.Get("client_assertion_type"), r.PostForm.Get("client_assertion")); err != nil {
-			s.mu.Lock()
-			s.assertionRefusals = append(s.assertionRefusals, err.Error())
-			s.mu.Unlock()
+		if _, err := s.assertions.Verify(r.PostForm, s.URL, s.URL+"/token"); err != nil {
 			return "", false
 		}
 		return "(assertion)", true // a confidential client, without a secret
@@ -493,7 +466,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 			OAuthError(w, 400, "invalid_grant", "redirect_uri mismatch")
 			return
 		}
-		s.issue(w, req.scope, req.nonce, true)
+		s.issue(w, req.scope, req.nonce, req.refresh)
 	case "password":
 		if r.PostForm.Get("username") == "" || r.PostForm.Get("password") != Password {
 			OAuthError(w, 401, "invalid_grant", "invalid username or password")
@@ -693,71 +666,4 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	s.revocations = append(s.revocations, rev)
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusOK)
-}
-
-// verifyAssertion checks a client assertion as RFC 7523 §3 and Keycloak's
-// client authenticators do: a JWT signed by a key of the client (its iss
-// and sub the client) or of the federated issuer (its sub the one
-// registered); aud the issuer or the token endpoint; exp present and not
-// past (10 s of skew); a jti never seen before.
-func (s *Server) verifyAssertion(typ, assertion string) error {
-	if typ != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" {
-		return fmt.Errorf("client_assertion_type %q", typ)
-	}
-	var claims jwt.RegisteredClaims
-	unverified, _, err := jwt.NewParser().ParseUnverified(assertion, &claims)
-	if err != nil {
-		return fmt.Errorf("not a JWT: %v", err)
-	}
-	s.mu.Lock()
-	fed, keys := s.federation, s.clientKeys
-	s.mu.Unlock()
-	var candidates []crypto.PublicKey
-	switch {
-	case claims.Issuer == s.ClientID:
-		kid, _ := unverified.Header["kid"].(string)
-		if k, ok := keys[kid]; ok {
-			candidates = []crypto.PublicKey{k}
-		}
-		if claims.Subject != s.ClientID {
-			return fmt.Errorf("sub %q is not the client", claims.Subject)
-		}
-	case fed != nil && claims.Issuer == fed.Issuer:
-		candidates = fed.Keys
-		if claims.Subject != fed.Subject {
-			return fmt.Errorf("sub %q is not the federated subject", claims.Subject)
-		}
-	default:
-		return fmt.Errorf("iss %q is neither the client nor a federated issuer", claims.Issuer)
-	}
-	if len(candidates) == 0 {
-		return errors.New("no key of the client matches the assertion's kid")
-	}
-	var verr error
-	for _, k := range candidates {
-		_, verr = jwt.ParseWithClaims(assertion, &claims, func(*jwt.Token) (any, error) { return k, nil },
-			jwt.WithValidMethods([]string{"RS256", "ES256", "ES384", "ES512"}), jwt.WithExpirationRequired(), jwt.WithLeeway(10*time.Second))
-		if verr == nil {
-			break
-		}
-	}
-	if verr != nil {
-		return fmt.Errorf("invalid assertion: %v", verr)
-	}
-	if !slices.ContainsFunc(claims.Audience, func(a string) bool { return a == s.URL || a == s.URL+"/token" }) {
-		return fmt.Errorf("aud %v names neither the issuer nor the token endpoint", claims.Audience)
-	}
-	if claims.ID == "" {
-		return errors.New("no jti")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.seenJTIs == nil {
-		s.seenJTIs = map[string]bool{}
-	}
-	if s.seenJTIs[claims.Issuer+"\x00"+claims.ID] {
-		return fmt.Errorf("jti %q replayed", claims.ID)
-	}
-	s.seenJTIs[claims.Issuer+"\x00"+claims.ID] = true
-	return nil
 }

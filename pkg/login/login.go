@@ -23,6 +23,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+	"slices"
 )
 
 // ErrInteractionRequired means the grant needs a person but none can be
@@ -193,8 +194,18 @@ func (c *Client) Grant(ctx context.Context) (*tokencache.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	if tok.RefreshToken == "" && grant != credspec.GrantClientCredentials && slices.Contains(c.Scopes(), "offline_access") {
+		fmt.Fprintln(c.cfg.Stderr, NoRefreshTokenWarning)
+	}
 	return c.toEntry(ctx, p, grant, tok, nonce, "")
 }
+
+// NoRefreshTokenWarning is said when a person's login asked for
+// offline_access and got no refresh token: OpenID Connect Core §11 lets a
+// provider require consent for it (oidc-provider does; Google wants
+// access_type=offline and prompt=consent instead).
+const NoRefreshTokenWarning = "kubectl-impersonate: warning: the provider issued no refresh token although offline_access was requested, so you will log in again when this token expires; " +
+	"a provider that asks consent for offline access issues one with --oidc-auth-request-extra-params=prompt=consent (docs/troubleshooting.md)"
 
 // headless is headless() for this login's environment and browser.
 func (c *Client) headless() (bool, string) {

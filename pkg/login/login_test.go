@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
+	"slices"
 )
 
 // browser follows redirects like a browser whose user approves at once.
@@ -517,4 +518,33 @@ func TestAutoIsTheBrowserWithADisplay(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, stderr.String(), "device code flow")
 	assert.Zero(t, srv.TokenCalls("urn:ietf:params:oauth:grant-type:device_code"))
+}
+
+// TestNoRefreshTokenWarning: a provider that wants consent before
+// offline_access (OpenID Connect Core §11, as oidc-provider) issues no
+// refresh token without prompt=consent; the person is told so, and how to
+// get one.
+func TestNoRefreshTokenWarning(t *testing.T) {
+	tests := []struct {
+		name        string
+		scopes      []string
+		params      map[string]string
+		wantRefresh bool
+	}{
+		{name: "offline_access without consent", scopes: []string{"offline_access"}},
+		{name: "offline_access with prompt=consent", scopes: []string{"offline_access"}, params: map[string]string{"prompt": "consent"}, wantRefresh: true},
+		{name: "no offline_access asked", scopes: []string{"email"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := oidctest.New(t)
+			srv.OfflineNeedsConsent(true)
+			c, stderr := newClient(t, srv, func(c *Config) { c.ExtraScopes, c.AuthRequestExtraParams = tt.scopes, tt.params })
+			e, err := c.Grant(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantRefresh, e.RefreshToken != "")
+			warned := strings.Contains(stderr.String(), NoRefreshTokenWarning)
+			assert.Equal(t, slices.Contains(tt.scopes, "offline_access") && !tt.wantRefresh, warned, stderr.String())
+		})
+	}
 }

@@ -6,16 +6,25 @@
 package e2e
 
 import (
+	"crypto"
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 )
 
 // The RFC 8693 path: a robot logs in with client credentials to Keycloak
@@ -132,4 +141,123 @@ func TestIdentityPlatformFirebaseEmulator(t *testing.T) {
 	r = alice.plugin(nil, append([]string{"login", "--force", "--token-cache-storage=none"}, strict[:len(strict)-1]...)...)
 	assert.NotEqual(t, 0, r.code)
 	assert.Contains(t, r.stderr, "discovering OIDC provider https://securetoken.google.com/demo-project")
+}
+
+// TestFederatedRobot: a robot registered at the Keycloak simulator without
+// a secret authenticates with its service-account token from the real
+// kube-apiserver (TokenRequest, audience the realm), read from a file at
+// each request as a projected token would be; the simulator checks it as
+// Keycloak's federated client authentication does (the cluster's keys from
+// its JWKS, iss, sub the registered service account, aud the realm, exp;
+// the same token accepted again). It logs in with client credentials, then
+// exchanges for alice (the exchange authenticates the client too), and
+// kubectl runs as alice. The kubeconfig, the cache and argv hold no token
+// of the service account; the provider refuses the request without the
+// token, with another service account's and with one for another audience.
+func TestFederatedRobot(t *testing.T) {
+	api := st.api["structured"]
+	admin, err := st.adminKubeconfig(api)
+	require.NoError(t, err)
+	kubectlApply(t, admin, `apiVersion: v1
+kind: Namespace
+metadata: {name: robots}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: ci, namespace: robots}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: other, namespace: robots}
+`)
+	saToken := func(sa, aud string) string {
+		out, err := exec.Command(st.kubectl, "--kubeconfig="+admin, "create", "token", sa, "-n", "robots", "--audience="+aud, "--duration=10m").Output()
+		require.NoError(t, err)
+		return strings.TrimSpace(string(out))
+	}
+	// The cluster's service-account keys, as Keycloak's Kubernetes identity
+	// provider reads them from the API server.
+	req, err := http.NewRequest(http.MethodGet, api.url+"/openid/v1/jwks", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := st.tlsClient().Do(req)
+	require.NoError(t, err)
+	var jwks jose.JSONWebKeySet
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&jwks))
+	_ = resp.Body.Close()
+	require.NotEmpty(t, jwks.Keys)
+	var keys []crypto.PublicKey
+	for _, k := range jwks.Keys {
+		keys = append(keys, k.Key)
+	}
+	const client = "ci-robot"
+	st.keycloak.Configure(func(s *idp.Sim) { s.Clients[client] = &idp.Client{Exchange: true, Impersonation: true} })
+	st.keycloak.Assertions.TrustFederation(oidctest.Federation{ClientID: client, Issuer: "https://kubernetes.default.svc",
+		Subject: "system:serviceaccount:robots:ci", Keys: keys})
+
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	first := saToken("ci", st.keycloak.Issuer())
+	require.NoError(t, os.WriteFile(tokenFile, []byte(first), 0o600))
+	robot := newPerson(t, "alice", api, "--oidc-issuer-url="+st.keycloak.Issuer(), "--oidc-client-id="+client,
+		"--grant-type=client-credentials", "--oidc-client-assertion-file="+tokenFile, "--exec-interactive-mode=Never",
+		"--exchange=token-exchange", "--impersonate-user=alice", "--exchange-audience=robot", "--token-cache-storage=disk")
+	refusals := len(st.keycloak.Assertions.Refusals())
+	exchanges := st.keycloak.Calls("token-exchange")
+	r := robot.kubectl("auth", "whoami", "-o", "json")
+	require.Equal(t, 0, r.code, "kubectl auth whoami: %s", r.stderr)
+	var w whoami
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &w))
+	assert.Equal(t, "keycloak:alice@example.com", w.Status.UserInfo.Username)
+	assert.Equal(t, exchanges+1, st.keycloak.Calls("token-exchange"))
+	assert.Equal(t, "assertion", st.keycloak.LastClientAuth(), "the exchange authenticated the client by its token")
+	assert.Len(t, st.keycloak.Assertions.Refusals(), refusals, "no assertion refused")
+
+	// The kubelet rotates the projected token: the next request reads the new one.
+	second := saToken("ci", st.keycloak.Issuer())
+	require.NotEqual(t, first, second)
+	require.NoError(t, os.WriteFile(tokenFile, []byte(second), 0o600))
+	// Two entries: the robot's own token and the exchanged one.
+	cache := robot.diskEntries()
+	require.Len(t, cache, 2)
+	var cached []byte
+	for _, f := range cache {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		cached = append(cached, b...)
+		require.NoError(t, os.Remove(f))
+	}
+	r = robot.kubectl("auth", "whoami")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "keycloak:alice@example.com")
+	assert.Equal(t, exchanges+2, st.keycloak.Calls("token-exchange"))
+	assert.Len(t, st.keycloak.Assertions.Refusals(), refusals, "the rotated token is accepted")
+
+	kc, err := os.ReadFile(robot.kubeconfig)
+	require.NoError(t, err)
+	for what, s := range map[string]string{"kubeconfig": string(kc), "cache": string(cached), "argv": strings.Join(robot.setup, " ")} {
+		for _, tok := range []string{first, second} {
+			assert.NotContains(t, s, tok[len(tok)-40:], "the %s holds no service-account token", what)
+		}
+	}
+
+	for _, tt := range []struct{ name, assertion, why string }{
+		{"no assertion", "", ""},
+		{"another service account's token", saToken("other", st.keycloak.Issuer()), "not the federated subject"},
+		{"a token for another audience", saToken("ci", "https://elsewhere.example.com"), "aud"},
+	} {
+		form := url.Values{"grant_type": {"client_credentials"}, "client_id": {client}}
+		if tt.assertion != "" {
+			form.Set("client_assertion_type", oauth.AssertionType)
+			form.Set("client_assertion", tt.assertion)
+		}
+		resp, err := st.tlsClient().PostForm(st.keycloak.TokenURL(), form)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, tt.name)
+		if tt.why != "" {
+			got := st.keycloak.Assertions.Refusals()
+			require.NotEmpty(t, got)
+			assert.Contains(t, got[len(got)-1], tt.why, tt.name)
+		}
+	}
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the end-to-end tests on real peers: kube-apiserver + etcd, Dex,
-# kubectl, gnome-keyring's Secret Service (in a private D-Bus session),
-# headless Chromium, and podman running the proxy's image (KI_IMAGE_DIST:
+# oidc-provider, kubectl, the Python and JavaScript Kubernetes clients,
+# gnome-keyring's Secret Service (in a private D-Bus session), headless
+# Chromium, and podman running the proxy's image (KI_IMAGE_DIST:
 # make e2e builds it first). Installs the Debian packages it needs when missing
 # (as root), builds the pinned peers once per version (test/e2e/tools), and
 # keeps every log under a folder printed at the end.
@@ -29,6 +30,17 @@ if [ ${#missing[@]} -gt 0 ]; then
     || fail "could not install ${missing[*]}"
 fi
 for b in "${!pkgs[@]}"; do command -v "$b" >/dev/null 2>&1 || fail "$b is still missing after installing ${pkgs[$b]}"; done
+# The Kubernetes Python client as Debian ships it (python3-kubernetes),
+# for Debian's own python3.
+if ! /usr/bin/python3 -c "import kubernetes" 2>/dev/null; then
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    fail "the Kubernetes Python client is missing: install the Debian package python3-kubernetes"
+  fi
+  echo "e2e: installing python3-kubernetes (Debian package)" >&2
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-kubernetes >/dev/null \
+    || fail "could not install python3-kubernetes"
+fi
 
 versions="${E2E_K8S_VERSIONS:-1.37 1.35}"
 declare -A tools
@@ -46,6 +58,17 @@ if [ ! -x "$firebase_dir/node_modules/.bin/firebase" ]; then
   mkdir -p "$firebase_dir"
   npm install --prefix "$firebase_dir" --no-audit --no-fund --loglevel=error "firebase-tools@$firebase_version" >&2 \
     || fail "could not install firebase-tools from npm"
+fi
+# The Node.js peers, pinned by test/e2e/node/package-lock.json: panva's
+# oidc-provider (the second certified provider) and the Kubernetes
+# JavaScript client (@kubernetes/client-node).
+node_dir="${KI_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-impersonate-e2e}/node-peers-$(sha256sum test/e2e/node/package-lock.json | cut -c1-12)"
+if [ ! -f "$node_dir/node_modules/.package-lock.json" ]; then
+  command -v npm >/dev/null || fail "npm is missing: install Node.js and npm (Debian: apt-get install nodejs npm)"
+  echo "e2e: installing oidc-provider and @kubernetes/client-node from npm (once; about 10 seconds)" >&2
+  rm -rf "$node_dir" && mkdir -p "$node_dir"
+  cp test/e2e/node/package.json test/e2e/node/package-lock.json "$node_dir/"
+  (cd "$node_dir" && npm ci --no-audit --no-fund --loglevel=error >&2) || { rm -rf "$node_dir"; fail "could not install test/e2e/node's packages from npm"; }
 fi
 logs="$(mktemp -d "${TMPDIR:-/tmp}/kubectl-impersonate-e2e-logs.XXXXXX")"
 session="$(mktemp -d "${TMPDIR:-/tmp}/kubectl-impersonate-e2e-session.XXXXXX")"
@@ -93,7 +116,7 @@ for v in $versions; do
     GOPATH="$(go env GOPATH)" GOCACHE="$(go env GOCACHE)" GOMODCACHE="$(go env GOMODCACHE)" GOFLAGS="${GOFLAGS:-}" \
     GOPROXY="$(go env GOPROXY)" KI_E2E_TOOLS="${tools[$v]}" KI_E2E_LOGS="$vlogs" KI_E2E_SESSION="$session" \
     E2E_CHROMIUM="$(command -v chromium)" KI_E2E_RUN="${KI_E2E_RUN:-.}" KI_E2E_FIRST="$KI_E2E_FIRST" KI_E2E_K8S="$v" \
-    KI_E2E_FIREBASE="$firebase_dir/node_modules/.bin/firebase" KI_IMAGE_DIST="${KI_IMAGE_DIST:-}" KI_E2E_SCALE_NAMESPACES="${KI_E2E_SCALE_NAMESPACES:-}" \
+    KI_E2E_FIREBASE="$firebase_dir/node_modules/.bin/firebase" KI_E2E_NODE_MODULES="$node_dir/node_modules" KI_IMAGE_DIST="${KI_IMAGE_DIST:-}" KI_E2E_SCALE_NAMESPACES="${KI_E2E_SCALE_NAMESPACES:-}" \
     dbus-run-session --config-file="$session/dbus-session.conf" -- bash -c '
       set -euo pipefail
       # gnome-keyring-daemon, unlocked, in the foreground under a

@@ -47,6 +47,9 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/doctest"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
+	"crypto"
+	"encoding/base64"
+	jose "github.com/go-jose/go-jose/v4"
 )
 
 // Users of the Dex password database.
@@ -61,6 +64,13 @@ const (
 	// idTokenLifetime is short so that a test can outlive a token: the
 	// plugin refreshes when less than credential.MinValidity (30 s) is left.
 	idTokenLifetime = 50 * time.Second
+	// opTokenLifetime is oidc-provider's ID and access token lifetime
+	// (renewed in its last third, 10 s).
+	opTokenLifetime = 30 * time.Second
+	// opClient and opRobot are oidc-provider's clients: the people's public
+	// native client and the robot registered without a secret.
+	opClient = "kubectl-impersonate"
+	opRobot  = "robot"
 	adminToken      = "e2e-admin-token"
 	// proxyToken is the impersonating proxy's own credential: it may only impersonate.
 	proxyToken = "e2e-proxy-token"
@@ -90,6 +100,11 @@ type stack struct {
 	google *idp.GoogleSim
 	// firebase is the Firebase Auth emulator's base URL.
 	firebase string
+	// op is panva's oidc-provider (test/e2e/node/provider.mjs), the second
+	// certified provider, behind its counting proxy (op.url is its issuer);
+	// opRobotKey is the key file of its private_key_jwt robot.
+	op         *countingProxy
+	opRobotKey string
 	// webhook is the authorization webhook before RBAC of the "webhook"
 	// API server (internal/authzwebhook), a managed cluster's chain.
 	webhook    *authzwebhook.Handler
@@ -158,7 +173,7 @@ func startStack() (*stack, error) {
 		return nil, err
 	}
 	s := &stack{work: work, logs: logs, tools: tools, kubectl: filepath.Join(tools, "kubectl"), api: map[string]*apiserver{}}
-	for _, step := range []func() error{s.buildBinaries, s.makeCerts, s.startDex, s.startKeycloakSim, s.startFirebase, s.startEtcdAndAPIServers, s.setupRBAC} {
+	for _, step := range []func() error{s.buildBinaries, s.makeCerts, s.startDex, s.startKeycloakSim, s.startFirebase, s.startOIDCProvider, s.startEtcdAndAPIServers, s.setupRBAC} {
 		if err := step(); err != nil {
 			return s, err
 		}
@@ -494,6 +509,71 @@ func (s *stack) startFirebase() error {
 	return waitHTTP(s.firebase+"/", nil, 90*time.Second, http.DefaultClient)
 }
 
+// startOIDCProvider runs oidc-provider (test/e2e/node/provider.mjs) over
+// https with the stack's certificate, behind a counting proxy whose URL is
+// its issuer, with the private_key_jwt robot's public key registered.
+func (s *stack) startOIDCProvider() error {
+	modules, err := mustEnv("KI_E2E_NODE_MODULES")
+	if err != nil {
+		return err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return err
+	}
+	s.opRobotKey = filepath.Join(s.work, "op-robot.key")
+	if err := writePEM(s.opRobotKey, "PRIVATE KEY", der); err != nil {
+		return err
+	}
+	jwk := jose.JSONWebKey{Key: key.Public(), Algorithm: "ES256", Use: "sig"}
+	thumb, err := jwk.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return err
+	}
+	jwk.KeyID = base64.RawURLEncoding.EncodeToString(thumb)
+	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{jwk}})
+	dir := filepath.Join(s.work, "oidc-provider")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	script, err := os.ReadFile("node/provider.mjs")
+	if err != nil {
+		return err
+	}
+	for name, data := range map[string][]byte{"provider.mjs": script, "robot-jwks.json": jwks} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return err
+		}
+	}
+	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	proxy, err := newCountingProxy(fmt.Sprintf("https://127.0.0.1:%d", port), s.tlsClient().Transport, s.certFile, s.keyFile)
+	if err != nil {
+		return err
+	}
+	s.op = proxy
+	accounts := map[string]any{}
+	for _, u := range users {
+		accounts[u.email] = map[string]any{"groups": []string{u.group}}
+	}
+	usersJSON, _ := json.Marshal(accounts)
+	cmd := fmt.Sprintf("cd %q && exec env ISSUER=%q PORT=%d TLS_CERT=%q TLS_KEY=%q ROBOT_JWKS=robot-jwks.json USERS=%q TTL=%d node provider.mjs",
+		dir, proxy.url, port, s.certFile, s.keyFile, usersJSON, int(opTokenLifetime.Seconds()))
+	if err := s.start("oidc-provider", "sh", "-c", cmd); err != nil {
+		return err
+	}
+	return waitHTTP(proxy.url+"/.well-known/openid-configuration", nil, 30*time.Second, s.tlsClient())
+}
+
 func (s *stack) startEtcdAndAPIServers() error {
 	clientPort, err := freePort()
 	if err != nil {
@@ -552,6 +632,20 @@ func (s *stack) startEtcdAndAPIServers() error {
 			"claimMappings": map[string]any{
 				"username": map[string]any{"claim": "email", "prefix": ""},
 				"groups":   map[string]any{"claim": "gcp.iam.roles", "prefix": ""},
+			},
+		}, {
+			// oidc-provider: people by their verified email, its robot by
+			// the client_id of its JWT access token.
+			"issuer": map[string]any{
+				"url": s.op.url, "audiences": []string{opClient, "kubernetes"},
+				"audienceMatchPolicy": "MatchAny", "certificateAuthority": string(s.caPEM),
+			},
+			"claimValidationRules": []map[string]any{{
+				"expression": "has(claims.client_id) || claims.email_verified == true", "message": "a person's email must be verified",
+			}},
+			"claimMappings": map[string]any{
+				"username": map[string]any{"expression": "has(claims.client_id) ? 'op-client:' + claims.client_id : 'op:' + claims.email"},
+				"groups":   map[string]any{"claim": "groups", "prefix": "op:"},
 			},
 		}},
 	}
@@ -695,6 +789,14 @@ subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: Group, name: %sdevelopers}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: oidc-provider-read-pods, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pod-reader}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: op:developers}
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: op-client:robot}
+---
+apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: impersonator}
 rules:
@@ -788,8 +890,10 @@ func newCountingProxy(target string, transport http.RoundTripper, certFile, keyF
 			p.inc("token:" + form.Get("grant_type"))
 		case r.URL.Path == "/auth":
 			p.inc("auth")
-		case r.URL.Path == "/device/code":
+		case r.URL.Path == "/device/code" || r.URL.Path == "/device/auth": // Dex's, oidc-provider's
 			p.inc("device")
+		case r.URL.Path == "/token/revocation":
+			p.inc("revoke")
 		}
 		rp.ServeHTTP(w, r)
 	})

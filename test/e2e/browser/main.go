@@ -1,7 +1,10 @@
 // Command browser is the end-to-end tests' person at a browser: started by
 // kubectl-impersonate as --browser-command with the login URL, it drives a
-// real headless Chromium (chromedp) through Dex's pages: the device code
-// page, the login form (E2E_USER / E2E_PASSWORD), until the login succeeds.
+// real headless Chromium (chromedp) through Dex's pages (the device code
+// page, the login form with E2E_USER / E2E_PASSWORD) and oidc-provider's
+// (its login form, its consent page, its device confirmation), until the
+// login succeeds. Each page is logged by what it asks for ("login",
+// "consent", ...), so tests can tell which the provider showed.
 // Every start is recorded in E2E_BROWSER_LOG, so tests can tell that no
 // browser was started.
 package main
@@ -47,9 +50,12 @@ func logf(format string, args ...any) {
 // state reads what the current page asks for.
 const state = `(() => {
   const text = document.body ? document.body.innerText : "";
-  if (/Logged in|Login Successful/i.test(text)) return "done";
+  if (/Logged in|Login Successful|Sign-in Success/i.test(text)) return "done";
   if (document.querySelector("#login") && document.querySelector("#password")) return "login";
   if (document.querySelector("#user_code")) return "code";
+  if (document.querySelector("input[name=prompt][value=login]")) return "op-login";
+  if (document.querySelector("input[name=prompt][value=consent]")) return "consent";
+  if (document.querySelector("form[id='op.deviceConfirmForm']")) return "op-device";
   if (/error|invalid/i.test(document.title + " " + text.slice(0, 200))) return "error:" + text.slice(0, 200);
   return "wait";
 })()`
@@ -99,6 +105,25 @@ func run(url string) error {
 				chromedp.Click("#submit-login", chromedp.ByID),
 			); err != nil {
 				return fmt.Errorf("filling the login form: %w", err)
+			}
+			time.Sleep(500 * time.Millisecond)
+		case s == "op-login":
+			if err := chromedp.Run(taskCtx,
+				chromedp.SendKeys("input[name=login]", user, chromedp.ByQuery),
+				chromedp.SendKeys("input[name=password]", password, chromedp.ByQuery),
+				chromedp.Click("button[type=submit]", chromedp.ByQuery),
+			); err != nil {
+				return fmt.Errorf("filling oidc-provider's login form: %w", err)
+			}
+			time.Sleep(500 * time.Millisecond)
+		case s == "consent":
+			if err := chromedp.Run(taskCtx, chromedp.Click("button[type=submit]", chromedp.ByQuery)); err != nil {
+				return fmt.Errorf("consenting: %w", err)
+			}
+			time.Sleep(500 * time.Millisecond)
+		case s == "op-device":
+			if err := chromedp.Run(taskCtx, chromedp.Click("button[form='op.deviceConfirmForm']:not([name=abort])", chromedp.ByQuery)); err != nil {
+				return fmt.Errorf("confirming the device: %w", err)
 			}
 			time.Sleep(500 * time.Millisecond)
 		case s == "code":
