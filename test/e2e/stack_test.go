@@ -46,10 +46,10 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/authzwebhook"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/doctest"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
 	"crypto"
 	"encoding/base64"
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
 )
 
 // Users of the Dex password database.
@@ -69,9 +69,9 @@ const (
 	opTokenLifetime = 30 * time.Second
 	// opClient and opRobot are oidc-provider's clients: the people's public
 	// native client and the robot registered without a secret.
-	opClient = "kubectl-impersonate"
-	opRobot  = "robot"
-	adminToken      = "e2e-admin-token"
+	opClient   = "kubectl-impersonate"
+	opRobot    = "robot"
+	adminToken = "e2e-admin-token"
 	// proxyToken is the impersonating proxy's own credential: it may only impersonate.
 	proxyToken = "e2e-proxy-token"
 )
