@@ -106,12 +106,14 @@ Start with "kubectl impersonate setup --help".`,
 	return root
 }
 
-// errOnlyGetToken refuses every command but get-token under kubectl's
+// errOnlyGetToken refuses every command but get-token under the
 // credential plugin protocol: a kuberc allowlist pins the command of an
 // exec entry, not its arguments, so an entry must not reach login, setup or
-// the proxy (client-go always sets KUBERNETES_EXEC_INFO, after the entry's
-// own env, so an entry cannot unset it).
-var errOnlyGetToken = errors.New("kubectl runs this plugin from a kubeconfig exec entry (" + execcred.EnvExecInfo + " is set): only get-token may run that way; fix the entry's args")
+// the proxy (client-go and the Python client always set
+// KUBERNETES_EXEC_INFO, after the entry's own env, so an entry cannot unset
+// it; the JavaScript client sets none, and is known by its runtime:
+// execcred.RunByClient).
+var errOnlyGetToken = errors.New("a Kubernetes client runs this plugin from a kubeconfig exec entry (" + execcred.EnvExecInfo + " is set, or the client is the JavaScript one): only get-token may run that way; fix the entry's args")
 
 // Execute runs the command line and returns the exit code. main prints
 // nothing itself: errors are reported here, once, on stderr. code is
@@ -130,7 +132,7 @@ func Execute(ctx context.Context, args []string, streams genericiooptions.IOStre
 	root := newRootCmd(streams, code, args)
 	root.SetArgs(args)
 	err := errOnlyGetToken
-	if c, _, ferr := root.Find(args); os.Getenv(execcred.EnvExecInfo) == "" || (ferr == nil && c.Name() == "get-token") {
+	if c, _, ferr := root.Find(args); !execcred.RunByClient(os.Getenv, execcred.ParentExecutable) || (ferr == nil && c.Name() == "get-token") {
 		err = root.ExecuteContext(ctx)
 	}
 	var handed cmdutil.ExitCode

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // execInfoFor is what kubectl sends with provideClusterInfo: true for a
@@ -248,4 +250,51 @@ func TestLoginHintRedactsMapValues(t *testing.T) {
 	assert.Contains(t, r.stderr, "--oidc-request-header=X-Api-Key=REDACTED")
 	assert.NotContains(t, r.stderr, "hunter2-api-key")
 	assert.NotContains(t, r.stderr, "secret-aud")
+}
+
+// TestLoginHintNamesTheContext: a run that cannot log in names the
+// kubeconfig context to log in with when ~/.kube/config has one whose
+// entry selects this token (the current context if it does, else the
+// first by name), and the flags otherwise: what a person runs after a
+// Python or JavaScript program failed.
+func TestLoginHintNamesTheContext(t *testing.T) {
+	tests := []struct {
+		name, current string
+		ours          []string
+		want          string
+	}{
+		{name: "the current context", current: "prod", ours: []string{"prod", "staging"}, want: "run 'kubectl impersonate login --context=prod' in a terminal first"},
+		{name: "another context is current", current: "other", ours: []string{"staging", "prod"}, want: "run 'kubectl impersonate login --context=prod' in a terminal first"},
+		{name: "no context runs this entry", current: "other", want: "--oidc-issuer-url="},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			args := append([]string{"get-token"}, e.authArgs()...)
+			cfg := clientcmdapi.NewConfig()
+			cfg.CurrentContext = tt.current
+			cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://api.example.com"}
+			cfg.AuthInfos["ours"] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{Command: binary, Args: args, APIVersion: "client.authentication.k8s.io/v1"}}
+			cfg.AuthInfos["other"] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{Command: binary, APIVersion: "client.authentication.k8s.io/v1",
+				Args: append([]string{"get-token"}, e.authArgs("--oidc-client-id=another")...)}}
+			cfg.Contexts["other"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "other"}
+			for _, n := range tt.ours {
+				cfg.Contexts[n] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "ours"}
+			}
+			require.NoError(t, clientcmd.WriteToFile(*cfg, filepath.Join(e.home, ".kube", "config")))
+			for _, bin := range []string{fastBinary, binary} {
+				argv := args
+				if bin == fastBinary {
+					argv = args[1:]
+				}
+				r := e.runBinary(bin, []string{"KUBERNETES_EXEC_INFO=" + execInfoV1Never}, argv...)
+				assert.Equal(t, 1, r.code)
+				assert.Contains(t, r.stderr, tt.want)
+				if len(tt.ours) == 0 {
+					assert.NotContains(t, r.stderr, "--context=")
+				}
+				assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %s", r.stderr)
+			}
+		})
+	}
 }

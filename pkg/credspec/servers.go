@@ -29,7 +29,7 @@ func (o *Spec) CheckAllowedServer(c *execcred.Cluster) error {
 		return nil
 	}
 	if c == nil || c.Server == "" {
-		return fmt.Errorf("--%s is set, but kubectl did not say which server the token is for: set provideClusterInfo: true in the kubeconfig exec entry (setup writes it)", FlagAllowedServer)
+		return fmt.Errorf("--%s is set, but the client running this plugin did not say which server the token is for: set provideClusterInfo: true in the kubeconfig exec entry (setup writes it; kubectl and client-go send the server then, the Python and JavaScript clients never do)", FlagAllowedServer)
 	}
 	server := strings.TrimSuffix(c.Server, "/")
 	if !slices.ContainsFunc(o.AllowedServers, func(a string) bool { return SameServer(a, server) }) {

@@ -49,8 +49,11 @@ type Request struct {
 	// Cluster is the cluster the credential is for, when kubectl provides it.
 	Cluster *Cluster
 	// FromKubectl is false when KUBERNETES_EXEC_INFO was not set, i.e. the
-	// plugin was run by hand.
+	// plugin was run by hand (or see ByClientWithoutExecInfo).
 	FromKubectl bool
+	// ByClientWithoutExecInfo: a client that sets no KUBERNETES_EXEC_INFO
+	// runs the plugin (FromEnvironment); FromKubectl is true.
+	ByClientWithoutExecInfo bool
 }
 
 type wireSpec struct {

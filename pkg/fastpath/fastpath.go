@@ -53,7 +53,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := o.Validate(); err != nil || o.ForceRefresh {
 		return false, nil // --force-refresh: the full binary refreshes
 	}
-	req, err := execcred.ParseRequest(getenv(execcred.EnvExecInfo))
+	req, err := execcred.FromEnvironment(getenv, execcred.ParentExecutable)
 	if err != nil {
 		return false, nil
 	}

@@ -222,7 +222,7 @@ func (c *Client) headless() (bool, string) {
 func (c *Client) Refresh(ctx context.Context, refreshToken string) (*tokencache.Entry, error) {
 	p, err := c.discover(ctx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("refreshing the token: %w", err)
 	}
 	c.cfg.Log.Printf(1, "refreshing the token at %s", p.Endpoint.TokenURL)
 	tok, err := c.tokenRequest(ctx, p, url.Values{

@@ -17,6 +17,10 @@ import (
 
 	gooidc "github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
+	"crypto/tls"
+	"net/url"
+	"regexp"
+	"strings"
 )
 
 // Provider is a discovered OIDC provider.
@@ -38,7 +42,7 @@ func Discover(ctx context.Context, issuer, clientID string, client *http.Client)
 	ctx = gooidc.ClientContext(ctx, client)
 	p, err := gooidc.NewProvider(ctx, issuer)
 	if err != nil {
-		return nil, fmt.Errorf("discovering OIDC provider %s: %w%s", issuer, err, tlsHint(err))
+		return nil, &DiscoveryError{Issuer: issuer, Err: err}
 	}
 	endpoint := p.Endpoint()
 	endpoint.AuthStyle = authStyle(p)
@@ -118,4 +122,38 @@ func tlsHint(err error) string {
 		return " (the certificate is for another name: check --oidc-issuer-url)"
 	}
 	return ""
+}
+
+// DiscoveryError is a failed discovery.
+type DiscoveryError struct {
+	Issuer string
+	Err    error
+}
+
+func (e *DiscoveryError) Error() string {
+	return fmt.Sprintf("discovering OIDC provider %s: %v%s", e.Issuer, e.Err, tlsHint(e.Err))
+}
+
+func (e *DiscoveryError) Unwrap() error { return e.Err }
+
+// discoveryStatus is go-oidc's error for an answer other than 200: the
+// status line first.
+var discoveryStatus = regexp.MustCompile(`^(5[0-9][0-9]|429) `)
+
+// Transient is true for the provider's passing trouble, as at its token
+// endpoint (oauth.Error): no answer (refused, reset, timed out), 5xx, 429,
+// or a success that is not a discovery document (a proxy's page). A
+// certificate that does not verify, a 4xx or another issuer are the
+// settings' fault, and stay so.
+func (e *DiscoveryError) Transient() bool {
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	if errors.As(e.Err, &unknown) || errors.As(e.Err, &host) || errors.As(e.Err, &invalid) || errors.As(e.Err, &verify) {
+		return false
+	}
+	var ue *url.Error
+	msg := e.Err.Error()
+	return errors.As(e.Err, &ue) || discoveryStatus.MatchString(msg) || strings.Contains(msg, "failed to decode provider discovery object")
 }

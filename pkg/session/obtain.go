@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
+	"os"
 )
 
 // Env is what obtaining a token needs besides its settings: the person's
@@ -126,8 +127,11 @@ func Obtain(ctx context.Context, sources Sources, a *settings.AuthOptions, env E
 	}
 	r, err := src.Get(ctx, opts)
 	if errors.Is(err, login.ErrInteractionRequired) {
-		return nil, fmt.Errorf("no valid cached token, and the %s login needs a person, but kubectl runs this plugin non-interactively: run '%s' in a terminal first",
+		return nil, fmt.Errorf("no valid cached token, and the %s login needs a person, but this plugin runs non-interactively (kubectl's interactiveMode, or a client without a terminal): run '%s' in a terminal first",
 			login.Config{OIDC: a.OIDC}.EffectiveGrant(), LoginCommand(a))
+	}
+	if errors.Is(err, tokensource.ErrRefreshKept) {
+		return nil, fmt.Errorf("%w; to log in anew instead: %s", err, LoginCommand(a))
 	}
 	if errors.Is(err, tokensource.ErrCooldown) {
 		return nil, fmt.Errorf("%w: run '%s' to log in now (--login-cooldown sets the wait)", err, LoginCommand(a))
@@ -135,9 +139,41 @@ func Obtain(ctx context.Context, sources Sources, a *settings.AuthOptions, env E
 	return r, err
 }
 
-// LoginCommand is the command line that logs in with a's settings.
+// LoginCommand is the command line that logs in with a's settings:
+// "login --context=NAME" when the kubeconfig ($KUBECONFIG, else
+// ~/.kube/config) has a context whose exec entry selects a's token (the
+// current context if it does), else login with a's flags.
 func LoginCommand(a *settings.AuthOptions) string {
+	if name := contextOf(a); name != "" {
+		return "kubectl impersonate login " + logging.ShellQuoteArgs([]string{"--context=" + name})[0]
+	}
 	return strings.Join(append([]string{"kubectl", "impersonate", "login"}, logging.ShellQuoteArgs(a.HintArgs())...), " ")
+}
+
+// contextOf is the name of a context of the default kubeconfig whose
+// session has a's identity, "" without one.
+func contextOf(a *settings.AuthOptions) string {
+	raw, err := LoadKubeconfig("")
+	if err != nil {
+		return ""
+	}
+	sessions, err := List(raw, nil, nil, os.Getenv)
+	if err != nil {
+		return ""
+	}
+	id, found := a.Key().ID(), ""
+	for _, s := range sessions {
+		if s.Err != nil || s.Identity() != id {
+			continue
+		}
+		if s.Context == raw.CurrentContext {
+			return s.Context
+		}
+		if found == "" {
+			found = s.Context
+		}
+	}
+	return found
 }
 
 // Revoke asks a's provider to revoke token (RFC 7009); hint is its type.

@@ -56,6 +56,10 @@ type Source struct {
 // ErrCooldown is returned while an identity's login is cooling down.
 var ErrCooldown = errors.New("no new login yet")
 
+// ErrRefreshKept is wrapped in the error of a refresh the provider could
+// not answer for now: the refresh token is not refused, so it is kept.
+var ErrRefreshKept = errors.New("the cached refresh token is kept: the next call tries again")
+
 // PersonNeeder is an Authenticator whose Grant may need a person at a
 // browser or terminal (and is allowed to ask one).
 type PersonNeeder interface {
@@ -315,7 +319,7 @@ func (s *Source) renew(ctx context.Context, id string, opts Options, att *loginA
 		case err != nil && transient(err):
 			// The provider is in trouble, the refresh token is not refused:
 			// keep it for the next call rather than asking for a login.
-			return nil, fmt.Errorf("%w (the cached refresh token is kept: the next call tries again)", err)
+			return nil, fmt.Errorf("%w (%w)", err, ErrRefreshKept)
 		case err != nil:
 			s.Log.Printf(1, "refresh failed, logging in again: %v", err)
 			s.notify(fmt.Sprintf("the refresh token was refused (%v); logging in again", err))

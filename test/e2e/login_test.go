@@ -160,7 +160,7 @@ func TestNonInteractiveEmptyCache(t *testing.T) {
 	auth0 := st.proxy.Count("auth")
 	r := alice.kubectl("get", "pods", "-n", "team-a")
 	assert.NotEqual(t, 0, r.code)
-	assert.Contains(t, r.stderr, "kubectl-impersonate: no valid cached token, and the authcode login needs a person, but kubectl runs this plugin non-interactively: run 'kubectl impersonate login ")
+	assert.Contains(t, r.stderr, "kubectl-impersonate: no valid cached token, and the authcode login needs a person, but this plugin runs non-interactively (kubectl's interactiveMode, or a client without a terminal): run 'kubectl impersonate login --context=e2e' in a terminal first")
 	// kubectl runs the plugin several times per command (discovery retries);
 	// every run says the same one line.
 	var ours []string

@@ -50,6 +50,7 @@ import (
 	"encoding/base64"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
+	"sync/atomic"
 )
 
 // Users of the Dex password database.
@@ -105,6 +106,9 @@ type stack struct {
 	// opRobotKey is the key file of its private_key_jwt robot.
 	op         *countingProxy
 	opRobotKey string
+	// nodeDir holds test/e2e/node's scripts and the node_modules run.sh
+	// installed (ESM resolves packages from the script's folder).
+	nodeDir string
 	// webhook is the authorization webhook before RBAC of the "webhook"
 	// API server (internal/authzwebhook), a managed cluster's chain.
 	webhook    *authzwebhook.Handler
@@ -536,18 +540,27 @@ func (s *stack) startOIDCProvider() error {
 	}
 	jwk.KeyID = base64.RawURLEncoding.EncodeToString(thumb)
 	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{jwk}})
-	dir := filepath.Join(s.work, "oidc-provider")
+	// test/e2e/node's scripts beside the installed node_modules.
+	dir := filepath.Join(s.work, "node")
+	s.nodeDir = dir
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	script, err := os.ReadFile("node/provider.mjs")
+	scripts, err := filepath.Glob("node/*.mjs")
 	if err != nil {
 		return err
 	}
-	for name, data := range map[string][]byte{"provider.mjs": script, "robot-jwks.json": jwks} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+	for _, script := range scripts {
+		b, err := os.ReadFile(script)
+		if err != nil {
 			return err
 		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(script)), b, 0o600); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "robot-jwks.json"), jwks, 0o600); err != nil {
+		return err
 	}
 	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
 		return err
@@ -862,7 +875,8 @@ func runWithContext(ctx context.Context, cmd *exec.Cmd) error {
 	}
 }
 
-// countingProxy sits between every client and Dex and counts the requests
+// countingProxy sits between every client and a provider (Dex,
+// oidc-provider) and counts the requests
 // that matter: token endpoint calls by grant type, and authorization and
 // device authorization requests.
 type countingProxy struct {
@@ -871,7 +885,12 @@ type countingProxy struct {
 
 	mu     sync.Mutex
 	counts map[string]int
+	// down drops every connection (SetDown).
+	down atomic.Bool
 }
+
+// SetDown takes the provider down (every connection dropped) or up again.
+func (p *countingProxy) SetDown(down bool) { p.down.Store(down) }
 
 func newCountingProxy(target string, transport http.RoundTripper, certFile, keyFile string) (*countingProxy, error) {
 	u, err := url.Parse(target)
@@ -882,6 +901,11 @@ func newCountingProxy(target string, transport http.RoundTripper, certFile, keyF
 	rp.Transport = transport
 	p := &countingProxy{counts: map[string]int{}}
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p.down.Load() {
+			// Down: the connection (or HTTP/2 stream) drops, as a crashed
+			// provider's would.
+			panic(http.ErrAbortHandler)
+		}
 		switch {
 		case r.URL.Path == "/token" && r.Method == http.MethodPost:
 			body, _ := io.ReadAll(r.Body)

@@ -52,7 +52,7 @@ token has expired and cannot be refreshed. Write its kubeconfig entry with
 
 // Complete reads KUBERNETES_EXEC_INFO and the settings.
 func (o *GetTokenOptions) Complete(args []string) error {
-	req, err := execcred.ParseRequest(o.global.Getenv(execcred.EnvExecInfo))
+	req, err := execcred.FromEnvironment(o.global.Getenv, o.global.ParentExe)
 	if err != nil {
 		return err
 	}

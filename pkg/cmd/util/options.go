@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 )
 
 // GlobalOptions are the flags of every command.
@@ -22,6 +23,10 @@ type GlobalOptions struct {
 	// Getenv and IsTerminal are stubbable for tests.
 	Getenv     func(string) string
 	IsTerminal func(any) bool
+	// ParentExe is the parent process's executable (execcred.FromEnvironment).
+	ParentExe func() string
+	// OpenTerminal opens the controlling terminal (SessionEnv).
+	OpenTerminal func() (io.Writer, error)
 	// APIServer is kube-apiserver's own code (pkg/kubecode), injected by
 	// kubectl-impersonate-apiserver alone; nil in the other binaries, which
 	// hand the commands that need it to that one (RunE).
@@ -33,7 +38,7 @@ type GlobalOptions struct {
 // NewGlobalOptions are the options of a run of args, with kube-apiserver's
 // code where this binary links it (else nil).
 func NewGlobalOptions(code kubecode.Code, args []string) *GlobalOptions {
-	return &GlobalOptions{Getenv: os.Getenv, IsTerminal: IsTerminalFile, APIServer: code, args: args}
+	return &GlobalOptions{Getenv: os.Getenv, IsTerminal: IsTerminalFile, ParentExe: execcred.ParentExecutable, OpenTerminal: OpenControllingTerminal, APIServer: code, args: args}
 }
 
 // Logger writes diagnostics to stderr at the chosen verbosity. Nothing
@@ -127,8 +132,14 @@ func RunE(o Options) func(*cobra.Command, []string) error {
 }
 
 // SessionEnv is what obtaining a token may do with the command's streams:
-// ask a person when interactive; person says a person asked for the login.
+// ask a person when interactive (on the controlling terminal too when
+// stderr is not one: alsoToTerminal); person says a person asked for the
+// login.
 func (g *GlobalOptions) SessionEnv(streams genericiooptions.IOStreams, interactive, person bool) session.Env {
-	return session.Env{In: streams.In, ErrOut: streams.ErrOut, Interactive: interactive, Person: person,
-		StderrIsTerminal: g.IsTerminal(streams.ErrOut), Verbosity: g.Verbosity}
+	errOut, stderrIsTerminal := streams.ErrOut, g.IsTerminal(streams.ErrOut)
+	if interactive && !stderrIsTerminal && g.OpenTerminal != nil {
+		errOut = &alsoToTerminal{w: errOut, open: g.OpenTerminal}
+	}
+	return session.Env{In: streams.In, ErrOut: errOut, Interactive: interactive, Person: person,
+		StderrIsTerminal: stderrIsTerminal, Verbosity: g.Verbosity}
 }

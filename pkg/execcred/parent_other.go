@@ -1,0 +1,6 @@
+//go:build !linux
+
+package execcred
+
+// ParentExecutable is "" where the plugin does not look (docs/security.md).
+func ParentExecutable() string { return "" }
