@@ -15,9 +15,9 @@ import (
 	"net/http"
 	"time"
 
+	"crypto/tls"
 	gooidc "github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
-	"crypto/tls"
 	"net/url"
 	"regexp"
 	"strings"

@@ -10,11 +10,11 @@ import (
 	"golang.org/x/term"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 )
 
 // GlobalOptions are the flags of every command.
