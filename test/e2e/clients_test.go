@@ -163,6 +163,7 @@ func TestClientsThatAreNotClientGo(t *testing.T) {
 // terminal itself; the person opens the URL it shows (Chromium), and the
 // program goes on.
 func TestPythonClientOnATerminal(t *testing.T) {
+	onFirstVersionOnly(t)
 	alice := opPerson(t, "--grant-type=device-code", "--skip-open-browser")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

@@ -24,6 +24,16 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 )
 
+// onFirstVersionOnly skips a test of a provider's or a client's behavior,
+// which does not depend on Kubernetes, on every version but the first of
+// the run (run.sh: E2E_K8S_VERSIONS), to keep the suite's time.
+func onFirstVersionOnly(t *testing.T) {
+	t.Helper()
+	if os.Getenv("KI_E2E_FIRST") != "1" {
+		t.Skipf("the provider's and the client's behavior: run with the first Kubernetes version of the run only, not %s", os.Getenv("KI_E2E_K8S"))
+	}
+}
+
 // opPerson is alice with a kubeconfig whose entry logs in at oidc-provider
 // (disk cache: the tests read the refresh token from it).
 func opPerson(t *testing.T, extra ...string) *person {
@@ -109,6 +119,7 @@ func TestStrictProviderLoginAndRevocation(t *testing.T) {
 // login works and says, in one line, that no
 // refresh token came and how to get one.
 func TestStrictProviderWithoutConsent(t *testing.T) {
+	onFirstVersionOnly(t)
 	alice := opPerson(t)
 	r := alice.plugin(nil, "login", "--kubeconfig="+alice.kubeconfig)
 	require.Equal(t, 0, r.code, "login: %s", r.stderr)
@@ -125,6 +136,7 @@ func TestStrictProviderWithoutConsent(t *testing.T) {
 // the whole grant: even the newest refresh token is refused (detection is
 // on, so a second refresh by the race would have been caught).
 func TestStrictProviderRotationRace(t *testing.T) {
+	onFirstVersionOnly(t)
 	alice := opPerson(t, "--oidc-auth-request-extra-params=prompt=consent")
 	r := alice.kubectl("get", "pods", "-n", "team-a")
 	loggedIn := time.Now()
@@ -167,6 +179,7 @@ func TestStrictProviderRotationRace(t *testing.T) {
 // TestStrictProviderDeviceFlow: the device authorization grant at
 // oidc-provider, Chromium confirming the code on its pages.
 func TestStrictProviderDeviceFlow(t *testing.T) {
+	onFirstVersionOnly(t)
 	alice := opPerson(t, "--grant-type=device-code")
 	device0 := st.op.Count("device")
 	r := alice.kubectl("get", "pods", "-n", "team-a")
