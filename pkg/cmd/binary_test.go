@@ -458,6 +458,11 @@ func TestProfiles(t *testing.T) {
 		{[]string{"get-token", "--oidc-issuer-url=http://idp.example.com", "--oidc-client-id=x"}, "must use https"},
 		{[]string{"get-token", "--profile=tenant-a", "--token-cache-storage=cloud"}, `--token-cache-storage "cloud" is not one of`},
 		{[]string{"get-token", "--profile=tenant-a", "--grant-type=client-credentials"}, "needs a client secret"},
+		{[]string{"get-token", "--oidc-issuer-url=https://idp.example.com", "--oidc-client-id=x", "--oidc-client-assertion-file=/run/token"}, "not --grant-type=auto: a person's login authenticates no client"},
+		// RFC 8693's exchange is the login client's: the browser login's
+		// code exchange would go unauthenticated (x/oauth2 sends no assertion).
+		{[]string{"get-token", "--oidc-issuer-url=https://idp.example.com", "--oidc-client-id=x", "--exchange=token-exchange", "--oidc-client-assertion-file=/run/token"}, "and CloudSigma's exchange, not --grant-type=auto"},
+		{[]string{"get-token", "--oidc-issuer-url=https://idp.example.com", "--oidc-client-id=x", "--grant-type=device-code", "--exchange=token-exchange", "--oidc-client-assertion-file=/run/token"}, "not --grant-type=device-code"},
 		{[]string{"get-token", "--no-such-flag"}, "unknown flag: --no-such-flag"},
 	}
 	for _, tt := range tests {

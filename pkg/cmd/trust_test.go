@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"slices"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/tools/clientcmd"
@@ -261,11 +263,17 @@ func TestLoginHintNamesTheContext(t *testing.T) {
 	tests := []struct {
 		name, current string
 		ours          []string
+		vendor        bool
 		want          string
 	}{
 		{name: "the current context", current: "prod", ours: []string{"prod", "staging"}, want: "run 'kubectl impersonate login --context=prod' in a terminal first"},
 		{name: "another context is current", current: "other", ours: []string{"staging", "prod"}, want: "run 'kubectl impersonate login --context=prod' in a terminal first"},
 		{name: "no context runs this entry", current: "other", want: "--oidc-issuer-url="},
+		// An entry of someone else's in a merged kubeconfig, with this
+		// identity and a program of its own: its name would start it.
+		{name: "a vendor's entry with the same identity and a browser command", current: "other", ours: []string{"prod"}, vendor: true,
+			want: "run 'kubectl impersonate login --context=prod' in a terminal first"},
+		{name: "only a vendor's entry has the identity", current: "other", vendor: true, want: "--oidc-issuer-url="},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -281,6 +289,11 @@ func TestLoginHintNamesTheContext(t *testing.T) {
 			for _, n := range tt.ours {
 				cfg.Contexts[n] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "ours"}
 			}
+			if tt.vendor {
+				cfg.AuthInfos["vendor"] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{Command: "/opt/vendor/kubectl-impersonate", APIVersion: "client.authentication.k8s.io/v1",
+					Args: append(slices.Clone(args), "--browser-command=/opt/vendor/evil.sh")}}
+				cfg.Contexts["aaa-vendor"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "vendor"}
+			}
 			require.NoError(t, clientcmd.WriteToFile(*cfg, filepath.Join(e.home, ".kube", "config")))
 			for _, bin := range []string{fastBinary, binary} {
 				argv := args
@@ -293,6 +306,7 @@ func TestLoginHintNamesTheContext(t *testing.T) {
 				if len(tt.ours) == 0 {
 					assert.NotContains(t, r.stderr, "--context=")
 				}
+				assert.NotContains(t, r.stderr, "aaa-vendor")
 				assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %s", r.stderr)
 			}
 		})

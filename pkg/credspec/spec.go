@@ -237,9 +237,11 @@ func (o *Spec) validateCommon() error {
 	if o.ClientAssertion() {
 		// An assertion authenticates requests the plugin makes itself; x/
 		// oauth2's code and device exchanges would send one assertion
-		// for many polls, which a provider refuses as a replay.
-		if o.Exchange == ExchangeNone && o.GrantType != GrantClientCredentials && o.GrantType != GrantPassword {
-			return fmt.Errorf("a client assertion (--%s=%s, --%s) authenticates the client-credentials and password grants and the exchanges, not --%s=%s", FlagClientAuthMethod, AuthPrivateKeyJWT, FlagClientAssertionFile, FlagGrantType, o.GrantType)
+		// for many polls, which a provider refuses as a replay. RFC
+		// 8693's exchange is the login client's own: its code exchange
+		// would go unauthenticated. CloudSigma's has its own client.
+		if o.Exchange != ExchangeCloudSigma && o.GrantType != GrantClientCredentials && o.GrantType != GrantPassword {
+			return fmt.Errorf("a client assertion (--%s=%s, --%s) authenticates the client-credentials and password grants and CloudSigma's exchange, not --%s=%s: a person's login authenticates no client, use a public client for it", FlagClientAuthMethod, AuthPrivateKeyJWT, FlagClientAssertionFile, FlagGrantType, o.GrantType)
 		}
 		return nil
 	}

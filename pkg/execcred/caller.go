@@ -11,12 +11,18 @@ import "strings"
 // plugin recognizes that client by its runtime, the parent process's
 // executable (Linux: /proc/PPID/exe; elsewhere unknown, docs/security.md).
 // The Python client sets the variable itself, after the entry's env.
-var clientRuntimes = []string{"node", "nodejs"}
+// The runtimes that run that client: Node.js (node, nodejs, and the
+// versioned names distributions install: node22, node-22), Bun and Deno.
+var clientRuntimes = []string{"node", "nodejs", "bun", "deno"}
 
 // IsClientRuntime tells whether exe, a parent process's executable, is the
 // runtime of a client that sets no KUBERNETES_EXEC_INFO.
 func IsClientRuntime(exe string) bool {
 	name := strings.TrimSuffix(strings.ToLower(exe[strings.LastIndexAny(exe, `/\`)+1:]), ".exe")
+	if base, version, ok := strings.Cut(name, "-"); ok {
+		name = base + version
+	}
+	name = strings.TrimRight(name, "0123456789.")
 	for _, r := range clientRuntimes {
 		if name == r {
 			return true

@@ -29,6 +29,13 @@ func TestFromEnvironment(t *testing.T) {
 		{name: "node, set by the entry: ignored", parent: "/home/u/.nvm/versions/node/v20.20.2/bin/node", execInfo: forged, wantByClient: true},
 		{name: "nodejs, set by the entry: ignored", parent: "/usr/bin/nodejs", execInfo: forged, wantByClient: true},
 		{name: "node.exe", parent: `C:\Program Files\nodejs\node.exe`, wantByClient: true},
+		{name: "a versioned node (Fedora)", parent: "/usr/bin/node-22", wantByClient: true},
+		{name: "a versioned node", parent: "/usr/bin/node22", wantByClient: true},
+		{name: "bun", parent: "/home/u/.bun/bin/bun", wantByClient: true},
+		{name: "deno", parent: "/usr/local/bin/deno", wantByClient: true},
+		{name: "node's command name (its exe unreadable)", parent: "node", wantByClient: true},
+		{name: "a program whose name starts with node", parent: "/usr/bin/nodemon"},
+		{name: "a versioned python", parent: "/usr/bin/python3.13"},
 		{name: "unknown parent (another user's), none set", parent: ""},
 		{name: "a program named like node is not node", parent: "/usr/bin/node-exporter"},
 	}

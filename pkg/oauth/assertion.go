@@ -193,7 +193,9 @@ func LoadCertificate(path string) (*x509.Certificate, error) {
 // it holds is never printed.
 func AssertionFile(path string) Assertion {
 	return func(string) (string, error) {
-		b, _, err := safefile.ReadRegular("client assertion file", path, maxKeyFile, safefile.ReadOptions{})
+		b, _, err := safefile.ReadRegular("client assertion file", path, maxKeyFile, safefile.ReadOptions{Check: func(fi os.FileInfo) error {
+			return safefile.CheckIssued("client assertion file", path, fi)
+		}})
 		if err != nil {
 			return "", err
 		}

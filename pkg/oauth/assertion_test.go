@@ -219,3 +219,96 @@ func TestTokenWithAssertion(t *testing.T) {
 	assert.True(t, strings.HasPrefix(forms[0].Get("client_assertion"), "h.assertion"))
 	assert.Empty(t, forms[0].Get("client_secret"))
 }
+
+// A revocation endpoint on another origin than the token endpoint's gets
+// neither the assertion (its aud names the token endpoint, where it is
+// good for its lifetime) nor the secret: nothing reaches it.
+func TestRevokeKeepsCredentialsOnTheTokenEndpointsOrigin(t *testing.T) {
+	elsewhere := 0
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere++ }))
+	defer other.Close()
+	assertion := func(string) (string, error) { return "h.p.s", nil }
+	tests := []struct {
+		name      string
+		client    Client
+		tokenURL  string
+		revokeURL string
+		wantErr   string
+	}{
+		{name: "assertion, other origin", client: Client{ClientID: "robot", Assertion: assertion}, tokenURL: "https://idp.example/token", revokeURL: other.URL + "/revoke",
+			wantErr: "is not on the token endpoint's origin https://idp.example: refusing to send the client's credentials there"},
+		{name: "secret, other origin", client: Client{ClientID: "robot", ClientSecret: "s3cret"}, tokenURL: "https://idp.example/token", revokeURL: other.URL + "/revoke",
+			wantErr: "refusing to send the client's credentials there"},
+		{name: "assertion, other port", client: Client{ClientID: "robot", Assertion: assertion}, tokenURL: "http://127.0.0.1:1/token", revokeURL: other.URL + "/revoke",
+			wantErr: "refusing to send the client's credentials there"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := tt.client
+			c.TokenURL = tt.tokenURL
+			err := c.Revoke(context.Background(), tt.revokeURL, "rt", "refresh_token")
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+			assert.NotContains(t, err.Error(), "s3cret")
+			assert.Zero(t, elsewhere, "nothing reached the other origin")
+		})
+	}
+}
+
+func TestSameOrigin(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want bool
+	}{
+		{"https://idp.example/token", "https://idp.example/revoke", true},
+		{"https://IDP.example/token", "https://idp.example:443/revoke", true},
+		{"http://127.0.0.1:8080/token", "http://127.0.0.1:8080/revoke", true},
+		{"https://idp.example/token", "http://idp.example/revoke", false},
+		{"https://idp.example/token", "https://idp.example:8443/revoke", false},
+		{"https://idp.example/token", "https://revoke.idp.example/revoke", false},
+		{"https://idp.example/token", "://bad", false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, sameOrigin(tt.a, tt.b), "%s vs %s", tt.a, tt.b)
+	}
+}
+
+// TestAssertionFileSomeoneElseCouldSwap: an assertion file another user
+// owns, or that others may write, is refused before it is read: whoever
+// swaps it chooses whose client the plugin logs in as.
+func TestAssertionFileSomeoneElseCouldSwap(t *testing.T) {
+	tests := []struct {
+		name    string
+		mode    os.FileMode
+		owner   int // -1: this user
+		wantErr string
+	}{
+		{name: "own, 0600", mode: 0o600, owner: -1},
+		{name: "own, 0644 (the kubelet's default mode)", mode: 0o644, owner: -1},
+		{name: "group-writable", mode: 0o660, owner: -1, wantErr: "is writable by others: chmod go-w"},
+		{name: "world-writable", mode: 0o606, owner: -1, wantErr: "is writable by others"},
+		{name: "another user's", mode: 0o644, owner: 65534, wantErr: "belongs to another user"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "token")
+			require.NoError(t, os.WriteFile(p, []byte("h.swapped.s"), 0o600))
+			require.NoError(t, os.Chmod(p, tt.mode))
+			if tt.owner >= 0 {
+				if os.Geteuid() != 0 {
+					t.Skip("chown to another user needs root; CI runs as root")
+				}
+				require.NoError(t, os.Chown(p, tt.owner, tt.owner))
+			}
+			got, err := AssertionFile(p)("https://idp/token")
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				assert.Equal(t, "h.swapped.s", got)
+				return
+			}
+			require.ErrorContains(t, err, tt.wantErr)
+			assert.Empty(t, got)
+			assert.NotContains(t, err.Error(), "swapped", "never what the file holds")
+		})
+	}
+}

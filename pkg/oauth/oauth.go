@@ -340,6 +340,12 @@ func (c *Client) Revoke(ctx context.Context, revocationURL, token, hint string) 
 	if hint != "" {
 		form.Set("token_type_hint", hint)
 	}
+	if (c.ClientSecret != "" || c.Assertion != nil) && c.TokenURL != "" && !sameOrigin(c.TokenURL, revocationURL) {
+		// The client's credentials are the token endpoint's: an assertion
+		// names it in its aud and is good there for its lifetime, so an
+		// endpoint elsewhere could spend it (a federated one has no jti).
+		return fmt.Errorf("the revocation endpoint %s is not on the token endpoint's origin %s: refusing to send the client's credentials there (revoke the token at the provider)", originOf(revocationURL), originOf(c.TokenURL))
+	}
 	basic := c.ClientSecret != "" && c.AuthMethod != AuthPost && c.Assertion == nil
 	if !basic {
 		form.Set("client_id", c.ClientID)
@@ -381,4 +387,36 @@ func (c *Client) Revoke(ctx context.Context, revocationURL, token, hint string) 
 	e := newError(peer, host, resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	e.Err = fmt.Errorf("revocation endpoint answered %d", resp.StatusCode)
 	return e
+}
+
+// sameOrigin says whether URLs a and b have one scheme, host and port
+// (the scheme's default when absent).
+func sameOrigin(a, b string) bool {
+	ua, err := url.Parse(a)
+	if err != nil {
+		return false
+	}
+	ub, err := url.Parse(b)
+	if err != nil || !strings.EqualFold(ua.Scheme, ub.Scheme) || !strings.EqualFold(ua.Hostname(), ub.Hostname()) {
+		return false
+	}
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if strings.EqualFold(u.Scheme, "http") {
+			return "80"
+		}
+		return "443"
+	}
+	return port(ua) == port(ub)
+}
+
+// originOf is u's scheme://host, for messages.
+func originOf(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.Host == "" {
+		return "(an unparsable URL)"
+	}
+	return p.Scheme + "://" + p.Host
 }

@@ -66,3 +66,17 @@ func CheckPrivate(what, path string, fi fs.FileInfo) error {
 	}
 	return nil
 }
+
+// CheckIssued refuses a file that another user than this one or root owns,
+// or that others may write: a credential someone issues into it (the
+// kubelet's projected token, a CI job's) must not be someone else's to
+// swap. what names it in the error.
+func CheckIssued(what, path string, fi fs.FileInfo) error {
+	if !OwnedBySelf(fi) && !OwnedByRoot(fi) {
+		return fmt.Errorf("%s %s belongs to another user: refusing to use it (use one of your own, or root's)", what, path)
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s %s is writable by others: chmod go-w %s", what, path, path)
+	}
+	return nil
+}

@@ -9,6 +9,11 @@ import (
 	"net/url"
 	"strings"
 
+	"os"
+	"slices"
+
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/exchange"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
@@ -17,7 +22,6 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
-	"os"
 )
 
 // Env is what obtaining a token needs besides its settings: the person's
@@ -141,8 +145,8 @@ func Obtain(ctx context.Context, sources Sources, a *settings.AuthOptions, env E
 
 // LoginCommand is the command line that logs in with a's settings:
 // "login --context=NAME" when the kubeconfig ($KUBECONFIG, else
-// ~/.kube/config) has a context whose exec entry selects a's token (the
-// current context if it does), else login with a's flags.
+// ~/.kube/config) has a context whose exec entry is this run's (the
+// current context if it is), else login with a's flags.
 func LoginCommand(a *settings.AuthOptions) string {
 	if name := contextOf(a); name != "" {
 		return "kubectl impersonate login " + logging.ShellQuoteArgs([]string{"--context=" + name})[0]
@@ -151,7 +155,11 @@ func LoginCommand(a *settings.AuthOptions) string {
 }
 
 // contextOf is the name of a context of the default kubeconfig whose
-// session has a's identity, "" without one.
+// exec entry is exactly this run's: its args this process's (get-token's
+// name aside), its env this process's values, its session a's identity.
+// Not merely the same identity: an entry of someone else's in a merged
+// kubeconfig may share the identity and add a browser command, and the
+// login its name would start runs that entry's args. "" without one.
 func contextOf(a *settings.AuthOptions) string {
 	raw, err := LoadKubeconfig("")
 	if err != nil {
@@ -161,9 +169,11 @@ func contextOf(a *settings.AuthOptions) string {
 	if err != nil {
 		return ""
 	}
+	args := withoutGetToken(os.Args[1:])
 	id, found := a.Key().ID(), ""
 	for _, s := range sessions {
-		if s.Err != nil || s.Identity() != id {
+		if s.Err != nil || s.Exec == nil || s.Identity() != id || !slices.Equal(withoutGetToken(s.Exec.Args), args) ||
+			slices.ContainsFunc(s.Exec.Env, func(v clientcmdapi.ExecEnvVar) bool { return os.Getenv(v.Name) != v.Value }) {
 			continue
 		}
 		if s.Context == raw.CurrentContext {
@@ -174,6 +184,15 @@ func contextOf(a *settings.AuthOptions) string {
 		}
 	}
 	return found
+}
+
+// withoutGetToken is an exec entry's args without the subcommand's name
+// (the fast binary's entries have none; it hands get-token ARGS on).
+func withoutGetToken(args []string) []string {
+	if len(args) > 0 && args[0] == "get-token" {
+		return args[1:]
+	}
+	return args
 }
 
 // Revoke asks a's provider to revoke token (RFC 7009); hint is its type.

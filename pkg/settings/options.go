@@ -210,30 +210,7 @@ func (o *AuthOptions) Complete(getenv func(string) string, warn func(string)) er
 		o.Password = getenv(credspec.EnvPassword)
 	}
 	if o.Exchange == credspec.ExchangeCloudSigma {
-		if o.ClientID == "" {
-			o.ClientID = getenv(credspec.EnvCloudSigmaClientID)
-		}
-		// The deployment's own variables; flags and profiles win.
-		if v := getenv(credspec.EnvCloudSigmaOAuthURL); v != "" && o.CSOAuthURL == credspec.DefaultCloudSigmaOAuthURL && !o.changed(credspec.FlagCSOAuthURL) {
-			o.CSOAuthURL = v
-		}
-		if v := getenv(credspec.EnvCloudSigmaRegion); v != "" && o.CSRegion == "" {
-			o.CSRegion = v
-		}
-		if o.ClientSecret == "" {
-			o.ClientSecret = getenv(credspec.EnvCloudSigmaClientSecret)
-		}
-		if getenv(credspec.EnvCloudSigmaLegacy) == "true" {
-			o.CSLegacy = true
-		}
-		user, pass := getenv(credspec.EnvCloudSigmaUsername), getenv(credspec.EnvCloudSigmaPassword)
-		if user != "" && o.ClientSecret == "" {
-			if o.CSLegacy {
-				o.CSLegacyUsername, o.CSLegacyPassword = user, pass
-			} else {
-				o.LegacyWithoutOptIn = true
-			}
-		}
+		o.cloudSigmaFromEnv(getenv)
 	}
 	o.AuditLog = credspec.ExpandHome(o.AuditLog)
 	o.AllowedServerCA = credspec.ExpandHome(o.AllowedServerCA)
@@ -241,7 +218,39 @@ func (o *AuthOptions) Complete(getenv func(string) string, warn func(string)) er
 		o.CertificateAuthorities[i] = credspec.ExpandHome(ca)
 	}
 	o.PasswordFile = credspec.ExpandHome(o.PasswordFile)
+	for _, f := range []*string{&o.ClientKeyFile, &o.ClientCertificateFile, &o.ClientAssertionFile, &o.LocalServerCert, &o.LocalServerKey} {
+		*f = credspec.ExpandHome(*f)
+	}
 	return o.Cache.Complete()
+}
+
+// cloudSigmaFromEnv completes CloudSigma's exchange from the deployment's
+// own variables ($CLOUDSIGMA_*): flags and profiles win.
+func (o *AuthOptions) cloudSigmaFromEnv(getenv func(string) string) {
+	if o.ClientID == "" {
+		o.ClientID = getenv(credspec.EnvCloudSigmaClientID)
+	}
+	// The deployment's own variables; flags and profiles win.
+	if v := getenv(credspec.EnvCloudSigmaOAuthURL); v != "" && o.CSOAuthURL == credspec.DefaultCloudSigmaOAuthURL && !o.changed(credspec.FlagCSOAuthURL) {
+		o.CSOAuthURL = v
+	}
+	if v := getenv(credspec.EnvCloudSigmaRegion); v != "" && o.CSRegion == "" {
+		o.CSRegion = v
+	}
+	if o.ClientSecret == "" {
+		o.ClientSecret = getenv(credspec.EnvCloudSigmaClientSecret)
+	}
+	if getenv(credspec.EnvCloudSigmaLegacy) == "true" {
+		o.CSLegacy = true
+	}
+	user, pass := getenv(credspec.EnvCloudSigmaUsername), getenv(credspec.EnvCloudSigmaPassword)
+	if user != "" && o.ClientSecret == "" {
+		if o.CSLegacy {
+			o.CSLegacyUsername, o.CSLegacyPassword = user, pass
+		} else {
+			o.LegacyWithoutOptIn = true
+		}
+	}
 }
 
 // applyProfile sets every flag the command line left alone from the profile.

@@ -110,3 +110,31 @@ func TestKubeloginFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestFileSettingsExpandHome: every setting that names a file reads
+// "~/..." from the home directory, never from a directory called "~" in
+// kubectl's working directory (a cloned repository could hold one, with a
+// key or a federated token of someone else's).
+func TestFileSettingsExpandHome(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	for _, tc := range []struct {
+		flag string
+		got  func(o *AuthOptions) string
+	}{
+		{"--oidc-client-key-file", func(o *AuthOptions) string { return o.ClientKeyFile }},
+		{"--oidc-client-certificate-file", func(o *AuthOptions) string { return o.ClientCertificateFile }},
+		{"--oidc-client-assertion-file", func(o *AuthOptions) string { return o.ClientAssertionFile }},
+		{"--local-server-cert", func(o *AuthOptions) string { return o.LocalServerCert }},
+		{"--local-server-key", func(o *AuthOptions) string { return o.LocalServerKey }},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			o := NewAuthOptions()
+			fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			require.NoError(t, fs.Parse([]string{"--oidc-issuer-url=https://id.example.com", "--oidc-client-id=robot", tc.flag + "=~/robot/file"}))
+			require.NoError(t, o.Complete(func(k string) string { return map[string]string{"HOME": home}[k] }, func(string) {}))
+			assert.Equal(t, home+"/robot/file", tc.got(o))
+		})
+	}
+}
