@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/hostileapi"
+	"sync"
 )
 
 // cacheWorld is a $KUBECACHEDIR with another cluster's discovery cache in
@@ -146,9 +147,12 @@ func TestDiscoveryAttacks(t *testing.T) {
 // discovery names a group version that climbs; it is refused before its
 // document is asked for.
 func TestDiscoveryAttackLegacyGroupList(t *testing.T) {
+	var mu sync.Mutex
 	var asked []string
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		mu.Lock()
 		asked = append(asked, r.URL.Path)
+		mu.Unlock()
 		rw.Header().Set("Content-Type", "application/json")
 		switch r.URL.Path {
 		case "/api":
@@ -170,6 +174,8 @@ func TestDiscoveryAttackLegacyGroupList(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `"../../legit.example.com_6443/apps/v1"`)
 	assert.Equal(t, before, w.files(t, dir))
+	mu.Lock()
+	defer mu.Unlock()
 	assert.NotContains(t, asked, "/apis/../../legit.example.com_6443/apps/v1")
 }
 
