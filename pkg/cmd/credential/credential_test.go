@@ -383,12 +383,15 @@ func TestStatusRun(t *testing.T) {
 	store.put(t, e.settingsOf(t, renewing), entryFor("alice@example.com", "renewing", 10*time.Second))
 	store.put(t, e.settingsOf(t, expired), entryFor("alice@example.com", "expired", -time.Hour))
 	store.entries[e.settingsOf(t, corrupt).Key().ID()] = []byte("{not json")
+	var mu sync.Mutex // --parallel=2: the checker runs from two goroutines
 	var checked []string
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	o := &StatusOptions{IOStreams: streams, global: e.global,
 		store: func(*settings.AuthOptions) (tokencache.Store, error) { return store, nil },
 		checker: func(_ context.Context, s *session.Session, token string) (*session.Check, error) {
+			mu.Lock()
 			checked = append(checked, s.Context)
+			mu.Unlock()
 			if s.Context == "shared" {
 				return nil, errors.New("the cluster\nsaid no")
 			}
