@@ -77,22 +77,7 @@ mkdir -p "$session/home" "$session/run" && chmod 700 "$session/run"
 # service directories (and with dbus-daemon's default limits), so that a
 # client finding no Secret Service gets an error at once instead of
 # D-Bus-activating a second, locked gnome-keyring-daemon (the unlocked one is
-# run and supervised below).
-cat > "$session/dbus-session.conf" <<'EOF'
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <keep_umask/>
-  <listen>unix:tmpdir=/tmp</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-EOF
+# run and supervised below): test/e2e/dbus-session.conf.
 
 cleanup() {
   # Whatever a failed run left behind: processes whose environment names this session.
@@ -117,7 +102,7 @@ for v in $versions; do
     GOPROXY="$(go env GOPROXY)" KI_E2E_TOOLS="${tools[$v]}" KI_E2E_LOGS="$vlogs" KI_E2E_SESSION="$session" \
     E2E_CHROMIUM="$(command -v chromium)" KI_E2E_RUN="${KI_E2E_RUN:-.}" KI_E2E_FIRST="$KI_E2E_FIRST" KI_E2E_K8S="$v" \
     KI_E2E_FIREBASE="$firebase_dir/node_modules/.bin/firebase" KI_E2E_NODE_MODULES="$node_dir/node_modules" KI_IMAGE_DIST="${KI_IMAGE_DIST:-}" KI_E2E_SCALE_NAMESPACES="${KI_E2E_SCALE_NAMESPACES:-}" \
-    dbus-run-session --config-file="$session/dbus-session.conf" -- bash -c '
+    dbus-run-session --config-file="$PWD/test/e2e/dbus-session.conf" -- bash -c '
       set -euo pipefail
       # gnome-keyring-daemon, unlocked, in the foreground under a
       # supervisor that logs its stderr and restarts it (at most 5 times)
