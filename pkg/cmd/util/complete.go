@@ -14,7 +14,6 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
@@ -115,13 +114,7 @@ func (k *KubeFlags) completionClient(ctx context.Context) (*rbac.Client, error) 
 	if err != nil {
 		return nil, err
 	}
-	c, err := kubeapi.NewClient(cfg)
-	if err != nil {
-		return nil, err
-	}
-	r := rbac.New(c)
-	r.DiscoveryCache = kubeapi.DiscoveryCacheDir(os.Getenv, cfg.Host)
-	return r, nil
+	return NewRBACClient(cfg)
 }
 
 // CompleteNamespaces completes a namespace from the API server, bounded.
