@@ -39,14 +39,11 @@ func TestTokenExchangeImpersonation(t *testing.T) {
 		"--exchange=token-exchange", "--impersonate-user=alice", "--exchange-audience=robot")
 	exchanges := st.keycloak.Calls("token-exchange")
 
-	r := robot.kubectl("auth", "whoami", "-o", "json")
-	require.Equal(t, 0, r.code, "kubectl auth whoami: %s", r.stderr)
-	var w whoami
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &w))
+	w := robot.whoami()
 	assert.Equal(t, "keycloak:alice@example.com", w.Status.UserInfo.Username, "the API server sees the impersonated user")
 	assert.Equal(t, exchanges+1, st.keycloak.Calls("token-exchange"))
 
-	r = robot.kubectl("auth", "whoami", "-o", "json")
+	r := robot.kubectl("auth", "whoami", "-o", "json")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, exchanges+1, st.keycloak.Calls("token-exchange"), "the exchanged token comes from the cache")
 	assert.Zero(t, robot.browserStarts())
@@ -71,10 +68,7 @@ func TestIdentityPlatform(t *testing.T) {
 	assert.Equal(t, 1, alice.browserStarts(), "one Google sign-in")
 	assert.GreaterOrEqual(t, g.Calls("signInWithIdp"), 1)
 
-	r = alice.kubectl("auth", "whoami", "-o", "json")
-	require.Equal(t, 0, r.code, r.stderr)
-	var w whoami
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &w))
+	w := alice.whoami()
 	assert.Equal(t, "alice@example.com", w.Status.UserInfo.Username)
 	assert.Contains(t, w.Status.UserInfo.Groups, "cluster-viewer")
 
@@ -203,10 +197,7 @@ metadata: {name: other, namespace: robots}
 		"--exchange=token-exchange", "--impersonate-user=alice", "--exchange-audience=robot", "--token-cache-storage=disk")
 	refusals := len(st.keycloak.Assertions.Refusals())
 	exchanges := st.keycloak.Calls("token-exchange")
-	r := robot.kubectl("auth", "whoami", "-o", "json")
-	require.Equal(t, 0, r.code, "kubectl auth whoami: %s", r.stderr)
-	var w whoami
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &w))
+	w := robot.whoami()
 	assert.Equal(t, "keycloak:alice@example.com", w.Status.UserInfo.Username)
 	assert.Equal(t, exchanges+1, st.keycloak.Calls("token-exchange"))
 	assert.Equal(t, "assertion", st.keycloak.LastClientAuth(), "the exchange authenticated the client by its token")
@@ -226,7 +217,7 @@ metadata: {name: other, namespace: robots}
 		cached = append(cached, b...)
 		require.NoError(t, os.Remove(f))
 	}
-	r = robot.kubectl("auth", "whoami")
+	r := robot.kubectl("auth", "whoami")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "keycloak:alice@example.com")
 	assert.Equal(t, exchanges+2, st.keycloak.Calls("token-exchange"))

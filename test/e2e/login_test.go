@@ -36,10 +36,7 @@ func TestBrowserLoginAndRBAC(t *testing.T) {
 
 			// 2: the next command uses the keyring, not Dex.
 			tokens := st.proxy.Count("token:authorization_code") + st.proxy.Count("token:refresh_token")
-			r = alice.kubectl("auth", "whoami", "-o", "json")
-			require.Equal(t, 0, r.code, "kubectl auth whoami: %s", r.stderr)
-			var w whoami
-			require.NoError(t, json.Unmarshal([]byte(r.stdout), &w))
+			w := alice.whoami()
 			assert.Equal(t, api.usernamePrefix+"alice@example.com", w.Status.UserInfo.Username)
 			assert.Contains(t, w.Status.UserInfo.Groups, api.groupPrefix+"developers")
 			assert.Equal(t, tokens, st.proxy.Count("token:authorization_code")+st.proxy.Count("token:refresh_token"), "no token request to Dex")

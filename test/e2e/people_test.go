@@ -167,6 +167,17 @@ func (p *person) kubectl(args ...string) result {
 	return run(p.t, p.env, true, append([]string{st.kubectl, "--kubeconfig=" + p.kubeconfig}, args...)...)
 }
 
+// whoami is the API server's answer to kubectl auth whoami for p, which
+// must succeed.
+func (p *person) whoami() whoami {
+	p.t.Helper()
+	r := p.kubectl("auth", "whoami", "-o", "json")
+	require.Equal(p.t, 0, r.code, "kubectl auth whoami: %s", r.stderr)
+	var w whoami
+	require.NoError(p.t, json.Unmarshal([]byte(r.stdout), &w))
+	return w
+}
+
 func (p *person) plugin(extraEnv []string, args ...string) result {
 	p.t.Helper()
 	return run(p.t, append(append([]string{}, p.env...), extraEnv...), false, append([]string{st.ki}, args...)...)

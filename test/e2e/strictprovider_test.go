@@ -96,10 +96,7 @@ func TestStrictProviderLoginAndRevocation(t *testing.T) {
 	rt, _ := alice.cachedEntry()["refresh_token"].(string)
 	require.NotEmpty(t, rt, "offline_access granted after consent")
 
-	r = alice.kubectl("auth", "whoami", "-o", "json")
-	require.Equal(t, 0, r.code, r.stderr)
-	var w whoami
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &w))
+	w := alice.whoami()
 	assert.Equal(t, "op:alice@example.com", w.Status.UserInfo.Username)
 	assert.Contains(t, w.Status.UserInfo.Groups, "op:developers")
 
@@ -200,12 +197,9 @@ func TestPrivateKeyJWTRobot(t *testing.T) {
 		"--grant-type=client-credentials", "--oidc-client-auth-method=private-key-jwt", "--oidc-client-key-file="+st.opRobotKey,
 		"--exec-interactive-mode=Never", "--token-cache-storage=disk")
 	cc0 := st.op.Count("token:client_credentials")
-	r := robot.kubectl("auth", "whoami", "-o", "json")
-	require.Equal(t, 0, r.code, "kubectl auth whoami: %s", r.stderr)
-	var w whoami
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &w))
+	w := robot.whoami()
 	assert.Equal(t, "op-client:robot", w.Status.UserInfo.Username)
-	r = robot.kubectl("get", "pods", "-n", "team-a")
+	r := robot.kubectl("get", "pods", "-n", "team-a")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, cc0+1, st.op.Count("token:client_credentials"), "the second kubectl uses the cache")
 
