@@ -504,7 +504,7 @@ func TestProfileSecretNeedsPrivateFile(t *testing.T) {
 			r := e.runBinary(bin, []string{"KUBERNETES_EXEC_INFO=" + execInfoV1Never}, args...)
 			assert.Equal(t, 1, r.code, "%s, mode %o", filepath.Base(bin), mode)
 			assert.Empty(t, r.stdout)
-			assert.Contains(t, r.stderr, `profile "robot" holds a client secret but `+path+" is readable by others: chmod 600 "+path)
+			assert.Contains(t, r.stderr, `profile "robot" holds a client secret but profiles file `+path+" is readable by others: chmod 600 "+path)
 			assert.NotContains(t, r.stderr, e.idp.ClientSecret)
 		}
 	}

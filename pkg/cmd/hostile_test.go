@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -28,7 +29,6 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -230,8 +230,8 @@ func measureRSS(argv []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 127
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		fmt.Fprint(os.NewFile(3, "rss"), ru.Maxrss)
+	if rss, ok := testfs.PeakRSS(cmd.ProcessState); ok {
+		fmt.Fprint(os.NewFile(3, "rss"), rss)
 	}
 	return code
 }

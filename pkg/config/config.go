@@ -36,8 +36,9 @@ const EnvConfig = "KUBECTL_IMPERSONATE_CONFIG"
 type File struct {
 	Path     string
 	Profiles map[string]map[string]any `json:"profiles"`
-	// ReadableByOthers is true when group or world may read the file.
-	ReadableByOthers bool
+	// Access is who else may read or write the file (Load checked that
+	// no one else may write it).
+	Access safefile.Access `json:"-"`
 	// raw is the content Load read (and checked).
 	raw []byte
 }
@@ -73,9 +74,7 @@ func Dir(getenv func(string) string) (string, error) {
 func Load(path string) (*File, error) {
 	// The profiles file says where tokens and secrets go: only its owner
 	// may write it.
-	b, fi, err := safefile.ReadRegular("profiles file", path, maxFileSize, safefile.ReadOptions{Check: func(fi os.FileInfo) error {
-		return safefile.CheckPrivate("profiles file", path, fi)
-	}})
+	b, access, err := safefile.ReadRegular("profiles file", path, maxFileSize, safefile.ReadOptions{Rule: safefile.Private})
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("profiles file %s does not exist: create it (see docs/profiles.md) or set %s", path, EnvConfig)
 	}
@@ -86,7 +85,7 @@ func Load(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.ReadableByOthers = fi.Mode().Perm()&0o044 != 0
+	p.Access = access
 	p.raw = b
 	return p, nil
 }
@@ -205,7 +204,7 @@ func SetProfile(path, name string, settings map[string][]string) (changed bool, 
 	if err != nil {
 		return false, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := safefile.MkdirPrivate(filepath.Dir(path)); err != nil {
 		return false, fmt.Errorf("creating the profiles directory: %w", err)
 	}
 	if err := safefile.Write(path, out, safefile.Options{Mode: 0o600, Sync: true}); err != nil {

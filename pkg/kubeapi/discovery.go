@@ -395,8 +395,8 @@ func readDiscoveryCache(dir string, now time.Time) (*Discovered, bool) {
 // young enough: a cache in a shared $KUBECACHEDIR that another user could
 // write is not trusted (it could hide resources from a matrix).
 func readCacheFile(path string, now time.Time, out any) bool {
-	b, _, err := safefile.ReadRegular("discovery cache file", path, maxCacheFile, safefile.ReadOptions{NoFollow: true, Check: func(fi os.FileInfo) error {
-		if !safefile.OwnedBySelf(fi) || fi.Mode().Perm()&0o002 != 0 || now.After(fi.ModTime().Add(DiscoveryTTL)) {
+	b, _, err := safefile.ReadRegular("discovery cache file", path, maxCacheFile, safefile.ReadOptions{NoFollow: true, Rule: safefile.Cache, Check: func(fi os.FileInfo) error {
+		if now.After(fi.ModTime().Add(DiscoveryTTL)) {
 			return errors.New("not used")
 		}
 		return nil
@@ -409,8 +409,7 @@ func readCacheFile(path string, now time.Time, out any) bool {
 // user could otherwise point a server's directory (or discovery/ itself)
 // at another server's.
 func trustedDir(dir string) bool {
-	fi, err := os.Lstat(dir)
-	return err == nil && fi.IsDir() && safefile.OwnedBySelf(fi) && fi.Mode().Perm()&0o022 == 0
+	return safefile.CheckDir("discovery cache directory", dir, false, safefile.Private) == nil
 }
 
 // writeDiscoveryCache writes d in client-go's layout (directories 0750,

@@ -11,10 +11,10 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -233,7 +233,7 @@ func TestDiscoveryCacheOfOthers(t *testing.T) {
 	assert.Equal(t, before+2, s.requests.Load())
 
 	fifoDir := t.TempDir()
-	require.NoError(t, syscall.Mkfifo(filepath.Join(fifoDir, "servergroups.json"), 0o600))
+	testfs.Mkfifo(t, filepath.Join(fifoDir, "servergroups.json"))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

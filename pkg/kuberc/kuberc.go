@@ -66,20 +66,20 @@ var ErrDenyAll = errors.New("the kuberc's credentialPluginPolicy is DenyAll: kub
 
 type doc map[string]any
 
-func read(path string) (doc, os.FileMode, error) {
+func read(path string) (doc, error) {
 	// Bounded, and never waiting on a FIFO: $KUBERC may name anything.
-	b, fi, err := safefile.ReadRegular("kuberc", path, 1<<20, safefile.ReadOptions{})
+	b, _, err := safefile.ReadRegular("kuberc", path, 1<<20, safefile.ReadOptions{})
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, 0o600, nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	var d doc
 	if err := yaml.Unmarshal(b, &d); err != nil {
-		return nil, 0, fmt.Errorf("%s is not a single kuberc document (edit it by hand): %w", path, err)
+		return nil, fmt.Errorf("%s is not a single kuberc document (edit it by hand): %w", path, err)
 	}
-	return d, fi.Mode().Perm(), nil
+	return d, nil
 }
 
 func (d doc) policy() string { s, _ := d["credentialPluginPolicy"].(string); return s }
@@ -113,7 +113,7 @@ func (d doc) lists(command string) bool {
 
 // Check says whether kubectl would run command under the kuberc at path.
 func Check(path, command string) (Verdict, error) {
-	d, _, err := read(path)
+	d, err := read(path)
 	if err != nil || d == nil {
 		return NoPolicy, err
 	}
@@ -137,7 +137,7 @@ func Check(path, command string) (Verdict, error) {
 // plugins). It keeps the file's other content and mode, and says what it
 // did.
 func Allow(path, command string) (Verdict, bool, error) {
-	d, mode, err := read(path)
+	d, err := read(path)
 	if err != nil {
 		return NoPolicy, false, err
 	}
@@ -162,17 +162,18 @@ func Allow(path, command string) (Verdict, bool, error) {
 	if err != nil {
 		return v, false, err
 	}
-	if err := writeAtomic(path, b, mode); err != nil {
+	if err := writeAtomic(path, b); err != nil {
 		return v, false, fmt.Errorf("writing the kuberc: %w", err)
 	}
 	return v, true, nil
 }
 
 // writeAtomic replaces path (following a symlink to its target: a
-// kuberc kept in a dotfiles repository stays there) with b.
-func writeAtomic(path string, b []byte, mode os.FileMode) error {
+// kuberc kept in a dotfiles repository stays there) with b, in the mode
+// it had (0600 when new).
+func writeAtomic(path string, b []byte) error {
 	if target, err := filepath.EvalSymlinks(path); err == nil {
 		path = target
 	}
-	return safefile.Write(path, b, safefile.Options{Mode: mode, Sync: true})
+	return safefile.Write(path, b, safefile.Options{Sync: true})
 }

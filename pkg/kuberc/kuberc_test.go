@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/kubectl/pkg/config"
@@ -148,7 +148,7 @@ func snippet(command string) string {
 // refused at once, not waited on or read forever.
 func TestReadIsBounded(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "fifo")
-	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	testfs.Mkfifo(t, fifo)
 	for _, path := range []string{fifo, "/dev/zero"} {
 		_, err := Check(path, "kubectl-impersonate")
 		assert.ErrorContains(t, err, "is not a regular file", path)

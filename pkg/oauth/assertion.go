@@ -12,7 +12,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -137,12 +136,7 @@ const maxKeyFile = 64 << 10
 // LoadKey reads the client's private key from a PEM file readable by its
 // owner alone (PKCS #8, PKCS #1 or SEC 1).
 func LoadKey(path string) (crypto.Signer, error) {
-	b, _, err := safefile.ReadRegular("client key file", path, maxKeyFile, safefile.ReadOptions{Check: func(fi os.FileInfo) error {
-		if fi.Mode().Perm()&0o077 != 0 {
-			return fmt.Errorf("client key file %s is readable by others: chmod 600 %s", path, path)
-		}
-		return safefile.CheckPrivate("client key file", path, fi)
-	}})
+	b, _, err := safefile.ReadRegular("client key file", path, maxKeyFile, safefile.ReadOptions{Rule: safefile.Secret})
 	if err != nil {
 		return nil, err
 	}
@@ -193,9 +187,7 @@ func LoadCertificate(path string) (*x509.Certificate, error) {
 // it holds is never printed.
 func AssertionFile(path string) Assertion {
 	return func(string) (string, error) {
-		b, _, err := safefile.ReadRegular("client assertion file", path, maxKeyFile, safefile.ReadOptions{Check: func(fi os.FileInfo) error {
-			return safefile.CheckIssued("client assertion file", path, fi)
-		}})
+		b, _, err := safefile.ReadRegular("client assertion file", path, maxKeyFile, safefile.ReadOptions{Rule: safefile.Issued})
 		if err != nil {
 			return "", err
 		}

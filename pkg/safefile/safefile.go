@@ -22,7 +22,10 @@ const TempPrefix = ".tmp-"
 // Options are a write's mode and durability.
 type Options struct {
 	// Mode is the file's mode, set as given (not masked by the umask):
-	// 0600 for tokens and profiles, kubectl's 0660 for its caches.
+	// 0600 for tokens and profiles, kubectl's 0660 for its caches; 0
+	// keeps the mode of the file replaced (0600 for a new one). On
+	// Windows a mode that lets no one else in is a DACL of the user's
+	// alone; any other keeps the DACL the directory hands down.
 	Mode os.FileMode
 	// Sync flushes the file to disk before the rename: what must survive
 	// a crash (a refresh token, a profile). kubectl's discovery cache
@@ -61,10 +64,14 @@ func WriteIn(root *os.Root, name string, b []byte, o Options) error {
 		return err
 	}
 	defer func() { _ = root.Remove(tmp) }() // a no-op after the rename
-	err = f.Chmod(o.Mode)
-	if errors.Is(err, errors.ErrUnsupported) {
-		err = nil // no modes here: the new file is the user's alone
+	mode := o.Mode
+	if mode == 0 { // the mode of the file replaced, else the user's alone
+		mode = 0o600
+		if fi, err := root.Lstat(name); err == nil && fi.Mode().IsRegular() {
+			mode = fi.Mode().Perm()
+		}
 	}
+	err = setPrivate(root, tmp, f, mode)
 	if err == nil {
 		_, err = f.Write(b)
 	}

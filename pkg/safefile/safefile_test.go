@@ -20,7 +20,7 @@ func TestWrite(t *testing.T) {
 		{"kubectl's cache: 0660, not synced", 0o660, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := testDir(t)
 			path := filepath.Join(dir, "f.json")
 			require.NoError(t, os.WriteFile(path, []byte("old"), 0o644))
 			require.NoError(t, Write(path, []byte("new"), Options{Mode: tt.mode, Sync: tt.sync}))
@@ -42,7 +42,7 @@ func TestWrite(t *testing.T) {
 // A name that climbs out of the root, or a symlink on the way that points
 // out of it, writes nothing outside.
 func TestWriteInStaysInside(t *testing.T) {
-	base := t.TempDir()
+	base := testDir(t)
 	inside, outside := filepath.Join(base, "server"), filepath.Join(base, "other")
 	require.NoError(t, os.MkdirAll(inside, 0o750))
 	require.NoError(t, os.MkdirAll(outside, 0o750))

@@ -281,8 +281,10 @@ func (o *AuthOptions) applyProfile(getenv func(string) string, warn func(string)
 		if f == nil || !o.names[key] || key == credspec.FlagProfile {
 			return fmt.Errorf("profile %q in %s: unknown key %q (keys are the long flag names of get-token)", o.Profile, path, key)
 		}
-		if slices.Contains(secretFlags, key) && file.ReadableByOthers {
-			return fmt.Errorf("profile %q holds a client secret but %s is readable by others: chmod 600 %s", o.Profile, path, path)
+		if slices.Contains(secretFlags, key) {
+			if err := safefile.Secret.Check("profiles file", path, file.Access, false); err != nil {
+				return fmt.Errorf("profile %q holds a client secret but %w", o.Profile, err)
+			}
 		}
 		values, err := config.Values(settings[raw])
 		if err != nil {
@@ -415,7 +417,7 @@ func (o *AuthOptions) SecretOnCommandLine() bool { return o.secretFromFlag }
 // included); empty is an error, and a file others may read gets a warning.
 func readSecretFile(flag, what, path string, warn func(string)) (string, error) {
 	path = credspec.ExpandHome(path)
-	b, fi, err := safefile.ReadRegular(what+" file", path, 64<<10, safefile.ReadOptions{})
+	b, access, err := safefile.ReadRegular(what+" file", path, 64<<10, safefile.ReadOptions{})
 	if err != nil {
 		return "", fmt.Errorf("--%s: %w", flag, err)
 	}
@@ -423,8 +425,8 @@ func readSecretFile(flag, what, path string, warn func(string)) (string, error) 
 	if secret == "" {
 		return "", fmt.Errorf("--%s %s is empty: write the %s into it", flag, path, what)
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		warn(fmt.Sprintf("%s file %s is readable by others: chmod 600 %s", what, path, path))
+	if err := safefile.Secret.Check(what+" file", path, access, false); err != nil {
+		warn(err.Error())
 	}
 	return secret, nil
 }

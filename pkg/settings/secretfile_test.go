@@ -3,9 +3,9 @@ package settings
 import (
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,7 +23,7 @@ func TestReadSecretFile(t *testing.T) {
 		return p
 	}
 	fifo := filepath.Join(dir, "fifo")
-	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	testfs.Mkfifo(t, fifo)
 	for _, tt := range []struct {
 		name, path, want, wantErr, wantWarn string
 	}{

@@ -2,7 +2,6 @@ package tokencache
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 	"os"
@@ -26,12 +25,7 @@ func attemptPath(dir, id string) string { return filepath.Join(dir, id+".login")
 // ReadLoginAttempt reads the record of id, nil when there is none or it
 // cannot be read (a damaged record only loses a cooldown).
 func ReadLoginAttempt(dir, id string) *LoginAttempt {
-	b, _, err := safefile.ReadRegular("login record", attemptPath(dir, id), 16<<10, safefile.ReadOptions{NoFollow: true, Check: func(fi os.FileInfo) error {
-		if !safefile.OwnedBySelf(fi) {
-			return errors.New("not the user's own")
-		}
-		return nil
-	}})
+	b, _, err := safefile.ReadRegular("login record", attemptPath(dir, id), 16<<10, safefile.ReadOptions{NoFollow: true, Rule: safefile.Private})
 	if err != nil {
 		return nil
 	}

@@ -69,40 +69,26 @@ func (d *Disk) Get(_ context.Context, id string) ([]byte, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	b, _, err := safefile.ReadRegular("token cache file", p, maxEntrySize, safefile.ReadOptions{NoFollow: true, Check: func(fi os.FileInfo) error {
-		if !safefile.OwnedBySelf(fi) || fi.Mode().Perm()&0o077 != 0 {
-			return notPrivate{fmt.Errorf("token cache file %s is not a private file of yours (mode %s): refusing to read it; delete it", p, fi.Mode())}
-		}
-		return nil
-	}})
+	b, _, err := safefile.ReadRegular("token cache file", p, maxEntrySize, safefile.ReadOptions{NoFollow: true, Rule: safefile.Secret})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, ErrNotFound
 	case errors.Is(err, safefile.ErrTooLarge):
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
-	case err != nil && !errors.As(err, new(notPrivate)):
-		// A symlink (ELOOP), a FIFO, a directory: not a file this store wrote.
+	case err != nil:
+		// Another user's, readable by others, a symlink (ELOOP), a FIFO, a
+		// directory: not a file this store wrote.
 		return nil, fmt.Errorf("token cache file %s is not a private file of yours: refusing to read it (%v); delete it", p, err)
 	}
 	return b, err
 }
-
-// notPrivate is the refusal of an entry file another user owns or may read.
-type notPrivate struct{ error }
 
 // maxEntrySize bounds what is read of an entry: tokens of a few KiB each.
 const maxEntrySize = 1 << 20
 
 // checkOwnDir refuses a cache directory another user owns or may write.
 func checkOwnDir(dir string) error {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("checking token cache directory: %w", err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("token cache directory %s is not a directory", dir)
-	}
-	return safefile.CheckPrivate("token cache directory", dir, fi)
+	return safefile.CheckDir("token cache directory", dir, true, safefile.Private)
 }
 
 func (d *Disk) Put(_ context.Context, id string, data []byte) error {
@@ -154,7 +140,7 @@ func (d *Disk) DeleteAll(ctx context.Context) error {
 // --token-cache-dir naming some other directory must not have its mode
 // rewritten): the entries in it are 0600 files.
 func EnsureDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := safefile.MkdirPrivate(dir); err != nil {
 		return fmt.Errorf("creating token cache directory: %w", err)
 	}
 	return checkOwnDir(dir)

@@ -182,3 +182,27 @@ func TestProtocolClientsLinkNoFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestOnePermissionCheck: who owns a file and who else may read or write
+// it is judged in one place, pkg/safefile, per platform (Unix mode bits
+// and uid; Windows owner SID and DACL): Go's mode bits mean nothing there
+// (every file 0666), so no other production code reads them, the owner's
+// uid, or sets a mode.
+func TestOnePermissionCheck(t *testing.T) {
+	var found []string
+	for _, f := range productionFiles(t) {
+		if f.pkg == filepath.Join("pkg", "safefile") {
+			continue
+		}
+		ast.Inspect(f.file, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				switch sel.Sel.Name {
+				case "Perm", "Stat_t", "Getuid", "Chmod", "Chown", "Lchown":
+					found = append(found, f.path+": "+sel.Sel.Name)
+				}
+			}
+			return true
+		})
+	}
+	assert.Empty(t, found, "permission reads and changes outside pkg/safefile")
+}

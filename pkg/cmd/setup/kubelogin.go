@@ -200,7 +200,7 @@ func safeName(user string) string {
 // writeSecretFile creates path 0600 in a 0700 directory, replacing a
 // symlink planted there rather than writing through it.
 func writeSecretFile(path, content string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := safefile.MkdirPrivate(filepath.Dir(path)); err != nil {
 		return err
 	}
 	return safefile.Write(path, []byte(content+"\n"), safefile.Options{Mode: 0o600, Sync: true})

@@ -1,0 +1,3 @@
+// Package testfs makes the files the tests plant that a platform may not
+// have: a FIFO (Unix only), a peak RSS read from a child's rusage.
+package testfs
