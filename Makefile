@@ -27,7 +27,7 @@ snapshot_version = $$(ls $(1)/kubectl-impersonate_*_linux_amd64.tar.gz | sed -E 
 # naming it by tag and digest.
 oci_image = $(GO) -C hack/tools run ./oci-image -dist $(CURDIR)/$(1) -manifest $(CURDIR)/deploy/proxy/proxy.yaml -manifest-out $(CURDIR)/$(1)/deploy/proxy/proxy.yaml && hack/image-sbom.sh $(1)
 
-.PHONY: release vulncheck help build install test unit e2e demo demo-check bench bench-check soak lint fmt fuzz clean tools release-snapshot release-test snapshot-host krew-manifest deploy-manifest krew-validate docs
+.PHONY: release vulncheck wine-unit cross help build install test unit e2e demo demo-check bench bench-check soak lint fmt fuzz clean tools release-snapshot release-test snapshot-host krew-manifest deploy-manifest krew-validate docs
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -45,7 +45,15 @@ unit: ## Unit and integration tests (in-process OIDC provider, the built binary)
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-test: lint vulncheck unit e2e demo-check release-test bench-check ## Everything CI runs: lint, the vulnerability check, unit, integration, end-to-end (Kubernetes 1.37 and 1.35), the demo checked, the release verified and installed with Krew, the speed bound
+test: lint vulncheck unit wine-unit e2e demo-check release-test bench-check ## Everything CI runs: lint (vet and test builds for Windows and macOS too), the vulnerability check, unit (and the permission package's under Wine), integration, end-to-end (Kubernetes 1.37 and 1.35), the demo checked, the release verified and installed with Krew, the speed bound
+
+wine-unit: ## The permission package's tests (pkg/safefile) built for Windows and run under Wine (Debian's 8.0, installed when missing)
+	hack/wine.sh unit
+
+cross: ## go vet and build every test for the other platforms shipped (windows, darwin), with the e2e and release tags too
+	@for os in windows darwin; do echo "GOOS=$$os: vet, test builds"; \
+	  GOOS=$$os $(GO) vet ./... && GOOS=$$os $(GO) vet -tags e2e ./test/e2e/... && GOOS=$$os $(GO) vet -tags release ./test/release/... \
+	  && GOOS=$$os $(GO) test -count=1 -exec=true ./... >/dev/null || { echo "GOOS=$$os: vet or a test build failed"; exit 1; }; done
 
 vulncheck: ## govulncheck on the binaries' packages against golang.org/x/vulndb pinned in hack/tools/vuln (and a fixture that must fail)
 	hack/vulncheck.sh
@@ -68,7 +76,7 @@ soak: ## The proxy's soak (not in make test): 2 replicas, 200 requests/s, token 
 bench-check: ## The coarse speed bounds of make test: cached get-token (disk) at most 3 x hello, peak RSS at most 8 MiB; the full binary's version at most 5 x hello; status over 200 contexts (keyring) at most 1 s
 	hack/bench.sh --check
 
-lint: tools ## gofmt, go vet, staticcheck, goreleaser check, Krew manifest validation
+lint: tools cross ## gofmt, go vet (Linux, Windows, macOS), the tests built for Windows and macOS, staticcheck, goreleaser check, Krew manifest validation
 	@out="$$(gofmt -l cmd pkg test hack internal)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/...

@@ -43,9 +43,13 @@ if ! /usr/bin/python3 -c "import kubernetes" 2>/dev/null; then
 fi
 
 versions="${E2E_K8S_VERSIONS:-1.37 1.35}"
+# The Windows job (test/e2e/windows_test.go) runs with the first version:
+# Wine from Debian (hack/wine.sh installs it) and kubectl.exe built with it.
+first="${versions%% *}"
 declare -A tools
 for v in $versions; do
-  tools[$v]="$(test/e2e/tools/build.sh "$v")" || fail "building the pinned kube-apiserver $v, kubectl and Dex failed"
+  win=0; [ "$v" = "$first" ] && win=1
+  tools[$v]="$(KI_E2E_WINDOWS=$win test/e2e/tools/build.sh "$v")" || fail "building the pinned kube-apiserver $v, kubectl and Dex failed"
 done
 
 # The Firebase Auth emulator: the real peer for Identity Platform's
@@ -100,7 +104,7 @@ for v in $versions; do
   env -i PATH="$PATH" HOME="$session/home-$v" XDG_RUNTIME_DIR="$session/run" TMPDIR="${TMPDIR:-/tmp}" \
     GOPATH="$(go env GOPATH)" GOCACHE="$(go env GOCACHE)" GOMODCACHE="$(go env GOMODCACHE)" GOFLAGS="${GOFLAGS:-}" \
     GOPROXY="$(go env GOPROXY)" KI_E2E_TOOLS="${tools[$v]}" KI_E2E_LOGS="$vlogs" KI_E2E_SESSION="$session" \
-    E2E_CHROMIUM="$(command -v chromium)" KI_E2E_RUN="${KI_E2E_RUN:-.}" KI_E2E_FIRST="$KI_E2E_FIRST" KI_E2E_K8S="$v" \
+    E2E_CHROMIUM="$(command -v chromium)" KI_E2E_RUN="${KI_E2E_RUN:-.}" KI_E2E_FIRST="$KI_E2E_FIRST" KI_E2E_WINDOWS="$KI_E2E_FIRST" KI_E2E_K8S="$v" \
     KI_E2E_FIREBASE="$firebase_dir/node_modules/.bin/firebase" KI_E2E_NODE_MODULES="$node_dir/node_modules" KI_IMAGE_DIST="${KI_IMAGE_DIST:-}" KI_E2E_SCALE_NAMESPACES="${KI_E2E_SCALE_NAMESPACES:-}" \
     dbus-run-session --config-file="$PWD/test/e2e/dbus-session.conf" -- bash -c '
       set -euo pipefail

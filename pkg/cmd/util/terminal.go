@@ -36,7 +36,8 @@ func (a *alsoToTerminal) Write(p []byte) (int, error) {
 }
 
 // OpenControllingTerminal opens the process's controlling terminal for
-// writing (an error without one: a daemon, a CI job, Windows).
+// writing (an error without one: a daemon, a CI job): /dev/tty on Unix,
+// the console's output (CONOUT$) on Windows.
 func OpenControllingTerminal() (io.Writer, error) {
-	return os.OpenFile("/dev/tty", os.O_WRONLY, 0)
+	return os.OpenFile(controllingTerminal, os.O_WRONLY, 0)
 }

@@ -1,0 +1,15 @@
+//go:build windows
+
+package execcred
+
+import (
+	"testing"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
+	"github.com/stretchr/testify/assert"
+)
+
+// TestFastBinaryExe: the name skipped above is the fast binary's.
+func TestFastBinaryExe(t *testing.T) {
+	assert.Equal(t, install.FastBinaryName+".exe", FastBinaryExe)
+}
