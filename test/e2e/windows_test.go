@@ -62,6 +62,14 @@ func newWin(t *testing.T) *win {
 	build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
 	build.Stderr = os.Stderr
 	require.NoError(t, build.Run(), "building the Windows binaries")
+	// test/wine/spawn as a person's shell (every program here is started
+	// from one: a program Wine starts directly has no parent) and as the
+	// JavaScript client's runtime.
+	for _, name := range []string{"shell.exe", "node.exe"} {
+		spawn := exec.Command("go", "build", "-o", filepath.Join(w.dir, name), "../wine/spawn")
+		spawn.Env, spawn.Stderr = build.Env, os.Stderr
+		require.NoError(t, spawn.Run(), "building the stand-in %s", name)
+	}
 	// The default Windows opener (rundll32 url.dll → winebrowser) runs
 	// xdg-open: this one is the test's browser, driving Chromium through
 	// Dex's login.
@@ -76,8 +84,16 @@ func newWin(t *testing.T) *win {
 	return w
 }
 
-// run runs a Windows program under Wine.
+// run runs a Windows program under Wine, from a shell.
 func (w *win) run(env []string, exe string, args ...string) result {
+	w.t.Helper()
+	return w.runDirect(env, filepath.Join(w.dir, "shell.exe"), append([]string{winPath(exe)}, args...)...)
+}
+
+// runDirect runs a Windows program as Wine's own child: it has no parent
+// process of its own (Wine 8.0 fails a CreateProcess now and then when
+// ten programs each start one at once).
+func (w *win) runDirect(env []string, exe string, args ...string) result {
 	w.t.Helper()
 	return run(w.t, append(append([]string{}, w.env...), env...), false, append([]string{"wine", exe}, args...)...)
 }
@@ -139,10 +155,11 @@ func TestWindows(t *testing.T) {
 	for _, storage := range []string{"disk", "keyring"} {
 		t.Run("kubectl.exe, "+storage, func(t *testing.T) {
 			args := w.getTokenArgs(storage)
-			require.Equal(t, 0, w.run(nil, full, append([]string{"logout"}, args...)...).code)
+			r := w.run(nil, full, append([]string{"logout"}, args...)...)
+			require.Equal(t, 0, r.code, "logout: %s", r.stderr)
 			kc := w.kubeconfig(storage, args)
 			before := password()
-			r := w.whoami(kc)
+			r = w.whoami(kc)
 			require.Equal(t, 0, r.code, "kubectl.exe auth whoami: %s", r.stderr)
 			assert.Equal(t, "oidc:"+users["bob"].email, r.stdout)
 			assert.Equal(t, before+1, password(), "one password grant on the miss")
@@ -164,8 +181,9 @@ func TestWindows(t *testing.T) {
 
 	t.Run("refresh", func(t *testing.T) {
 		args := w.getTokenArgs("disk", "--oidc-extra-scope=offline_access")
-		require.Equal(t, 0, w.run(nil, full, append([]string{"logout"}, args...)...).code)
-		r := w.run(nil, fast, args...)
+		r := w.run(nil, full, append([]string{"logout"}, args...)...)
+		require.Equal(t, 0, r.code, "logout: %s", r.stderr)
+		r = w.run(nil, fast, args...)
 		require.Equal(t, 0, r.code, r.stderr)
 		before := st.proxy.Count("token:refresh_token")
 		r = w.run(nil, fast, append(args, "--force-refresh")...)
@@ -175,17 +193,18 @@ func TestWindows(t *testing.T) {
 
 	t.Run("ten processes, one token request", func(t *testing.T) {
 		args := w.getTokenArgs("disk")
-		require.Equal(t, 0, w.run(nil, full, append([]string{"logout"}, args...)...).code)
+		r := w.run(nil, full, append([]string{"logout"}, args...)...)
+		require.Equal(t, 0, r.code, "logout: %s", r.stderr)
 		before := password()
 		var wg sync.WaitGroup
 		results := make([]result, 10)
 		for i := range results {
 			wg.Add(1)
-			go func() { defer wg.Done(); results[i] = w.run([]string{execInfoNever}, fast, args...) }()
+			go func() { defer wg.Done(); results[i] = w.runDirect([]string{execInfoNever}, fast, args...) }()
 		}
 		wg.Wait()
 		tokens := map[string]bool{}
-		for _, r := range results {
+		for _, r = range results {
 			require.Equal(t, 0, r.code, r.stderr)
 			tokens[credentialToken(t, r.stdout)] = true
 		}
@@ -231,6 +250,50 @@ func TestWindows(t *testing.T) {
 		require.Equal(t, 0, r.code, r.stderr)
 		require.Equal(t, 0, w.run(nil, fast, args...).code)
 		assert.Equal(t, before+1, password(), "logged out: a new grant")
+	})
+
+	// The JavaScript client sets no KUBERNETES_EXEC_INFO: the plugin knows
+	// it by its runtime, the parent process (node.exe), and lets it run
+	// get-token only, also when the fast binary hands the call over.
+	t.Run("JavaScript client guard", func(t *testing.T) {
+		node := filepath.Join(w.dir, "node.exe")
+		r := w.run(nil, node, winPath(full), "logout", "--all")
+		assert.Equal(t, 1, r.code)
+		assert.Contains(t, r.stderr, "only get-token may run that way")
+		r = w.run(nil, full, "logout", "--all")
+		assert.Equal(t, 0, r.code, "not under node.exe: %s", r.stderr)
+		args := w.getTokenArgs("disk")
+		r = w.run(nil, node, append([]string{winPath(fast)}, args...)...)
+		require.Equal(t, 0, r.code, "get-token under node.exe: %s", r.stderr)
+		assert.NotEmpty(t, credentialToken(t, r.stdout))
+	})
+
+	// A locked entry (it names a profile) may not set what the profile
+	// does not allow: kubectl's environment, read from kubectl.exe's PEB,
+	// tells the entry's variables apart from the user's.
+	t.Run("locked exec entry", func(t *testing.T) {
+		file := filepath.Join(w.dir, "locked.yaml")
+		settings, _ := json.Marshal(map[string]any{"profiles": map[string]any{"bob": map[string]any{
+			"oidc-issuer-url": st.issuer, "oidc-client-id": confidentialClient, "grant-type": "password",
+			"oidc-extra-scope":        []string{"email"},
+			"oidc-client-secret-file": winPath(st.secretFile), "certificate-authority": winPath(st.caFile),
+			"username": users["bob"].email, "token-cache-storage": "disk",
+			"token-cache-dir": winPath(filepath.Join(w.dir, "cache")),
+		}}})
+		require.NoError(t, os.WriteFile(file, settings, 0o600))
+		env := []string{"KUBECTL_IMPERSONATE_CONFIG=" + winPath(file)}
+		kc := w.kubeconfig("locked", []string{"--profile=bob"})
+		r := w.run(env, w.kubectl, "--kubeconfig="+kc, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+		require.Equal(t, 0, r.code, "the entry sets nothing: %s", r.stderr)
+		assert.Equal(t, "oidc:"+users["bob"].email, r.stdout)
+
+		b, err := os.ReadFile(strings.TrimPrefix(strings.ReplaceAll(kc, `\`, "/"), "Z:"))
+		require.NoError(t, err)
+		withEnv := strings.Replace(string(b), "      interactiveMode:", "      env: [{name: HTTPS_PROXY, value: \"http://127.0.0.1:9\"}]\n      interactiveMode:", 1)
+		require.NoError(t, os.WriteFile(filepath.Join(w.dir, "locked-env.kubeconfig"), []byte(withEnv), 0o600))
+		r = w.run(env, w.kubectl, "--kubeconfig="+winPath(filepath.Join(w.dir, "locked-env.kubeconfig")), "auth", "whoami")
+		assert.NotEqual(t, 0, r.code)
+		assert.Contains(t, r.stderr, "$HTTPS_PROXY")
 	})
 
 	t.Run("browser login through the default opener", func(t *testing.T) {
