@@ -37,6 +37,7 @@ type Access struct {
 	// ("S-1-1-0"), "" on Unix (the mode says it).
 	Grantee string
 	// mode is the Unix permission bits, for messages.
+	//lint:ignore U1000 read on Unix only (fixCommand)
 	mode fs.FileMode
 }
 
