@@ -122,3 +122,11 @@ func CheckDir(what, path string, follow bool, r Rule) error {
 // granting the user, SYSTEM and the Administrators only, inherited by
 // what is created in it). An existing directory is left as it is.
 func MkdirPrivate(dir string) error { return mkdirPrivate(dir) }
+
+// stat is os.Stat with follow, os.Lstat without.
+func stat(path string, follow bool) (fs.FileInfo, error) {
+	if follow {
+		return os.Stat(path)
+	}
+	return os.Lstat(path)
+}

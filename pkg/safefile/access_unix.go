@@ -17,11 +17,7 @@ const ownerSystemIsSelf = false
 func accessOf(_ *os.File, fi fs.FileInfo) (Access, error) { return unixAccess(fi), nil }
 
 func accessAt(path string, follow bool) (Access, fs.FileInfo, error) {
-	stat := os.Lstat
-	if follow {
-		stat = os.Stat
-	}
-	fi, err := stat(path)
+	fi, err := stat(path, follow)
 	if err != nil {
 		return Access{}, nil, err
 	}

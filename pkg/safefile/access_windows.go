@@ -165,11 +165,7 @@ func accessOf(f *os.File, _ fs.FileInfo) (Access, error) {
 }
 
 func accessAt(path string, follow bool) (Access, fs.FileInfo, error) {
-	stat := os.Lstat
-	if follow {
-		stat = os.Stat
-	}
-	fi, err := stat(path)
+	fi, err := stat(path, follow)
 	if err != nil {
 		return Access{}, nil, err
 	}
