@@ -17,6 +17,7 @@ targets=(
   "./pkg/exchange FuzzCloudSigmaResponses"
   "./pkg/tokencache FuzzDecodeEntry"
   "./pkg/kubeapi FuzzDiscoveryWrites"
+  "./pkg/kubeapi FuzzDiscoveryCacheDirsDistinct"
   "./pkg/logging FuzzEscape"
 )
 failed=0

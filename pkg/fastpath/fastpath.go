@@ -57,7 +57,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return false, nil
 	}
-	if o.CheckAllowedServer(req.Cluster) != nil || o.ForCluster(req.Cluster) != nil {
+	if o.Admit(req.Cluster) != nil {
 		return false, nil
 	}
 	store, err := o.NewStore(say)

@@ -99,6 +99,10 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the API client: %w", err)
 	}
+	// No redirect is followed: client-go's transport adds Authorization
+	// to every request it sends, so Go's stripping of it on a redirect to
+	// another host would not apply, and an API server needs none.
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	softLimit.Do(func() {
 		if os.Getenv("GOMEMLIMIT") == "" {
 			debug.SetMemoryLimit(MemoryLimit)
@@ -237,10 +241,23 @@ func (c *Client) do(ctx context.Context, method, path, accept string, body io.Re
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode/100 != 2 {
-		return statusError(resp.StatusCode, b)
+	if err := answerError(resp.StatusCode, path, b); err != nil {
+		return err
 	}
 	return c.decode(path, b, how, out)
+}
+
+// answerError is the error of an answer that is not 2xx: a redirect is
+// refused (it is not followed: it would carry the credentials elsewhere),
+// anything else read from its Status.
+func answerError(code int, path string, b []byte) error {
+	switch code / 100 {
+	case 2:
+		return nil
+	case 3:
+		return fmt.Errorf("the API server answered %s with a redirect (%d): refusing to follow it, it would carry the credentials elsewhere", path, code)
+	}
+	return statusError(code, b)
 }
 
 // maxMessage bounds the message of an API error that is printed.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -35,18 +36,21 @@ const DiscoveryTTL = 6 * time.Hour
 // the plain documents as the fallback.
 const acceptAggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 
-// DiscoveryCacheDir is the discovery cache directory for host: under
-// $KUBECACHEDIR or ~/.kube/cache, discovery/ and the host with every
-// character but letters, digits, "_", "/", ".", "(" and ")" replaced by "_"
-// (cli-runtime's computeDiscoverCacheDir): kubectl's own directory, shared
-// with kubectl, when that is one plain name. kubectl's name keeps "/" and
-// ".", so a server URL with a path ("https://h:6443/apps") would name a
-// directory inside another server's ("h_6443/apps", where h:6443 keeps its
-// apps group) and ".." would climb: such a host gets a directory of its own
-// instead, the same name with "/" as "_" and "-" and a digest of the host
-// after it ("h_6443_apps-1f0c…"), which kubectl's names never contain
-// ("-" is not among its characters), so it is neither kubectl's directory
-// for any server nor inside one. "" when there is no home.
+// DiscoveryCacheDir is the discovery cache directory for host, under
+// $KUBECACHEDIR or ~/.kube/cache/discovery ("" when there is no home).
+//
+// kubectl names a server's directory after its URL without "https://" or
+// "http://", every character but letters, digits, "_", "/", ".", "(" and
+// ")" replaced by "_" (cli-runtime's computeDiscoverCacheDir). That name
+// is shared by many servers: "http://h:6443" and "https://h:6443", or
+// "https://127.0.0.1_6443" (reached through a proxy-url) and
+// "https://127.0.0.1:6443", and a path ("https://h:6443/apps") names a
+// directory inside another server's. The plugin shares kubectl's directory
+// (each warms the other's cache) only when kubectl's name maps back to
+// this URL alone (sharesKubectlDir); any other host gets a directory of
+// its own, its name with "/" as "_" and "-" and a digest of the whole URL
+// after it ("h_6443_apps-1f0c…"): kubectl's names never contain "-", so it
+// is no server's kubectl directory nor inside one.
 func DiscoveryCacheDir(getenv func(string) string, host string) string {
 	cache := getenv("KUBECACHEDIR")
 	if cache == "" {
@@ -63,16 +67,25 @@ func DiscoveryCacheDir(getenv func(string) string, host string) string {
 			safe[i] = '_'
 		}
 	}
-	// kubectl's name (filepath.Join cleans it) when it is one plain name
-	// as given: a path, ".." segments included ("https://evil/../prod_6443"
-	// cleans to another server's name), gets the digest form.
 	name := strings.TrimSuffix(string(safe), "/")
-	if strings.ContainsRune(name, '/') || name == "" || name == "." || name == ".." {
+	if !sharesKubectlDir(host) {
 		sum := sha256.Sum256([]byte(host))
 		name = strings.ReplaceAll(string(safe), "/", "_") + "-" + hex.EncodeToString(sum[:8])
 	}
 	return filepath.Join(cache, "discovery", name)
 }
+
+// kubectlDirURL is a URL whose kubectl directory name maps back to it
+// alone: https, a host of letters, digits, "." and "-" (no "_", no IPv6),
+// a port, at most a trailing "/". kubectl's name turns "-" and the port's
+// ":" into "_": with a port, the name's last "_" is the port's and every
+// other one a "-"; without one, no "-" may be in the host (a name's "_"
+// would then be a "-" or a port's ":").
+var kubectlDirURL = regexp.MustCompile(`^https://([A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?:[0-9]{1,5}|[A-Za-z0-9](?:[A-Za-z0-9.]*[A-Za-z0-9])?)/?$`)
+
+// sharesKubectlDir says host may use kubectl's own discovery directory:
+// no other URL names it (kubectlDirURL).
+func sharesKubectlDir(host string) bool { return kubectlDirURL.MatchString(host) }
 
 // Discovered is what the server serves: its groups (the core group "" first,
 // as client-go lists it) and each group version's resources.
@@ -281,8 +294,8 @@ func (c *Client) discoveryDoc(ctx context.Context, path string) ([]byte, bool, e
 	if err != nil {
 		return nil, false, err
 	}
-	if resp.StatusCode/100 != 2 {
-		return nil, false, statusError(resp.StatusCode, b)
+	if err := answerError(resp.StatusCode, path, b); err != nil {
+		return nil, false, err
 	}
 	if _, err := c.charge(path, b, answer{kept: true}); err != nil {
 		return nil, false, err

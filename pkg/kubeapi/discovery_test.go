@@ -270,17 +270,51 @@ var kubectlCacheChars = regexp.MustCompile(`[^(\w/.)]`)
 
 // TestDiscoveryCacheDir: the directory cli-runtime's
 // computeDiscoverCacheDir names (kubectl's), under $KUBECACHEDIR, for every
-// server whose name there is one plain element; a server URL with a path
-// gets its own (TestDiscoveryCacheDirDoesNotNest).
+// server whose kubectl name maps back to it alone; any other gets its own,
+// never kubectl's name of another server (issue 46: "https://127.0.0.1_28446"
+// through a proxy-url wrote into 127.0.0.1:28446's directory).
 func TestDiscoveryCacheDir(t *testing.T) {
 	env := func(k string) string { return map[string]string{"KUBECACHEDIR": "/c"}[k] }
-	for _, host := range []string{"https://127.0.0.1:6443", "http://[::1]:8080", "https://h:6443/",
-		"https://exämple.com", "https://a(b).example.com", "api.example.com:443"} {
+	kubectls := func(host string) string {
 		schemeless := strings.Replace(strings.Replace(host, "https://", "", 1), "http://", "", 1)
-		want := filepath.Join("/c", "discovery", kubectlCacheChars.ReplaceAllString(schemeless, "_"))
-		assert.Equal(t, want, DiscoveryCacheDir(env, host), host)
+		return filepath.Join("/c", "discovery", kubectlCacheChars.ReplaceAllString(schemeless, "_"))
+	}
+	for _, host := range []string{"https://127.0.0.1:6443", "https://h:6443/", "https://my-cluster.example.com:6443",
+		"https://api.example.com", "https://ABC.gr7.us-east-1.eks.amazonaws.com:443", "https://h"} {
+		assert.Equal(t, kubectls(host), DiscoveryCacheDir(env, host), "%s shares kubectl's directory", host)
+	}
+	for _, host := range []string{"http://127.0.0.1:6443", "https://127.0.0.1_6443", "https://127.0.0.1-6443", "https://my_cluster.example.com:6443",
+		"http://[::1]:8080", "https://[::1]:8080", "https://exämple.com", "https://a(b).example.com", "api.example.com:443",
+		"https://us-east-1.example.com", "https://h:6443//", "https://u@h:6443", "https://h:6443?x", "https://-h:6443", "https://h.:6443x"} {
+		dir := DiscoveryCacheDir(env, host)
+		assert.NotEqual(t, kubectls(host), dir, "%s: kubectl's name is another server's too", host)
+		assert.Regexp(t, `-[0-9a-f]{16}$`, dir, host)
 	}
 	assert.Equal(t, "/c/discovery/127.0.0.1_6443", DiscoveryCacheDir(env, "https://127.0.0.1:6443"))
 	assert.Equal(t, "/c/discovery/rancher.example.com_k8s_clusters_c_1-80962251d67c6bd7", DiscoveryCacheDir(env, "https://rancher.example.com/k8s/clusters/c-1"),
 		"a path: not kubectl's nested directory")
+}
+
+// FuzzDiscoveryCacheDirsDistinct: two server URLs that are not the same
+// server as kubeconfigs write them (credspec.SameServer: a trailing "/",
+// the letters' case) never share a discovery directory (hack/fuzz.sh runs
+// it beyond the seeds).
+func FuzzDiscoveryCacheDirsDistinct(f *testing.F) {
+	for _, p := range [][2]string{
+		{"https://127.0.0.1:28446", "https://127.0.0.1_28446"}, {"https://h:6443", "http://h:6443"},
+		{"https://a-b:6443", "https://a_b:6443"}, {"https://a-b-6443", "https://a-b:6443"}, {"https://a-b:6443", "https://a:b:6443"},
+		{"https://h:6443/apps", "https://h:6443"}, {"https://h:1", "https://h:1/"}, {"https://h_1", "https://h:1"},
+		{"https://exämple.com", "https://ex_mple.com"}, {"https://h.", "https://h"},
+	} {
+		f.Add(p[0], p[1])
+	}
+	env := func(k string) string { return map[string]string{"KUBECACHEDIR": "/c"}[k] }
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if strings.EqualFold(strings.TrimSuffix(a, "/"), strings.TrimSuffix(b, "/")) {
+			return
+		}
+		if da, db := DiscoveryCacheDir(env, a), DiscoveryCacheDir(env, b); da == db {
+			t.Fatalf("%q and %q share %s", a, b, da)
+		}
+	})
 }

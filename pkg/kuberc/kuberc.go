@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 )
 
@@ -129,6 +130,44 @@ func Check(path, command string) (Verdict, error) {
 		return NotListed, nil
 	}
 	return NoPolicy, fmt.Errorf("%s: credentialPluginPolicy %q is not one of AllowAll, DenyAll, Allowlist", path, d.policy())
+}
+
+// Policy is the kuberc's credential plugin policy at path in client-go's
+// form, as kubectl ≥ 1.35 applies it to every exec entry it runs (the
+// zero policy, AllowAll, without a kuberc or with KUBERC=off): the
+// plugin's own API clients set it on theirs, so that a program the user's
+// kuberc refuses runs for them no more than for kubectl. A kuberc that
+// cannot be read or names an unknown policy is an error, as in kubectl.
+func Policy(getenv func(string) string) (clientcmdapi.PluginPolicy, error) {
+	path, off, err := Path(getenv)
+	if err != nil || off {
+		return clientcmdapi.PluginPolicy{}, err
+	}
+	d, err := read(path)
+	if err != nil || d == nil {
+		return clientcmdapi.PluginPolicy{}, err
+	}
+	switch d.policy() {
+	case "", "AllowAll":
+		return clientcmdapi.PluginPolicy{}, nil
+	case "DenyAll":
+		return clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyDenyAll}, nil
+	case "Allowlist":
+		p := clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyAllowlist, Allowlist: []clientcmdapi.AllowlistEntry{}}
+		for _, e := range d.entries() {
+			m, _ := e.(map[string]any)
+			name, _ := m["name"].(string)
+			cmd, _ := m["command"].(string)
+			// kubectl 1.35 knows "name", 1.36+ converts it to "command".
+			for _, c := range []string{cmd, name} {
+				if c != "" {
+					p.Allowlist = append(p.Allowlist, clientcmdapi.AllowlistEntry{Command: c})
+				}
+			}
+		}
+		return p, nil
+	}
+	return clientcmdapi.PluginPolicy{}, fmt.Errorf("%s: credentialPluginPolicy %q is not one of AllowAll, DenyAll, Allowlist", path, d.policy())
 }
 
 // Allow adds command to the allowlist of the kuberc at path when its

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 )
 
@@ -186,6 +188,11 @@ func (c *Client) NamespacesWith(ctx context.Context, selector string) ([]string,
 	}
 	names := make([]string, len(objs))
 	for i, o := range objs {
+		// The server's to choose: a name no namespace can have would end
+		// on a command line, a path or a shell's completion.
+		if errs := validation.IsDNS1123Label(o.Name); len(errs) > 0 {
+			return nil, fmt.Errorf("refusing the API server's list of namespaces: %.80q is not a namespace name (a DNS-1123 label)", o.Name)
+		}
 		names[i] = o.Name
 	}
 	return names, nil

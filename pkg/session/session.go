@@ -34,6 +34,9 @@ type Session struct {
 	Exec                   *clientcmdapi.ExecConfig
 	Auth                   *settings.AuthOptions
 	Err                    error
+	// unbound are the settings before the cluster's (ForCluster): Gate
+	// binds a copy of them to the cluster a client targets.
+	unbound *settings.AuthOptions
 }
 
 // Identity names the cached token the session's settings select: the
@@ -125,6 +128,8 @@ func newSession(raw *clientcmdapi.Config, context, user, cluster string, over *s
 	}
 	s.Auth, s.Err = settings.ParseExecEntry(entryOf(s.Exec), over, getenv)
 	if s.Err == nil {
+		unbound := *s.Auth
+		s.unbound = &unbound
 		// The token this context gets: a fleet's per-cluster audience.
 		s.Err = s.Auth.ForCluster(s.ExecCluster())
 	}

@@ -57,8 +57,9 @@ type StatusOptions struct {
 	// Store opens a session's cache (its settings' store, or a fake).
 	Store func(a *settings.AuthOptions) (tokencache.Store, error)
 	// Checker, when set, asks a session's cluster who its valid cached
-	// token is, each within Timeout, Parallel sessions at a time.
-	Checker  func(ctx context.Context, s *Session, token string) (*Check, error)
+	// token is, each within Timeout, Parallel sessions at a time; it
+	// reads the token through Gate.
+	Checker  func(ctx context.Context, s *Session) (*Check, error)
 	Parallel int
 	Timeout  time.Duration
 }
@@ -67,8 +68,7 @@ type StatusOptions struct {
 // cluster), and names the sessions sharing a token.
 func Statuses(ctx context.Context, sessions []*Session, o StatusOptions) []*Status {
 	rows := make([]*Status, len(sessions))
-	tokens := make([]string, len(sessions))
-	each(len(sessions), o.Parallel, func(i int) { rows[i], tokens[i] = status(ctx, sessions[i], o) })
+	each(len(sessions), o.Parallel, func(i int) { rows[i] = status(ctx, sessions[i], o) })
 	byIdentity := map[string][]string{}
 	for _, s := range sessions {
 		if id := s.Identity(); id != "" {
@@ -86,12 +86,12 @@ func Statuses(ctx context.Context, sessions []*Session, o StatusOptions) []*Stat
 		return rows
 	}
 	each(len(sessions), o.Parallel, func(i int) {
-		if tokens[i] == "" || rows[i].Refused() {
+		if !rows[i].Valid || rows[i].Refused() {
 			return
 		}
 		cctx, cancel := context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
-		c, err := o.Checker(cctx, sessions[i], tokens[i])
+		c, err := o.Checker(cctx, sessions[i])
 		if err != nil {
 			c = &Check{Error: logging.OneLine(err.Error(), 300)}
 		}
@@ -114,13 +114,12 @@ func each(n, parallel int, f func(i int)) {
 	wg.Wait()
 }
 
-// status is one session's row from the cache, and the token a check may
-// send (when valid and allowed to go to the cluster).
-func status(ctx context.Context, s *Session, o StatusOptions) (*Status, string) {
+// status is one session's row from the cache.
+func status(ctx context.Context, s *Session, o StatusOptions) *Status {
 	r := &Status{Context: s.Context, Current: s.Context == o.Current, Cluster: s.Cluster, Server: s.Server(), User: s.User, AllowedServer: "any"}
 	if s.Err != nil {
 		r.Error = logging.OneLine(s.Err.Error(), 300)
-		return r, ""
+		return r
 	}
 	a := s.Auth
 	r.Issuer, r.ClientID, r.Exchange = a.IssuerURL, a.ClientID, a.Exchange
@@ -136,23 +135,20 @@ func status(ctx context.Context, s *Session, o StatusOptions) (*Status, string) 
 	store, err := o.Store(a)
 	if err != nil {
 		r.Error = logging.OneLine(err.Error(), 300)
-		return r, ""
+		return r
 	}
 	c, err := Read(ctx, a, store)
 	if err != nil {
 		r.Error = logging.OneLine(err.Error(), 300)
-		return r, ""
+		return r
 	}
 	r.LoggedIn, r.RefreshToken, r.Identity = c.LoggedIn(), c.RefreshToken(), c.Subject()
 	if c.Entry == nil {
 		if c.Base != nil {
 			r.Storage = c.Base.Storage
 		}
-		return r, ""
+		return r
 	}
 	r.Storage, r.Expiry, r.Valid = c.Storage, c.Expiry, c.Valid && c.Token != ""
-	if !r.Valid {
-		return r, ""
-	}
-	return r, c.Token
+	return r
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"k8s.io/client-go/rest"
 	"maps"
 	"os"
 	"path/filepath"
@@ -388,7 +389,13 @@ func TestStatusRun(t *testing.T) {
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	o := &StatusOptions{IOStreams: streams, global: e.global,
 		store: func(*settings.AuthOptions) (tokencache.Store, error) { return store, nil },
-		checker: func(_ context.Context, s *session.Session, token string) (*session.Check, error) {
+		checker: func(ctx context.Context, s *session.Session) (*session.Check, error) {
+			// The token a check sends comes through the gate.
+			cfg, _, err := s.Gate(ctx, &rest.Config{Host: s.Server(), ExecProvider: s.Exec}, store)
+			if err != nil {
+				return nil, err
+			}
+			token := cfg.BearerToken
 			mu.Lock()
 			checked = append(checked, s.Context)
 			mu.Unlock()

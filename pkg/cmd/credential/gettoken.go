@@ -76,7 +76,9 @@ func (o *GetTokenOptions) Validate() error { return o.Auth.Validate() }
 // Run prints the ExecCredential: resolve the cluster's settings, obtain
 // (the cache when it can), print.
 func (o *GetTokenOptions) Run(ctx context.Context) error {
-	if err := o.checkAllowedServer(); err != nil {
+	// The one gate (credspec.Admit): the cluster kubectl named must be
+	// allowed, and the settings become that cluster's.
+	if err := o.Auth.Admit(o.request.Cluster); err != nil {
 		return err
 	}
 	env := o.global.SessionEnv(o.IOStreams, o.interactive, false)
@@ -85,14 +87,4 @@ func (o *GetTokenOptions) Run(ctx context.Context) error {
 		return err
 	}
 	return execcred.WriteReply(o.Out, o.request, r.Token, r.Expiry)
-}
-
-// checkAllowedServer applies --allowed-server to the cluster kubectl
-// named, then the cluster's exec extension (a fleet's per-cluster
-// audience).
-func (o *GetTokenOptions) checkAllowedServer() error {
-	if err := o.Auth.CheckAllowedServer(o.request.Cluster); err != nil {
-		return err
-	}
-	return o.Auth.ForCluster(o.request.Cluster)
 }

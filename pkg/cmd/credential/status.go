@@ -39,7 +39,7 @@ type StatusOptions struct {
 	raw *clientcmdapi.Config
 	// checker asks a context's cluster who the token is, store opens a
 	// session's cache (fakes in tests).
-	checker func(ctx context.Context, s *session.Session, token string) (*session.Check, error)
+	checker func(ctx context.Context, s *session.Session) (*session.Check, error)
 	store   func(a *settings.AuthOptions) (tokencache.Store, error)
 	now     func() time.Time
 }
@@ -126,17 +126,22 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	return o.Output.Print(o.Out, map[string]any{"sessions": rows}, func(w io.Writer) { o.printTable(w, rows) })
 }
 
-// selfSubjectReview asks the context's cluster, with the kubeconfig's TLS
-// and proxy settings and the cached token instead of the exec entry, who
-// the token is.
-func (o *StatusOptions) selfSubjectReview(ctx context.Context, s *session.Session, token string) (*session.Check, error) {
+// selfSubjectReview asks the context's cluster who its cached token is,
+// with the kubeconfig's TLS and proxy settings and the token instead of
+// the exec entry, read through the one gate (session.Gate).
+func (o *StatusOptions) selfSubjectReview(ctx context.Context, s *session.Session) (*session.Check, error) {
 	cfg, err := clientcmd.NewNonInteractiveClientConfig(*o.raw, s.Context, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("context %s: %w", s.Context, err)
 	}
-	cfg.ExecProvider, cfg.AuthProvider = nil, nil
-	cfg.BearerToken, cfg.BearerTokenFile = token, ""
-	cfg.Username, cfg.Password = "", ""
+	store, err := o.store(s.Auth)
+	if err != nil {
+		return nil, err
+	}
+	cfg, _, err = s.Gate(ctx, cfg, store)
+	if err != nil {
+		return nil, err
+	}
 	cfg.Impersonate = rest.ImpersonationConfig{}
 	cfg.Timeout = o.Timeout
 	cfg.UserAgent = cmdutil.UserAgent()

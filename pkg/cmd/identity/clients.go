@@ -19,12 +19,14 @@ type selfSubjectReviewer interface {
 }
 
 // cachedToken is the cached token of the session the kubectl flags select,
-// as get-token would hand it out now (session.ErrNotOurs when the
+// as get-token would hand it out now to the cluster they select, through
+// the one gate (KubeFlags.GatedConfig; session.ErrNotOurs when the
 // context's user does not run this plugin).
 func cachedToken(ctx context.Context, kube *cmdutil.KubeFlags, getenv func(string) string) (string, *session.TokenSource, error) {
-	s, err := kube.Session(getenv)
+	kube.Getenv = getenv
+	cfg, ts, err := kube.GatedConfig(ctx)
 	if err != nil {
-		return "", nil, err
+		return "", ts, err
 	}
-	return s.CachedToken(ctx)
+	return cfg.BearerToken, ts, nil
 }

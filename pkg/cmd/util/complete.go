@@ -2,7 +2,7 @@ package util
 
 import (
 	"context"
-	"os"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -10,12 +10,12 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
@@ -85,26 +85,28 @@ func RegisterAuthCompletions(cmd *cobra.Command, getenv func(string) string) {
 }
 
 // completionConfig is the REST configuration a completion asks the API
-// server with: the context's cached token when its user runs this plugin
-// (no login, no refresh: none cached, no candidates), else the user's own
-// credentials with an exec plugin made non-interactive; bounded.
+// server with: the context's cached token when its user runs this plugin,
+// through the one gate (GatedConfig: no login, no refresh, nothing sent
+// where get-token would not send it; none cached, no candidates); the
+// user's own static credentials otherwise. Completion runs no credential
+// plugin (another program on TAB, with no deadline of its own): a user
+// with another exec entry or auth provider gets no server candidates.
 func (k *KubeFlags) completionConfig(ctx context.Context) (*rest.Config, error) {
-	cfg, err := k.Config()
-	if err != nil {
-		return nil, err
-	}
-	cfg.Timeout = CompletionTimeout
-	if s, err := k.Session(os.Getenv); err == nil {
-		token, _, err := s.CachedToken(ctx)
+	cfg, _, err := k.GatedConfig(ctx)
+	if !errors.Is(err, session.ErrNotOurs) {
 		if err != nil {
 			return nil, err
 		}
-		cfg.ExecProvider, cfg.BearerToken, cfg.BearerTokenFile = nil, token, ""
+		cfg.Timeout = CompletionTimeout
 		return cfg, nil
 	}
-	if cfg.ExecProvider != nil {
-		cfg.ExecProvider.InteractiveMode = clientcmdapi.NeverExecInteractiveMode
+	if cfg, err = k.Config(); err != nil {
+		return nil, err
 	}
+	if cfg.ExecProvider != nil || cfg.AuthProvider != nil {
+		return nil, errors.New("completion runs no credential plugin but this one")
+	}
+	cfg.Timeout = CompletionTimeout
 	return cfg, nil
 }
 

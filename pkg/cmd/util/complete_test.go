@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
 )
@@ -61,8 +60,7 @@ func TestListCompletions(t *testing.T) {
 
 // TestCompletionConfig: a completion asks the API server with the
 // context's cached token when its user runs this plugin (no exec entry
-// run, so no login: none cached, no client), and runs another plugin with
-// interactiveMode Never; both bounded.
+// run, so no login: none cached, no client), and runs no other plugin.
 func TestCompletionConfig(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
@@ -103,9 +101,7 @@ users:
 	require.Error(t, err, "nothing cached: no client, and no login")
 	assert.Contains(t, err.Error(), "no valid cached token")
 
-	cfg, err := flags("theirs").completionConfig(context.Background())
-	require.NoError(t, err)
-	require.NotNil(t, cfg.ExecProvider)
-	assert.Equal(t, clientcmdapi.NeverExecInteractiveMode, cfg.ExecProvider.InteractiveMode, "another plugin asks nobody")
-	assert.Equal(t, CompletionTimeout, cfg.Timeout)
+	_, err = flags("theirs").completionConfig(context.Background())
+	require.Error(t, err, "another credential plugin never runs on TAB")
+	assert.Contains(t, err.Error(), "runs no credential plugin")
 }

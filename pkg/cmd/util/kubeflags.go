@@ -2,6 +2,7 @@ package util
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"os"
 	"sort"
@@ -15,7 +16,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kuberc"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
 )
@@ -29,12 +30,23 @@ type KubeFlags struct {
 	// cc is built once: the deferred config loads the kubeconfig files on
 	// first use and keeps them, so the namespace and the client share one load.
 	cc clientcmd.ClientConfig
+	// Getenv reads the environment (nil: os.Getenv): $KUBERC, the
+	// sessions' settings.
+	Getenv func(string) string
+}
+
+func (k *KubeFlags) getenv(name string) string {
+	if k.Getenv != nil {
+		return k.Getenv(name)
+	}
+	return os.Getenv(name)
 }
 
 // NewKubeFlags binds the flags to fs.
 func NewKubeFlags(fs *pflag.FlagSet) *KubeFlags {
 	k := &KubeFlags{rules: clientcmd.NewDefaultClientConfigLoadingRules()}
 	fs.StringVar(&k.rules.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file")
+	fs.Duration(FlagCommandTimeout, DefaultCommandTimeout, "The longest the whole command may take: every request, page and credential plugin in it (0: no limit)")
 	clientcmd.BindOverrideFlags(&k.overrides, fs, clientcmd.RecommendedConfigOverrideFlags(""))
 	return k
 }
@@ -64,7 +76,32 @@ func (k *KubeFlags) Config() (*rest.Config, error) {
 		cfg.Timeout = 30 * time.Second
 	}
 	cfg.UserAgent = UserAgent()
+	if cfg.ExecProvider != nil {
+		// The user's kuberc decides which credential plugins run, for the
+		// plugin's clients as for kubectl's.
+		policy, err := kuberc.Policy(k.getenv)
+		if err != nil {
+			return nil, fmt.Errorf("reading the kuberc's credential plugin policy: %w", err)
+		}
+		cfg.ExecProvider.PluginPolicy = policy
+	}
 	return cfg, nil
+}
+
+// GatedConfig is the configuration a client of the plugin's own sends the
+// selected context's cached token with, bound to the cluster the flags
+// select (session.Gate: every rule get-token applies); session.ErrNotOurs
+// when the context's user does not run this plugin.
+func (k *KubeFlags) GatedConfig(ctx context.Context) (*rest.Config, *session.TokenSource, error) {
+	cfg, err := k.Config()
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := k.Session(k.getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.Gate(ctx, cfg, nil)
 }
 
 // UserAgent names this tool to the API server (its audit log records it),
@@ -173,19 +210,36 @@ func (k *KubeFlags) RegisterCompletions(cmd *cobra.Command) {
 	_ = cmd.RegisterFlagCompletionFunc("namespace", k.CompleteNamespaces)
 }
 
-// Candidates are the names a completion may offer: cobra writes one a
-// line, a tab starting its description, so a name that needs escaping
-// (logging.Escape: a newline, a tab, an escape sequence, which no one
-// types anyway) would inject candidates or reach the terminal: it is
-// left out.
+// Candidates are the names a completion may offer: only characters a
+// Kubernetes name, a context, a profile or a flag value uses
+// ([A-Za-z0-9._:/=,@+-], and "_" of GKE's context names, which no shell
+// treats specially), at most 253 of them. Every completion script
+// since kubectl 1.26 takes such a candidate as it is; cobra before 1.9
+// (kubectl up to 1.33) puts candidates through bash's compgen -W, which
+// expands "$(...)" and backticks, and any script splits on blanks and
+// takes a tab for the start of a description. A name from a kubeconfig
+// or an API server with anything else is left out.
 func Candidates(names []string) []string {
 	out := names[:0:0]
 	for _, n := range names {
-		if n != "" && logging.Escape(n) == n {
+		if isCandidate(n) {
 			out = append(out, n)
 		}
 	}
 	return out
+}
+
+// isCandidate says n is a name Candidates keeps.
+func isCandidate(n string) bool {
+	if n == "" || len(n) > 253 {
+		return false
+	}
+	for _, r := range n {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._:/=,@+-_", r)) {
+			return false
+		}
+	}
+	return true
 }
 
 func keys[V any](m map[string]V) []string {

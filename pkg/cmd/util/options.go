@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -119,6 +120,16 @@ func RunE(o Options) func(*cobra.Command, []string) error {
 				return err
 			}
 		}
+		ctx := c.Context()
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		if d := commandTimeout(c); d > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, d)
+			defer cancel()
+			defer watchdog(d, c.ErrOrStderr())()
+		}
 		if err := o.Complete(args); err != nil {
 			return err
 		}
@@ -127,8 +138,52 @@ func RunE(o Options) func(*cobra.Command, []string) error {
 				return err
 			}
 		}
-		return o.Run(c.Context())
+		err := o.Run(ctx)
+		if err != nil && ctx.Err() == context.DeadlineExceeded {
+			return fmt.Errorf("the command did not end within its --%s (%s): %w", FlagCommandTimeout, commandTimeout(c), err)
+		}
+		return err
 	}
+}
+
+// FlagCommandTimeout bounds a whole command that talks to API servers
+// (KubeFlags): every request, page and credential plugin in it.
+const FlagCommandTimeout = "command-timeout"
+
+// DefaultCommandTimeout is --command-timeout's default.
+const DefaultCommandTimeout = 5 * time.Minute
+
+// commandTimeout is c's --command-timeout, 0 without one.
+func commandTimeout(c *cobra.Command) time.Duration {
+	f := c.Flags().Lookup(FlagCommandTimeout)
+	if f == nil {
+		return 0
+	}
+	d, err := time.ParseDuration(f.Value.String())
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
+// watchdogGrace is how long past its deadline a command may take to
+// return on its own before the watchdog ends the process.
+const watchdogGrace = 2 * time.Second
+
+// exit ends the process when a command outlives its deadline (tests
+// replace it).
+var exit = os.Exit
+
+// watchdog ends the process watchdogGrace after d, with one line on
+// errOut, unless the returned stop is called first: what the context
+// cannot stop (a credential plugin client-go runs, which takes no
+// context) does not hold the command past its deadline.
+func watchdog(d time.Duration, errOut io.Writer) (stop func()) {
+	t := time.AfterFunc(d+watchdogGrace, func() {
+		fmt.Fprintf(errOut, "kubectl-impersonate: the command did not end within its --%s (%s): a credential plugin or the API server did not answer; stopped\n", FlagCommandTimeout, d)
+		exit(1)
+	})
+	return func() { t.Stop() }
 }
 
 // SessionEnv is what obtaining a token may do with the command's streams:
