@@ -148,6 +148,10 @@ func (e *env) runUnder(parentEnv []string, bin string, entryEnv []string, args .
 	argv := append(append(append([]string{"-c", `env "$@"; exit $?`, "sh"}, entryEnv...), bin), args...)
 	cmd := exec.CommandContext(ctx, "/bin/sh", argv...)
 	cmd.Env = parentEnv
+	// A credential plugin client-go started may outlive the binary (the
+	// command's watchdog ends the binary, not the plugin) and hold its
+	// output: the run is over when the binary is.
+	cmd.WaitDelay = time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

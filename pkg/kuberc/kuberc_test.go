@@ -9,6 +9,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/kubectl/pkg/config"
 	"k8s.io/kubectl/pkg/config/scheme"
 )
@@ -152,5 +153,51 @@ func TestReadIsBounded(t *testing.T) {
 	for _, path := range []string{fifo, "/dev/zero"} {
 		_, err := Check(path, "kubectl-impersonate")
 		assert.ErrorContains(t, err, "is not a regular file", path)
+	}
+}
+
+// TestPolicy: the kuberc's credential plugin policy in client-go's form,
+// which the plugin's own API clients apply to every exec entry (issue 46).
+func TestPolicy(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		return p
+	}
+	const head = "apiVersion: kubectl.config.k8s.io/v1beta1\nkind: Preference\n"
+	for _, tt := range []struct {
+		name    string
+		kuberc  string // "" no file, "off" KUBERC=off
+		want    clientcmdapi.PluginPolicy
+		wantErr string
+	}{
+		{name: "no kuberc", kuberc: filepath.Join(dir, "missing")},
+		{name: "KUBERC=off", kuberc: "off"},
+		{name: "no policy", kuberc: write("none", head)},
+		{name: "AllowAll", kuberc: write("all", head+"credentialPluginPolicy: AllowAll\n")},
+		{name: "DenyAll", kuberc: write("deny", head+"credentialPluginPolicy: DenyAll\n"), want: clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyDenyAll}},
+		{name: "Allowlist by name and by command", kuberc: write("list", head+"credentialPluginPolicy: Allowlist\ncredentialPluginAllowlist:\n- name: kubectl-impersonate-get_token\n- command: /usr/bin/aws\n"),
+			want: clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyAllowlist, Allowlist: []clientcmdapi.AllowlistEntry{{Command: "kubectl-impersonate-get_token"}, {Command: "/usr/bin/aws"}}}},
+		{name: "Allowlist, empty", kuberc: write("empty", head+"credentialPluginPolicy: Allowlist\n"),
+			want: clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyAllowlist, Allowlist: []clientcmdapi.AllowlistEntry{}}},
+		{name: "an unknown policy", kuberc: write("unknown", head+"credentialPluginPolicy: Sometimes\n"), wantErr: `credentialPluginPolicy "Sometimes" is not one of`},
+		{name: "unparsable", kuberc: write("bad", "credentialPluginPolicy: [\n"), wantErr: "is not a single kuberc document"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Policy(func(k string) string { return map[string]string{EnvKuberc: tt.kuberc, "HOME": dir}[k] })
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+			if tt.kuberc != "off" {
+				if _, err := os.Stat(tt.kuberc); err == nil {
+					decode(t, tt.kuberc) // kubectl reads the same file
+				}
+			}
+		})
 	}
 }

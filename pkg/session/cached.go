@@ -104,10 +104,10 @@ type TokenSource struct {
 // ErrNoValidToken says the cache holds no token get-token would hand out.
 var ErrNoValidToken = errors.New("no valid cached token for the current kubeconfig user: run any kubectl command first, or kubectl impersonate login with the same flags")
 
-// CachedToken is the token get-token would hand out now for a, from
+// cachedToken is the token get-token would hand out now for a, from
 // store, without renewing it, and where it comes from; ErrNoValidToken
-// (with the description) when there is none.
-func CachedToken(ctx context.Context, a *settings.AuthOptions, store tokencache.Store) (string, *TokenSource, error) {
+// (with the description) when there is none. Gate alone calls it.
+func cachedToken(ctx context.Context, a *settings.AuthOptions, store tokencache.Store) (string, *TokenSource, error) {
 	ts := &TokenSource{Issuer: a.IssuerURL, ClientID: a.ClientID, GrantType: credspec.EffectiveGrant(a.GrantType), Exchange: a.Exchange, Storage: store.Name()}
 	if a.Exchange == credspec.ExchangeCloudSigma {
 		ts.Issuer, ts.GrantType = a.CloudSigma().Issuer(), "client-credentials + cloudsigma impersonation"
@@ -131,14 +131,4 @@ func Quiet(string) {}
 // real expiry.
 func tokenOf(e *tokencache.Entry, a *settings.AuthOptions) (string, time.Time) {
 	return tokensource.Select(e, a.UsesAccessToken())
-}
-
-// CachedToken is the token get-token would hand out now for the session,
-// from its settings' cache (CachedToken).
-func (s *Session) CachedToken(ctx context.Context) (string, *TokenSource, error) {
-	store, err := s.Auth.NewStore(Quiet)
-	if err != nil {
-		return "", nil, err
-	}
-	return CachedToken(ctx, s.Auth, store)
 }

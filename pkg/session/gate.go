@@ -48,7 +48,7 @@ func (s *Session) Gate(ctx context.Context, cfg *rest.Config, store tokencache.S
 			return nil, nil, err
 		}
 	}
-	token, ts, err := CachedToken(ctx, &a, store)
+	token, ts, err := cachedToken(ctx, &a, store)
 	if err != nil {
 		return nil, ts, err
 	}

@@ -206,3 +206,71 @@ func TestOnePermissionCheck(t *testing.T) {
 	}
 	assert.Empty(t, found, "permission reads and changes outside pkg/safefile")
 }
+
+// TestOneTokenGate: a cached token leaves the cache for a server through
+// one gate (issue 46). get-token and the fast binary judge the cluster
+// kubectl names with credspec's Admit before they read or obtain; every
+// client of the plugin's own gets its token from session.Gate, which
+// judges the cluster the client targets the same way. So: a bearer token
+// is put into a REST configuration in session/gate.go alone, the cache is
+// read for a token (a Source's Cached, session's cachedToken) only there
+// and in the fast binary, and the three callers of Admit are these.
+func TestOneTokenGate(t *testing.T) {
+	gate := filepath.Join("pkg", "session", "gate.go")
+	allowed := map[string][]string{
+		"BearerToken": {gate},
+		"cachedToken": {gate},
+		"Cached":      {filepath.Join("pkg", "fastpath", "fastpath.go")},
+		"Admit":       {gate, filepath.Join("pkg", "fastpath", "fastpath.go"), filepath.Join("pkg", "cmd", "credential", "gettoken.go")},
+	}
+	found := map[string][]string{}
+	for _, f := range productionFiles(t) {
+		ast.Inspect(f.file, func(n ast.Node) bool {
+			var names []string
+			switch n := n.(type) {
+			case *ast.CallExpr: // x.Cached(...), cachedToken(...), x.Admit(...)
+				switch fn := n.Fun.(type) {
+				case *ast.SelectorExpr:
+					names = append(names, fn.Sel.Name)
+				case *ast.Ident:
+					names = append(names, fn.Name)
+				}
+			case *ast.AssignStmt: // cfg.BearerToken = ...
+				for _, l := range n.Lhs {
+					if sel, ok := l.(*ast.SelectorExpr); ok && sel.Sel.Name == "BearerToken" {
+						names = append(names, sel.Sel.Name)
+					}
+				}
+			case *ast.KeyValueExpr: // rest.Config{BearerToken: ...}
+				if id, ok := n.Key.(*ast.Ident); ok && id.Name == "BearerToken" {
+					names = append(names, id.Name)
+				}
+			}
+			for _, name := range names {
+				if _, ok := allowed[name]; ok {
+					found[name] = append(found[name], f.path)
+				}
+			}
+			return true
+		})
+	}
+	for name, files := range allowed {
+		for _, p := range found[name] {
+			assert.Contains(t, files, p, "%s outside the gate: %s", name, p)
+		}
+		assert.NotEmpty(t, found[name], "%s: the rule names something that exists", name)
+	}
+	// The callers of the gate: every command that sends a cached token.
+	var gated []string
+	for _, f := range productionFiles(t) {
+		ast.Inspect(f.file, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && (sel.Sel.Name == "Gate" || sel.Sel.Name == "GatedConfig") {
+				gated = append(gated, f.path)
+			}
+			return true
+		})
+	}
+	for _, p := range []string{"pkg/cmd/util/complete.go", "pkg/cmd/identity/clients.go", "pkg/cmd/credential/status.go"} {
+		assert.Contains(t, gated, filepath.FromSlash(p), "%s reads its token through the gate", p)
+	}
+}

@@ -108,7 +108,7 @@ func (o *ClaimsOptions) Validate() error {
 func (o *ClaimsOptions) token(ctx context.Context) (string, error) {
 	switch o.TokenFile {
 	case "":
-		tok, _, err := cachedToken(ctx, o.Kube, o.global.Getenv)
+		tok, _, err := gatedToken(ctx, o.Kube, o.global.Getenv)
 		if errors.Is(err, session.ErrNotOurs) {
 			return "", fmt.Errorf("%w: give the token with --token-file", err)
 		}

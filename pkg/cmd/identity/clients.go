@@ -18,11 +18,11 @@ type selfSubjectReviewer interface {
 	SelfSubjectReview(ctx context.Context) (*authnv1.SelfSubjectReview, string, error)
 }
 
-// cachedToken is the cached token of the session the kubectl flags select,
+// gatedToken is the cached token of the session the kubectl flags select,
 // as get-token would hand it out now to the cluster they select, through
 // the one gate (KubeFlags.GatedConfig; session.ErrNotOurs when the
 // context's user does not run this plugin).
-func cachedToken(ctx context.Context, kube *cmdutil.KubeFlags, getenv func(string) string) (string, *session.TokenSource, error) {
+func gatedToken(ctx context.Context, kube *cmdutil.KubeFlags, getenv func(string) string) (string, *session.TokenSource, error) {
 	kube.Getenv = getenv
 	cfg, ts, err := kube.GatedConfig(ctx)
 	if err != nil {

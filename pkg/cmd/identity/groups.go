@@ -67,7 +67,7 @@ func (o *GroupsOptions) Complete(args []string) error {
 		return err
 	}
 	o.token = func(ctx context.Context) (string, error) {
-		raw, _, err := cachedToken(ctx, o.Kube, o.global.Getenv)
+		raw, _, err := gatedToken(ctx, o.Kube, o.global.Getenv)
 		return raw, err
 	}
 	return nil

@@ -75,7 +75,7 @@ func (o *WhoAmIOptions) Complete(args []string) error {
 		return err
 	}
 	o.tokenSource = func(ctx context.Context) *session.TokenSource {
-		_, ts, err := cachedToken(ctx, o.Kube, o.global.Getenv)
+		_, ts, err := gatedToken(ctx, o.Kube, o.global.Getenv)
 		if errors.Is(err, session.ErrNotOurs) {
 			return nil
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -104,4 +105,19 @@ users:
 	_, err = flags("theirs").completionConfig(context.Background())
 	require.Error(t, err, "another credential plugin never runs on TAB")
 	assert.Contains(t, err.Error(), "runs no credential plugin")
+}
+
+// TestCandidates: only names every completion script since kubectl 1.26
+// takes as they are (issue 46: cobra 1.8's compgen -W runs "$(...)" and
+// backticks); anything else a kubeconfig or a server could name is left
+// out.
+func TestCandidates(t *testing.T) {
+	keep := []string{"default", "kube-system", "deployments.apps", "pods/log", "jsonpath=", "get,list", "impersonate:user-info",
+		"arn:aws:eks:us-east-1:123456789012:cluster/prod", "gke_project_europe-west1_prod", "alice@example.com", "a+b", strings.Repeat("a", 253)}
+	drop := []string{"", "$(id)", "`id`", "a b", "a\tb", "a\nb", "a;b", "a|b", "a&b", "a>b", "a<b", "'a'", `"a"`, `a\b`, "a*", "a?", "[a]", "~root",
+		"{a,b}", "a!b", "é", "a\u202eb", "a\x1b[31m", "a%b", "a#b", strings.Repeat("a", 254)}
+	assert.Equal(t, keep, Candidates(append(append([]string{}, keep...), drop...)))
+	for _, n := range drop {
+		assert.Empty(t, Candidates([]string{n}), "%q", n)
+	}
 }
