@@ -27,7 +27,7 @@ snapshot_version = $$(ls $(1)/kubectl-impersonate_*_linux_amd64.tar.gz | sed -E 
 # naming it by tag and digest.
 oci_image = $(GO) -C hack/tools run ./oci-image -dist $(CURDIR)/$(1) -manifest $(CURDIR)/deploy/proxy/proxy.yaml -manifest-out $(CURDIR)/$(1)/deploy/proxy/proxy.yaml && hack/image-sbom.sh $(1)
 
-.PHONY: release vulncheck wine-unit cross help build install test unit e2e demo demo-check bench bench-check soak lint fmt fuzz clean tools release-snapshot release-test snapshot-host krew-manifest deploy-manifest krew-validate docs
+.PHONY: mutation release vulncheck wine-unit cross help build install test unit e2e demo demo-check bench bench-check soak lint fmt fuzz clean tools release-snapshot release-test snapshot-host krew-manifest deploy-manifest krew-validate docs
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -128,6 +128,9 @@ deploy-manifest: ## Name the release's image by tag and digest in deploy/proxy/p
 
 krew-validate: tools ## Validate krew/impersonate.yaml with Krew's validate-krew-manifest
 	$(TOOLS)/validate-krew-manifest -skip-install -manifest krew/impersonate.yaml
+
+mutation: ## Mutation testing of the security packages (gremlins): at least 90 % test efficacy in each, survivors listed as file:line
+	hack/mutation.sh
 
 fuzz: ## Run every fuzz target for FUZZTIME (default 60s) and print executions and crashes
 	FUZZTIME=$(or $(FUZZTIME),60s) hack/fuzz.sh

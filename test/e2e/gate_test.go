@@ -146,7 +146,7 @@ contexts:
 		{"kubectl impersonate whoami --context list", "listing"},
 		{"kubectl impersonate whoami --context ''", "evil-listing"},
 	} {
-		r = run(t, env, false, "bash", "-c", `source "$1"; eval "COMP_WORDS=($2)"; COMP_CWORD=$((${#COMP_WORDS[@]}-1)); COMP_LINE="${COMP_WORDS[*]}"; COMP_POINT=${#COMP_LINE}; __start_kubectl kubectl; printf '%s\n' "${COMPREPLY[@]}"`, "bash", script, tt.words)
+		r = run(t, env, false, "bash", "-c", `source /usr/share/bash-completion/bash_completion; source "$1"; eval "COMP_WORDS=($2)"; COMP_CWORD=$((${#COMP_WORDS[@]}-1)); COMP_LINE="${COMP_WORDS[*]}"; COMP_POINT=${#COMP_LINE}; COMP_TYPE=9; __start_kubectl kubectl 2>/dev/null; printf '%s\n' "${COMPREPLY[@]}"`, "bash", script, tt.words)
 		require.Equal(t, 0, r.code, r.stderr)
 		if tt.want == "" {
 			assert.Empty(t, strings.TrimSpace(r.stdout), tt.words)

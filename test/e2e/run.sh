@@ -30,6 +30,13 @@ if [ ${#missing[@]} -gt 0 ]; then
     || fail "could not install ${missing[*]}"
 fi
 for b in "${!pkgs[@]}"; do command -v "$b" >/dev/null 2>&1 || fail "$b is still missing after installing ${pkgs[$b]}"; done
+# bash-completion, which kubectl's bash completion script needs (as a
+# user's shell has it): TestGateThroughKubectl sources both.
+if [ ! -r /usr/share/bash-completion/bash_completion ]; then
+  [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null || fail "missing bash-completion: install this Debian package (apt-get install bash-completion)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bash-completion >/dev/null \
+    || fail "could not install bash-completion"
+fi
 # The Kubernetes Python client as Debian ships it (python3-kubernetes),
 # for Debian's own python3.
 if ! /usr/bin/python3 -c "import kubernetes" 2>/dev/null; then

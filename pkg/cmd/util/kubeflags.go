@@ -210,38 +210,6 @@ func (k *KubeFlags) RegisterCompletions(cmd *cobra.Command) {
 	_ = cmd.RegisterFlagCompletionFunc("namespace", k.CompleteNamespaces)
 }
 
-// Candidates are the names a completion may offer: only characters a
-// Kubernetes name, a context, a profile or a flag value uses
-// ([A-Za-z0-9._:/=,@+-], and "_" of GKE's context names, which no shell
-// treats specially), at most 253 of them. Every completion script
-// since kubectl 1.26 takes such a candidate as it is; cobra before 1.9
-// (kubectl up to 1.33) puts candidates through bash's compgen -W, which
-// expands "$(...)" and backticks, and any script splits on blanks and
-// takes a tab for the start of a description. A name from a kubeconfig
-// or an API server with anything else is left out.
-func Candidates(names []string) []string {
-	out := names[:0:0]
-	for _, n := range names {
-		if isCandidate(n) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// isCandidate says n is a name Candidates keeps.
-func isCandidate(n string) bool {
-	if n == "" || len(n) > 253 {
-		return false
-	}
-	for _, r := range n {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._:/=,@+-_", r)) {
-			return false
-		}
-	}
-	return true
-}
-
 func keys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
