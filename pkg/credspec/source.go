@@ -33,9 +33,14 @@ func (o *Spec) Source(store tokencache.Store, notify func(string), auth func() (
 }
 
 // BaseSource is the login's own source, before any exchange: an exchange
-// obtains its subject token from it.
+// obtains its subject token from it, the access token unless the RFC 8693
+// subject token type is the ID token.
 func (o *Spec) BaseSource(store tokencache.Store, notify func(string), auth func() (tokensource.Authenticator, error)) *tokensource.Source {
-	return newSource(o.BaseKey(), o.UseAccessToken, 0, o.LoginCooldown, SourceEnv{Store: store, LockDir: o.TokenCacheDir, Notify: notify}, auth)
+	useAccessToken := o.UseAccessToken
+	if o.Exchange == ExchangeTokenExchange {
+		useAccessToken = TokenType(o.ExchangeSubject) != TokenType("id_token")
+	}
+	return newSource(o.BaseKey(), useAccessToken, 0, o.LoginCooldown, SourceEnv{Store: store, LockDir: o.TokenCacheDir, Notify: notify}, auth)
 }
 
 // StepSource is the source of one step of CloudSigma's flow (the service

@@ -68,7 +68,11 @@ func (w *cacheWorld) files(t *testing.T, skip string) map[string]string {
 }
 
 func group(name, version string) apidiscoveryv2.APIGroupDiscovery {
-	gv := metav1.GroupVersionKind{Group: name, Version: version}
+	// The resource's own kind names a plain group version: the group's
+	// and the version's checks alone must refuse a bad name (issue 46:
+	// a fixture that repeated it there let a later check mask a missing
+	// one).
+	gv := metav1.GroupVersionKind{Group: "x.example", Version: "v1"}
 	return hostileapi.Group(name, version, hostileapi.Resource("widgets", "Widget", true, gv))
 }
 
@@ -100,6 +104,13 @@ func TestDiscoveryAttacks(t *testing.T) {
 			plant: func(t *testing.T, w *cacheWorld, dir string) {
 				require.NoError(t, os.MkdirAll(dir, 0o750))
 				require.NoError(t, os.Symlink(filepath.Join(w.legit, "apps"), filepath.Join(dir, "rbac.authorization.k8s.io")))
+			}},
+		{name: "a relative symlink in the server's directory points into another cluster's cache", groups: hostileapi.DefaultGroups(),
+			plant: func(t *testing.T, w *cacheWorld, dir string) {
+				require.NoError(t, os.MkdirAll(dir, 0o750))
+				rel, err := filepath.Rel(dir, filepath.Join(w.legit, "apps"))
+				require.NoError(t, err)
+				require.NoError(t, os.Symlink(rel, filepath.Join(dir, "rbac.authorization.k8s.io")))
 			}},
 		{name: "the server's directory is a symlink to another cluster's", groups: hostileapi.DefaultGroups(),
 			plant: func(t *testing.T, w *cacheWorld, dir string) {

@@ -21,7 +21,7 @@ func TestRuleCheck(t *testing.T) {
 		{"others may read", Access{Owner: OwnerSelf, OthersRead: true}, "", "readable by others", "", ""},
 		{"a group may write", Access{Owner: OwnerSelf, OthersRead: true, OthersWrite: true}, "writable by others", "writable by others", "writable by others", ""},
 		{"anyone may write", Access{Owner: OwnerSelf, OthersWrite: true, WorldWrite: true}, "writable by others", "writable by others", "writable by others", "writable by others"},
-		{"another user's", Access{Owner: OwnerOther}, "belongs to another user", "belongs to another user", "belongs to another user", "belongs to another user"},
+		{"another user's", Access{Owner: OwnerOther}, "(use one of your own)", "(use one of your own)", "(use one of your own, or root's)", "(use one of your own)"},
 		{"the system's", Access{Owner: OwnerSystem}, systemOwned, systemOwned, "", systemOwned},
 	}
 	for _, tc := range cases {

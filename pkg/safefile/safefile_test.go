@@ -1,6 +1,8 @@
 package safefile
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -58,4 +60,25 @@ func TestWriteInStaysInside(t *testing.T) {
 	assert.Empty(t, entries)
 	require.NoError(t, WriteIn(root, "ok.json", []byte("{}"), Options{Mode: 0o660}))
 	assert.FileExists(t, filepath.Join(inside, "ok.json"))
+}
+
+// TestReadRegularLimit: a file of exactly the limit is read whole; one byte
+// more is refused (ErrTooLarge), never cut to the limit.
+func TestReadRegularLimit(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		size    int
+		tooLong bool
+	}{{0, false}, {1023, false}, {1024, false}, {1025, true}, {4096, true}} {
+		p := filepath.Join(dir, fmt.Sprint(tt.size))
+		require.NoError(t, os.WriteFile(p, bytes.Repeat([]byte("a"), tt.size), 0o600))
+		b, _, err := ReadRegular("test file", p, 1024, ReadOptions{Rule: Private})
+		if tt.tooLong {
+			require.ErrorIs(t, err, ErrTooLarge, "%d bytes", tt.size)
+			assert.Nil(t, b)
+			continue
+		}
+		require.NoError(t, err, "%d bytes", tt.size)
+		assert.Len(t, b, tt.size)
+	}
 }

@@ -279,7 +279,6 @@ func cloudSigmaExchange(rt *provider, _ *tokensource.Source) (tokensource.Authen
 func tokenExchangeExchange(rt *provider, base *tokensource.Source) (tokensource.Authenticator, error) {
 	a := rt.a
 	tx := &exchange.TokenExchange{TokenExchange: a.TokenExchange(), ClientID: a.ClientID, ClientSecret: a.ClientSecret, ClientAuthMethod: a.ClientAuthMethod}
-	base.UseAccessToken = credspec.TokenType(a.ExchangeSubject) != credspec.TokenType("id_token")
 	tx.Base, tx.Audit, tx.Log = base, rt.audit, rt.log
 	tx.TokenURL = func(ctx context.Context) (string, error) {
 		lc, err := rt.login()

@@ -113,40 +113,117 @@ func TestHouseSizes(t *testing.T) {
 // TestOneSourceRecipe: a token source (tokensource.Source) is made in one
 // place, credspec's newSource, so that the fast binary, get-token, the
 // exchanges and the readers of the cache always key the same entry.
+// Elsewhere the type appears only behind a pointer (a Source handed over,
+// never a value made: a composite literal, new, a variable), under any
+// import name, and no field of a Source is assigned after it is made (a
+// second recipe by parts).
 func TestOneSourceRecipe(t *testing.T) {
-	var made []string
-	for _, f := range productionFiles(t) {
+	const sourcePkg = "github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
+	fields := map[string]bool{}
+	// How a source reports and whether a person is there, not which
+	// entry it reads or what it hands out: set by its caller.
+	reporting := map[string]bool{"Log": true, "Notify": true, "Now": true, "NoCooldown": true}
+	var made, changed []string
+	files := productionFiles(t)
+	for _, f := range files {
+		if f.pkg == "pkg/tokensource" {
+			ast.Inspect(f.file, func(n ast.Node) bool {
+				if ts, ok := n.(*ast.TypeSpec); ok && ts.Name.Name == "Source" {
+					for _, fl := range ts.Type.(*ast.StructType).Fields.List {
+						for _, name := range fl.Names {
+							fields[name.Name] = true
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+	for _, f := range files {
+		if f.pkg == "pkg/tokensource" {
+			continue
+		}
+		// The file's name for the tokensource package, whatever its import.
+		local := ""
+		for _, imp := range f.file.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); p == sourcePkg {
+				local = "tokensource"
+				if imp.Name != nil {
+					local = imp.Name.Name
+				}
+			}
+		}
+		if local == "" || f.path == filepath.Join("pkg", "credspec", "source.go") {
+			continue
+		}
+		isSource := func(e ast.Expr) bool {
+			sel, ok := e.(*ast.SelectorExpr)
+			id, ok2 := func() (*ast.Ident, bool) {
+				if !ok {
+					return nil, false
+				}
+				i, ok := sel.X.(*ast.Ident)
+				return i, ok
+			}()
+			return ok2 && id.Name == local && sel.Sel.Name == "Source"
+		}
+		var stack []ast.Node
 		ast.Inspect(f.file, func(n ast.Node) bool {
-			lit, ok := n.(*ast.CompositeLit)
-			if !ok {
+			if n == nil {
+				stack = stack[:len(stack)-1]
 				return true
 			}
-			switch typ := lit.Type.(type) {
-			case *ast.SelectorExpr:
-				if id, ok := typ.X.(*ast.Ident); ok && id.Name == "tokensource" && typ.Sel.Name == "Source" {
-					made = append(made, f.path)
-				}
-			case *ast.Ident:
-				if f.pkg == "pkg/tokensource" && typ.Name == "Source" {
-					made = append(made, f.path)
+			if e, ok := n.(ast.Expr); ok && isSource(e) {
+				if _, ptr := stack[len(stack)-1].(*ast.StarExpr); !ptr {
+					made = append(made, f.fset.Position(n.Pos()).String())
 				}
 			}
+			stack = append(stack, n)
 			return true
 		})
-		// new(tokensource.Source) would be a second recipe too.
-		ast.Inspect(f.file, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if ok && len(call.Args) == 1 {
-				if id, ok := call.Fun.(*ast.Ident); ok && id.Name == "new" {
-					if sel, ok := call.Args[0].(*ast.SelectorExpr); ok && sel.Sel.Name == "Source" {
-						made = append(made, f.path+" (new)")
+		// Names holding a *Source in each function: its parameters of
+		// that type, and what Source, BaseSource and StepSource return.
+		for _, d := range f.file.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			held := map[string]bool{}
+			for _, p := range fd.Type.Params.List {
+				if st, ok := p.Type.(*ast.StarExpr); ok && isSource(st.X) {
+					for _, name := range p.Names {
+						held[name.Name] = true
 					}
 				}
 			}
-			return true
-		})
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				as, ok := n.(*ast.AssignStmt)
+				if !ok {
+					return true
+				}
+				for i, r := range as.Rhs {
+					if call, ok := r.(*ast.CallExpr); ok && i < len(as.Lhs) {
+						if sel, ok := call.Fun.(*ast.SelectorExpr); ok && strings.HasSuffix(sel.Sel.Name, "Source") {
+							if id, ok := as.Lhs[i].(*ast.Ident); ok {
+								held[id.Name] = true
+							}
+						}
+					}
+				}
+				for _, l := range as.Lhs {
+					if sel, ok := l.(*ast.SelectorExpr); ok {
+						if id, ok := sel.X.(*ast.Ident); ok && held[id.Name] && fields[sel.Sel.Name] && !reporting[sel.Sel.Name] {
+							changed = append(changed, f.fset.Position(l.Pos()).String())
+						}
+					}
+				}
+				return true
+			})
+		}
 	}
-	assert.Equal(t, []string{"pkg/credspec/source.go"}, made, "where a tokensource.Source is made")
+	assert.Empty(t, made, "a tokensource.Source made outside credspec's newSource")
+	assert.Empty(t, changed, "a field of a tokensource.Source assigned after it was made")
+	assert.Contains(t, fields, "UseAccessToken", "the rule read tokensource.Source's fields")
 }
 
 // TestOneAtomicWrite: files are replaced atomically in one place,

@@ -290,8 +290,8 @@ func Candidates(names []string) []string {
 
 // isCandidate says n is a name Candidates keeps.
 func isCandidate(n string) bool {
-	if n == "" || len(n) > 253 {
-		return false
+	if n == "" || len(n) > 253 || n[0] == '-' {
+		return false // a leading "-" would be taken for a flag
 	}
 	for _, r := range n {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._:/=,@+-_", r)) {

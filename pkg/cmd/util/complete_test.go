@@ -115,7 +115,7 @@ func TestCandidates(t *testing.T) {
 	keep := []string{"default", "kube-system", "deployments.apps", "pods/log", "jsonpath=", "get,list", "impersonate:user-info",
 		"arn:aws:eks:us-east-1:123456789012:cluster/prod", "gke_project_europe-west1_prod", "alice@example.com", "a+b", strings.Repeat("a", 253)}
 	drop := []string{"", "$(id)", "`id`", "a b", "a\tb", "a\nb", "a;b", "a|b", "a&b", "a>b", "a<b", "'a'", `"a"`, `a\b`, "a*", "a?", "[a]", "~root",
-		"{a,b}", "a!b", "é", "a\u202eb", "a\x1b[31m", "a%b", "a#b", strings.Repeat("a", 254)}
+		"{a,b}", "a!b", "-rf", "--kubeconfig=/tmp/x", "é", "a\u202eb", "a\x1b[31m", "a%b", "a#b", strings.Repeat("a", 254)}
 	assert.Equal(t, keep, Candidates(append(append([]string{}, keep...), drop...)))
 	for _, n := range drop {
 		assert.Empty(t, Candidates([]string{n}), "%q", n)
