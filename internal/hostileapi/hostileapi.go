@@ -56,6 +56,9 @@ type Server struct {
 	// plainError answers every review with a 403 whose body is not JSON,
 	// raw bytes included.
 	plainError bool
+	// denyReviews answers every access review with a denial whose reason
+	// holds the text (who-can --verify prints the denied subjects).
+	denyReviews bool
 	// raw answers a path (suffix) with a body of the attacker's.
 	raw      map[string]string
 	requests atomic.Int64
@@ -123,6 +126,10 @@ func (s *Server) SetRaw(suffix, body string) {
 // SetPlainErrors makes the reviews fail with a non-JSON 403 body.
 func (s *Server) SetPlainErrors(v bool) { s.mu.Lock(); s.plainError = v; s.mu.Unlock() }
 
+// SetDenyReviews makes every access review a denial (the reason holds the
+// text).
+func (s *Server) SetDenyReviews(v bool) { s.mu.Lock(); s.denyReviews = v; s.mu.Unlock() }
+
 // Requests is the number of requests answered so far.
 func (s *Server) Requests() int64 { return s.requests.Load() }
 
@@ -143,6 +150,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.paths = append(s.paths, r.URL.Path)
 	text, groups, endless, flood, plainError, pageItems, padding, padLabel := s.text, s.groups, s.endless, s.flood, s.plainError, max(s.pageItems, 2), s.padding, s.padLabel
+	deny := s.denyReviews
 	raws := make(map[string]string, len(s.raw))
 	for k, v := range s.raw {
 		raws[k] = v
@@ -182,6 +190,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		write(map[string]any{"kind": "SelfSubjectRulesReview", "apiVersion": "authorization.k8s.io/v1", "status": map[string]any{
 			"resourceRules":    []map[string]any{{"verbs": []string{"get", "list"}, "apiGroups": []string{""}, "resources": []string{"configmaps"}, "resourceNames": []string{"cm-" + text}}},
 			"nonResourceRules": []any{}, "incomplete": true, "evaluationError": "webhook said: " + text}})
+	case strings.HasSuffix(p, "accessreviews") && deny:
+		write(map[string]any{"kind": "SubjectAccessReview", "apiVersion": "authorization.k8s.io/v1", "status": map[string]any{"allowed": false, "denied": true, "reason": "denied by " + text}})
 	case strings.HasSuffix(p, "accessreviews"):
 		write(map[string]any{"kind": "SubjectAccessReview", "apiVersion": "authorization.k8s.io/v1", "status": map[string]any{"allowed": true, "reason": "allowed by " + text}})
 	case strings.HasSuffix(p, "/clusterroles"), strings.HasSuffix(p, "/roles"):

@@ -32,6 +32,7 @@ type Assertions struct {
 	federations []Federation
 	seen        map[string]bool
 	refusals    []string
+	received    []string
 }
 
 type clientKey struct {
@@ -77,10 +78,24 @@ func (a *Assertions) Refusals() []string {
 	return slices.Clone(a.refusals)
 }
 
+// Received are the client assertions presented, in order (a test's list
+// of secrets: a signed assertion authenticates as the client until it
+// expires).
+func (a *Assertions) Received() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.received)
+}
+
 // Verify checks the client_assertion of a token request's form, aud
 // having to name one of audiences, and returns the client it
 // authenticates; a refusal is remembered (Refusals).
 func (a *Assertions) Verify(form url.Values, audiences ...string) (string, error) {
+	if v := form.Get("client_assertion"); v != "" {
+		a.mu.Lock()
+		a.received = append(a.received, v)
+		a.mu.Unlock()
+	}
 	client, err := a.verify(form, audiences)
 	if err != nil {
 		a.mu.Lock()

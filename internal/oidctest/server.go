@@ -110,6 +110,9 @@ func (s *Server) TrustFederation(f Federation) {
 // AssertionRefusals says why each refused client assertion was.
 func (s *Server) AssertionRefusals() []string { return s.assertions.Refusals() }
 
+// AssertionsReceived are the client assertions presented, in order.
+func (s *Server) AssertionsReceived() []string { return s.assertions.Received() }
+
 // Password is the password grant's password of every user.
 const Password = "correct horse battery staple"
 

@@ -132,6 +132,19 @@ func TestHostileAPIServerOutput(t *testing.T) {
 		}
 	}
 
+	t.Run("who-can --verify with every subject denied", func(t *testing.T) {
+		// The denied lines print the server's reasons and subjects
+		// (issue 46: a server that allows every review never reached them).
+		s.SetDenyReviews(true)
+		defer s.SetDenyReviews(false)
+		for _, args := range [][]string{{"who-can", "get", "configmaps", "-n", "default", "--verify"}, {"who-can", "get", "configmaps", "-A", "--verify"}} {
+			r := e.run(cache, append(args, "--kubeconfig="+kc)...)
+			assertPrintable(t, strings.Join(args, " "), r)
+			assert.Contains(t, r.stdout, "DENIES these subjects", "%v: %s", args, r.stderr)
+			assert.Contains(t, r.stdout, "denied by", "%v: the reasons printed", args)
+		}
+	})
+
 	t.Run("reviews that fail with a body that is not JSON", func(t *testing.T) {
 		s.SetPlainErrors(true)
 		defer s.SetPlainErrors(false)

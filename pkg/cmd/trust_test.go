@@ -266,7 +266,8 @@ func TestLoginHintNamesTheContext(t *testing.T) {
 		vendor        bool
 		want          string
 	}{
-		{name: "the current context", current: "prod", ours: []string{"prod", "staging"}, want: "run 'kubectl impersonate login --context=prod' in a terminal first"},
+		// Current is not first by name: the preference is what picks it.
+		{name: "the current context", current: "staging", ours: []string{"prod", "staging"}, want: "run 'kubectl impersonate login --context=staging' in a terminal first"},
 		{name: "another context is current", current: "other", ours: []string{"staging", "prod"}, want: "run 'kubectl impersonate login --context=prod' in a terminal first"},
 		{name: "no context runs this entry", current: "other", want: "--oidc-issuer-url="},
 		// An entry of someone else's in a merged kubeconfig, with this

@@ -100,6 +100,18 @@ func TestHouseSizes(t *testing.T) {
 			}
 		}
 	}
+	// A function literal counts as a function, wherever it sits (issue
+	// 46: a 120-line literal in a package-level var passed).
+	for _, f := range files {
+		ast.Inspect(f.file, func(n ast.Node) bool {
+			if fl, ok := n.(*ast.FuncLit); ok {
+				if lines := f.fset.Position(fl.End()).Line - f.fset.Position(fl.Pos()).Line + 1; lines > maxFuncLines {
+					tooLong = append(tooLong, f.fset.Position(fl.Pos()).String()+": a function literal is "+strconv.Itoa(lines)+" lines, over "+strconv.Itoa(maxFuncLines))
+				}
+			}
+			return true
+		})
+	}
 	sort.Strings(tooLong)
 	assert.Empty(t, tooLong, "split them where they hold two steps")
 	for pkg, n := range perPackage {
@@ -350,4 +362,41 @@ func TestOneTokenGate(t *testing.T) {
 	for _, p := range []string{"pkg/cmd/util/complete.go", "pkg/cmd/identity/clients.go", "pkg/cmd/credential/status.go"} {
 		assert.Contains(t, gated, filepath.FromSlash(p), "%s reads its token through the gate", p)
 	}
+}
+
+// TestCompleteBuildsNoSource: a command's Complete and Validate, the part
+// of a cached get-token before the cache is read, make no token source
+// and obtain nothing (session.NewSource, session.Obtain, the sources seam):
+// Run does, through the seam its tests replace. The unit test of get-token
+// watches the seam; this rule keeps Complete from going around it.
+func TestCompleteBuildsNoSource(t *testing.T) {
+	var found []string
+	checked := 0
+	for _, f := range productionFiles(t) {
+		if !strings.HasPrefix(f.path, filepath.Join("pkg", "cmd")) {
+			continue
+		}
+		for _, d := range f.file.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil || fd.Recv == nil || (fd.Name.Name != "Complete" && fd.Name.Name != "Validate") {
+				continue
+			}
+			checked++
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				if sel, ok := call.Fun.(*ast.SelectorExpr); ok {
+					switch sel.Sel.Name {
+					case "NewSource", "Obtain", "sources", "Source", "BaseSource":
+						found = append(found, f.fset.Position(call.Pos()).String()+" "+funcName(fd)+" calls "+sel.Sel.Name)
+					}
+				}
+				return true
+			})
+		}
+	}
+	assert.Empty(t, found, "Complete and Validate make no token source")
+	assert.Greater(t, checked, 20, "the rule read the commands' Complete methods")
 }
