@@ -275,9 +275,13 @@ var kubectlCacheChars = regexp.MustCompile(`[^(\w/.)]`)
 // through a proxy-url wrote into 127.0.0.1:28446's directory).
 func TestDiscoveryCacheDir(t *testing.T) {
 	env := func(k string) string { return map[string]string{"KUBECACHEDIR": "/c"}[k] }
-	kubectls := func(host string) string {
+	kubectlName := func(host string) string {
 		schemeless := strings.Replace(strings.Replace(host, "https://", "", 1), "http://", "", 1)
-		return filepath.Join("/c", "discovery", kubectlCacheChars.ReplaceAllString(schemeless, "_"))
+		return kubectlCacheChars.ReplaceAllString(schemeless, "_")
+	}
+	kubectls := func(host string) string { return filepath.Join("/c", "discovery", kubectlName(host)) }
+	ownPrefix := func(host string) string {
+		return filepath.Join("/c", "discovery", strings.ReplaceAll(kubectlName(host), "/", "_")) + "-"
 	}
 	for _, host := range []string{"https://127.0.0.1:6443", "https://h:6443/", "https://my-cluster.example.com:6443",
 		"https://api.example.com", "https://ABC.gr7.us-east-1.eks.amazonaws.com:443", "https://h"} {
@@ -289,6 +293,13 @@ func TestDiscoveryCacheDir(t *testing.T) {
 		dir := DiscoveryCacheDir(env, host)
 		assert.NotEqual(t, kubectls(host), dir, "%s: kubectl's name is another server's too", host)
 		assert.Regexp(t, `-[0-9a-f]{16}$`, dir, host)
+		// Its name is kubectl's, "/" as "_", then the digest.
+		assert.True(t, strings.HasPrefix(dir, ownPrefix(host)), "%s: %s", host, dir)
+	}
+	// Every character class's edges, in a name of its own and in kubectl's.
+	for _, host := range []string{"https://azAZ09.example:6443", "https://a`{@[/:b_c(d)e.f:1/g"} {
+		dir := DiscoveryCacheDir(env, host)
+		assert.True(t, dir == kubectls(host) || strings.HasPrefix(dir, ownPrefix(host)), "%s: %s", host, dir)
 	}
 	assert.Equal(t, "/c/discovery/127.0.0.1_6443", DiscoveryCacheDir(env, "https://127.0.0.1:6443"))
 	assert.Equal(t, "/c/discovery/rancher.example.com_k8s_clusters_c_1-80962251d67c6bd7", DiscoveryCacheDir(env, "https://rancher.example.com/k8s/clusters/c-1"),
