@@ -1,7 +1,9 @@
 package execcred
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -68,4 +70,7 @@ func TestParentExecutable(t *testing.T) {
 	exe := ParentExecutable()
 	assert.NotEmpty(t, exe)
 	assert.False(t, IsClientRuntime(exe), exe)
+	if _, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", os.Getppid())); err == nil {
+		assert.True(t, filepath.IsAbs(exe), "the parent's executable, not its command name: %s", exe)
+	}
 }

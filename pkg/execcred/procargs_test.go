@@ -20,17 +20,25 @@ func TestParseProcArgs(t *testing.T) {
 		in       []byte
 		wantPath string
 		wantEnv  []string
-		wantErr  bool
+		wantErr  string
 	}{
-		{"kubectl with two arguments", full, "/usr/local/bin/kubectl", []string{"HOME=/Users/a", "KUBERC=/x"}, false},
-		{"no environment", procargs(1, "/bin/sh\x00sh\x00\x00"), "/bin/sh", nil, false},
-		{"arguments cut short", procargs(3, "/bin/sh\x00sh\x00"), "/bin/sh", nil, true},
-		{"no exec path", procargs(0, "/bin/sh"), "", nil, true},
-		{"too short", []byte{1, 0}, "", nil, true},
+		{"kubectl with two arguments", full, "/usr/local/bin/kubectl", []string{"HOME=/Users/a", "KUBERC=/x"}, ""},
+		{"no environment", procargs(1, "/bin/sh\x00sh\x00\x00"), "/bin/sh", nil, ""},
+		{"an empty argument", procargs(2, "/bin/sh\x00\x00sh\x00\x00A=b\x00\x00"), "/bin/sh", []string{"A=b"}, ""},
+		{"nothing after the path", procargs(0, "/bin/sh\x00"), "/bin/sh", nil, ""},
+		{"only padding after the path", procargs(0, "/bin/sh\x00\x00\x00"), "/bin/sh", nil, ""},
+		{"arguments cut short", procargs(3, "/bin/sh\x00sh\x00"), "/bin/sh", nil, "arguments cut short"},
+		{"no exec path", procargs(0, "/bin/sh"), "", nil, "no exec path"},
+		{"argc alone", procargs(0, ""), "", nil, "no exec path"},
+		{"too short", []byte{1, 0, 0}, "", nil, "too short"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path, env, err := parseProcArgs(tc.in)
-			assert.Equal(t, tc.wantErr, err != nil, "%v", err)
+			if tc.wantErr == "" {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorContains(t, err, tc.wantErr)
+			}
 			assert.Equal(t, tc.wantPath, path)
 			assert.Equal(t, tc.wantEnv, env)
 		})

@@ -3,10 +3,14 @@
 package safefile
 
 import (
+	"bytes"
 	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // systemOwned is Rule.Check's answer for root's file under a rule that
@@ -51,3 +55,26 @@ const groupWriteCache = ""
 
 // testDir is a directory of the test's, removed after it.
 func testDir(t *testing.T) string { return t.TempDir() }
+
+// TestWriteReportsAFailedWrite: a write that fails (the file size limit,
+// as a full disk would) is an error, the file keeps its old content and no
+// temporary file is left (issue 46: a failed write hidden by a successful
+// close passed). SIGXFSZ is ignored by the Go runtime: the write fails
+// with EFBIG.
+func TestWriteReportsAFailedWrite(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	require.NoError(t, os.WriteFile(p, []byte("old"), 0o600))
+	var old unix.Rlimit
+	require.NoError(t, unix.Getrlimit(unix.RLIMIT_FSIZE, &old))
+	require.NoError(t, unix.Setrlimit(unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: 1024, Max: old.Max}))
+	err := Write(p, bytes.Repeat([]byte("a"), 4096), Options{})
+	require.NoError(t, unix.Setrlimit(unix.RLIMIT_FSIZE, &old))
+	require.Error(t, err)
+	b, rerr := os.ReadFile(p)
+	require.NoError(t, rerr)
+	assert.Equal(t, "old", string(b))
+	entries, rerr := os.ReadDir(dir)
+	require.NoError(t, rerr)
+	assert.Len(t, entries, 1, "no temporary file left")
+}

@@ -273,3 +273,70 @@ func TestKubercAsKubectlReadsIt(t *testing.T) {
 		})
 	}
 }
+
+// TestExecEntryRefusalSays: the refusal names what the entry set, why it
+// is locked and where the setting belongs, whole (issue 46: its parts
+// were not asserted, and changing them passed).
+func TestExecEntryRefusalSays(t *testing.T) {
+	dir := t.TempDir()
+	profiles := filepath.Join(dir, "config.yaml")
+	require.NoError(t, os.WriteFile(profiles, []byte("profiles:\n  guarded:\n    oidc-issuer-url: https://id.example.com\n    oidc-client-id: k8s\n    allowedServers: [https://a.example:6443]\n  open:\n    oidc-issuer-url: https://id.example.com\n    oidc-client-id: k8s\n"), 0o600))
+	locking := "credentialPluginPolicy: Allowlist\ncredentialPluginAllowlist:\n- command: kubectl-impersonate-get_token\n"
+	kuberc := filepath.Join(dir, "kuberc")
+	require.NoError(t, os.WriteFile(kuberc, []byte(locking), 0o600))
+	kubectlHome := filepath.Join(dir, "kubectl-home")
+	require.NoError(t, os.MkdirAll(filepath.Join(kubectlHome, ".kube"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(kubectlHome, ".kube", "kuberc"), []byte(locking), 0o600))
+	env := func(kv map[string]string) func(string) string {
+		return func(k string) string {
+			switch k {
+			case "KUBECTL_IMPERSONATE_CONFIG":
+				return profiles
+			case "HOME":
+				if v, ok := kv[k]; ok {
+					return v
+				}
+				return dir
+			}
+			return kv[k]
+		}
+	}
+	const tail = ", or remove it from the exec entry (docs/security.md)"
+	// Flags any entry may set (the issuer's are locked under a kuberc).
+	plain := []string{"--oidc-extra-scope=groups"}
+	for _, tt := range []struct {
+		name  string
+		env   func(string) string
+		entry map[string]string
+		args  []string
+		want  string
+	}{
+		{"a profile: an unsafe flag", env(nil), nil, []string{"--profile=open", "--token-cache-dir=/tmp/y"},
+			`the kubeconfig's exec entry sets --token-cache-dir, which only you may choose since it names your profile "open": put it in profile "open"` + tail},
+		{"a guarded profile: an override", env(nil), nil, []string{"--profile=guarded", "--oidc-client-id=other"},
+			`the kubeconfig's exec entry sets --oidc-client-id over the profile's, which only you may choose since profile "guarded" limits its tokens to allowedServers: put it in profile "guarded"` + tail},
+		{"a guarded profile: an unsafe flag and an override", env(nil), nil, []string{"--profile=guarded", "--browser-command=true", "--oidc-client-id=other"},
+			`the kubeconfig's exec entry sets --browser-command, --oidc-client-id over the profile's, which only you may choose since profile "guarded" limits its tokens to allowedServers: put it in profile "guarded"` + tail},
+		{"an open profile: an override is the user's own business", env(nil), nil, []string{"--profile=open", "--oidc-client-id=other"}, ""},
+		{"a guarded profile: the entry's environment", env(nil), map[string]string{"HTTPS_PROXY": "http://evil:3128"}, []string{"--profile=guarded"},
+			`the kubeconfig's exec entry sets $HTTPS_PROXY, which only you may choose since profile "guarded" limits its tokens to allowedServers: put it in your own environment or profile "guarded"` + tail},
+		{"the kuberc: an unsafe flag without a profile", env(map[string]string{"KUBERC": kuberc}), nil, append(plain, "--browser-command=true"),
+			"the kubeconfig's exec entry sets --browser-command, which only you may choose since the kuberc " + kuberc + " allowlists this plugin: put it in a profile (docs/profiles.md; setup --profile writes one)" + tail},
+		{"the kuberc: nothing unsafe", env(map[string]string{"KUBERC": kuberc}), nil, plain, ""},
+		{"KUBERC=off locks nothing", env(map[string]string{"KUBERC": "off"}), nil, append(plain, "--browser-command=true"), ""},
+		{"kubectl's own HOME holds the kuberc, the entry moves HOME", env(map[string]string{"HOME": kubectlHome}), map[string]string{"HOME": dir}, append(plain, "--browser-command=true"),
+			"the kubeconfig's exec entry sets --browser-command, $HOME, which only you may choose since the kuberc " + filepath.Join(kubectlHome, ".kube", "kuberc") + " allowlists this plugin: put it in a profile (docs/profiles.md; setup --profile writes one)" + tail},
+		{"the entry's HOME holds the kuberc", env(nil), map[string]string{"HOME": kubectlHome}, append(plain, "--browser-command=true"),
+			"the kubeconfig's exec entry sets --browser-command, $HOME, which only you may choose since the kuberc " + filepath.Join(kubectlHome, ".kube", "kuberc") + " allowlists this plugin: put it in a profile (docs/profiles.md; setup --profile writes one)" + tail},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parsedWithEntryEnv(t, tt.env, tt.entry, tt.args...)
+			if tt.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, tt.want, err.Error())
+		})
+	}
+}
