@@ -1,11 +1,15 @@
 package kubeapi
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -35,6 +39,8 @@ func TestReadAnswerBounds(t *testing.T) {
 		{name: "one byte past the limit", left: MaxAnswers, body: limit + 1, wantErr: "larger than 0 MiB, the limit for one answer"},
 		{name: "what is left exactly fits below the limit", left: 50, body: 49},
 		{name: "what is left is used up", left: 50, body: 50, wantErr: "add up to more than 256 MiB"},
+		{name: "what is left is the limit, used up", left: limit, body: limit, wantErr: "add up to more than 256 MiB"},
+		{name: "what is left is one past the limit", left: limit + 1, body: limit},
 		{name: "past what is left", left: 50, body: 80, wantErr: "add up to more than 256 MiB"},
 		{name: "nothing left", left: 0, body: 1, wantErr: "add up to more than 256 MiB"},
 		{name: "less than nothing left", left: -5, body: 1, wantErr: "add up to more than 256 MiB"},
@@ -140,6 +146,32 @@ func TestStatusErrorMessage(t *testing.T) {
 	got := statusError(403, []byte(`{"message":"`+long+`"}`)).(*APIError).Message
 	assert.Equal(t, strings.Repeat("a", maxMessage-1)+"…", got, "cut before the character that crosses the bound")
 	assert.Equal(t, "plain text", statusError(500, []byte(" plain text \n")).(*APIError).Message)
+	assert.Equal(t, "…", statusError(500, bytes.Repeat([]byte{0x80}, maxMessage+1)).(*APIError).Message, "no character start at all: nothing of it")
 	assert.Equal(t, "the server answered 500: plain text", statusError(500, []byte("plain text")).Error())
 	assert.Equal(t, "Error from server (Forbidden): no", statusError(403, []byte(`{"reason":"Forbidden","message":"no"}`)).Error())
+}
+
+// TestMemoryLimit: a process that reads API servers' answers sets the Go
+// runtime's soft memory limit to MemoryLimit, unless $GOMEMLIMIT says
+// otherwise (in a process of its own: the limit is the process's).
+func TestMemoryLimit(t *testing.T) {
+	if os.Getenv("KI_MEMORY_LIMIT_CHILD") != "" {
+		_, err := NewClient(&rest.Config{Host: "https://127.0.0.1:1"})
+		require.NoError(t, err)
+		fmt.Printf("limit=%d\n", debug.SetMemoryLimit(-1))
+		return
+	}
+	for _, tt := range []struct {
+		env  string
+		want int64
+	}{{"", MemoryLimit}, {"GOMEMLIMIT=100MiB", 100 << 20}} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestMemoryLimit$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "KI_MEMORY_LIMIT_CHILD=1", "GOMEMLIMIT=")
+		if tt.env != "" {
+			cmd.Env = append(cmd.Env, tt.env)
+		}
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		assert.Contains(t, string(out), fmt.Sprintf("limit=%d\n", tt.want), "with %q", tt.env)
+	}
 }
