@@ -1,6 +1,7 @@
 package credspec
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,6 +36,9 @@ func TestForCluster(t *testing.T) {
 		{name: "not an object", fromCluster: true, cluster: &execcred.Cluster{Server: server, Config: []byte(`["a"]`)}, wantErr: "its keys are audience and allowedServer"},
 		{name: "control characters", fromCluster: true, cluster: &execcred.Cluster{Server: server, Config: []byte(`{"audience":"a\u001b[31m"}`)}, wantErr: "is not a printable name"},
 		{name: "no cluster information", fromCluster: true, wantErr: "set provideClusterInfo: true"},
+		{name: "an audience of 512 bytes", fromCluster: true, cluster: &execcred.Cluster{Server: server, Config: []byte(`{"audience":"` + strings.Repeat("a", 512) + `"}`)},
+			wantExchange: ExchangeTokenExchange, wantAud: []string{strings.Repeat("a", 512)}},
+		{name: "an audience of 513 bytes", fromCluster: true, cluster: &execcred.Cluster{Server: server, Config: []byte(`{"audience":"` + strings.Repeat("a", 513) + `"}`)}, wantErr: "at most 512 bytes"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			o := NewSpec()

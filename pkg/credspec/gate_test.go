@@ -17,9 +17,13 @@ import (
 // have written, with the allowed servers a profile names.
 func TestAdmit(t *testing.T) {
 	const server = "https://api.tenant.example:6443"
-	cert := func(b byte) []byte { return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte{b, b, b}}) }
+	cert := func(b byte) []byte {
+		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte{b, b, b}})
+	}
 	pin := filepath.Join(t.TempDir(), "ca.pem")
 	require.NoError(t, os.WriteFile(pin, append(cert(1), cert(2)...), 0o600))
+	empty := filepath.Join(t.TempDir(), "empty.pem")
+	require.NoError(t, os.WriteFile(empty, []byte("no certificate here\n"), 0o600))
 	for _, tt := range []struct {
 		name    string
 		allowed []string
@@ -49,6 +53,7 @@ func TestAdmit(t *testing.T) {
 		{name: "one CA more than the pin", allowed: []string{server}, ca: pin, cluster: &execcred.Cluster{Server: server, CertificateAuthorityData: append(append(cert(2), cert(1)...), cert(3)...)}, wantErr: "trusts other certificate authorities"},
 		{name: "one CA fewer than the pin", allowed: []string{server}, ca: pin, cluster: &execcred.Cluster{Server: server, CertificateAuthorityData: cert(1)}, wantErr: "trusts other certificate authorities"},
 		{name: "no CA with a pin (the system's)", allowed: []string{server}, ca: pin, cluster: &execcred.Cluster{Server: server}, wantErr: "trusts other certificate authorities"},
+		{name: "a pin without certificates, a cluster without CA", allowed: []string{server}, ca: empty, cluster: &execcred.Cluster{Server: server}, wantErr: "trusts other certificate authorities"},
 		{name: "an unreadable pin", allowed: []string{server}, ca: pin + ".missing", cluster: &execcred.Cluster{Server: server}, wantErr: "reading --allowed-server-certificate-authority"},
 		{name: "the extension is read in fleet mode only", allowed: []string{server}, cluster: &execcred.Cluster{Server: server, Config: []byte(`{"allowedServer":"https://other.example"}`)}},
 	} {

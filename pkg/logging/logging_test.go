@@ -14,6 +14,7 @@ func TestOneLine(t *testing.T) {
 	}{
 		{"newlines and tabs fold", "a\nb\t\tc\r\n d", 0, "a b c d"},
 		{"short stays", "abc", 5, "abc"},
+		{"exactly max stays", "abc", 3, "abc"},
 		{"cut with ellipsis", "abcdef", 3, "abc…"},
 		{"cut never splits a character", "aéé", 2, "a…"},
 		{"empty", " \n ", 10, ""},

@@ -82,3 +82,31 @@ func TestReadRegularLimit(t *testing.T) {
 		assert.Len(t, b, tt.size)
 	}
 }
+
+// TestWriteKeepsTheMode: with Mode 0 a replaced regular file keeps its
+// mode (a kuberc the user made readable stays so); a new file, or one
+// replacing a symlink, is the user's alone.
+func TestWriteKeepsTheMode(t *testing.T) {
+	dir := t.TempDir()
+	kept := filepath.Join(dir, "kept")
+	require.NoError(t, os.WriteFile(kept, []byte("old"), 0o600))
+	require.NoError(t, os.Chmod(kept, 0o640))
+	require.NoError(t, Write(kept, []byte("new"), Options{}))
+	fresh := filepath.Join(dir, "fresh")
+	require.NoError(t, Write(fresh, []byte("new"), Options{}))
+	if runtime.GOOS == "windows" {
+		return // no mode bits there: TestCreatedPrivate judges the DACL
+	}
+	for path, want := range map[string]os.FileMode{kept: 0o640, fresh: 0o600} {
+		fi, err := os.Stat(path)
+		require.NoError(t, err)
+		assert.Equal(t, want, fi.Mode().Perm(), path)
+	}
+	link := filepath.Join(dir, "link")
+	require.NoError(t, os.Symlink(kept, link))
+	require.NoError(t, Write(link, []byte("new"), Options{}))
+	fi, err := os.Lstat(link)
+	require.NoError(t, err)
+	assert.True(t, fi.Mode().IsRegular(), "the link replaced by a file")
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "not the link target's mode")
+}

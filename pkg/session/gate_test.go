@@ -110,7 +110,9 @@ func TestGate(t *testing.T) {
 	t.Run("a fleet: the cluster the client targets picks the audience", func(t *testing.T) {
 		s := session(t, true, "--exchange=token-exchange", "--exchange-audience-from-cluster")
 		withAudience := func(aud string) func(*rest.Config) {
-			return func(c *rest.Config) { c.ExecProvider.Config = &runtime.Unknown{Raw: []byte(`{"audience":"` + aud + `"}`)} }
+			return func(c *rest.Config) {
+				c.ExecProvider.Config = &runtime.Unknown{Raw: []byte(`{"audience":"` + aud + `"}`)}
+			}
 		}
 		cache(t, s, cfgFor(s, "https://a.example", withAudience("cluster-a")), "token-for-a")
 		cache(t, s, cfgFor(s, "https://b.example", withAudience("cluster-b")), "token-for-b")

@@ -48,7 +48,10 @@ type AuthOptions struct {
 	// error is errEnvNotRead where the platform does not.
 	KubectlEnv func() (map[string]string, error)
 	// Environ is this process's environment (stubbable; nil: os.Environ).
-	Environ        func() []string
+	Environ func() []string
+	// AccountHome is the account's home from the user database
+	// (stubbable; nil: settings.AccountHome).
+	AccountHome    func() string
 	kubectlEnvMap  map[string]string
 	kubectlEnvErr  error
 	kubectlEnvRead bool

@@ -198,7 +198,7 @@ func (o *AuthOptions) lockReason(getenv func(string) string) (string, error) {
 	if kubectl, err := o.kubectlEnv(); err == nil {
 		more = []string{kubectl["KUBERC"], kubectl["HOME"]}
 	}
-	path, err := KubercLocks(getenv, more...)
+	path, err := KubercLocks(getenv, o.AccountHome, more...)
 	if err != nil || path == "" {
 		return "", err
 	}
@@ -211,7 +211,13 @@ func (o *AuthOptions) lockReason(getenv func(string) string) (string, error) {
 // (read from its environment), and without them the default kuberc under
 // the account's home from the user database is read too. A kuberc that
 // cannot be parsed locks (kubectl would refuse it).
-func KubercLocks(getenv func(string) string, more ...string) (string, error) {
+//
+// accountHome is the account's home from the user database (nil:
+// AccountHome).
+func KubercLocks(getenv func(string) string, accountHome func() string, more ...string) (string, error) {
+	if accountHome == nil {
+		accountHome = AccountHome
+	}
 	var paths []string
 	if v := getenv("KUBERC"); v != "" && v != "off" {
 		paths = append(paths, v)
@@ -230,8 +236,8 @@ func KubercLocks(getenv func(string) string, more ...string) (string, error) {
 	// under env -i), the account's home from the user database stands
 	// for it.
 	if len(more) < 2 || more[1] == "" {
-		if u, err := user.Current(); err == nil && u.HomeDir != "" {
-			paths = append(paths, filepath.Join(u.HomeDir, ".kube", "kuberc"))
+		if h := accountHome(); h != "" {
+			paths = append(paths, filepath.Join(h, ".kube", "kuberc"))
 		}
 	}
 	slices.Sort(paths)
@@ -244,6 +250,15 @@ func KubercLocks(getenv func(string) string, more ...string) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// AccountHome is the account's home directory from the user database, ""
+// when it cannot be read.
+func AccountHome() string {
+	if u, err := user.Current(); err == nil {
+		return u.HomeDir
+	}
+	return ""
 }
 
 // kubercAllowlists reads the kuberc at path as kubectl does (every YAML

@@ -3,6 +3,7 @@ package settings
 import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -267,7 +268,7 @@ func TestKubercAsKubectlReadsIt(t *testing.T) {
 					return tt.path
 				}
 				return ""
-			}, "", dir)
+			}, func() string { return "" }, "", dir)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantLock, got != "", got)
 		})
@@ -339,4 +340,57 @@ func TestExecEntryRefusalSays(t *testing.T) {
 			assert.Equal(t, tt.want, err.Error())
 		})
 	}
+}
+
+// TestKubercLocksReadsEveryKuberc: the kuberc that locks may be the
+// plugin's $KUBERC or $HOME's, kubectl's own $KUBERC or $HOME's, or, when
+// kubectl's own HOME is not known, the account's home's; KUBERC=off and
+// empty values name none.
+func TestKubercLocksReadsEveryKuberc(t *testing.T) {
+	dir := t.TempDir()
+	home := func(name string, locks bool) string {
+		h := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Join(h, ".kube"), 0o700))
+		if locks {
+			require.NoError(t, os.WriteFile(filepath.Join(h, ".kube", "kuberc"), []byte("credentialPluginPolicy: Allowlist\ncredentialPluginAllowlist:\n- name: kubectl-impersonate\n"), 0o600))
+		}
+		return h
+	}
+	locking, plain, account := home("locking", true), home("plain", false), home("account", true)
+	kuberc := filepath.Join(locking, ".kube", "kuberc")
+	for _, tt := range []struct {
+		name    string
+		env     map[string]string
+		account string
+		more    []string
+		want    string
+	}{
+		{name: "nothing anywhere", env: map[string]string{"HOME": plain}, more: []string{"", plain}},
+		{name: "the plugin's $KUBERC", env: map[string]string{"KUBERC": kuberc, "HOME": plain}, more: []string{"", plain}, want: kuberc},
+		{name: "the plugin's KUBERC=off", env: map[string]string{"KUBERC": "off", "HOME": plain}, more: []string{"", plain}},
+		{name: "the plugin's $HOME", env: map[string]string{"HOME": locking}, more: []string{"", plain}, want: kuberc},
+		{name: "kubectl's own $KUBERC", env: map[string]string{"HOME": plain}, more: []string{kuberc, plain}, want: kuberc},
+		{name: "kubectl's own KUBERC=off", env: map[string]string{"HOME": plain}, more: []string{"off", plain}},
+		{name: "kubectl's own $HOME", env: map[string]string{"HOME": plain}, more: []string{"", locking}, want: kuberc},
+		{name: "kubectl's HOME known: the account's home is not read", env: map[string]string{"HOME": plain}, account: account, more: []string{"", plain}},
+		{name: "kubectl's HOME empty: the account's home", env: map[string]string{"HOME": plain}, account: account, more: []string{"", ""}, want: filepath.Join(account, ".kube", "kuberc")},
+		{name: "kubectl's environment not read: the account's home", env: map[string]string{"HOME": plain}, account: account, want: filepath.Join(account, ".kube", "kuberc")},
+		{name: "kubectl's KUBERC alone known: the account's home", env: map[string]string{"HOME": plain}, account: account, more: []string{""}, want: filepath.Join(account, ".kube", "kuberc")},
+		{name: "no account home", env: map[string]string{"HOME": plain}, account: "", more: nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := KubercLocks(func(k string) string { return tt.env[k] }, func() string { return tt.account }, tt.more...)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestAccountHome: the user database's home, as os/user reads it.
+func TestAccountHome(t *testing.T) {
+	u, err := user.Current()
+	if err != nil {
+		t.Skip("no user database entry")
+	}
+	assert.Equal(t, u.HomeDir, AccountHome())
 }

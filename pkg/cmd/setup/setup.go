@@ -347,7 +347,7 @@ func (o *SetupOptions) profileFor() (string, map[string][]string, error) {
 // kubercLocks tells whether a kuberc allowlists the plugin, or will once
 // --write-kuberc has added it.
 func (o *SetupOptions) kubercLocks() (bool, error) {
-	path, err := settings.KubercLocks(o.global.Getenv)
+	path, err := settings.KubercLocks(o.global.Getenv, nil)
 	if err != nil || path != "" {
 		return path != "", err
 	}

@@ -57,6 +57,10 @@ func TestListCompletions(t *testing.T) {
 	got, d := f(cmd, nil, "get,l")
 	assert.Equal(t, []string{"get,list"}, got, "the values typed are kept")
 	assert.NotZero(t, d&cobra.ShellCompDirectiveNoSpace, "another value may follow")
+	got, _ = f(cmd, nil, ",w")
+	assert.Equal(t, []string{",watch"}, got, "an empty first value")
+	got, _ = f(cmd, nil, "w")
+	assert.Equal(t, []string{"watch"}, got, "the first value")
 }
 
 // TestCompletionConfig: a completion asks the API server with the
@@ -77,6 +81,10 @@ contexts:
   context: {cluster: c, user: ours}
 - name: theirs
   context: {cluster: c, user: theirs}
+- name: provider
+  context: {cluster: c, user: provider}
+- name: static
+  context: {cluster: c, user: static}
 users:
 - name: ours
   user:
@@ -91,6 +99,13 @@ users:
       apiVersion: client.authentication.k8s.io/v1
       command: some-other-plugin
       interactiveMode: Always
+- name: provider
+  user:
+    auth-provider:
+      name: oidc
+      config: {idp-issuer-url: "https://idp.example.com", client-id: k, id-token: x}
+- name: static
+  user: {token: static-token}
 `), 0o600))
 	flags := func(context string) *KubeFlags {
 		cmd := &cobra.Command{Use: "x"}
@@ -102,9 +117,15 @@ users:
 	require.Error(t, err, "nothing cached: no client, and no login")
 	assert.Contains(t, err.Error(), "no valid cached token")
 
-	_, err = flags("theirs").completionConfig(context.Background())
-	require.Error(t, err, "another credential plugin never runs on TAB")
-	assert.Contains(t, err.Error(), "runs no credential plugin")
+	for _, c := range []string{"theirs", "provider"} {
+		_, err = flags(c).completionConfig(context.Background())
+		require.Error(t, err, "%s: another credential plugin never runs on TAB", c)
+		assert.Contains(t, err.Error(), "runs no credential plugin")
+	}
+	cfg, err := flags("static").completionConfig(context.Background())
+	require.NoError(t, err, "a static credential is the user's own")
+	assert.Equal(t, "static-token", cfg.BearerToken)
+	assert.Equal(t, CompletionTimeout, cfg.Timeout)
 }
 
 // TestCandidates: only names every completion script since kubectl 1.26
@@ -112,7 +133,7 @@ users:
 // backticks); anything else a kubeconfig or a server could name is left
 // out.
 func TestCandidates(t *testing.T) {
-	keep := []string{"default", "kube-system", "deployments.apps", "pods/log", "jsonpath=", "get,list", "impersonate:user-info",
+	keep := []string{"default", "kube-system", "azAZ09", "z", "Z", "A", "a", "0", "9", "deployments.apps", "pods/log", "jsonpath=", "get,list", "impersonate:user-info",
 		"arn:aws:eks:us-east-1:123456789012:cluster/prod", "gke_project_europe-west1_prod", "alice@example.com", "a+b", strings.Repeat("a", 253)}
 	drop := []string{"", "$(id)", "`id`", "a b", "a\tb", "a\nb", "a;b", "a|b", "a&b", "a>b", "a<b", "'a'", `"a"`, `a\b`, "a*", "a?", "[a]", "~root",
 		"{a,b}", "a!b", "-rf", "--kubeconfig=/tmp/x", "é", "a\u202eb", "a\x1b[31m", "a%b", "a#b", strings.Repeat("a", 254)}
