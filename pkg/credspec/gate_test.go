@@ -85,3 +85,15 @@ func TestAdmitBindsTheCluster(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "allows https://a.example only")
 }
+
+// TestPinNeedsServers: a CA pin alone would pin nothing (the pin is
+// checked for an allowed server): refused.
+func TestPinNeedsServers(t *testing.T) {
+	o := NewSpec()
+	o.AllowedServerCA = "/etc/ca.pem"
+	assert.ErrorContains(t, o.Servers.Validate(), "give --allowed-server too")
+	o.AllowedServers = []string{"https://a.example"}
+	assert.NoError(t, o.Servers.Validate())
+	o.AllowedServers = []string{"a.example"}
+	assert.ErrorContains(t, o.Servers.Validate(), "is not a URL")
+}

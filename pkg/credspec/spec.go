@@ -387,8 +387,13 @@ func (o *IdentityPlatform) Validate() error {
 	return nil
 }
 
-// Validate checks the allowed servers are URLs.
+// Validate checks the allowed servers are URLs, and that a CA pin has
+// servers to hold for (alone it would pin nothing: CheckAllowedServer
+// checks the pin of an allowed server).
 func (o *Servers) Validate() error {
+	if o.AllowedServerCA != "" && len(o.AllowedServers) == 0 {
+		return fmt.Errorf("--%s pins the CA of the allowed servers: give --%s too (profile keys allowedServers and allowedServerCertificateAuthority)", FlagAllowedServerCA, FlagAllowedServer)
+	}
 	for _, s := range o.AllowedServers {
 		if u, err := url.Parse(s); err != nil || u.Host == "" {
 			return fmt.Errorf("--%s %q is not a URL such as https://api.example.com:6443", FlagAllowedServer, s)

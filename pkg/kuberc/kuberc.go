@@ -10,12 +10,14 @@
 package kuberc
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
@@ -83,6 +85,45 @@ func read(path string) (doc, error) {
 	return d, nil
 }
 
+// readPreference reads the kuberc at path as kubectl reads its policy:
+// the first Preference of its YAML documents (a file of one document
+// without a kind is that one).
+func readPreference(path string) (doc, error) {
+	b, _, err := safefile.ReadRegular("kuberc", path, 1<<20, safefile.ReadOptions{})
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	docs := documents(b)
+	for _, text := range docs {
+		var d doc
+		if err := yaml.Unmarshal(text, &d); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if kind, _ := d["kind"].(string); kind == "Preference" || (kind == "" && len(docs) == 1) {
+			return d, nil
+		}
+	}
+	return nil, nil
+}
+
+// documents splits a YAML stream at its "---" lines.
+func documents(b []byte) [][]byte {
+	var out [][]byte
+	var cur []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.TrimRight(line, " \t\r") == "---" {
+			out = append(out, []byte(strings.Join(cur, "\n")))
+			cur = nil
+			continue
+		}
+		cur = append(cur, line)
+	}
+	return append(out, []byte(strings.Join(cur, "\n")))
+}
+
 func (d doc) policy() string { s, _ := d["credentialPluginPolicy"].(string); return s }
 
 func (d doc) entries() []any { l, _ := d["credentialPluginAllowlist"].([]any); return l }
@@ -114,7 +155,7 @@ func (d doc) lists(command string) bool {
 
 // Check says whether kubectl would run command under the kuberc at path.
 func Check(path, command string) (Verdict, error) {
-	d, err := read(path)
+	d, err := readPreference(path)
 	if err != nil || d == nil {
 		return NoPolicy, err
 	}
@@ -143,7 +184,7 @@ func Policy(getenv func(string) string) (clientcmdapi.PluginPolicy, error) {
 	if err != nil || off {
 		return clientcmdapi.PluginPolicy{}, err
 	}
-	d, err := read(path)
+	d, err := readPreference(path)
 	if err != nil || d == nil {
 		return clientcmdapi.PluginPolicy{}, err
 	}
@@ -158,11 +199,13 @@ func Policy(getenv func(string) string) (clientcmdapi.PluginPolicy, error) {
 			m, _ := e.(map[string]any)
 			name, _ := m["name"].(string)
 			cmd, _ := m["command"].(string)
-			// kubectl 1.35 knows "name", 1.36+ converts it to "command".
-			for _, c := range []string{cmd, name} {
-				if c != "" {
-					p.Allowlist = append(p.Allowlist, clientcmdapi.AllowlistEntry{Command: c})
-				}
+			// kubectl 1.35 knows "name", 1.36+ converts it to "command",
+			// and refuses an entry whose two differ.
+			if name != "" && cmd != "" && name != cmd {
+				return clientcmdapi.PluginPolicy{}, fmt.Errorf("%s: an allowlist entry names %q and runs %q: kubectl refuses it, keep one of name and command", path, name, cmd)
+			}
+			if c := cmp.Or(cmd, name); c != "" {
+				p.Allowlist = append(p.Allowlist, clientcmdapi.AllowlistEntry{Command: c})
 			}
 		}
 		return p, nil

@@ -78,10 +78,11 @@ func NewHTTPClient(o HTTPOptions) (*http.Client, error) {
 	return &http.Client{Transport: rt, Timeout: timeout, CheckRedirect: sameHostGETOnly}, nil
 }
 
-// sameHostGETOnly follows a redirect only for a GET to the same host
-// (discovery moved within the provider); anything else returns the 3xx.
+// sameHostGETOnly follows a redirect only for a GET to the same host and
+// scheme (discovery moved within the provider; never from https to
+// http); anything else returns the 3xx.
 func sameHostGETOnly(req *http.Request, via []*http.Request) error {
-	if len(via) >= 5 || req.Method != http.MethodGet || req.URL.Host != via[0].URL.Host {
+	if len(via) >= 5 || req.Method != http.MethodGet || req.URL.Host != via[0].URL.Host || req.URL.Scheme != via[0].URL.Scheme {
 		return http.ErrUseLastResponse
 	}
 	return nil

@@ -65,7 +65,7 @@ func TestWriteInStaysInside(t *testing.T) {
 // TestReadRegularLimit: a file of exactly the limit is read whole; one byte
 // more is refused (ErrTooLarge), never cut to the limit.
 func TestReadRegularLimit(t *testing.T) {
-	dir := t.TempDir()
+	dir := testDir(t)
 	for _, tt := range []struct {
 		size    int
 		tooLong bool
@@ -87,7 +87,7 @@ func TestReadRegularLimit(t *testing.T) {
 // mode (a kuberc the user made readable stays so); a new file, or one
 // replacing a symlink, is the user's alone.
 func TestWriteKeepsTheMode(t *testing.T) {
-	dir := t.TempDir()
+	dir := testDir(t)
 	kept := filepath.Join(dir, "kept")
 	require.NoError(t, os.WriteFile(kept, []byte("old"), 0o600))
 	require.NoError(t, os.Chmod(kept, 0o640))

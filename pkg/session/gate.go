@@ -3,12 +3,14 @@ package session
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
@@ -24,6 +26,13 @@ import (
 // to run, no other credential, the TLS and proxy settings that were
 // judged. store nil opens the settings' own cache.
 func (s *Session) Gate(ctx context.Context, cfg *rest.Config, store tokencache.Store) (*rest.Config, *TokenSource, error) {
+	// The CA file is read once, bounded and never from a FIFO: what is
+	// judged is what the transport uses (a file read again later could
+	// have changed under a CA pin).
+	cfg, err := InlineFiles(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
 	// What kubectl would send get-token: the cluster when the entry asks
 	// for it (provideClusterInfo), as client-go builds it from cfg.
 	var cluster *execcred.Cluster
@@ -43,7 +52,6 @@ func (s *Session) Gate(ctx context.Context, cfg *rest.Config, store tokencache.S
 		return nil, nil, err
 	}
 	if store == nil {
-		var err error
 		if store, err = a.NewStore(Quiet); err != nil {
 			return nil, nil, err
 		}
@@ -56,6 +64,47 @@ func (s *Session) Gate(ctx context.Context, cfg *rest.Config, store tokencache.S
 	bound.BearerToken = token
 	bound.Impersonate = cfg.Impersonate
 	return bound, ts, nil
+}
+
+// maxKubeconfigFile bounds a file a kubeconfig names (a CA bundle, a
+// certificate, a key, a token).
+const maxKubeconfigFile = 1 << 20
+
+// InlineFiles is a copy of cfg whose CA, client certificate, key and
+// token files are read into their data fields, each bounded and never
+// from a FIFO or a device (a kubeconfig of someone else's may name
+// /dev/zero): client-go would read them whole, and block on a FIFO.
+func InlineFiles(cfg *rest.Config) (*rest.Config, error) {
+	out := rest.CopyConfig(cfg)
+	for _, f := range []struct {
+		what string
+		path *string
+		data *[]byte
+	}{
+		{"the kubeconfig's certificate-authority", &out.CAFile, &out.CAData},
+		{"the kubeconfig's client-certificate", &out.CertFile, &out.CertData},
+		{"the kubeconfig's client-key", &out.KeyFile, &out.KeyData},
+	} {
+		if *f.path == "" {
+			continue
+		}
+		if len(*f.data) == 0 {
+			b, _, err := safefile.ReadRegular(f.what, *f.path, maxKubeconfigFile, safefile.ReadOptions{})
+			if err != nil {
+				return nil, err
+			}
+			*f.data = b
+		}
+		*f.path = ""
+	}
+	if out.BearerTokenFile != "" {
+		b, _, err := safefile.ReadRegular("the kubeconfig's tokenFile", out.BearerTokenFile, maxKubeconfigFile, safefile.ReadOptions{})
+		if err != nil {
+			return nil, err
+		}
+		out.BearerToken, out.BearerTokenFile = strings.TrimSpace(string(b)), ""
+	}
+	return out, nil
 }
 
 // ExecCluster is spec.cluster as client-go builds it from cfg for an exec

@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -87,6 +89,19 @@ func TestGate(t *testing.T) {
 		})
 	}
 
+	t.Run("the CA file is read once, bounded, into the configuration judged", func(t *testing.T) {
+		ca := filepath.Join(t.TempDir(), "ca.crt")
+		require.NoError(t, os.WriteFile(ca, []byte("ca from the file"), 0o600))
+		bound, _, err := s.Gate(context.Background(), cfgFor(s, allowed, func(c *rest.Config) { c.CAData, c.CAFile = nil, ca }), nil)
+		require.NoError(t, err)
+		assert.Equal(t, []byte("ca from the file"), bound.CAData)
+		assert.Empty(t, bound.CAFile, "the transport does not read the file again")
+		for _, bad := range []string{"/dev/zero", filepath.Join(t.TempDir(), "missing")} {
+			_, _, err := s.Gate(context.Background(), cfgFor(s, allowed, func(c *rest.Config) { c.CAData, c.CAFile = nil, bad }), nil)
+			require.Error(t, err, bad)
+			assert.Contains(t, err.Error(), "certificate-authority")
+		}
+	})
 	t.Run("a list without cluster information", func(t *testing.T) {
 		s := session(t, false, "--allowed-server="+allowed)
 		_, _, err := s.Gate(context.Background(), cfgFor(s, allowed, nil), nil)

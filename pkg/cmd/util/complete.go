@@ -106,6 +106,11 @@ func (k *KubeFlags) completionConfig(ctx context.Context) (*rest.Config, error) 
 	if cfg.ExecProvider != nil || cfg.AuthProvider != nil {
 		return nil, errors.New("completion runs no credential plugin but this one")
 	}
+	// The files the user's credentials name, read bounded: TAB must not
+	// wait on a FIFO a kubeconfig names.
+	if cfg, err = session.InlineFiles(cfg); err != nil {
+		return nil, err
+	}
 	cfg.Timeout = CompletionTimeout
 	return cfg, nil
 }
