@@ -138,3 +138,40 @@ func TestGate(t *testing.T) {
 		}
 	})
 }
+
+// TestInlineFiles: every file a configuration names is read into it, once
+// and bounded; data already given wins; nothing is read from a device.
+func TestInlineFiles(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		return p
+	}
+	cfg := &rest.Config{Host: "https://h", BearerTokenFile: file("token", " tok\n"),
+		TLSClientConfig: rest.TLSClientConfig{CAFile: file("ca", "ca"), CertFile: file("cert", "cert"), KeyFile: file("key", "key")}}
+	out, err := InlineFiles(cfg)
+	require.NoError(t, err)
+	assert.Equal(t, []byte("ca"), out.CAData)
+	assert.Equal(t, []byte("cert"), out.CertData)
+	assert.Equal(t, []byte("key"), out.KeyData)
+	assert.Equal(t, "tok", out.BearerToken)
+	assert.Empty(t, out.CAFile+out.CertFile+out.KeyFile+out.BearerTokenFile, "no file left to read again")
+	assert.Equal(t, file("ca", "ca"), cfg.CAFile, "the caller's configuration is unchanged")
+
+	given := &rest.Config{Host: "https://h", TLSClientConfig: rest.TLSClientConfig{CAFile: "/dev/zero", CAData: []byte("given")}}
+	out, err = InlineFiles(given)
+	require.NoError(t, err, "data given: the file is not read")
+	assert.Equal(t, []byte("given"), out.CAData)
+	assert.Empty(t, out.CAFile)
+
+	for _, bad := range []*rest.Config{
+		{Host: "https://h", TLSClientConfig: rest.TLSClientConfig{CertFile: "/dev/zero"}},
+		{Host: "https://h", TLSClientConfig: rest.TLSClientConfig{KeyFile: "/dev/zero"}},
+		{Host: "https://h", BearerTokenFile: "/dev/zero"},
+		{Host: "https://h", BearerTokenFile: filepath.Join(dir, "missing")},
+	} {
+		_, err := InlineFiles(bad)
+		assert.Error(t, err)
+	}
+}
