@@ -301,12 +301,14 @@ credentialPluginAllowlist:
 	assert.Contains(t, r.stderr, "is not permitted by the credential plugin allowlist")
 	assert.Equal(t, 0, alice.browserStarts(), "the plugin never ran")
 
-	// On a terminal: whoami's own client logs in (it does not read the kuberc).
+	// whoami's own client applies the kuberc as kubectl does (issue 46):
+	// the plugin does not run, and whoami says why and how to fix it.
 	r = run(t, alice.env, true, st.ki, "whoami", "--kubeconfig="+alice.kubeconfig)
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.Equal(t, 1, alice.browserStarts())
+	require.NotEqual(t, 0, r.code, r.stderr)
+	assert.Equal(t, 0, alice.browserStarts(), "the plugin never ran")
 	assert.Contains(t, r.stderr, "kubectl refuses to run")
 	assert.Contains(t, r.stderr, "setup --write-kuberc")
+	assert.Contains(t, r.stderr, "is not permitted by the credential plugin allowlist")
 
 	r = alice.plugin(nil, append(alice.setup, "--write-kuberc")...)
 	require.Equal(t, 0, r.code, r.stderr)

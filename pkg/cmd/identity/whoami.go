@@ -30,6 +30,9 @@ type WhoAmIOptions struct {
 	// tokenSource describes the current user's cached token (nil when the
 	// user does not run this plugin); it reads the local cache only.
 	tokenSource func(ctx context.Context) *session.TokenSource
+	// kubercHint says, when the kuberc refuses the user's plugin, why
+	// and how to fix it (nil in tests).
+	kubercHint func()
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
 }
@@ -74,6 +77,7 @@ func (o *WhoAmIOptions) Complete(args []string) error {
 	if o.client, err = o.Kube.APIClient(); err != nil {
 		return err
 	}
+	o.kubercHint = func() { warnKuberc(o.ErrOut, o.Kube.ExecCommand(), o.global.Getenv) }
 	o.tokenSource = func(ctx context.Context) *session.TokenSource {
 		_, ts, err := gatedToken(ctx, o.Kube, o.global.Getenv)
 		if errors.Is(err, session.ErrNotOurs) {
@@ -92,6 +96,9 @@ func (o *WhoAmIOptions) ValidateFlags() error { return o.Output.Validate() }
 func (o *WhoAmIOptions) Run(ctx context.Context) error {
 	ssr, version, err := o.client.SelfSubjectReview(ctx)
 	if err != nil {
+		if o.kubercHint != nil {
+			o.kubercHint() // the kuberc may be why: say how to fix it
+		}
 		return err
 	}
 	ui := &ssr.Status.UserInfo
@@ -133,9 +140,9 @@ func (o *WhoAmIOptions) Run(ctx context.Context) error {
 	})
 }
 
-// warnKuberc says when kubectl (>= 1.35) would refuse to run command as a
-// credential plugin under its kuberc policy; this command's own client
-// does not read the kuberc, so it still got an answer.
+// warnKuberc says when kubectl (>= 1.35) refuses to run command as a
+// credential plugin under its kuberc policy, which this command's own
+// client applies too, and how to fix it.
 func warnKuberc(w io.Writer, command string, getenv func(string) string) {
 	path, off, err := kuberc.Path(getenv)
 	if err != nil || off || command == "" {
