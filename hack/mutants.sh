@@ -25,7 +25,7 @@ for p in hack/mutants/*.patch; do
   rm -rf "$work/tree"
   mkdir "$work/tree"
   git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$work/tree"
-  if ! (cd "$work/tree" && patch -s -p1 <"$OLDPWD/$p" >/dev/null); then
+  if ! (cd "$work/tree" && git apply "$OLDPWD/$p"); then
     echo "mutants: $p no longer applies: update it" >&2
     failed=1
     continue
