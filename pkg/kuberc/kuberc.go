@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 )
 
@@ -69,13 +68,19 @@ var ErrDenyAll = errors.New("the kuberc's credentialPluginPolicy is DenyAll: kub
 
 type doc map[string]any
 
-func read(path string) (doc, error) {
-	// Bounded, and never waiting on a FIFO: $KUBERC may name anything.
+// readFile reads the kuberc at path, bounded and never waiting on a FIFO
+// ($KUBERC may name anything): nil when there is none.
+func readFile(path string) ([]byte, error) {
 	b, _, err := safefile.ReadRegular("kuberc", path, 1<<20, safefile.ReadOptions{})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
+	return b, err
+}
+
+func read(path string) (doc, error) {
+	b, err := readFile(path)
+	if err != nil || b == nil {
 		return nil, err
 	}
 	var d doc
@@ -89,14 +94,11 @@ func read(path string) (doc, error) {
 // the first Preference of its YAML documents (a file of one document
 // without a kind is that one).
 func readPreference(path string) (doc, error) {
-	b, _, err := safefile.ReadRegular("kuberc", path, 1<<20, safefile.ReadOptions{})
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	b, err := readFile(path)
+	if err != nil || b == nil {
 		return nil, err
 	}
-	docs := documents(b)
+	docs := Documents(b)
 	for _, text := range docs {
 		var d doc
 		if err := yaml.Unmarshal(text, &d); err != nil {
@@ -109,8 +111,9 @@ func readPreference(path string) (doc, error) {
 	return nil, nil
 }
 
-// documents splits a YAML stream at its "---" lines.
-func documents(b []byte) [][]byte {
+// Documents splits a YAML stream at its "---" lines (kubectl reads every
+// document of a kuberc).
+func Documents(b []byte) [][]byte {
 	var out [][]byte
 	var cur []string
 	for _, line := range strings.Split(string(b), "\n") {
@@ -173,28 +176,36 @@ func Check(path, command string) (Verdict, error) {
 	return NoPolicy, fmt.Errorf("%s: credentialPluginPolicy %q is not one of AllowAll, DenyAll, Allowlist", path, d.policy())
 }
 
-// Policy is the kuberc's credential plugin policy at path in client-go's
-// form, as kubectl ≥ 1.35 applies it to every exec entry it runs (the
-// zero policy, AllowAll, without a kuberc or with KUBERC=off): the
-// plugin's own API clients set it on theirs, so that a program the user's
-// kuberc refuses runs for them no more than for kubectl. A kuberc that
-// cannot be read or names an unknown policy is an error, as in kubectl.
-func Policy(getenv func(string) string) (clientcmdapi.PluginPolicy, error) {
+// PluginPolicy is a kuberc's credential plugin policy: Type "" (no
+// policy: every plugin runs), "DenyAll", or "Allowlist" with the Commands
+// it allows (never nil then: an empty allowlist is not a missing one).
+type PluginPolicy struct {
+	Type     string
+	Commands []string
+}
+
+// Policy is the kuberc's credential plugin policy, as kubectl ≥ 1.35
+// applies it to every exec entry it runs (none without a kuberc or with
+// KUBERC=off): the plugin's own API clients set it on theirs, so that a
+// program the user's kuberc refuses runs for them no more than for
+// kubectl. A kuberc that cannot be read or names an unknown policy is an
+// error, as in kubectl.
+func Policy(getenv func(string) string) (PluginPolicy, error) {
 	path, off, err := Path(getenv)
 	if err != nil || off {
-		return clientcmdapi.PluginPolicy{}, err
+		return PluginPolicy{}, err
 	}
 	d, err := readPreference(path)
 	if err != nil || d == nil {
-		return clientcmdapi.PluginPolicy{}, err
+		return PluginPolicy{}, err
 	}
 	switch d.policy() {
 	case "", "AllowAll":
-		return clientcmdapi.PluginPolicy{}, nil
+		return PluginPolicy{}, nil
 	case "DenyAll":
-		return clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyDenyAll}, nil
+		return PluginPolicy{Type: "DenyAll"}, nil
 	case "Allowlist":
-		p := clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyAllowlist, Allowlist: []clientcmdapi.AllowlistEntry{}}
+		p := PluginPolicy{Type: "Allowlist", Commands: []string{}}
 		for _, e := range d.entries() {
 			m, _ := e.(map[string]any)
 			name, _ := m["name"].(string)
@@ -202,15 +213,15 @@ func Policy(getenv func(string) string) (clientcmdapi.PluginPolicy, error) {
 			// kubectl 1.35 knows "name", 1.36+ converts it to "command",
 			// and refuses an entry whose two differ.
 			if name != "" && cmd != "" && name != cmd {
-				return clientcmdapi.PluginPolicy{}, fmt.Errorf("%s: an allowlist entry names %q and runs %q: kubectl refuses it, keep one of name and command", path, name, cmd)
+				return PluginPolicy{}, fmt.Errorf("%s: an allowlist entry names %q and runs %q: kubectl refuses it, keep one of name and command", path, name, cmd)
 			}
 			if c := cmp.Or(cmd, name); c != "" {
-				p.Allowlist = append(p.Allowlist, clientcmdapi.AllowlistEntry{Command: c})
+				p.Commands = append(p.Commands, c)
 			}
 		}
 		return p, nil
 	}
-	return clientcmdapi.PluginPolicy{}, fmt.Errorf("%s: credentialPluginPolicy %q is not one of AllowAll, DenyAll, Allowlist", path, d.policy())
+	return PluginPolicy{}, fmt.Errorf("%s: credentialPluginPolicy %q is not one of AllowAll, DenyAll, Allowlist", path, d.policy())
 }
 
 // Allow adds command to the allowlist of the kuberc at path when its

@@ -10,7 +10,6 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/kubectl/pkg/config"
 	"k8s.io/kubectl/pkg/config/scheme"
 )
@@ -170,25 +169,25 @@ func TestPolicy(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		kuberc  string // "" no file, "off" KUBERC=off
-		want    clientcmdapi.PluginPolicy
+		want    PluginPolicy
 		wantErr string
 	}{
 		{name: "no kuberc", kuberc: filepath.Join(dir, "missing")},
 		{name: "KUBERC=off", kuberc: "off"},
 		{name: "no policy", kuberc: write("none", head)},
 		{name: "AllowAll", kuberc: write("all", head+"credentialPluginPolicy: AllowAll\n")},
-		{name: "DenyAll", kuberc: write("deny", head+"credentialPluginPolicy: DenyAll\n"), want: clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyDenyAll}},
+		{name: "DenyAll", kuberc: write("deny", head+"credentialPluginPolicy: DenyAll\n"), want: PluginPolicy{Type: "DenyAll"}},
 		{name: "Allowlist by name and by command", kuberc: write("list", head+"credentialPluginPolicy: Allowlist\ncredentialPluginAllowlist:\n- name: kubectl-impersonate-get_token\n- command: /usr/bin/aws\n"),
-			want: clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyAllowlist, Allowlist: []clientcmdapi.AllowlistEntry{{Command: "kubectl-impersonate-get_token"}, {Command: "/usr/bin/aws"}}}},
+			want: PluginPolicy{Type: "Allowlist", Commands: []string{"kubectl-impersonate-get_token", "/usr/bin/aws"}}},
 		{name: "Allowlist, empty", kuberc: write("empty", head+"credentialPluginPolicy: Allowlist\n"),
-			want: clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyAllowlist, Allowlist: []clientcmdapi.AllowlistEntry{}}},
+			want: PluginPolicy{Type: "Allowlist", Commands: []string{}}},
 		{name: "an unknown policy", kuberc: write("unknown", head+"credentialPluginPolicy: Sometimes\n"), wantErr: `credentialPluginPolicy "Sometimes" is not one of`},
 		{name: "unparsable", kuberc: write("bad", "credentialPluginPolicy: [\n"), wantErr: "error converting YAML to JSON"},
 		{name: "the Preference is the second document", kuberc: write("multi", "apiVersion: v1\nkind: Other\ncredentialPluginPolicy: AllowAll\n---\n"+head+"credentialPluginPolicy: DenyAll\n"),
-			want: clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyDenyAll}},
+			want: PluginPolicy{Type: "DenyAll"}},
 		{name: "an entry with a name and another command", kuberc: write("both", head+"credentialPluginPolicy: Allowlist\ncredentialPluginAllowlist:\n- name: a\n  command: b\n"), wantErr: "kubectl refuses it"},
 		{name: "an entry with the same name and command", kuberc: write("same", head+"credentialPluginPolicy: Allowlist\ncredentialPluginAllowlist:\n- name: a\n  command: a\n"),
-			want: clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyAllowlist, Allowlist: []clientcmdapi.AllowlistEntry{{Command: "a"}}}},
+			want: PluginPolicy{Type: "Allowlist", Commands: []string{"a"}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := Policy(func(k string) string { return map[string]string{EnvKuberc: tt.kuberc, "HOME": dir}[k] })

@@ -43,9 +43,12 @@ func (s *Session) Gate(ctx context.Context, cfg *rest.Config, store tokencache.S
 		}
 		cluster = c
 	}
-	// This client sends the token itself: its server is known either way.
-	if err := credspec.CheckScheme(cfg.Host); err != nil {
-		return nil, nil, err
+	if cluster == nil {
+		// This client sends the token itself: its server is known even
+		// when get-token would not be told it (Admit checks it otherwise).
+		if err := credspec.CheckScheme(cfg.Host); err != nil {
+			return nil, nil, err
+		}
 	}
 	a := *s.unbound
 	if err := a.Admit(cluster); err != nil {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kuberc"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
@@ -274,7 +275,7 @@ func kubercAllowlists(path string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	for _, doc := range yamlDocuments(b) {
+	for _, doc := range kuberc.Documents(b) {
 		var d struct {
 			Kind      string `json:"kind"`
 			Policy    string `json:"credentialPluginPolicy"`
@@ -298,19 +299,4 @@ func kubercAllowlists(path string) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-// yamlDocuments splits a YAML stream at its "---" lines.
-func yamlDocuments(b []byte) [][]byte {
-	var docs [][]byte
-	var cur []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.TrimRight(line, " \t\r") == "---" {
-			docs = append(docs, []byte(strings.Join(cur, "\n")))
-			cur = nil
-			continue
-		}
-		cur = append(cur, line)
-	}
-	return append(docs, []byte(strings.Join(cur, "\n")))
 }

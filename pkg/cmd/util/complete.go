@@ -92,23 +92,26 @@ func RegisterAuthCompletions(cmd *cobra.Command, getenv func(string) string) {
 // plugin (another program on TAB, with no deadline of its own): a user
 // with another exec entry or auth provider gets no server candidates.
 func (k *KubeFlags) completionConfig(ctx context.Context) (*rest.Config, error) {
-	cfg, _, err := k.GatedConfig(ctx)
-	if !errors.Is(err, session.ErrNotOurs) {
-		if err != nil {
-			return nil, err
-		}
-		cfg.Timeout = CompletionTimeout
-		return cfg, nil
-	}
-	if cfg, err = k.Config(); err != nil {
+	cfg, err := k.Config()
+	if err != nil {
 		return nil, err
 	}
-	if cfg.ExecProvider != nil || cfg.AuthProvider != nil {
-		return nil, errors.New("completion runs no credential plugin but this one")
-	}
-	// The files the user's credentials name, read bounded: TAB must not
-	// wait on a FIFO a kubeconfig names.
-	if cfg, err = session.InlineFiles(cfg); err != nil {
+	s, err := k.Session(k.getenv)
+	switch {
+	case err == nil:
+		if cfg, _, err = s.Gate(ctx, cfg, nil); err != nil {
+			return nil, err
+		}
+	case errors.Is(err, session.ErrNotOurs):
+		if cfg.ExecProvider != nil || cfg.AuthProvider != nil {
+			return nil, errors.New("completion runs no credential plugin but this one")
+		}
+		// The files the user's credentials name, read bounded: TAB must
+		// not wait on a FIFO a kubeconfig names.
+		if cfg, err = session.InlineFiles(cfg); err != nil {
+			return nil, err
+		}
+	default:
 		return nil, err
 	}
 	cfg.Timeout = CompletionTimeout

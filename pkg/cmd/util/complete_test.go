@@ -10,7 +10,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kuberc"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
 )
 
@@ -141,4 +143,15 @@ func TestCandidates(t *testing.T) {
 	for _, n := range drop {
 		assert.Empty(t, Candidates([]string{n}), "%q", n)
 	}
+}
+
+// TestClientGoPolicy: the kuberc's policy in client-go's form, an empty
+// allowlist kept empty (client-go refuses it as empty, not as missing).
+func TestClientGoPolicy(t *testing.T) {
+	assert.Equal(t, clientcmdapi.PluginPolicy{}, clientGoPolicy(kuberc.PluginPolicy{}))
+	assert.Equal(t, clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyDenyAll}, clientGoPolicy(kuberc.PluginPolicy{Type: "DenyAll"}))
+	assert.Equal(t, clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyAllowlist, Allowlist: []clientcmdapi.AllowlistEntry{}},
+		clientGoPolicy(kuberc.PluginPolicy{Type: "Allowlist", Commands: []string{}}))
+	assert.Equal(t, clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyAllowlist, Allowlist: []clientcmdapi.AllowlistEntry{{Command: "a"}, {Command: "/usr/bin/b"}}},
+		clientGoPolicy(kuberc.PluginPolicy{Type: "Allowlist", Commands: []string{"a", "/usr/bin/b"}}))
 }

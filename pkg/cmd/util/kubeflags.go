@@ -83,9 +83,22 @@ func (k *KubeFlags) Config() (*rest.Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading the kuberc's credential plugin policy: %w", err)
 		}
-		cfg.ExecProvider.PluginPolicy = policy
+		cfg.ExecProvider.PluginPolicy = clientGoPolicy(policy)
 	}
 	return cfg, nil
+}
+
+// clientGoPolicy is p in client-go's form, which client-go's exec
+// authenticator enforces.
+func clientGoPolicy(p kuberc.PluginPolicy) clientcmdapi.PluginPolicy {
+	out := clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PolicyType(p.Type)}
+	if p.Commands != nil {
+		out.Allowlist = make([]clientcmdapi.AllowlistEntry, 0, len(p.Commands))
+		for _, c := range p.Commands {
+			out.Allowlist = append(out.Allowlist, clientcmdapi.AllowlistEntry{Command: c})
+		}
+	}
+	return out
 }
 
 // GatedConfig is the configuration a client of the plugin's own sends the
