@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes DIST/provenance.intoto.json: an in-toto statement whose predicate
+"""Writes an in-toto statement whose predicate
 is SLSA provenance v1 (https://slsa.dev/provenance/v1), naming each artifact
 of the release by sha256 (the archives, their SBOMs, the checksums file, the
 image's SBOM, and the image by its index digest), the commit it was built
@@ -7,7 +7,10 @@ from, and the Go and goreleaser versions that built it. Deterministic: its
 only date is the commit's. hack/release-sign.sh signs it (cosign
 attest-blob); docs/install.md verifies it.
 
-    hack/provenance.py DIST GO-VERSION GORELEASER-VERSION
+    hack/provenance.py DIST GO-VERSION GORELEASER-VERSION [OUT]
+
+OUT defaults to DIST/provenance.intoto.json; hack/release-sign.sh writes it
+elsewhere and publishes only the signed bundle, which holds it.
 """
 import hashlib, json, os, subprocess, sys
 
@@ -55,7 +58,7 @@ def main():
             },
         },
     }
-    out = os.path.join(dist, "provenance.intoto.json")
+    out = sys.argv[4] if len(sys.argv) > 4 else os.path.join(dist, "provenance.intoto.json")
     with open(out, "w") as f:
         json.dump(statement, f, indent=2, sort_keys=True)
         f.write("\n")

@@ -1,51 +1,81 @@
 #!/usr/bin/env bash
 # Signs a release built into DIST (make release; make release-test with a
 # key of the test's), with Sigstore's cosign (hack/tools/cosign):
-#   - DIST/provenance.intoto.json: the SLSA provenance of every artifact
-#     (hack/provenance.py), signed: DIST/provenance.sigstore.json
+#   - the SLSA provenance of every artifact (hack/provenance.py), signed
+#     into DIST/provenance.sigstore.json: the bundle holds the statement,
+#     which is read from there once verified (docs/install.md); no loose
+#     copy is published, since nothing would vouch for it
 #   - DIST/checksums.txt, which names every archive and SBOM by sha256,
 #     signed: DIST/checksums.txt.sigstore.json
 #   - the proxy's image, by digest, when IMAGE_REF names it in a registry
 #     (REGISTRY/REPOSITORY:TAG@sha256:...; the signature is pushed beside it)
-#   - DIST/kubectl-impersonate.pub: the public half of the key
-# The key: COSIGN_KEY (a file, with COSIGN_PASSWORD, or a KMS URI); without
-# it, keyless (Sigstore's Fulcio and Rekor must be reachable, and an OIDC
-# identity: CI's, or a browser). Signatures are recorded in Rekor, Sigstore's
-# transparency log, unless COSIGN_TLOG=false (offline: what the tests do,
-# since Rekor is out of reach there). IMAGE_INSECURE=true allows a plain-HTTP
-# registry (the tests' on 127.0.0.1).
+# The key: COSIGN_KEY (a file, with COSIGN_PASSWORD, or a KMS URI), whose
+# public half must be the committed kubectl-impersonate.pub (KI_RELEASE_PUB
+# names another file: the release test's key); users take the key from the
+# repository, never from the release. Without COSIGN_KEY, keyless: only in
+# the release workflow (.github/workflows/release.yaml, on a tag), whose
+# identity is the one docs/install.md verifies. Signatures are recorded in
+# Rekor, Sigstore's transparency log, unless COSIGN_TLOG=false (offline:
+# what the tests do, since Rekor is out of reach there). IMAGE_INSECURE=true
+# allows a plain-HTTP registry (the tests' on 127.0.0.1).
 #
 #   hack/release-sign.sh DIST
+#   hack/release-sign.sh --check-key    (make release, before it builds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dist=${1:?usage: hack/release-sign.sh DIST}
 tools=$(hack/tools/build.sh)
 cosign="$tools/cosign"
+pub=${KI_RELEASE_PUB:-kubectl-impersonate.pub}
+workflow="kubectl-impersonate/kubectl-impersonate/.github/workflows/release.yaml@refs/tags/"
+
+# check_key: COSIGN_KEY is the key of the committed public key, or keyless
+# signing runs in the release workflow.
+check_key() {
+  if [[ -n ${COSIGN_KEY:-} ]]; then
+    [[ -f $pub ]] || { echo "release-sign: $pub is missing: commit the release key's public half there (users take it from the repository at the tag)" >&2; exit 1; }
+    local got
+    got=$("$cosign" public-key --key "$COSIGN_KEY" 2>/dev/null) || { echo "release-sign: cannot read the public half of COSIGN_KEY (is COSIGN_PASSWORD set?)" >&2; exit 1; }
+    if [[ $got != "$(cat "$pub")" ]]; then
+      echo "release-sign: COSIGN_KEY is not the key of the committed $pub: sign with the project's key, or commit its new public half first (a key rotation)" >&2
+      exit 1
+    fi
+  elif [[ ${GITHUB_WORKFLOW_REF:-} != "$workflow"v* ]]; then
+    echo "release-sign: no COSIGN_KEY, and keyless signing is the release workflow's (.github/workflows/release.yaml on a tag: the identity docs/install.md verifies); set COSIGN_KEY to sign with the project's key" >&2
+    exit 1
+  fi
+}
+
+if [[ ${1:-} == --check-key ]]; then
+  check_key
+  echo "release-sign: the signing key is the project's"
+  exit 0
+fi
+dist=${1:?usage: hack/release-sign.sh DIST | --check-key}
+check_key
 tlog=${COSIGN_TLOG:-true}
 key=()
 if [[ -n ${COSIGN_KEY:-} ]]; then
   key=(--key "$COSIGN_KEY")
 else
-  echo "release-sign: no COSIGN_KEY: signing keyless (Sigstore's public infrastructure and an OIDC identity are needed)" >&2
+  echo "release-sign: signing keyless as the release workflow ($GITHUB_WORKFLOW_REF)" >&2
 fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 
 go_version=$(go version "$dist"/kubectl-impersonate_linux_amd64*/kubectl-impersonate | awk '{print $2}')
 goreleaser_version=$("$tools/goreleaser" --version 2>/dev/null | awk '/^GitVersion:/ {print $2}')
-python3 hack/provenance.py "$dist" "$go_version" "${goreleaser_version:-unknown}"
+python3 hack/provenance.py "$dist" "$go_version" "${goreleaser_version:-unknown}" "$tmp/provenance.intoto.json"
+rm -f "$dist/provenance.intoto.json" "$dist/kubectl-impersonate.pub"
 
 "$cosign" sign-blob "${key[@]}" --tlog-upload="$tlog" --new-bundle-format --yes \
   --bundle "$dist/checksums.txt.sigstore.json" "$dist/checksums.txt" >/dev/null
 echo "release-sign: signed $dist/checksums.txt"
 "$cosign" attest-blob "${key[@]}" --tlog-upload="$tlog" --new-bundle-format --yes \
-  --statement "$dist/provenance.intoto.json" --bundle "$dist/provenance.sigstore.json" >/dev/null
-echo "release-sign: signed $dist/provenance.intoto.json"
+  --statement "$tmp/provenance.intoto.json" --bundle "$dist/provenance.sigstore.json" >/dev/null
+echo "release-sign: signed the provenance into $dist/provenance.sigstore.json"
 if [[ -n ${IMAGE_REF:-} ]]; then
   insecure=()
   [[ ${IMAGE_INSECURE:-} == true ]] && insecure=(--allow-http-registry)
   "$cosign" sign "${key[@]}" --tlog-upload="$tlog" --yes "${insecure[@]}" "$IMAGE_REF" >/dev/null
   echo "release-sign: signed $IMAGE_REF"
-fi
-if [[ ${#key[@]} -gt 0 ]]; then
-  "$cosign" public-key "${key[@]}" > "$dist/kubectl-impersonate.pub"
-  echo "release-sign: wrote $dist/kubectl-impersonate.pub"
 fi

@@ -22,15 +22,23 @@ if [[ ! -f $db/.complete ]]; then
   touch "$db/.complete"
 fi
 # The repository's OSV files carry no dates (vuln.go.dev's are set when it
-# deploys): the database is as of its commit, the pseudo-version's time.
-about=$(python3 - "$version" "$src/data/osv" <<'PY'
+# deploys): the database is as of its commit, the pseudo-version's time. A
+# database older than VULNDB_MAX_AGE_DAYS (the Makefile names it) fails
+# the check: it would miss what was published since.
+about=$(python3 - "$version" "$src/data/osv" "${VULNDB_MAX_AGE_DAYS:-45}" <<'PY'
 import datetime, glob, os, sys
 stamp = sys.argv[1].split("-")[1]
-when = datetime.datetime.strptime(stamp, "%Y%m%d%H%M%S").strftime("%Y-%m-%d %H:%M UTC")
+when = datetime.datetime.strptime(stamp, "%Y%m%d%H%M%S").replace(tzinfo=datetime.timezone.utc)
+age = (datetime.datetime.now(datetime.timezone.utc) - when).days
 ids = sorted(os.path.basename(f)[:-5] for f in glob.glob(sys.argv[2] + "/GO-*.json"))
-print(f"as of {when}: {len(ids)} entries, the newest {ids[-1]}")
+print(f"as of {when:%Y-%m-%d %H:%M} UTC ({age} days old, at most {sys.argv[3]}): {len(ids)} entries, the newest {ids[-1]}")
+sys.exit(3 if age > int(sys.argv[3]) else 0)
 PY
-)
+) || {
+  echo "vulncheck: golang.org/x/vulndb $version, $about" >&2
+  echo "vulncheck: the vulnerability database is older than VULNDB_MAX_AGE_DAYS: refresh it with \"make vulndb-update\" (then commit hack/tools/vuln/go.mod and go.sum)" >&2
+  exit 1
+}
 echo "vulncheck: golang.org/x/vulndb $version, $about; $(go env GOVERSION)"
 if ! "$tools/govulncheck" -db "file://$db" ./cmd/...; then
   echo "vulncheck: a known vulnerability is reachable from the plugin's binaries (above): upgrade the module to its fixed version (go get MODULE@VERSION), or the toolchain in go.mod for the standard library's" >&2

@@ -57,6 +57,7 @@ const (
 	FlagClientAuthMethod    = "oidc-client-auth-method"
 	FlagClientKeyFile       = "oidc-client-key-file"
 	FlagClientCertFile      = "oidc-client-certificate-file"
+	FlagClientKeyID         = "oidc-client-key-id"
 	FlagClientAssertionFile = "oidc-client-assertion-file"
 	FlagClientAssertionAud  = "oidc-client-assertion-audience"
 	FlagIPAPIKey            = "identity-platform-api-key"

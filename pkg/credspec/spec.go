@@ -59,6 +59,10 @@ type OIDC struct {
 	// wants instead of the key's thumbprint.
 	ClientKeyFile         string
 	ClientCertificateFile string
+	// ClientKeyID is the kid of the assertion's header: "" for the key's
+	// RFC 7638 thumbprint (or none beside a certificate), "none" for none,
+	// or the kid the key is registered with at the provider.
+	ClientKeyID string
 	// ClientAssertionFile holds a client assertion someone else issues
 	// (a projected service account token, a CI job's token), read at every
 	// request to the token endpoint: a federated credential.
@@ -258,18 +262,24 @@ func (o *OIDC) ClientAssertion() bool {
 	return o.ClientAuthMethod == AuthPrivateKeyJWT || o.ClientAssertionFile != ""
 }
 
+// maxKeyID bounds --oidc-client-key-id.
+const maxKeyID = 256
+
 // validateAssertion checks the settings of a client assertion.
 func (o *OIDC) validateAssertion() error {
 	keyed := o.ClientAuthMethod == AuthPrivateKeyJWT
 	switch {
 	case keyed && o.ClientKeyFile == "":
 		return fmt.Errorf("--%s=%s signs with a key: give --%s", FlagClientAuthMethod, AuthPrivateKeyJWT, FlagClientKeyFile)
-	case !keyed && (o.ClientKeyFile != "" || o.ClientCertificateFile != "" || o.ClientAssertionAudience != ""):
-		return fmt.Errorf("--%s, --%s and --%s take effect with --%s=%s only", FlagClientKeyFile, FlagClientCertFile, FlagClientAssertionAud, FlagClientAuthMethod, AuthPrivateKeyJWT)
+	case !keyed && (o.ClientKeyFile != "" || o.ClientCertificateFile != "" || o.ClientKeyID != "" || o.ClientAssertionAudience != ""):
+		return fmt.Errorf("--%s, --%s, --%s and --%s take effect with --%s=%s only", FlagClientKeyFile, FlagClientCertFile, FlagClientKeyID, FlagClientAssertionAud, FlagClientAuthMethod, AuthPrivateKeyJWT)
 	case keyed && o.ClientAssertionFile != "":
 		return fmt.Errorf("give --%s=%s or --%s, not both: one assertion authenticates the client", FlagClientAuthMethod, AuthPrivateKeyJWT, FlagClientAssertionFile)
 	case o.ClientAssertion() && (o.ClientSecret != "" || o.ClientSecretFile != ""):
 		return fmt.Errorf("a client authenticates with an assertion or a secret, not both: drop the secret (--%s, $%s) or the assertion", FlagClientSecretFile, EnvClientSecret)
+	}
+	if k := o.ClientKeyID; len(k) > maxKeyID || strings.IndexFunc(k, func(r rune) bool { return r < 0x21 || r > 0x7e }) >= 0 {
+		return fmt.Errorf("--%s must be at most %d printable ASCII characters without spaces: the kid the key is registered with, or none", FlagClientKeyID, maxKeyID)
 	}
 	if a := o.ClientAssertionAudience; a != "" && a != AssertionAudienceTokenEndpoint {
 		if u, err := url.Parse(a); err != nil || u.Scheme != "https" || u.Host == "" {

@@ -45,13 +45,17 @@ func (a Assertion) params(tokenURL string, form map[string][]string) error {
 // Signer signs private_key_jwt client assertions (RFC 7523 §3, OpenID
 // Connect Core §9): iss and sub the client, aud Audience (the token
 // endpoint's URL when empty), a random jti, iat now and exp Lifetime later;
-// the header names the key by its RFC 7638 thumbprint (kid), or its
-// certificate by x5t#S256 when Certificate is set, as Entra ID wants.
+// the header names the key as KeyID says, and its certificate by x5t#S256
+// when Certificate is set, as Entra ID wants.
 type Signer struct {
 	ClientID    string
 	Key         crypto.Signer
 	Certificate *x509.Certificate
-	Audience    string
+	// KeyID is the header's kid: "" for the key's RFC 7638 thumbprint (none
+	// when Certificate is set: x5t#S256 names the key), NoKeyID for none,
+	// or the kid the key is registered with at the provider.
+	KeyID    string
+	Audience string
 	// Lifetime is the assertion's (default 60 s: one request's).
 	Lifetime time.Duration
 	Now      func() time.Time
@@ -86,7 +90,12 @@ func (s *Signer) Assertion(tokenURL string) (string, error) {
 	if s.Certificate != nil {
 		sum := sha256.Sum256(s.Certificate.Raw)
 		tok.Header["x5t#S256"] = base64.RawURLEncoding.EncodeToString(sum[:])
-	} else {
+	}
+	switch {
+	case s.KeyID == NoKeyID:
+	case s.KeyID != "":
+		tok.Header["kid"] = s.KeyID
+	case s.Certificate == nil:
 		kid, err := Thumbprint(s.Key.Public())
 		if err != nil {
 			return "", err
@@ -99,6 +108,10 @@ func (s *Signer) Assertion(tokenURL string) (string, error) {
 	}
 	return signed, nil
 }
+
+// NoKeyID as Signer.KeyID leaves kid out of the header: for a provider
+// that tries every key the client registered.
+const NoKeyID = "none"
 
 // Thumbprint is the RFC 7638 SHA-256 thumbprint of a public key, base64url:
 // the kid a provider finds the key by in the client's JWKS.

@@ -47,17 +47,26 @@ func TestSignerAssertion(t *testing.T) {
 	require.NoError(t, err)
 	cert := selfSigned(t, ecKey)
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	ecThumb, err := Thumbprint(ecKey.Public())
+	require.NoError(t, err)
+	rsaThumb, err := Thumbprint(rsaKey.Public())
+	require.NoError(t, err)
+	const entra = "https://login.example.com/t/oauth2/v2.0/token"
 	for _, tt := range []struct {
 		name     string
 		signer   *Signer
 		wantAlg  string
 		wantAud  string
 		wantX5t  bool
+		wantKid  any // nil: no kid in the header
 		tokenURL string
 	}{
-		{"RSA, the issuer as audience", &Signer{ClientID: "robot", Key: rsaKey, Audience: "https://idp.example.com"}, "RS256", "https://idp.example.com", false, "https://idp.example.com/token"},
-		{"EC, the token endpoint as audience", &Signer{ClientID: "robot", Key: ecKey}, "ES256", "https://idp.example.com/token", false, "https://idp.example.com/token"},
-		{"a certificate: x5t#S256", &Signer{ClientID: "robot", Key: ecKey, Certificate: cert}, "ES256", "https://login.example.com/t/oauth2/v2.0/token", true, "https://login.example.com/t/oauth2/v2.0/token"},
+		{"RSA, the issuer as audience", &Signer{ClientID: "robot", Key: rsaKey, Audience: "https://idp.example.com"}, "RS256", "https://idp.example.com", false, rsaThumb, "https://idp.example.com/token"},
+		{"EC, the token endpoint as audience", &Signer{ClientID: "robot", Key: ecKey}, "ES256", "https://idp.example.com/token", false, ecThumb, "https://idp.example.com/token"},
+		{"a certificate: x5t#S256, no kid", &Signer{ClientID: "robot", Key: ecKey, Certificate: cert}, "ES256", entra, true, nil, entra},
+		{"the kid the key is registered with", &Signer{ClientID: "robot", Key: ecKey, KeyID: "robot-1"}, "ES256", "https://idp.example.com/token", false, "robot-1", "https://idp.example.com/token"},
+		{"no kid", &Signer{ClientID: "robot", Key: rsaKey, KeyID: NoKeyID}, "RS256", "https://idp.example.com/token", false, nil, "https://idp.example.com/token"},
+		{"a certificate and a registered kid", &Signer{ClientID: "robot", Key: ecKey, Certificate: cert, KeyID: "robot-1"}, "ES256", entra, true, "robot-1", entra},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.signer.Now = func() time.Time { return now }
@@ -81,11 +90,13 @@ func TestSignerAssertion(t *testing.T) {
 			if tt.wantX5t {
 				sum := sha256.Sum256(cert.Raw)
 				assert.Equal(t, base64.RawURLEncoding.EncodeToString(sum[:]), tok.Header["x5t#S256"])
-				assert.Nil(t, tok.Header["kid"])
 			} else {
-				kid, err := Thumbprint(tt.signer.Key.Public())
-				require.NoError(t, err)
-				assert.Equal(t, kid, tok.Header["kid"])
+				assert.NotContains(t, tok.Header, "x5t#S256")
+			}
+			if tt.wantKid == nil {
+				assert.NotContains(t, tok.Header, "kid")
+			} else {
+				assert.Equal(t, tt.wantKid, tok.Header["kid"])
 			}
 		})
 	}

@@ -314,7 +314,7 @@ func ClientAssertion(o credspec.OIDC, clientID, issuer string) (oauth.Assertion,
 	if err != nil {
 		return nil, err
 	}
-	s := &oauth.Signer{ClientID: clientID, Key: key, Audience: issuer}
+	s := &oauth.Signer{ClientID: clientID, Key: key, KeyID: o.ClientKeyID, Audience: issuer}
 	if o.ClientCertificateFile != "" {
 		if s.Certificate, err = oauth.LoadCertificate(o.ClientCertificateFile); err != nil {
 			return nil, err

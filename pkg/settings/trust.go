@@ -45,6 +45,9 @@ var execEntrySafe = map[string]bool{
 	credspec.FlagExtraParams: true, credspec.FlagClientAuthMethod: true, credspec.FlagUserEmail: true, credspec.FlagCSRegion: true, credspec.FlagIPTenant: true,
 	credspec.FlagExchangeAudience: true, credspec.FlagExchangeScope: true, credspec.FlagExchangeRequested: true, credspec.FlagExchangeSubjectType: true,
 	credspec.FlagImpersonateUser: true,
+	// How the assertion names the profile's key: it goes to the profile's
+	// provider alone, and a wrong kid only fails the request.
+	credspec.FlagClientKeyID: true,
 }
 
 // IsFileSetting reports whether the flag name takes a file or directory

@@ -10,6 +10,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -225,6 +226,12 @@ func TestJavaScriptClientGuard(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusOK)
 	}))
+	// The attacker's server is one the kubeconfig trusts (the stack's CA
+	// signs its certificate), so a token sent there would arrive: the
+	// control row below sees one.
+	serving, err := tls.LoadX509KeyPair(st.certFile, st.keyFile)
+	require.NoError(t, err)
+	attacker.TLS = &tls.Config{Certificates: []tls.Certificate{serving}}
 	attacker.StartTLS()
 	defer attacker.Close()
 	cfg, err := clientcmd.LoadFromFile(alice.kubeconfig)
@@ -234,6 +241,20 @@ func TestJavaScriptClientGuard(t *testing.T) {
 	full := filepath.Join(filepath.Dir(st.ki), "kubectl-impersonate")
 	forged := fmt.Sprintf(`{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","spec":{"interactive":false,"cluster":{"server":%q}}}`, api.url)
 	victim := filepath.Join(t.TempDir(), "victim.kubeconfig")
+	// Control: a user of static token, the same kubeconfig and client: the
+	// attacker's server sees the token.
+	control := cfg.DeepCopy()
+	control.AuthInfos["mallory"] = &clientcmdapi.AuthInfo{Token: "control-token"}
+	control.Clusters["e2e"].Server = attacker.URL
+	for _, c := range control.Contexts {
+		c.AuthInfo = "mallory"
+	}
+	controlPath := filepath.Join(t.TempDir(), "control.kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*control, controlPath))
+	alice.runClient("javascript", controlPath, 1)
+	require.Equal(t, int64(1), tokens.Load(), "the attacker's server sees a token sent to it (of %d requests)", hits.Load())
+	tokens.Store(0)
+
 	for _, tt := range []struct {
 		name, want, server string
 		exec               *clientcmdapi.ExecConfig

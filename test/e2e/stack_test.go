@@ -46,8 +46,6 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/authzwebhook"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/doctest"
 
-	"crypto"
-	"encoding/base64"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
 	"sync/atomic"
@@ -70,9 +68,12 @@ const (
 	opTokenLifetime = 30 * time.Second
 	// opClient and opRobot are oidc-provider's clients: the people's public
 	// native client and the robot registered without a secret.
-	opClient   = "kubectl-impersonate"
-	opRobot    = "robot"
-	adminToken = "e2e-admin-token"
+	opClient = "kubectl-impersonate"
+	opRobot  = "robot"
+	// opRobotKeyID is the kid the robot's key is registered with at
+	// oidc-provider: its operator's choice, not the key's thumbprint.
+	opRobotKeyID = "robot-1"
+	adminToken   = "e2e-admin-token"
 	// proxyToken is the impersonating proxy's own credential: it may only impersonate.
 	proxyToken = "e2e-proxy-token"
 )
@@ -533,12 +534,9 @@ func (s *stack) startOIDCProvider() error {
 	if err := writePEM(s.opRobotKey, "PRIVATE KEY", der); err != nil {
 		return err
 	}
-	jwk := jose.JSONWebKey{Key: key.Public(), Algorithm: "ES256", Use: "sig"}
-	thumb, err := jwk.Thumbprint(crypto.SHA256)
-	if err != nil {
-		return err
-	}
-	jwk.KeyID = base64.RawURLEncoding.EncodeToString(thumb)
+	// Registered with the kid its operator chose, not the key's
+	// thumbprint: the robot says it with --oidc-client-key-id.
+	jwk := jose.JSONWebKey{Key: key.Public(), Algorithm: "ES256", Use: "sig", KeyID: opRobotKeyID}
 	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{jwk}})
 	// test/e2e/node's scripts beside the installed node_modules.
 	dir := filepath.Join(s.work, "node")

@@ -188,18 +188,28 @@ func TestStrictProviderDeviceFlow(t *testing.T) {
 }
 
 // TestPrivateKeyJWTRobot: a robot registered at oidc-provider without a
-// secret (private_key_jwt) runs kubectl with the entry setup wrote; its
-// kubeconfig, cache and argv hold no key and no assertion; each token
+// secret (private_key_jwt), its key under the kid its operator chose
+// (robot-1), runs kubectl with the entry setup wrote; its kubeconfig,
+// cache, argv and -v 9 log hold no key and no assertion; each token
 // request carries a fresh assertion (the provider refuses a replayed jti,
-// one without an assertion, an expired one: asserted below).
+// one without an assertion, an expired one, one naming the key by another
+// kid: asserted below).
 func TestPrivateKeyJWTRobot(t *testing.T) {
-	robot := newPerson(t, "alice", st.api["structured"], "--oidc-issuer-url="+st.op.url, "--oidc-client-id="+opRobot,
-		"--grant-type=client-credentials", "--oidc-client-auth-method=private-key-jwt", "--oidc-client-key-file="+st.opRobotKey,
-		"--exec-interactive-mode=Never", "--token-cache-storage=disk")
+	robotFlags := []string{"--oidc-issuer-url=" + st.op.url, "--oidc-client-id=" + opRobot,
+		"--grant-type=client-credentials", "--oidc-client-auth-method=private-key-jwt", "--oidc-client-key-file=" + st.opRobotKey,
+		"--exec-interactive-mode=Never", "--token-cache-storage=disk"}
+	// Without the registered kid (the thumbprint, the default), the
+	// provider does not find the key (issue 47).
+	thumbprinted := newPerson(t, "alice", st.api["structured"], robotFlags...)
+	r := thumbprinted.kubectl("get", "pods", "-n", "team-a")
+	assert.NotEqual(t, 0, r.code, "the thumbprint is not the kid oidc-provider knows the key by")
+	assert.Contains(t, r.stderr, "invalid_client")
+
+	robot := newPerson(t, "alice", st.api["structured"], append(robotFlags, "--oidc-client-key-id="+opRobotKeyID)...)
 	cc0 := st.op.Count("token:client_credentials")
 	w := robot.whoami()
 	assert.Equal(t, "op-client:robot", w.Status.UserInfo.Username)
-	r := robot.kubectl("get", "pods", "-n", "team-a")
+	r = robot.kubectl("get", "pods", "-n", "team-a")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, cc0+1, st.op.Count("token:client_credentials"), "the second kubectl uses the cache")
 
@@ -224,15 +234,17 @@ func TestPrivateKeyJWTRobot(t *testing.T) {
 		assert.NotContains(t, s, "client_assertion", "the %s holds no assertion", what)
 	}
 	assert.Contains(t, string(kc), "--oidc-client-key-file="+st.opRobotKey, "the entry names the key file")
+	assert.Contains(t, string(kc), "--oidc-client-key-id="+opRobotKeyID, "and the key's kid")
 
 	// The provider refuses what the plugin never sends.
 	key, err := oauth.LoadKey(st.opRobotKey)
 	require.NoError(t, err)
-	sign := func(now time.Time) string {
-		a, err := (&oauth.Signer{ClientID: opRobot, Key: key, Audience: st.op.url, Now: func() time.Time { return now }}).Assertion(st.op.url + "/token")
+	signAs := func(kid string, now time.Time) string {
+		a, err := (&oauth.Signer{ClientID: opRobot, Key: key, KeyID: kid, Audience: st.op.url, Now: func() time.Time { return now }}).Assertion(st.op.url + "/token")
 		require.NoError(t, err)
 		return a
 	}
+	sign := func(now time.Time) string { return signAs(opRobotKeyID, now) }
 	form := func(assertion string) url.Values {
 		f := url.Values{"grant_type": {"client_credentials"}, "client_id": {opRobot}}
 		if assertion != "" {
@@ -251,6 +263,7 @@ func TestPrivateKeyJWTRobot(t *testing.T) {
 		{"the same assertion again (a replayed jti)", form(fresh), http.StatusUnauthorized},
 		{"no assertion", form(""), http.StatusUnauthorized},
 		{"an expired assertion", form(sign(time.Now().Add(-3 * time.Minute))), http.StatusUnauthorized},
+		{"the key named by its thumbprint, not its registered kid", form(signAs("", time.Now())), http.StatusUnauthorized},
 	} {
 		status, code := opToken(t, tt.form)
 		assert.Equal(t, tt.wantStatus, status, "%s: %s", tt.name, code)

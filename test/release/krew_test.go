@@ -12,7 +12,9 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -137,4 +139,34 @@ func candidates(out string) []string {
 		}
 	}
 	return words
+}
+
+// TestKrewManifestNamesTheArchives: the Krew manifest generated for the
+// snapshot names every archive of it (one in make release-test, six in
+// make release-test-all) under the snapshot's version, each with the
+// sha256 computed here from the archive's bytes, not read from
+// checksums.txt (which the manifest is generated from).
+func TestKrewManifestNamesTheArchives(t *testing.T) {
+	dist := os.Getenv("KI_DIST")
+	require.NotEmpty(t, dist, "KI_DIST: run through make release-test")
+	manifest, err := os.ReadFile(filepath.Join(dist, "krew", "impersonate.yaml"))
+	require.NoError(t, err)
+	archives, _ := filepath.Glob(filepath.Join(dist, "kubectl-impersonate_*_*_*.*"))
+	want := map[string]string{}
+	for _, a := range archives {
+		if strings.HasSuffix(a, ".tar.gz") || strings.HasSuffix(a, ".zip") {
+			want[filepath.Base(a)] = sha256File(t, a)
+		}
+	}
+	require.NotEmpty(t, want, "the snapshot's archives")
+	got := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^    uri: (\S+)\n    sha256: (\S+)$`).FindAllStringSubmatch(string(manifest), -1) {
+		name := path.Base(m[1])
+		version := strings.Split(strings.TrimPrefix(name, "kubectl-impersonate_"), "_")[0]
+		assert.Equal(t, "https://github.com/kubectl-impersonate/kubectl-impersonate/releases/download/v"+version+"/"+name, m[1])
+		assert.Contains(t, string(manifest), "\n  version: v"+version+"\n", "the manifest's version is the archives'")
+		got[name] = m[2]
+	}
+	assert.Equal(t, want, got, "one entry an archive, with the archive's sha256")
+	t.Logf("%d archives, each entry's sha256 recomputed", len(got))
 }

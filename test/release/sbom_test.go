@@ -87,7 +87,7 @@ func extractAll(t *testing.T, archive, dir string) {
 // TestSBOMsListWhatBinariesLink: each archive's SBOM names the archive by
 // its sha256 and lists, for each of its four binaries, exactly the modules
 // "go version -m" of that binary lists; the image's SBOM does the same for
-// the binaries built into it. Both are deterministic documents (no serial,
+// the binaries it holds, read out of the image's layers for each platform. Both are deterministic documents (no serial,
 // the commit's date).
 func TestSBOMsListWhatBinariesLink(t *testing.T) {
 	dist := os.Getenv("KI_DIST")
@@ -129,13 +129,16 @@ func TestSBOMsListWhatBinariesLink(t *testing.T) {
 	ref, err := os.ReadFile(filepath.Join(dist, "image.ref"))
 	require.NoError(t, err)
 	assert.Equal(t, "sha256:"+image.Metadata.Component.Hashes[0].Content, strings.SplitN(strings.TrimSpace(string(ref)), "@", 2)[1], "the SBOM names the image by digest")
+	// The binaries are read out of the image itself, each platform's (one
+	// in make release-test's host snapshot, two in a release).
+	inImage, platforms := imageBinaries(t, filepath.Join(dist, "image"))
 	checked := 0
 	for _, c := range image.Components {
 		if c.Type != "application" {
 			continue
 		}
-		platform, name := filepath.Dir(c.Name), filepath.Base(c.Name) // linux/amd64/NAME
-		if platform != "linux/amd64" {
+		path, ok := inImage[c.Name] // linux/ARCH/NAME
+		if !assert.True(t, ok, "the image's SBOM lists %s, which the image does not hold (it holds %v)", c.Name, keys(inImage)) {
 			continue
 		}
 		var listed []string
@@ -143,8 +146,87 @@ func TestSBOMsListWhatBinariesLink(t *testing.T) {
 			listed = append(listed, m.Name+"@"+m.Version)
 		}
 		slices.Sort(listed)
-		assert.Equal(t, linkedModules(t, filepath.Join(dir, name)), listed, "image %s", c.Name)
+		assert.Equal(t, linkedModules(t, path), listed, "image %s", c.Name)
 		checked++
 	}
-	assert.Equal(t, 2, checked, "the image's two binaries")
+	assert.Equal(t, len(inImage), checked, "every binary of the image is in its SBOM")
+	assert.Equal(t, 2*platforms, checked, "the image's two binaries on each of its %d platforms", platforms)
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// imageBinaries writes the executables of every platform's image in the
+// OCI layout dir to a temporary directory; it returns their paths by
+// PLATFORM/NAME (linux/amd64/kubectl-impersonate-apiserver), and the
+// number of platforms.
+func imageBinaries(t *testing.T, layout string) (map[string]string, int) {
+	t.Helper()
+	type descriptor struct {
+		MediaType string `json:"mediaType"`
+		Digest    string `json:"digest"`
+		Platform  *struct {
+			OS           string `json:"os"`
+			Architecture string `json:"architecture"`
+		} `json:"platform"`
+	}
+	var doc struct {
+		Manifests []descriptor `json:"manifests"`
+		Layers    []descriptor `json:"layers"`
+	}
+	blob := func(digest string) string {
+		return filepath.Join(layout, "blobs", "sha256", strings.TrimPrefix(digest, "sha256:"))
+	}
+	read := func(path string, into any) {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(b, into))
+	}
+	read(filepath.Join(layout, "index.json"), &doc)
+	require.Len(t, doc.Manifests, 1, "one tagged index")
+	read(blob(doc.Manifests[0].Digest), &doc)
+	out := map[string]string{}
+	dir := t.TempDir()
+	for _, m := range doc.Manifests {
+		require.NotNil(t, m.Platform, "each image names its platform")
+		platform := m.Platform.OS + "/" + m.Platform.Architecture
+		var manifest struct {
+			Layers []descriptor `json:"layers"`
+		}
+		read(blob(m.Digest), &manifest)
+		for _, l := range manifest.Layers {
+			require.Contains(t, l.MediaType, "tar+gzip", "a gzipped layer")
+			f, err := os.Open(blob(l.Digest))
+			require.NoError(t, err)
+			gz, err := gzip.NewReader(f)
+			require.NoError(t, err)
+			tr := tar.NewReader(gz)
+			for {
+				h, err := tr.Next()
+				if err == io.EOF {
+					break
+				}
+				require.NoError(t, err)
+				if h.Typeflag != tar.TypeReg || h.Mode&0o111 == 0 {
+					continue
+				}
+				path := filepath.Join(dir, platform, filepath.Base(h.Name))
+				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+				w, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
+				require.NoError(t, err, "one %s a platform", h.Name)
+				_, err = io.Copy(w, tr)
+				require.NoError(t, err)
+				require.NoError(t, w.Close())
+				out[platform+"/"+filepath.Base(h.Name)] = path
+			}
+			require.NoError(t, f.Close())
+		}
+	}
+	return out, len(doc.Manifests)
 }

@@ -2,7 +2,7 @@ module github.com/kubectl-impersonate/kubectl-impersonate/hack/tools/cosign
 
 go 1.26.1
 
-require github.com/sigstore/cosign/v2 v2.6.2
+require github.com/sigstore/cosign/v2 v2.6.5
 
 require (
 	cloud.google.com/go v0.121.6 // indirect
