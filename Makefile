@@ -22,7 +22,8 @@ TOOLS = $(shell hack/tools/build.sh)
 GORELEASER = GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/kubectl-impersonate/kubectl-impersonate $(TOOLS)/goreleaser
 # goreleaser adds each binary to its archive when the binary's build ends:
 # one build at a time (-p 1) makes that order, and so the archives' bytes,
-# the same on every run (two at a time on 2 cores took as long).
+# the same on every run (the host snapshot, warm: 13.9 s, against 12.9 s
+# two at a time on 2 cores).
 GORELEASER_RELEASE = $(GORELEASER) release -p 1
 # The version in the archive names of a goreleaser output directory.
 snapshot_version = $$(ls $(1)/kubectl-impersonate_*_linux_amd64.tar.gz | sed -E 's/.*kubectl-impersonate_(.*)_linux_amd64.tar.gz/\1/')
@@ -72,8 +73,9 @@ vulndb-update: ## Pin the newest golang.org/x/vulndb the module proxy serves (fo
 demo: ## A local kube-apiserver + etcd + Dex + proxy and a kubeconfig with two users; prints the commands to try (Ctrl-C stops it)
 	hack/demo.sh
 
-demo-check: ## Run the demo non-interactively (headless Chromium answers the logins) and check what its commands print
+demo-check: ## Run the demo non-interactively (headless Chromium answers the logins) and check what its commands print and TAB offers; then Ctrl-C it while building, starting and running, and check it leaves nothing
 	hack/demo.sh --check
+	hack/demo.sh --check-interrupt
 
 e2e: snapshot-host ## End-to-end tests on real kube-apiserver, etcd, Dex, kubectl, keyring, Chromium, and the proxy's image in podman
 	KI_IMAGE_DIST=$(CURDIR)/dist-host test/e2e/run.sh

@@ -21,20 +21,53 @@ check=false
 say() { echo "demo: $*" >&2; }
 fail() { echo "demo: FAILED: $*" >&2; exit 1; }
 
+# --check-interrupt: Ctrl-C (SIGINT to the demo's process group, as a
+# terminal sends it) while building, while kube-apiserver starts and once
+# up: each run removes its directory and leaves no process. Each run gets
+# a TMPDIR of its own, so what it left is what is found there.
+if [ "${1:-}" = "--check-interrupt" ]; then
+  for at in "building" "starting kube-apiserver" "running"; do
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/kubectl-impersonate-demo-interrupt.XXXXXX")
+    log="$tmp.log"
+    # In its own process group, with SIGINT's default action: a script's
+    # background job starts with SIGINT ignored, which a terminal's
+    # foreground job does not (and a shell cannot trap an ignored signal).
+    TMPDIR="$tmp" python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.setsid(); os.execvp(sys.argv[1], sys.argv[1:])' \
+      hack/demo.sh >"$log" 2>&1 &
+    pid=$!
+    for _ in $(seq 9000); do # 15 minutes: a cold build
+      grep -qx "demo: phase: $at" "$log" && break
+      kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; fail "the demo ended before \"$at\""; }
+      sleep 0.1
+    done
+    grep -qx "demo: phase: $at" "$log" || { kill -KILL -- "-$pid" 2>/dev/null; fail "the demo did not reach \"$at\" within 15 minutes"; }
+    kill -INT -- "-$pid"
+    for _ in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then kill -KILL -- "-$pid" 2>/dev/null; fail "Ctrl-C while $at: the demo still runs after 60 s"; fi
+    rc=0; wait "$pid" || rc=$?
+    last=$(grep "^demo: phase: " "$log" | tail -1)
+    [ "$last" = "demo: phase: $at" ] || fail "Ctrl-C meant for \"$at\" came at \"$last\""
+    left_dirs=$(find "$tmp" -maxdepth 1 -name 'kubectl-impersonate-demo.*' | head -5)
+    left_procs=$(pgrep -af "$tmp" || true)
+    [ -z "$left_dirs" ] || fail "Ctrl-C while $at left $left_dirs"
+    [ -z "$left_procs" ] || fail "Ctrl-C while $at left processes running: $left_procs"
+    grep -q "stopped everything; nothing left running" "$log" || { cat "$log" >&2; fail "Ctrl-C while $at: the demo did not clean up"; }
+    say "ok: Ctrl-C while $at (exit $rc): no directory, no process left"
+    rm -rf "$tmp" "$log"
+  done
+  exit 0
+fi
+
 command -v openssl >/dev/null || fail "openssl is missing (Debian: apt-get install openssl)"
 if $check && ! command -v chromium >/dev/null; then
   fail "chromium is missing (Debian: apt-get install chromium)"
 fi
 
-say "building the peers (cached after the first time) and the plugin..."
-tools="$(test/e2e/tools/build.sh 1.37)"
+# Everything the demo creates is under $demo, removed with every process it
+# started on any exit: Ctrl-C or a failure while building, while starting
+# the servers, or once up (hack/demo.sh --check-interrupt checks all three).
 demo="$(mktemp -d "${TMPDIR:-/tmp}/kubectl-impersonate-demo.XXXXXX")"
 chmod 700 "$demo"
-mkdir -p "$demo/bin" "$demo/logs"
-CGO_ENABLED=0 go build -o "$demo/bin/" ./cmd/kubectl-impersonate ./cmd/kubectl-impersonate-get_token ./cmd/kubectl-impersonate-apiserver
-ln -s "$tools/kubectl" "$demo/bin/kubectl"
-if $check; then go build -o "$demo/bin/e2e-browser" ./test/e2e/browser; fi
-
 pids=()
 cleanup() {
   trap - EXIT INT TERM
@@ -53,6 +86,17 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+say "phase: building"
+say "building the peers (cached after the first time) and the plugin..."
+tools="$(test/e2e/tools/build.sh 1.37)"
+mkdir -p "$demo/bin" "$demo/logs"
+# The plugin's four binaries, kubectl_complete-impersonate among them: what
+# kubectl runs to complete "kubectl impersonate ...".
+CGO_ENABLED=0 go build -o "$demo/bin/" ./cmd/kubectl-impersonate ./cmd/kubectl-impersonate-get_token ./cmd/kubectl-impersonate-apiserver ./cmd/kubectl_complete-impersonate
+ln -s "$tools/kubectl" "$demo/bin/kubectl"
+if $check; then go build -o "$demo/bin/e2e-browser" ./test/e2e/browser; fi
+say "phase: starting"
 
 # start NAME ARGV...: in its own process group, output to logs/NAME.log.
 start() {
@@ -133,6 +177,7 @@ $ca_yaml
     username: {claim: email, prefix: "oidc:"}
     groups: {claim: groups, prefix: "oidc:"}
 EOF
+say "phase: starting kube-apiserver"
 start kube-apiserver "$tools/kube-apiserver" --etcd-servers="http://127.0.0.1:$etcd_port" \
   --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$api_port" \
   --tls-cert-file="$demo/serving.crt" --tls-private-key-file="$demo/serving.key" --cert-dir="$demo/apiserver" \
@@ -173,6 +218,21 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata: {name: developers, namespace: demo}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: developer}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: "oidc:developers"}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: namespace-reader}
+rules:
+- apiGroups: [""]
+  resources: [namespaces]
+  verbs: [list]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: developers-list-namespaces}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: namespace-reader}
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: Group, name: "oidc:developers"}
 ---
@@ -232,11 +292,14 @@ Users: alice / alice-password (group developers: may read pods and configmaps in
 In another terminal:
 
   export PATH="$demo/bin:\$PATH" KUBECONFIG="$demo/kubeconfig"
+  source <(kubectl completion bash)                  # zsh: source <(kubectl completion zsh)
   kubectl get pods                                   # as alice: prints a device code to enter at Dex
   kubectl get configmaps
   kubectl impersonate whoami
   kubectl impersonate claims --authentication-config=$demo/authn.yaml --compare
   kubectl impersonate access -n demo
+  kubectl impersonate access -n <TAB>                # completes the namespaces alice may list
+  kubectl impersonate why get po<TAB>                # and resources, from kubectl's discovery cache
   kubectl impersonate list configmaps -n demo
   kubectl impersonate who-can list configmaps -n demo --context=admin
   kubectl --context=bob get pods                     # as bob: a browser login, then Forbidden
@@ -245,8 +308,10 @@ In another terminal:
 Logs: $demo/logs. Press Ctrl-C to stop everything.
 EOF
 
+say "phase: running"
 if ! $check; then
-  while true; do sleep 3600; done
+  # wait returns on a signal at once (a foreground sleep would delay the trap).
+  while true; do sleep 3600 & wait $!; done
 fi
 
 # --check: run the commands above and check what they print.
@@ -262,6 +327,13 @@ out=$(kubectl get pods 2>&1) || fail "kubectl get pods: $out"
 expect "kubectl get pods as alice" "No resources found in demo namespace" "$out"
 out=$(kubectl get configmaps 2>&1) || fail "kubectl get configmaps: $out"
 expect "kubectl get configmaps as alice" "welcome" "$out"
+# TAB, as the printed set-up gives it: kubectl's completion asks
+# kubectl_complete-impersonate in the demo's bin/ (kubectl __complete is
+# what "source <(kubectl completion bash)" runs on TAB).
+out=$(kubectl __complete impersonate access -n "" 2>&1) || fail "completing access -n: $out"
+expect "TAB after access -n offers the demo's namespaces" $'^demo(\t|$)' "$out"
+out=$(kubectl __complete impersonate why get po 2>&1) || fail "completing why get po: $out"
+expect "TAB after why get po offers pods" $'^pods(\t|$)' "$out"
 out=$(kubectl impersonate whoami 2>&1) || fail "whoami: $out"
 expect "whoami" "oidc:alice@example.com" "$out"
 expect "whoami groups" "oidc:developers" "$out"
