@@ -32,7 +32,7 @@ snapshot_version = $$(ls $(1)/kubectl-impersonate_*_linux_amd64.tar.gz | sed -E 
 # naming it by tag and digest.
 oci_image = $(GO) -C hack/tools run ./oci-image -dist $(CURDIR)/$(1) -manifest $(CURDIR)/deploy/proxy/proxy.yaml -manifest-out $(CURDIR)/$(1)/deploy/proxy/proxy.yaml && hack/image-sbom.sh $(1)
 
-.PHONY: mutation release vulncheck vulndb-update wine-unit cross help build install test unit e2e demo demo-check bench bench-check soak lint fmt fuzz clean tools release-snapshot release-test release-test-all snapshot-host krew-manifest deploy-manifest krew-validate docs
+.PHONY: mutation release release-build vulncheck vulndb-update wine-unit cross help build install test unit e2e demo demo-check bench bench-check soak lint fmt fuzz clean tools release-snapshot release-test release-test-all snapshot-host krew-manifest deploy-manifest krew-validate docs
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -121,13 +121,16 @@ snapshot-host: ## Build the linux/amd64 snapshot into dist-host/: archive, Krew 
 	$(TOOLS)/validate-krew-manifest -skip-install -manifest dist-host/krew/impersonate.yaml
 	$(call oci_image,dist-host)
 
-release: ## Build the tagged commit's release into dist/ (archives and SBOMs, the image and its SBOM, the Krew manifest) and sign it with its provenance (COSIGN_KEY, whose public half is the committed kubectl-impersonate.pub; or keyless in the release workflow); publishing is goreleaser's
-	@git describe --exact-match --tags HEAD >/dev/null 2>&1 || { echo "make release: HEAD has no tag (vX.Y.Z); make release-snapshot builds without one"; exit 1; }
+release: ## Build the tagged commit's release into dist/ (archives and SBOMs, the image and its SBOM, the Krew manifest) and sign it with its provenance (COSIGN_KEY, whose public half is the committed kubectl-impersonate.pub); publishing is goreleaser's
 	hack/release-sign.sh --check-key
+	$(MAKE) release-build
+	hack/release-sign.sh dist
+
+release-build: ## The tagged commit's release into dist/, unsigned (the release workflow's build job; its sign job runs hack/release-sign.sh)
+	@git describe --exact-match --tags HEAD >/dev/null 2>&1 || { echo "make release: HEAD has no tag (vX.Y.Z); make release-snapshot builds without one"; exit 1; }
 	$(GORELEASER_RELEASE) --clean --skip=publish,announce
 	hack/krew-manifest.sh "$$(git describe --exact-match --tags HEAD)" dist dist/krew/impersonate.yaml
 	$(call oci_image,dist)
-	hack/release-sign.sh dist
 
 release-test: snapshot-host ## Verify the snapshot as docs/install.md says (signed with a key of the test's; the image through a registry on 127.0.0.1) and each tampered asset refused, check its SBOMs against the binaries in the archive and the image and its Krew manifest against the archives, rebuild it from a fresh clone with an empty Go build cache and compare byte for byte, then install it with Krew and run and complete it through kubectl
 	KI_DIST=$(CURDIR)/dist-host KI_REBUILD=snapshot-host KI_TOOLS=$(TOOLS) KI_KREW=$(TOOLS)/krew KI_KUBECTL="$$(test/e2e/tools/build.sh)/kubectl" $(GO) test -tags release -count=1 -timeout 30m -v ./test/release/

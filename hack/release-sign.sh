@@ -10,14 +10,15 @@
 #   - the proxy's image, by digest, when IMAGE_REF names it in a registry
 #     (REGISTRY/REPOSITORY:TAG@sha256:...; the signature is pushed beside it)
 # The key: COSIGN_KEY (a file, with COSIGN_PASSWORD, or a KMS URI), whose
-# public half must be the committed kubectl-impersonate.pub (KI_RELEASE_PUB
-# names another file: the release test's key); users take the key from the
-# repository, never from the release. Without COSIGN_KEY, keyless: only in
-# the release workflow (.github/workflows/release.yaml, on a tag), whose
-# identity is the one docs/install.md verifies. Signatures are recorded in
-# Rekor, Sigstore's transparency log, unless COSIGN_TLOG=false (offline:
-# what the tests do, since Rekor is out of reach there). IMAGE_INSECURE=true
-# allows a plain-HTTP registry (the tests' on 127.0.0.1).
+# public half must be kubectl-impersonate.pub as committed at HEAD (the
+# tag: users take the key from the repository at the tag, never from the
+# release). Without COSIGN_KEY, keyless: only in the release workflow's sign
+# job (.github/workflows/release.yaml, on a tag), whose identity is the one
+# docs/install.md verifies. Signatures are recorded in Rekor, Sigstore's
+# transparency log, unless COSIGN_TLOG=false (offline: what the tests do,
+# since Rekor is out of reach there); only then may KI_RELEASE_PUB name
+# another public key (the release test's). IMAGE_INSECURE=true allows a
+# plain-HTTP registry (the tests' on 127.0.0.1).
 #
 #   hack/release-sign.sh DIST
 #   hack/release-sign.sh --check-key    (make release, before it builds)
@@ -25,18 +26,29 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools=$(hack/tools/build.sh)
 cosign="$tools/cosign"
-pub=${KI_RELEASE_PUB:-kubectl-impersonate.pub}
 workflow="kubectl-impersonate/kubectl-impersonate/.github/workflows/release.yaml@refs/tags/"
+
+# committed_pub prints the public key users will verify with: the one
+# committed at HEAD, or, for a test signature that no log records,
+# KI_RELEASE_PUB.
+committed_pub() {
+  if [[ -n ${KI_RELEASE_PUB:-} ]]; then
+    [[ ${COSIGN_TLOG:-true} == false ]] || { echo "release-sign: KI_RELEASE_PUB is the release test's: a release is signed with the committed key" >&2; return 1; }
+    cat "$KI_RELEASE_PUB"
+    return
+  fi
+  git show HEAD:kubectl-impersonate.pub 2>/dev/null || { echo "release-sign: kubectl-impersonate.pub is not committed: commit the release key's public half there (users take it from the repository at the tag)" >&2; return 1; }
+}
 
 # check_key: COSIGN_KEY is the key of the committed public key, or keyless
 # signing runs in the release workflow.
 check_key() {
   if [[ -n ${COSIGN_KEY:-} ]]; then
-    [[ -f $pub ]] || { echo "release-sign: $pub is missing: commit the release key's public half there (users take it from the repository at the tag)" >&2; exit 1; }
-    local got
+    local want got
+    want=$(committed_pub) || exit 1
     got=$("$cosign" public-key --key "$COSIGN_KEY" 2>/dev/null) || { echo "release-sign: cannot read the public half of COSIGN_KEY (is COSIGN_PASSWORD set?)" >&2; exit 1; }
-    if [[ $got != "$(cat "$pub")" ]]; then
-      echo "release-sign: COSIGN_KEY is not the key of the committed $pub: sign with the project's key, or commit its new public half first (a key rotation)" >&2
+    if [[ $got != "$want" ]]; then
+      echo "release-sign: COSIGN_KEY is not the key of the committed kubectl-impersonate.pub: sign with the project's key, or commit its new public half first (a key rotation)" >&2
       exit 1
     fi
   elif [[ ${GITHUB_WORKFLOW_REF:-} != "$workflow"v* ]]; then

@@ -25,6 +25,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 )
 
 // githubIssuer is GitHub Actions' OIDC issuer, the one docs/install.md's
@@ -36,15 +37,16 @@ const githubIssuer = "https://token.actions.githubusercontent.com"
 // test's, named in a trusted root (the format of Sigstore's
 // trusted_root.json), issuing a ten-minute code-signing certificate as
 // Fulcio does for a GitHub Actions workflow: the workflow's URI as its
-// SAN, the OIDC issuer in Fulcio's extensions (1.3.6.1.4.1.57264.1.1 and
-// .1.8), an embedded SCT.
+// SAN, the OIDC issuer (1.3.6.1.4.1.57264.1.1 and .1.8), the event that
+// ran it and its repository (.1.2, .1.5) in Fulcio's extensions, an
+// embedded SCT.
 type keylessSigner struct {
 	leaf        *ecdsa.PrivateKey
 	certificate []byte
 	trustedRoot []byte
 }
 
-func newKeylessSigner(t *testing.T, identity, issuer string) *keylessSigner {
+func newKeylessSigner(t *testing.T, identity, issuer, repository, trigger string) *keylessSigner {
 	t.Helper()
 	must := func(err error) { require.NoError(t, err) }
 	now := time.Now().UTC().Truncate(time.Second)
@@ -69,6 +71,8 @@ func newKeylessSigner(t *testing.T, identity, issuer string) *keylessSigner {
 		ExtraExtensions: []pkix.Extension{
 			{Id: asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57264, 1, 1}, Value: []byte(issuer)},
 			{Id: asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57264, 1, 8}, Value: issuerUTF8},
+			{Id: asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57264, 1, 2}, Value: []byte(trigger)},
+			{Id: asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57264, 1, 5}, Value: []byte(repository)},
 		}}
 	// The log's SCT signs the precertificate (RFC 6962 §3.2): the
 	// certificate without the SCT list.
@@ -151,9 +155,12 @@ func (k *keylessSigner) sign(t *testing.T, blob []byte) []byte {
 // the test's CA and log instead of Sigstore's: Fulcio and Rekor are out of
 // reach here, so what Rekor adds, a record made while the ten-minute
 // certificate was valid, is not tested), verifies checksums.txt signed as
-// the release workflow at the snapshot's tag; the same signature by
-// another workflow, another tag or another issuer is refused, naming what
-// differs. The workflow the identity names exists and runs on tags.
+// the release workflow, pushed at the snapshot's tag; the same signature
+// by another workflow, on a branch, from another issuer, for another
+// repository that called the workflow, or run by hand is refused, naming
+// what differs. The workflow the identity names exists, only a pushed tag
+// runs it, and only its sign job, which builds nothing, holds an OIDC
+// token.
 func TestKeylessVerifyAsDocumented(t *testing.T) {
 	dist, tools := os.Getenv("KI_DIST"), os.Getenv("KI_TOOLS")
 	require.True(t, dist != "" && tools != "", "KI_DIST, KI_TOOLS: run through make release-test")
@@ -166,25 +173,27 @@ func TestKeylessVerifyAsDocumented(t *testing.T) {
 	require.NotNil(t, identity, "the block names the identity")
 	workflow := regexp.MustCompile(`^https://github\.com/kubectl-impersonate/kubectl-impersonate/(\.github/workflows/[^@]+)@refs/tags/v\$\{version\}$`).FindStringSubmatch(identity[1])
 	require.NotNil(t, workflow, "the identity is a workflow of the repository at the release's tag: %s", identity[1])
-	wf, err := os.ReadFile(filepath.Join(repoRoot, workflow[1]))
-	require.NoError(t, err, "the workflow the identity names")
-	assert.Regexp(t, `(?m)^\s+tags:\s*\["v\*"\]`, string(wf), "it runs on the release's tags")
-	assert.Regexp(t, `(?m)^\s+id-token:\s*write`, string(wf), "with an OIDC token to sign keyless")
-	assert.Contains(t, block.Body, "--certificate-oidc-issuer "+githubIssuer)
+	for _, flag := range []string{"--certificate-oidc-issuer " + githubIssuer, "--certificate-github-workflow-repository kubectl-impersonate/kubectl-impersonate", "--certificate-github-workflow-trigger push"} {
+		assert.Contains(t, block.Body, flag)
+	}
+	checkReleaseWorkflow(t, filepath.Join(repoRoot, workflow[1]))
 	documentedIdentity := strings.ReplaceAll(identity[1], "${version}", version)
 
 	checksums, err := os.ReadFile(filepath.Join(dist, "checksums.txt"))
 	require.NoError(t, err)
+	const repo = "kubectl-impersonate/kubectl-impersonate"
 	for _, tt := range []struct {
-		name, identity, issuer, want string
+		name, identity, issuer, repository, trigger, want string
 	}{
-		{"the release workflow at the tag", documentedIdentity, githubIssuer, ""},
-		{"another workflow of the repository", strings.Replace(documentedIdentity, "release.yaml", "ci.yaml", 1), githubIssuer, "expected SAN value"},
-		{"the release workflow on a branch", strings.Replace(documentedIdentity, "refs/tags/v"+version, "refs/heads/main", 1), githubIssuer, "expected SAN value"},
-		{"another issuer", documentedIdentity, "https://accounts.google.com", "expected issuer value"},
+		{"the release workflow pushed at the tag", documentedIdentity, githubIssuer, repo, "push", ""},
+		{"another workflow of the repository", strings.Replace(documentedIdentity, "release.yaml", "ci.yaml", 1), githubIssuer, repo, "push", "expected SAN value"},
+		{"the release workflow on a branch", strings.Replace(documentedIdentity, "refs/tags/v"+version, "refs/heads/main", 1), githubIssuer, repo, "push", "expected SAN value"},
+		{"another issuer", documentedIdentity, "https://accounts.google.com", repo, "push", "expected issuer value"},
+		{"called by another repository's workflow", documentedIdentity, githubIssuer, "mallory/fork", "push", "no matching CertificateIdentity"},
+		{"run by hand", documentedIdentity, githubIssuer, repo, "workflow_dispatch", "no matching CertificateIdentity"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			signer := newKeylessSigner(t, tt.identity, tt.issuer)
+			signer := newKeylessSigner(t, tt.identity, tt.issuer, tt.repository, tt.trigger)
 			dir := t.TempDir()
 			copyFile(t, archive, filepath.Join(dir, filepath.Base(archive)))
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "checksums.txt"), checksums, 0o644))
@@ -194,6 +203,7 @@ func TestKeylessVerifyAsDocumented(t *testing.T) {
 			if tt.want == "" {
 				assert.True(t, ok, "%s, as documented, fails: %s", block.Where(), out)
 				assert.Contains(t, out, "Verified OK")
+				assert.Contains(t, out, filepath.Base(archive)+": OK")
 				return
 			}
 			assert.False(t, ok, "%s verified: %s", tt.name, out)
@@ -201,4 +211,42 @@ func TestKeylessVerifyAsDocumented(t *testing.T) {
 			t.Logf("%s: %s", tt.name, lastLine(out))
 		})
 	}
+}
+
+// checkReleaseWorkflow: the release workflow runs only when a v* tag is
+// pushed, holds no OIDC token but in its sign job, and that job builds
+// nothing (it signs what the build job made).
+func checkReleaseWorkflow(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err, "the workflow the identity names")
+	var wf struct {
+		On          map[string]any    `json:"on"`
+		Permissions map[string]string `json:"permissions"`
+		Jobs        map[string]struct {
+			Permissions map[string]string `json:"permissions"`
+			Steps       []struct {
+				Run  string `json:"run"`
+				Uses string `json:"uses"`
+			} `json:"steps"`
+		} `json:"jobs"`
+	}
+	require.NoError(t, yaml.Unmarshal(b, &wf))
+	assert.Equal(t, map[string]any{"push": map[string]any{"tags": []any{"v*"}}}, wf.On, "only a pushed tag runs it")
+	assert.NotContains(t, wf.Permissions, "id-token", "no OIDC token for every job")
+	var signers []string
+	for name, job := range wf.Jobs {
+		if job.Permissions["id-token"] == "write" {
+			signers = append(signers, name)
+			for _, s := range job.Steps {
+				assert.NotContains(t, s.Run, "make", "the job holding the OIDC token builds nothing: %s", s.Run)
+			}
+		}
+		for _, s := range job.Steps {
+			if s.Uses != "" {
+				assert.Regexp(t, `@[0-9a-f]{40}$`, s.Uses, "actions pinned by commit")
+			}
+		}
+	}
+	assert.Equal(t, []string{"sign"}, signers, "one job may sign")
 }

@@ -196,28 +196,30 @@ func TestVerifyAsDocumented(t *testing.T) {
 	signEnv := append(os.Environ(), "COSIGN_KEY="+filepath.Join(keys, "cosign.key"), "COSIGN_PASSWORD=release-test", "COSIGN_TLOG=false")
 
 	// make release signs with the committed key only.
+	testPubFile := filepath.Join(keys, "cosign.pub")
 	for _, tt := range []struct {
-		name, pub, want string
-		env             []string
+		name, want string
+		ok         bool
+		env        []string
 	}{
-		{"the test's key against the committed kubectl-impersonate.pub", "", "COSIGN_KEY is not the key of the committed kubectl-impersonate.pub", signEnv},
-		{"keyless outside the release workflow", "", "keyless signing is the release workflow's", os.Environ()},
-		{"the test's key against its own public half (control)", filepath.Join(keys, "cosign.pub"), "the signing key is the project's", signEnv},
+		{"the test's key against the committed kubectl-impersonate.pub", "COSIGN_KEY is not the key of the committed kubectl-impersonate.pub", false, signEnv},
+		{"keyless outside the release workflow", "keyless signing is the release workflow's", false, os.Environ()},
+		{"another public key for a signature the log would record", "KI_RELEASE_PUB is the release test's", false,
+			append(append([]string{}, signEnv...), "KI_RELEASE_PUB="+testPubFile, "COSIGN_TLOG=true")},
+		{"the test's key against its own public half, unrecorded (control)", "the signing key is the project's", true,
+			append(append([]string{}, signEnv...), "KI_RELEASE_PUB="+testPubFile)},
 	} {
 		cmd := exec.Command("hack/release-sign.sh", "--check-key")
-		cmd.Dir, cmd.Env = repoRoot, append(append([]string{}, tt.env...), "KI_RELEASE_PUB="+tt.pub)
-		if tt.pub == "" {
-			cmd.Env = tt.env
-		}
+		cmd.Dir, cmd.Env = repoRoot, tt.env
 		out, err := cmd.CombinedOutput()
-		assert.Equal(t, tt.pub != "", err == nil, "%s: %s", tt.name, out)
+		assert.Equal(t, tt.ok, err == nil, "%s: %s", tt.name, out)
 		assert.Contains(t, string(out), tt.want, tt.name)
 	}
 
 	registry, ref := serveImage(t, tools, dist, version)
 	sign := exec.Command("hack/release-sign.sh", dist)
 	sign.Dir = repoRoot
-	sign.Env = append(signEnv, "KI_RELEASE_PUB="+filepath.Join(keys, "cosign.pub"), "IMAGE_REF="+ref, "IMAGE_INSECURE=true")
+	sign.Env = append(signEnv, "KI_RELEASE_PUB="+testPubFile, "IMAGE_REF="+ref, "IMAGE_INSECURE=true")
 	out, err := sign.CombinedOutput()
 	require.NoError(t, err, "hack/release-sign.sh: %s", out)
 	t.Logf("%s", out)
@@ -252,7 +254,7 @@ func TestVerifyAsDocumented(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, ran, 5, "README's block and install.md's four")
 
-	checksums := byContent(t, blocks, "docs/install.md", "sha256sum", "--key kubectl-impersonate.pub")
+	checksums := byContent(t, blocks, "docs/install.md", "sha256sum", "verify-blob --new-bundle-format --key kubectl-impersonate.pub")
 	provenance := byContent(t, blocks, "docs/install.md", "verify-blob-attestation", "--key")
 	image := byContent(t, blocks, "docs/install.md", "cosign verify --key")
 	// What the provenance block prints is the signed statement's: the
@@ -319,6 +321,61 @@ func TestVerifyAsDocumented(t *testing.T) {
 	})
 	fails("a signed statement of another type for the archive", provenance, repoKeys, digest, []string{"invalid predicate type"}, func(dir string) {
 		attest(t, tools, keys, dir, statementFor(filepath.Base(archive), sha256File(t, archive), "https://example.com/not-provenance/v1", strings.Repeat("e", 40)))
+	})
+	fails("the archive saved under another name (its SBOM beside it)", checksums, repoKeys, digest, []string{"No such file"}, func(dir string) {
+		require.NoError(t, os.Rename(filepath.Join(dir, filepath.Base(archive)), filepath.Join(dir, "download (1).tar.gz")))
+	})
+	fails("an older release's archive renamed, with its own signed provenance", provenance, repoKeys, digest, []string{"does not name " + filepath.Base(archive)}, func(dir string) {
+		attest(t, tools, keys, dir, statementFor("kubectl-impersonate_0.0.0_linux_amd64.tar.gz", sha256File(t, archive), "https://slsa.dev/provenance/v1", strings.Repeat("e", 40)))
+	})
+	fails("a provenance signed by the key beside the downloads", provenance, repoKeys, digest, []string{"invalid signature", "could not verify envelope"}, func(dir string) {
+		attacker := t.TempDir()
+		gen(attacker)
+		copyFile(t, filepath.Join(attacker, "cosign.pub"), filepath.Join(dir, "kubectl-impersonate.pub"))
+		attest(t, tools, attacker, dir, statementFor(filepath.Base(archive), sha256File(t, archive), "https://slsa.dev/provenance/v1", strings.Repeat("e", 40)))
+	})
+	// A bundle of cosign's older format with a forged new-format envelope
+	// beside it: cosign without --new-bundle-format verifies the old part
+	// (a genuine envelope) while the block would print the forged one
+	// (found by the review of issue 47). The control shows the attack
+	// works on the command without the flag; the documented block refuses.
+	t.Run("a legacy bundle with a forged envelope beside it", func(t *testing.T) {
+		dir := t.TempDir()
+		entries, err := os.ReadDir(downloads)
+		require.NoError(t, err)
+		for _, e := range entries {
+			copyFile(t, filepath.Join(downloads, e.Name()), filepath.Join(dir, e.Name()))
+		}
+		path := filepath.Join(dir, "provenance.sigstore.json")
+		genuine, err := os.ReadFile(path)
+		require.NoError(t, err)
+		var real struct {
+			DSSE json.RawMessage `json:"dsseEnvelope"`
+		}
+		require.NoError(t, json.Unmarshal(genuine, &real))
+		editBundle(t, path, func(st map[string]any) {
+			st["predicate"].(map[string]any)["buildDefinition"].(map[string]any)["externalParameters"].(map[string]any)["commit"] = strings.Repeat("e", 40)
+		})
+		forged, err := os.ReadFile(path)
+		require.NoError(t, err)
+		var hybrid map[string]any
+		require.NoError(t, json.Unmarshal(forged, &hybrid))
+		hybrid["base64Signature"] = base64.StdEncoding.EncodeToString(real.DSSE)
+		delete(hybrid, "verificationMaterial")
+		delete(hybrid, "mediaType")
+		b, err := json.Marshal(hybrid)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		copyFile(t, testPubFile, filepath.Join(dir, "key.pub"))
+		control := exec.Command(filepath.Join(tools, "cosign"), "verify-blob-attestation", "--insecure-ignore-tlog=true", "--key", "key.pub",
+			"--bundle", "provenance.sigstore.json", "--type", "https://slsa.dev/provenance/v1", filepath.Base(archive))
+		control.Dir = dir
+		out, err := control.CombinedOutput()
+		require.NoError(t, err, "control: cosign without --new-bundle-format verifies the genuine envelope: %s", out)
+		out2, ok := runBlock(t, dir, tools, substitute(provenance.Body, version, digest, registry, repoKeys))
+		assert.False(t, ok, "the documented block verified the hybrid: %s", out2)
+		assert.NotContains(t, out2, strings.Repeat("e", 40), "and printed the forged commit")
+		t.Logf("control: %s; the block: %s", lastLine(string(out)), lastLine(out2))
 	})
 	fails("an image nobody signed", image, repoKeys, unsignedDigest(t, dist), []string{"no signatures found"}, none)
 
