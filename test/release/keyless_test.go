@@ -234,9 +234,11 @@ func checkReleaseWorkflow(t *testing.T, path string) {
 	require.NoError(t, yaml.Unmarshal(b, &wf))
 	if wf.On == nil {
 		// YAML 1.1, which sigs.k8s.io/yaml reads, takes a bare on for true.
-		var raw map[string]map[string]any
+		var raw struct {
+			On map[string]any `json:"true"`
+		}
 		require.NoError(t, yaml.Unmarshal(b, &raw))
-		wf.On = raw["true"]
+		wf.On = raw.On
 	}
 	assert.Equal(t, map[string]any{"push": map[string]any{"tags": []any{"v*"}}}, wf.On, "only a pushed tag runs it")
 	assert.NotContains(t, wf.Permissions, "id-token", "no OIDC token for every job")
