@@ -254,6 +254,7 @@ func TestJavaScriptClientGuard(t *testing.T) {
 	alice.runClient("javascript", controlPath, 1)
 	require.Equal(t, int64(1), tokens.Load(), "the attacker's server sees a token sent to it (of %d requests)", hits.Load())
 	tokens.Store(0)
+	hits.Store(0)
 
 	for _, tt := range []struct {
 		name, want, server string
@@ -282,6 +283,9 @@ func TestJavaScriptClientGuard(t *testing.T) {
 			assert.Contains(t, calls[0].Error, "kubectl-impersonate: ")
 			assert.Contains(t, calls[0].Error, tt.want)
 			assert.Zero(t, tokens.Load(), "tokens that reached the attacker (of %d requests)", hits.Load())
+			// A login or setup from the entry would reach the attacker's
+			// issuer without a token: nothing may reach it at all.
+			assert.Zero(t, hits.Load(), "requests that reached the attacker")
 		})
 	}
 	_, err = os.Stat(victim)
