@@ -25,6 +25,8 @@ func TestValidateAssertion(t *testing.T) {
 		{"a key, the thumbprint as kid", keyed(func(*OIDC) {}), ""},
 		{"a key with its registered kid", keyed(func(o *OIDC) { o.ClientKeyID = "robot-1" }), ""},
 		{"a key without kid", keyed(func(o *OIDC) { o.ClientKeyID = "none" }), ""},
+		{"a kid of the first and last printable characters", keyed(func(o *OIDC) { o.ClientKeyID = "!robot~" }), ""},
+		{"a kid with DEL", keyed(func(o *OIDC) { o.ClientKeyID = "robot\x7f" }), "--" + FlagClientKeyID + " must be"},
 		{"a kid of 256 characters", keyed(func(o *OIDC) { o.ClientKeyID = strings.Repeat("k", 256) }), ""},
 		{"a kid of 257 characters", keyed(func(o *OIDC) { o.ClientKeyID = strings.Repeat("k", 257) }), "--" + FlagClientKeyID + " must be at most 256"},
 		{"a kid with a space", keyed(func(o *OIDC) { o.ClientKeyID = "robot 1" }), "--" + FlagClientKeyID + " must be"},
