@@ -2,7 +2,7 @@
 # Builds the pinned release and lint tools once per version and prints the
 # directory holding them. Each group is a module of its own, so that one
 # tool's dependencies never move another's (goreleaser's above all):
-#   hack/tools         goreleaser, staticcheck, krew, validate-krew-manifest,
+#   hack/tools         goreleaser, staticcheck, goimports, krew, validate-krew-manifest,
 #                      oci-serve (a registry on 127.0.0.1 for the image's
 #                      signature in make release-test)
 #   hack/tools/vuln    govulncheck, and indexdb (the database it reads, from
@@ -33,7 +33,7 @@ build() { # build MODULE-DIR PACKAGE...: into $bin
 if [[ ! -f $bin/.complete ]]; then
   mkdir -p "$bin"
   start=$SECONDS
-  build . github.com/goreleaser/goreleaser/v2 honnef.co/go/tools/cmd/staticcheck sigs.k8s.io/krew/cmd/krew sigs.k8s.io/krew/cmd/validate-krew-manifest ./oci-serve
+  build . github.com/goreleaser/goreleaser/v2 honnef.co/go/tools/cmd/staticcheck golang.org/x/tools/cmd/goimports sigs.k8s.io/krew/cmd/krew sigs.k8s.io/krew/cmd/validate-krew-manifest ./oci-serve
   build vuln golang.org/x/vuln/cmd/govulncheck golang.org/x/vulndb/cmd/indexdb
   build sbom github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
   echo "tools: building sbom-archive" >&2

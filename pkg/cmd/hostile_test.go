@@ -12,24 +12,27 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clientcmdapiv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
+
 	"context"
-	"github.com/kubectl-impersonate/kubectl-impersonate/internal/hostileapi"
-	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
-	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"io"
-	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"os/exec"
 	"slices"
 	"strconv"
 	"time"
+
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/hostileapi"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 )
 
 // evil is hostileapi.Evil: terminal escapes, C1, DEL, bidi, a tab and a

@@ -18,9 +18,9 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/authz"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/identity"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/serve"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/setup"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
@@ -54,10 +54,10 @@ var commands = []command{
 	{[]string{"whoami"}, identity.NewCmdWhoAmI},
 	{[]string{"claims"}, identity.NewCmdClaims},
 	{[]string{"groups"}, identity.NewCmdGroups},
-	{[]string{"access", "can-i-matrix"}, inspect.NewCmdAccess},
-	{[]string{"list"}, inspect.NewCmdList},
-	{[]string{"why"}, inspect.NewCmdWhy},
-	{[]string{"who-can"}, inspect.NewCmdWhoCan},
+	{[]string{"access", "can-i-matrix"}, authz.NewCmdAccess},
+	{[]string{"list"}, authz.NewCmdList},
+	{[]string{"why"}, authz.NewCmdWhy},
+	{[]string{"who-can"}, authz.NewCmdWhoCan},
 	{[]string{"proxy"}, serve.NewCmdProxy},
 	{[]string{"version"}, func(_ *cmdutil.GlobalOptions, s genericiooptions.IOStreams) *cobra.Command { return NewCmdVersion(s) }},
 }

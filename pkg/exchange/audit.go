@@ -3,11 +3,12 @@ package exchange
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"io"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 )
 
 // Auditor writes one line per exchange step: time, user, region, step and

@@ -2,10 +2,11 @@ package exchange
 
 import (
 	"context"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

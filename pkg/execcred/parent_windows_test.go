@@ -5,8 +5,9 @@ package execcred
 import (
 	"testing"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 	"github.com/stretchr/testify/assert"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 )
 
 // TestFastBinaryExe: the name skipped above is the fast binary's.

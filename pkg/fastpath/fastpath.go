@@ -19,11 +19,12 @@ import (
 	"runtime"
 	"strings"
 
+	"strconv"
+
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
-	"strconv"
 )
 
 // Serve writes the ExecCredential for args (get-token's flags) to stdout

@@ -6,7 +6,7 @@
 //     runs on every call (pkg/fastpath); Krew links kubectl-impersonate to it.
 //   - kubectl-impersonate: every command (pkg/cmd).
 //   - kubectl-impersonate-apiserver: the commands that run kube-apiserver's
-//     own code (claims, proxy, setup --authentication-config; pkg/cmd/apiserver).
+//     own code (claims, proxy, setup --authentication-config; pkg/kubecode/linked).
 //     Linking that code costs every process its package initialisers (about
 //     10 ms: component-base's metrics registry, CEL, the egress selector), so
 //     the other binaries hand those commands to it.

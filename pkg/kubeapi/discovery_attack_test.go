@@ -17,8 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/internal/hostileapi"
 	"sync"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/hostileapi"
 )
 
 // cacheWorld is a $KUBECACHEDIR with another cluster's discovery cache in

@@ -14,13 +14,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery/cached/disk"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 )
 
 // discoveryServer serves /api and /apis as kube-apiserver does: aggregated

@@ -6,7 +6,7 @@
 // (pkg/kubecode/linked); the other binaries link none of that code (its
 // package initialisers cost every process about 10 ms) and hand the
 // commands that need it to that binary (pkg/cmd/util's RunE). Each command
-// lives whole in its own package: claims in pkg/cmd/inspect, proxy in
+// lives whole in its own package: claims in pkg/cmd/identity, proxy in
 // pkg/cmd/serve, setup --authentication-config in pkg/cmd/setup.
 package kubecode
 

@@ -13,11 +13,12 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 
 	"sigs.k8s.io/yaml"
 )

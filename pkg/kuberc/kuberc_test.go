@@ -7,11 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/kubectl/pkg/config"
 	"k8s.io/kubectl/pkg/config/scheme"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 )
 
 // decode reads a kuberc with kubectl's own strict decoder and types.

@@ -2,10 +2,11 @@ package login
 
 import (
 	"context"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/assert"

@@ -9,7 +9,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"math/big"
 	"net"
 	"net/http"
@@ -22,6 +21,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

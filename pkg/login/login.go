@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"io"
 	"net/http"
 	"net/url"
@@ -17,13 +16,16 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
+
 	"golang.org/x/oauth2"
+
+	"slices"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
-	"slices"
 )
 
 // ErrInteractionRequired means the grant needs a person but none can be

@@ -3,7 +3,6 @@ package login
 import (
 	"bytes"
 	"context"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"io"
 	"net/http"
 	"net/url"
@@ -13,11 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
 	"slices"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
 )
 
 // browser follows redirects like a browser whose user approves at once.

@@ -16,11 +16,12 @@ import (
 	"time"
 
 	"crypto/tls"
-	gooidc "github.com/coreos/go-oidc/v3/oidc"
-	"golang.org/x/oauth2"
 	"net/url"
 	"regexp"
 	"strings"
+
+	gooidc "github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
 )
 
 // Provider is a discovered OIDC provider.

@@ -24,8 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-
-	"github.com/kubectl-impersonate/kubectl-impersonate/internal/impersonation"
+	"k8s.io/apiserver/pkg/endpoints/filters/impersonation"
 )
 
 // OriginalUserExtra is the extra key under which a caller who impersonates
@@ -34,8 +33,8 @@ import (
 // asked for it.
 const OriginalUserExtra = "kubectl-impersonate.io/original-user"
 
-// CallerAuthorizer answers kube-apiserver's impersonation filter (the
-// copy in internal/impersonation) whether the caller may impersonate what
+// CallerAuthorizer answers kube-apiserver's impersonation filter
+// (k8s.io/apiserver/pkg/endpoints/filters/impersonation) whether the caller may impersonate what
 // it asks: SubjectAccessReviewer asks kube-apiserver.
 type CallerAuthorizer = authorizer.UnconditionalAuthorizer
 
@@ -262,7 +261,8 @@ func reviewSpec(a authorizer.Attributes) authzv1.SubjectAccessReviewSpec {
 }
 
 // callerImpersonationFilter is kube-apiserver's impersonation filter
-// (internal/impersonation) in front of next: constrained impersonation
+// (k8s.io/apiserver's, imported: this binary alone links what it links) in
+// front of next: constrained impersonation
 // with the classic one as its fallback (kube-apiserver 1.36+, where the
 // ConstrainedImpersonation gate is on by default), or the classic filter
 // alone (1.35, or a cluster that turned the gate off). Its refusals are

@@ -15,14 +15,16 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"encoding/json"
-	"github.com/kubectl-impersonate/kubectl-impersonate/internal/proxyattacks"
-	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
 	"io"
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"time"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/proxyattacks"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
 )
 
 // allowOnly is an authorizer that allows exactly its questions (the

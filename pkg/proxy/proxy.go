@@ -101,7 +101,7 @@ type Handler struct {
 	Log func(string)
 	// CallerImpersonation, when set (--allow-caller-impersonation), honours
 	// a caller's own Impersonate-* headers (kubectl --as) as kube-apiserver
-	// does: its impersonation filter (internal/impersonation) asks
+	// does: its impersonation filter (k8s.io/apiserver's) asks
 	// CallerImpersonation its questions about the authenticated caller,
 	// and the request then goes as the identity it allows, with the caller
 	// under OriginalUserExtra. Nil: such headers are refused (403).

@@ -2,9 +2,10 @@ package settings
 
 import (
 	"fmt"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"io"
 	"maps"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 
 	"github.com/spf13/pflag"
 )

@@ -1,11 +1,12 @@
 package settings
 
 import (
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"

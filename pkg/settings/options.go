@@ -2,12 +2,13 @@ package settings
 
 import (
 	"fmt"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 
 	"github.com/spf13/pflag"
 

@@ -1,8 +1,9 @@
 package settings
 
 import (
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"testing"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"

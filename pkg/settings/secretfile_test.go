@@ -5,9 +5,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 )
 
 // TestReadSecretFile: the client secret's and the password's files are

@@ -3,13 +3,14 @@ package settings
 import (
 	"errors"
 	"fmt"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 	"os"
 	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"

@@ -1,12 +1,13 @@
 package settings
 
 import (
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"os"
 	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"

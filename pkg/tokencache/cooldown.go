@@ -3,10 +3,11 @@ package tokencache
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 )
 
 // LoginAttempt records an interactive login of one identity that has not

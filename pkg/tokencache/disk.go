@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 )
 
 // Disk keeps one file per entry, mode 0600 in a 0700 directory. Writes go to

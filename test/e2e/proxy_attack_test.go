@@ -18,9 +18,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"strconv"
+
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/proxyattacks"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
-	"strconv"
 )
 
 // auditEvent is the part of an audit.k8s.io/v1 Event the attack test reads.

@@ -17,11 +17,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/internal/authzwebhook"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authzv1 "k8s.io/api/authorization/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/authzwebhook"
 )
 
 // escalationVerbs are the escalation verbs a Role's or ClusterRole's extra

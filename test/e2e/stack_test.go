@@ -46,9 +46,11 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/authzwebhook"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/doctest"
 
-	jose "github.com/go-jose/go-jose/v4"
-	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
 	"sync/atomic"
+
+	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
 )
 
 // Users of the Dex password database.

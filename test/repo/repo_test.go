@@ -12,9 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"os/exec"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"os/exec"
 )
 
 const docRoot = "../../"

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"k8s.io/client-go/rest"
 	"maps"
 	"os"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"

@@ -9,10 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd"
 )

@@ -1,4 +1,4 @@
-// Command idp serves the in-process test OIDC provider (pkg/oidc/oidctest)
+// Command idp serves the in-process test OIDC provider (internal/oidctest)
 // on 127.0.0.1 for the benchmark script: it prints the issuer URL and the
 // client credentials as shell assignments, then serves until stopped. Its
 // authorization endpoint approves at once, so a browser stand-in such as

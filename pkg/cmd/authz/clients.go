@@ -1,4 +1,4 @@
-package inspect
+package authz
 
 import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
