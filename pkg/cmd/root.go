@@ -10,7 +10,6 @@ package cmd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -141,7 +140,7 @@ func Execute(ctx context.Context, args []string, streams genericiooptions.IOStre
 	}
 	if err != nil {
 		// One printable line: errors may quote a hostile file or answer.
-		fmt.Fprintf(streams.ErrOut, "kubectl-impersonate: %s\n", logging.OneLine(err.Error(), 0))
+		logging.Notice(streams.ErrOut, err.Error())
 		return 1
 	}
 	return 0

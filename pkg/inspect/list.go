@@ -98,7 +98,7 @@ func List(ctx context.Context, q ListRequest) (*ListResult, error) {
 	opts := rbac.FilterOptions{Verbs: q.Verbs, ForceSSAR: q.ForceSSAR}
 	if (q.AllNamespaces || q.ProjectLabel != "") && res.Namespaced && q.RBACObjects && !opts.ForceSSAR && len(objs) > 0 {
 		before := sent(caller, q.Target)
-		if found := LocalRules(ctx, q.Warn, q.Verbose, caller, objs[0].Namespace, q.Target); found != nil {
+		if found := LocalRules(ctx, Say{Warn: q.Warn, Verbose: q.Verbose}, caller, objs[0].Namespace, q.Target); found != nil {
 			opts.LocalRules = found[0]
 		}
 		r.Check = sent(caller, q.Target) - before

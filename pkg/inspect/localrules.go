@@ -17,6 +17,13 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 )
 
+// Say is where LocalRules says why it falls back: Warn, one line; Verbose
+// also says the usual reasons (-v).
+type Say struct {
+	Warn    func(string)
+	Verbose bool
+}
+
 // LocalRules prepares the evaluation of the RBAC objects across many
 // namespaces (access -A, list -A and --project-label): the objects read
 // once by reader, with the caller's own rights (4 lists), each identity
@@ -25,14 +32,15 @@ import (
 // review as each identity, in the namespace first, must be complete (RBAC
 // is the only authorizer that lists rules; a webhook's review is
 // incomplete) and list the same rules as the objects give. Otherwise, or
-// when the objects cannot be read, it says why to warn and returns nil:
+// when the objects cannot be read, it says why to Warn and returns nil:
 // one rules review per namespace. It says nothing when the first
 // identity's review is incomplete (the results say so), and, unless
-// verbose, when the caller may not read the objects (forbidden: the
+// Verbose, when the caller may not read the objects (forbidden: the
 // usual case of a project's admin, who gets the same answers, more
 // slowly). The result has one LocalRules per identity, in order; the
 // second is --diff-as's.
-func LocalRules(ctx context.Context, warn func(string), verbose bool, reader RBACReader, first string, ids ...RulesClient) []rbac.LocalRules {
+func LocalRules(ctx context.Context, say Say, reader RBACReader, first string, ids ...RulesClient) []rbac.LocalRules {
+	warn, verbose := say.Warn, say.Verbose
 	fallback := func(why string) []rbac.LocalRules {
 		if ctx.Err() != nil {
 			return nil // Ctrl-C: the caller says it

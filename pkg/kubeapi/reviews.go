@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
 	authzv1 "k8s.io/api/authorization/v1"
 )
 
@@ -54,36 +55,36 @@ func (c *Client) AccessReviews(ctx context.Context, attrs []authzv1.ResourceAttr
 	if concurrency <= 0 {
 		concurrency = 8
 	}
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(concurrency)
 	var mu sync.Mutex
-	var firstErr error
-	sent := 0
-	sem := make(chan struct{}, concurrency)
-	for i := range attrs {
-		sem <- struct{}{}
+	failed, sent := false, 0
+	stopped := func() bool {
 		mu.Lock()
-		failed := firstErr != nil
-		mu.Unlock()
-		if failed || ctx.Err() != nil {
-			<-sem
+		defer mu.Unlock()
+		return failed || ctx.Err() != nil
+	}
+	for i := range attrs {
+		if stopped() {
 			break
 		}
-		wg.Go(func() {
-			defer func() { <-sem }()
+		g.Go(func() error {
+			if stopped() { // failed while this one waited for its turn
+				return nil
+			}
 			st, err := c.SelfAccessReview(ctx, authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs[i]})
 			mu.Lock()
 			defer mu.Unlock()
 			sent++
 			if err != nil {
-				if firstErr == nil {
-					a := attrs[i]
-					firstErr = fmt.Errorf("reviewing %s on %s %s/%s: %w", a.Verb, a.Resource, a.Namespace, a.Name, err)
-				}
-				return
+				failed = true
+				a := attrs[i]
+				return fmt.Errorf("reviewing %s on %s %s/%s: %w", a.Verb, a.Resource, a.Namespace, a.Name, err)
 			}
 			answer(i, *st)
+			return nil
 		})
 	}
-	wg.Wait()
-	return sent, firstErr
+	err := g.Wait()
+	return sent, err
 }

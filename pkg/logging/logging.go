@@ -88,6 +88,14 @@ func Escape(s string) string {
 // Printable is Escape: the name the printing code has used for it.
 func Printable(s string) string { return Escape(s) }
 
+// Notice writes msg to w as the plugin's one notice line: prefixed with
+// the plugin's name, escaped and on one line (a notice may quote an
+// environment variable, a file or an answer of someone else's). Every
+// notice and every command's error is printed here.
+func Notice(w io.Writer, msg string) {
+	fmt.Fprintf(w, "kubectl-impersonate: %s\n", OneLine(msg, 0))
+}
+
 // OneLine folds s (an error or an answer's text) into one line: runs of
 // white space, newlines included, become one space, and what is left that
 // may not reach the terminal is escaped (Escape); more than max bytes (0:

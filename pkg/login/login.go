@@ -174,7 +174,7 @@ func (c *Client) Grant(ctx context.Context) (*tokencache.Entry, error) {
 		// offers the device flow (a person at an SSH session).
 		if yes, why := c.headless(); yes && p.Endpoint.DeviceAuthURL != "" {
 			grant = credspec.GrantDeviceCode
-			fmt.Fprintf(c.cfg.Stderr, "kubectl-impersonate: %s: logging in with the device code flow (--grant-type=authcode for the browser)\n", why)
+			logging.Notice(c.cfg.Stderr, why+": logging in with the device code flow (--grant-type=authcode for the browser)")
 		}
 	}
 	var tok *oauth2.Token

@@ -3,13 +3,11 @@ package session
 import (
 	"cmp"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/jwtclaims"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
@@ -69,20 +67,12 @@ func (c *Cached) RefreshToken() bool {
 // preferred_username, sub), "" for an opaque token. The token was verified
 // when it was received; this reads it only to show whose it is.
 func Subject(token string) string {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return ""
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	t, err := jwtclaims.Decode(token)
 	if err != nil {
 		return ""
 	}
-	var claims map[string]any
-	if json.Unmarshal(payload, &claims) != nil {
-		return ""
-	}
 	for _, c := range []string{"email", "preferred_username", "sub"} {
-		if v, ok := claims[c].(string); ok && v != "" {
+		if v := t.String(c); v != "" {
 			return v
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"strings"
 
-	"os"
 	"slices"
 
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -37,13 +36,31 @@ type Env struct {
 	Person           bool
 	StderrIsTerminal bool
 	Verbosity        int
+	// Process is what the run knows of its process (the hint of a login
+	// command names the kubeconfig's context of this run's exec entry).
+	Process Process
+}
+
+// Process is the one seam through which the use cases below pkg/cmd know
+// the process they run in: its command line, its environment and the
+// default kubeconfig. The commands fill it (pkg/cmd/util's SessionEnv);
+// a zero Process knows none of them, and nothing below reads os.Args,
+// the environment or the default kubeconfig around it.
+type Process struct {
+	// Args is the command line without the program's name (os.Args[1:]).
+	Args []string
+	// Getenv reads the environment.
+	Getenv func(string) string
+	// Kubeconfig loads the default kubeconfig ($KUBECONFIG, else
+	// ~/.kube/config).
+	Kubeconfig func() (*clientcmdapi.Config, error)
 }
 
 // Notify prints one-line notices on the person's stderr, as one printable
 // line: a notice may quote an environment variable or a file of someone
 // else's.
 func (e Env) Notify(msg string) {
-	fmt.Fprintf(e.ErrOut, "kubectl-impersonate: %s\n", logging.OneLine(msg, 0))
+	logging.Notice(e.ErrOut, msg)
 }
 
 // Sources builds the token source of a session's settings: NewSource, or
@@ -132,23 +149,23 @@ func Obtain(ctx context.Context, sources Sources, a *settings.AuthOptions, env E
 	r, err := src.Get(ctx, opts)
 	if errors.Is(err, login.ErrInteractionRequired) {
 		return nil, fmt.Errorf("no valid cached token, and the %s login needs a person, but this plugin runs non-interactively (kubectl's interactiveMode, or a client without a terminal): run '%s' in a terminal first",
-			login.Config{OIDC: a.OIDC}.EffectiveGrant(), LoginCommand(a))
+			login.Config{OIDC: a.OIDC}.EffectiveGrant(), LoginCommand(a, env.Process))
 	}
 	if errors.Is(err, tokensource.ErrRefreshKept) {
-		return nil, fmt.Errorf("%w; to log in anew instead: %s", err, LoginCommand(a))
+		return nil, fmt.Errorf("%w; to log in anew instead: %s", err, LoginCommand(a, env.Process))
 	}
 	if errors.Is(err, tokensource.ErrCooldown) {
-		return nil, fmt.Errorf("%w: run '%s' to log in now (--login-cooldown sets the wait)", err, LoginCommand(a))
+		return nil, fmt.Errorf("%w: run '%s' to log in now (--login-cooldown sets the wait)", err, LoginCommand(a, env.Process))
 	}
 	return r, err
 }
 
 // LoginCommand is the command line that logs in with a's settings:
-// "login --context=NAME" when the kubeconfig ($KUBECONFIG, else
-// ~/.kube/config) has a context whose exec entry is this run's (the
-// current context if it is), else login with a's flags.
-func LoginCommand(a *settings.AuthOptions) string {
-	if name := contextOf(a); name != "" {
+// "login --context=NAME" when the process's default kubeconfig has a
+// context whose exec entry is this run's (the current context if it is),
+// else login with a's flags.
+func LoginCommand(a *settings.AuthOptions, p Process) string {
+	if name := contextOf(a, p); name != "" {
 		return "kubectl impersonate login " + logging.ShellQuoteArgs([]string{"--context=" + name})[0]
 	}
 	return strings.Join(append([]string{"kubectl", "impersonate", "login"}, logging.ShellQuoteArgs(a.HintArgs())...), " ")
@@ -160,20 +177,23 @@ func LoginCommand(a *settings.AuthOptions) string {
 // Not merely the same identity: an entry of someone else's in a merged
 // kubeconfig may share the identity and add a browser command, and the
 // login its name would start runs that entry's args. "" without one.
-func contextOf(a *settings.AuthOptions) string {
-	raw, err := LoadKubeconfig("")
+func contextOf(a *settings.AuthOptions, p Process) string {
+	if p.Kubeconfig == nil || p.Getenv == nil {
+		return ""
+	}
+	raw, err := p.Kubeconfig()
 	if err != nil {
 		return ""
 	}
-	sessions, err := List(raw, nil, nil, os.Getenv)
+	sessions, err := List(raw, nil, nil, p.Getenv)
 	if err != nil {
 		return ""
 	}
-	args := withoutGetToken(os.Args[1:])
+	args := withoutGetToken(p.Args)
 	id, found := a.Key().ID(), ""
 	for _, s := range sessions {
 		if s.Err != nil || s.Exec == nil || s.Identity() != id || !slices.Equal(withoutGetToken(s.Exec.Args), args) ||
-			slices.ContainsFunc(s.Exec.Env, func(v clientcmdapi.ExecEnvVar) bool { return os.Getenv(v.Name) != v.Value }) {
+			slices.ContainsFunc(s.Exec.Env, func(v clientcmdapi.ExecEnvVar) bool { return p.Getenv(v.Name) != v.Value }) {
 			continue
 		}
 		if s.Context == raw.CurrentContext {

@@ -68,6 +68,10 @@ func LoadKubeconfig(path string) (*clientcmdapi.Config, error) {
 	return &raw, nil
 }
 
+// DefaultKubeconfig is the kubeconfig kubectl reads without flags
+// ($KUBECONFIG, else ~/.kube/config): Process.Kubeconfig of a command.
+func DefaultKubeconfig() (*clientcmdapi.Config, error) { return LoadKubeconfig("") }
+
 // List is the sessions of raw, sorted by context name; names, when given,
 // selects those contexts (each must exist and run this plugin). user,
 // when set, holds flags of the command line that replace the exec

@@ -2,8 +2,9 @@ package session
 
 import (
 	"context"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
@@ -102,16 +103,12 @@ func Statuses(ctx context.Context, sessions []*Session, o StatusOptions) []*Stat
 
 // each runs f(0..n-1), parallel at a time.
 func each(n, parallel int, f func(i int)) {
-	sem := make(chan struct{}, max(parallel, 1))
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(max(parallel, 1))
 	for i := range n {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			f(i)
-		})
+		g.Go(func() error { f(i); return nil })
 	}
-	wg.Wait()
+	_ = g.Wait() // f returns no error
 }
 
 // status is one session's row from the cache.

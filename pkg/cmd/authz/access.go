@@ -248,7 +248,7 @@ func (o *AccessOptions) resolve(ctx context.Context) (*inspect.MatrixRequest, er
 		if q.Other != nil {
 			ids = append(ids, q.Other)
 		}
-		if found := inspect.LocalRules(ctx, cmdutil.Notifier(o.ErrOut), o.global.Verbosity >= 1, caller, q.Namespaces[0], ids...); found != nil {
+		if found := inspect.LocalRules(ctx, inspect.Say{Warn: cmdutil.Notifier(o.ErrOut), Verbose: o.global.Verbosity >= 1}, caller, q.Namespaces[0], ids...); found != nil {
 			q.Local = found[0]
 			if q.Other != nil {
 				q.OtherLocal = found[1]

@@ -81,7 +81,7 @@ func (o *GetTokenOptions) Run(ctx context.Context) error {
 	if err := o.Auth.Admit(o.request.Cluster); err != nil {
 		return err
 	}
-	env := o.global.SessionEnv(o.IOStreams, o.interactive, false)
+	env := o.global.SessionEnv(o.IOStreams, cmdutil.SessionMode{Interactive: o.interactive})
 	r, err := session.Obtain(ctx, o.sources, o.Auth, env, tokensource.Options{ForceRefresh: o.Auth.ForceRefresh})
 	if err != nil {
 		return err

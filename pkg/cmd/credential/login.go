@@ -123,7 +123,7 @@ func (o *LoginOptions) Validate() error { return o.Auth.Validate() }
 // Run logs in (a person runs this command, so it is interactive) and says
 // who is logged in, without printing the token.
 func (o *LoginOptions) Run(ctx context.Context) error {
-	env := o.global.SessionEnv(o.IOStreams, true, true)
+	env := o.global.SessionEnv(o.IOStreams, cmdutil.SessionMode{Interactive: true, Person: true})
 	r, err := session.Obtain(ctx, o.sources, o.Auth, env, tokensource.Options{ForceLogin: o.Force, ForceRefresh: o.Auth.ForceRefresh})
 	if err != nil {
 		return err

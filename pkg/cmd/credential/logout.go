@@ -120,7 +120,7 @@ they expire (or an administrator deletes the session).`,
 func (o *LogoutOptions) Complete(args []string) error {
 	if o.revoker == nil {
 		o.revoker = func(ctx context.Context, a *settings.AuthOptions, token, hint string) error {
-			return session.Revoke(ctx, a, o.global.SessionEnv(o.IOStreams, false, false), token, hint)
+			return session.Revoke(ctx, a, o.global.SessionEnv(o.IOStreams, cmdutil.SessionMode{}), token, hint)
 		}
 	}
 	getenv := o.global.Getenv

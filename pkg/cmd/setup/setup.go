@@ -433,7 +433,7 @@ func (o *SetupOptions) checkAuthConfig() error {
 		return fmt.Errorf("--authentication-config: %w", err)
 	}
 	if note != "" {
-		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: %s\n", logging.OneLine(note, 0))
+		logging.Notice(o.ErrOut, note)
 	}
 	return nil
 }

@@ -58,7 +58,7 @@ func IsTerminalFile(v any) bool {
 // Notifier prints one-line notices on stderr, as one printable line: a
 // notice may quote an environment variable or a file of someone else's.
 func Notifier(w io.Writer) func(string) {
-	return func(msg string) { fmt.Fprintf(w, "kubectl-impersonate: %s\n", logging.OneLine(msg, 0)) }
+	return func(msg string) { logging.Notice(w, msg) }
 }
 
 // Options is what every command's options struct provides, in kubectl's
@@ -186,15 +186,22 @@ func watchdog(d time.Duration, errOut io.Writer) (stop func()) {
 	return func() { t.Stop() }
 }
 
-// SessionEnv is what obtaining a token may do with the command's streams:
-// ask a person when interactive (on the controlling terminal too when
-// stderr is not one: alsoToTerminal); person says a person asked for the
-// login.
-func (g *GlobalOptions) SessionEnv(streams genericiooptions.IOStreams, interactive, person bool) session.Env {
+// SessionMode is how a command obtains a token: Interactive, a person may
+// be asked (on the controlling terminal too when stderr is not one);
+// Person, a person asked for this login (the login command).
+type SessionMode struct {
+	Interactive, Person bool
+}
+
+// SessionEnv is what obtaining a token may do with the command's streams
+// in mode, and what it knows of the process (session.Process: the command
+// line, the environment, the default kubeconfig).
+func (g *GlobalOptions) SessionEnv(streams genericiooptions.IOStreams, mode SessionMode) session.Env {
 	errOut, stderrIsTerminal := streams.ErrOut, g.IsTerminal(streams.ErrOut)
-	if interactive && !stderrIsTerminal && g.OpenTerminal != nil {
+	if mode.Interactive && !stderrIsTerminal && g.OpenTerminal != nil {
 		errOut = &alsoToTerminal{w: errOut, open: g.OpenTerminal}
 	}
-	return session.Env{In: streams.In, ErrOut: errOut, Interactive: interactive, Person: person,
-		StderrIsTerminal: stderrIsTerminal, Verbosity: g.Verbosity}
+	return session.Env{In: streams.In, ErrOut: errOut, Interactive: mode.Interactive, Person: mode.Person,
+		StderrIsTerminal: stderrIsTerminal, Verbosity: g.Verbosity,
+		Process: session.Process{Args: g.args, Getenv: g.Getenv, Kubeconfig: session.DefaultKubeconfig}}
 }

@@ -39,7 +39,7 @@ func TestSessionEnvPromptsOnTheTerminal(t *testing.T) {
 				}
 				return &tty, nil
 			}}
-			env := g.SessionEnv(genericiooptions.IOStreams{ErrOut: &stderr}, tt.interactive, false)
+			env := g.SessionEnv(genericiooptions.IOStreams{ErrOut: &stderr}, SessionMode{Interactive: tt.interactive})
 			assert.Zero(t, opened, "nothing opened before a prompt")
 			fmt.Fprintf(env.ErrOut, "Open https://idp.example.com/device and enter the code ABCD-EFGH\x1b]0;pwned\x07\n")
 			fmt.Fprintf(env.ErrOut, "Code: ")
