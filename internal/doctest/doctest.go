@@ -221,13 +221,14 @@ func Fields(s string) []string {
 
 // Plugin returns the arguments of the first kubectl-impersonate command of
 // words ("kubectl impersonate ..." or ".../kubectl-impersonate ..."), up to a
-// shell operator, and whether there is one.
+// shell operator, and whether there is one. A flag is not a command, even
+// when its value ends in the name (--repository=OWNER/kubectl-impersonate).
 func Plugin(words []string) ([]string, bool) {
 	for i := 0; i < len(words); i++ {
 		if words[i] == "kubectl" && i+1 < len(words) && words[i+1] == "impersonate" {
 			return cut(words[i+2:]), true
 		}
-		if filepath.Base(words[i]) == "kubectl-impersonate" {
+		if !strings.HasPrefix(words[i], "-") && filepath.Base(words[i]) == "kubectl-impersonate" {
 			return cut(words[i+1:]), true
 		}
 	}

@@ -81,6 +81,7 @@ func TestPlugin(t *testing.T) {
 		{[]string{"kubectl", "impersonate", "whoami", "-o", "json", "|", "jq"}, []string{"whoami", "-o", "json"}, true},
 		{[]string{"/usr/local/bin/kubectl-impersonate", "proxy", "&&", "x"}, []string{"proxy"}, true},
 		{[]string{"kubectl", "get", "pods"}, nil, false},
+		{[]string{"cosign", "verify-blob", "--certificate-github-workflow-repository=kubectl-impersonate/kubectl-impersonate", "--bundle", "b"}, nil, false},
 	} {
 		got, ok := Plugin(tt.in)
 		assert.Equal(t, tt.ok, ok)

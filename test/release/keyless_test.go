@@ -173,7 +173,7 @@ func TestKeylessVerifyAsDocumented(t *testing.T) {
 	require.NotNil(t, identity, "the block names the identity")
 	workflow := regexp.MustCompile(`^https://github\.com/kubectl-impersonate/kubectl-impersonate/(\.github/workflows/[^@]+)@refs/tags/v\$\{version\}$`).FindStringSubmatch(identity[1])
 	require.NotNil(t, workflow, "the identity is a workflow of the repository at the release's tag: %s", identity[1])
-	for _, flag := range []string{"--certificate-oidc-issuer " + githubIssuer, "--certificate-github-workflow-repository kubectl-impersonate/kubectl-impersonate", "--certificate-github-workflow-trigger push"} {
+	for _, flag := range []string{"--certificate-oidc-issuer " + githubIssuer, "--certificate-github-workflow-repository=kubectl-impersonate/kubectl-impersonate", "--certificate-github-workflow-trigger=push"} {
 		assert.Contains(t, block.Body, flag)
 	}
 	checkReleaseWorkflow(t, filepath.Join(repoRoot, workflow[1]))

@@ -64,23 +64,36 @@ func linkedModules(t *testing.T, binary string) []string {
 // extractAll writes a tar.gz archive's files into dir.
 func extractAll(t *testing.T, archive, dir string) {
 	t.Helper()
+	extract(t, archive, dir, func(*tar.Header) bool { return true })
+}
+
+// extract writes the files of the tar.gz archive that keep selects into
+// dir (by their base names, each once); it returns their base names.
+func extract(t *testing.T, archive, dir string, keep func(*tar.Header) bool) []string {
+	t.Helper()
 	f, err := os.Open(archive)
 	require.NoError(t, err)
 	defer f.Close()
 	gz, err := gzip.NewReader(f)
 	require.NoError(t, err)
 	tr := tar.NewReader(gz)
+	var names []string
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			return
+			return names
 		}
 		require.NoError(t, err)
-		out, err := os.OpenFile(filepath.Join(dir, filepath.Base(h.Name)), os.O_CREATE|os.O_WRONLY, 0o755)
-		require.NoError(t, err)
+		if !keep(h) {
+			continue
+		}
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		out, err := os.OpenFile(filepath.Join(dir, filepath.Base(h.Name)), os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
+		require.NoError(t, err, "one %s", h.Name)
 		_, err = io.Copy(out, tr)
 		require.NoError(t, err)
 		require.NoError(t, out.Close())
+		names = append(names, filepath.Base(h.Name))
 	}
 }
 
@@ -202,30 +215,10 @@ func imageBinaries(t *testing.T, layout string) (map[string]string, int) {
 		read(blob(m.Digest), &manifest)
 		for _, l := range manifest.Layers {
 			require.Contains(t, l.MediaType, "tar+gzip", "a gzipped layer")
-			f, err := os.Open(blob(l.Digest))
-			require.NoError(t, err)
-			gz, err := gzip.NewReader(f)
-			require.NoError(t, err)
-			tr := tar.NewReader(gz)
-			for {
-				h, err := tr.Next()
-				if err == io.EOF {
-					break
-				}
-				require.NoError(t, err)
-				if h.Typeflag != tar.TypeReg || h.Mode&0o111 == 0 {
-					continue
-				}
-				path := filepath.Join(dir, platform, filepath.Base(h.Name))
-				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-				w, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
-				require.NoError(t, err, "one %s a platform", h.Name)
-				_, err = io.Copy(w, tr)
-				require.NoError(t, err)
-				require.NoError(t, w.Close())
-				out[platform+"/"+filepath.Base(h.Name)] = path
+			executables := func(h *tar.Header) bool { return h.Typeflag == tar.TypeReg && h.Mode&0o111 != 0 }
+			for _, name := range extract(t, blob(l.Digest), filepath.Join(dir, platform), executables) {
+				out[platform+"/"+name] = filepath.Join(dir, platform, name)
 			}
-			require.NoError(t, f.Close())
 		}
 	}
 	return out, len(doc.Manifests)
