@@ -147,3 +147,19 @@ func TestKrewManifestIsGenerated(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, string(generated), string(committed), "krew/impersonate.yaml is not what hack/krew-manifest.sh writes: regenerate it")
 }
+
+// TestNamedMutantsApply: every named mutant of make mutation
+// (hack/mutants/*.patch) still applies to the tree, so that a rename or an
+// edit of the code it mutates is caught by make unit rather than at the
+// end of CI (issue 48's rename of pkg/cmd's inspect package broke two).
+func TestNamedMutantsApply(t *testing.T) {
+	patches, err := filepath.Glob(filepath.Join(docRoot, "hack/mutants/*.patch"))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(patches), 12, "the named mutants")
+	for _, p := range patches {
+		abs, err := filepath.Abs(p)
+		require.NoError(t, err)
+		out, err := exec.Command("git", "-C", docRoot, "apply", "--check", abs).CombinedOutput()
+		assert.NoError(t, err, "%s no longer applies: update it (%s)", filepath.Base(p), strings.TrimSpace(string(out)))
+	}
+}
