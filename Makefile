@@ -157,8 +157,9 @@ mutation: ## Mutation testing of the security packages (gremlins): at least 90 %
 fuzz: ## Run every fuzz target for FUZZTIME (default 60s) and print executions and crashes
 	FUZZTIME=$(or $(FUZZTIME),60s) hack/fuzz.sh
 
-docs: ## Regenerate the command reference in docs/reference from the command tree
+docs: ## Regenerate the command reference in docs/reference from the command tree, and docs/testing.md's package map from the package docs
 	$(GO) run ./hack/gendocs docs/reference
+	$(GO) test ./test/repo -run TestPackageMapIsCurrent -count=1 -args -update
 
 fmt: ## Format the code
 	gofmt -w cmd pkg test hack internal

@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"flag"
 	"os"
 	"os/exec"
 	"path"
@@ -207,4 +208,63 @@ func TestOneOfEachHelper(t *testing.T) {
 		}
 		assert.Empty(t, found, "%s outside %s", tt.what, tt.owners)
 	}
+}
+
+var update = flag.Bool("update", false, "rewrite docs/testing.md's package map (make docs)")
+
+const (
+	mapStart = "<!-- the package map: make docs writes it from each package's doc comment -->\n"
+	mapEnd   = "<!-- end of the package map -->\n"
+)
+
+// packageMap is the table of the binaries' and packages' doc comments'
+// first sentences: commands, then pkg/, then internal/.
+func packageMap(t *testing.T) string {
+	t.Helper()
+	var rows [3][]string
+	for _, p := range goPackages(t) {
+		rel := strings.TrimPrefix(p.ImportPath, module+"/")
+		var group int
+		switch {
+		case strings.HasPrefix(rel, "cmd/"):
+			group = 0
+		case strings.HasPrefix(rel, "pkg/"):
+			group = 1
+		case strings.HasPrefix(rel, "internal/"):
+			group = 2
+		default:
+			continue
+		}
+		doc := regexp.MustCompile(`^(Package|Command) \S+ `).ReplaceAllString(p.Doc, "")
+		doc = strings.ReplaceAll(doc, "|", "\\|")
+		rows[group] = append(rows[group], "| `"+rel+"` | "+doc+" |")
+	}
+	var b strings.Builder
+	b.WriteString(mapStart + "| package | what it is (its doc comment) |\n| --- | --- |\n")
+	for _, g := range rows {
+		slices.Sort(g)
+		for _, r := range g {
+			b.WriteString(r + "\n")
+		}
+	}
+	b.WriteString(mapEnd)
+	return b.String()
+}
+
+// TestPackageMapIsCurrent: docs/testing.md's map of the code is written
+// from the package docs, so it cannot go stale (issue 48: a hand-written
+// map named packages that had moved); make docs rewrites it.
+func TestPackageMapIsCurrent(t *testing.T) {
+	path := filepath.Join(docRoot, "docs/testing.md")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	doc := string(b)
+	i, j := strings.Index(doc, mapStart), strings.Index(doc, mapEnd)
+	require.True(t, i >= 0 && j > i, "docs/testing.md holds the package map's markers")
+	want := packageMap(t)
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(doc[:i]+want+doc[j+len(mapEnd):]), 0o644))
+		return
+	}
+	assert.Equal(t, want, doc[i:j+len(mapEnd)], "docs/testing.md's package map is stale: make docs")
 }
