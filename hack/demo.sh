@@ -26,6 +26,15 @@ fail() { echo "demo: FAILED: $*" >&2; exit 1; }
 # up: each run removes its directory and leaves no process. Each run gets
 # a TMPDIR of its own, so what it left is what is found there.
 if [ "${1:-}" = "--check-interrupt" ]; then
+  # reap: whatever a run left, on any exit of this check (a failure
+  # included): its process group, and every process naming its directory
+  # (the demo's servers run in process groups of their own).
+  pid="" tmp=""
+  reap() {
+    if [ -n "$pid" ]; then kill -KILL -- "-$pid" 2>/dev/null || true; fi
+    if [ -n "$tmp" ]; then pkill -KILL -f "$tmp" 2>/dev/null || true; rm -rf "$tmp" "$tmp.log"; fi
+  }
+  trap reap EXIT
   for at in "building" "starting kube-apiserver" "running"; do
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/kubectl-impersonate-demo-interrupt.XXXXXX")
     log="$tmp.log"
@@ -40,10 +49,10 @@ if [ "${1:-}" = "--check-interrupt" ]; then
       kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; fail "the demo ended before \"$at\""; }
       sleep 0.1
     done
-    grep -qx "demo: phase: $at" "$log" || { kill -KILL -- "-$pid" 2>/dev/null; fail "the demo did not reach \"$at\" within 15 minutes"; }
+    grep -qx "demo: phase: $at" "$log" || fail "the demo did not reach \"$at\" within 15 minutes"
     kill -INT -- "-$pid"
     for _ in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$pid" 2>/dev/null; then kill -KILL -- "-$pid" 2>/dev/null; fail "Ctrl-C while $at: the demo still runs after 60 s"; fi
+    if kill -0 "$pid" 2>/dev/null; then fail "Ctrl-C while $at: the demo still runs after 60 s"; fi
     rc=0; wait "$pid" || rc=$?
     last=$(grep "^demo: phase: " "$log" | tail -1)
     [ "$last" = "demo: phase: $at" ] || fail "Ctrl-C meant for \"$at\" came at \"$last\""
@@ -54,6 +63,7 @@ if [ "${1:-}" = "--check-interrupt" ]; then
     grep -q "stopped everything; nothing left running" "$log" || { cat "$log" >&2; fail "Ctrl-C while $at: the demo did not clean up"; }
     say "ok: Ctrl-C while $at (exit $rc): no directory, no process left"
     rm -rf "$tmp" "$log"
+    pid="" tmp=""
   done
   exit 0
 fi
