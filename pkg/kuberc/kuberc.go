@@ -112,6 +112,40 @@ func readPreference(path string) (doc, error) {
 	return nil, nil
 }
 
+// AllowlistsAny says whether a Preference document of the kuberc at path
+// (or one without a kind) has the Allowlist policy with an entry whose
+// name or command ours matches: every document, where kubectl takes the
+// first Preference, so that a lock errs towards locking. A missing file
+// is false; a document that is not YAML is an error.
+func AllowlistsAny(path string, ours func(command string) bool) (bool, error) {
+	b, err := readFile(path)
+	if err != nil || b == nil {
+		return false, err
+	}
+	for _, text := range Documents(b) {
+		var d struct {
+			Kind      string `json:"kind"`
+			Policy    string `json:"credentialPluginPolicy"`
+			Allowlist []struct {
+				Name    string `json:"name"`
+				Command string `json:"command"`
+			} `json:"credentialPluginAllowlist"`
+		}
+		if err := yaml.Unmarshal(text, &d); err != nil {
+			return false, err
+		}
+		if (d.Kind != "" && d.Kind != "Preference") || d.Policy != "Allowlist" {
+			continue
+		}
+		for _, e := range d.Allowlist {
+			if ours(e.Name) || ours(e.Command) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
 // Documents splits a YAML stream at its "---" lines (kubectl reads every
 // document of a kuberc).
 func Documents(b []byte) [][]byte {

@@ -9,12 +9,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
-
 	"github.com/spf13/pflag"
-	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kuberc"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
@@ -247,7 +244,7 @@ func KubercLocks(getenv func(string) string, accountHome func() string, more ...
 	}
 	slices.Sort(paths)
 	for _, p := range slices.Compact(paths) {
-		locks, err := kubercAllowlists(p)
+		locks, err := kuberc.AllowlistsAny(p, install.IsOurs)
 		if err != nil || locks {
 			// A kuberc that cannot be read or parsed locks: kubectl would
 			// refuse it, and an entry must not make it unreadable to us.
@@ -264,43 +261,4 @@ func AccountHome() string {
 		return u.HomeDir
 	}
 	return ""
-}
-
-// kubercAllowlists reads the kuberc at path as kubectl does (every YAML
-// document; kubectl takes the first Preference) and tells whether a
-// Preference's credentialPluginPolicy is Allowlist with this plugin in it.
-// A missing file is no lock. The read is bounded and never waits on a
-// FIFO or a terminal: an exec entry's $KUBERC may name /dev/zero.
-func kubercAllowlists(path string) (bool, error) {
-	b, _, err := safefile.ReadRegular("kuberc", path, 1<<20, safefile.ReadOptions{})
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	for _, doc := range kuberc.Documents(b) {
-		var d struct {
-			Kind      string `json:"kind"`
-			Policy    string `json:"credentialPluginPolicy"`
-			Allowlist []struct {
-				Name    string `json:"name"`
-				Command string `json:"command"`
-			} `json:"credentialPluginAllowlist"`
-		}
-		if err := yaml.Unmarshal(doc, &d); err != nil {
-			return false, err
-		}
-		if (d.Kind != "" && d.Kind != "Preference") || d.Policy != "Allowlist" {
-			continue
-		}
-		for _, e := range d.Allowlist {
-			for _, c := range []string{e.Name, e.Command} {
-				if install.IsOurs(c) {
-					return true, nil
-				}
-			}
-		}
-	}
-	return false, nil
 }
