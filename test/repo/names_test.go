@@ -2,6 +2,7 @@ package repo
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -28,25 +30,36 @@ func trackedFiles(t *testing.T, patterns ...string) []string {
 	return files
 }
 
-// goPackages are the module's packages: import path, doc, imports, and
-// whether it is a command or a production package (not test-only).
+// goPackage is one of the module's packages: its import path, its doc
+// comment's first sentence (go list's Doc) and its imports.
 type goPackage struct {
-	ImportPath, Doc, Name string
-	Imports, GoFiles      []string
+	ImportPath, Doc string
+	Imports         []string
 }
+
+// listPackages lists the module's packages once for all the tests.
+var listPackages = sync.OnceValues(func() ([]goPackage, error) {
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}}\t{{join .Imports \" \"}}\t{{.Doc}}", module+"/...")
+	cmd.Dir = docRoot
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, err
+	}
+	var pkgs []goPackage
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.SplitN(line, "\t", 3)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("go list printed %q", line)
+		}
+		pkgs = append(pkgs, goPackage{ImportPath: f[0], Imports: strings.Fields(f[1]), Doc: f[2]})
+	}
+	return pkgs, nil
+})
 
 func goPackages(t *testing.T) []goPackage {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}}\t{{.Name}}\t{{join .Imports \" \"}}\t{{join .GoFiles \" \"}}\t{{.Doc}}", module+"/...")
-	cmd.Dir = docRoot
-	out, err := cmd.Output()
-	require.NoError(t, err)
-	var pkgs []goPackage
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.SplitN(line, "\t", 5)
-		require.Len(t, f, 5, line)
-		pkgs = append(pkgs, goPackage{ImportPath: f[0], Name: f[1], Imports: strings.Fields(f[2]), GoFiles: strings.Fields(f[3]), Doc: f[4]})
-	}
+	pkgs, err := listPackages()
+	require.NoError(t, err, "go list")
 	require.Greater(t, len(pkgs), 40, "the module's packages")
 	return pkgs
 }
@@ -186,6 +199,7 @@ func TestNamesInProseExist(t *testing.T) {
 // unescaped; session.Subject decoded a JWT by hand; bounded loops were
 // written with semaphores of their own).
 func TestOneOfEachHelper(t *testing.T) {
+	files := productionFiles(t)
 	for _, tt := range []struct {
 		what    string
 		owners  []string
@@ -199,7 +213,7 @@ func TestOneOfEachHelper(t *testing.T) {
 		{"a semaphore of its own", []string{"pkg/proxy", "pkg/inspect"}, regexp.MustCompile(`make\(chan struct\{\}, `)},
 	} {
 		var found []string
-		for _, f := range productionFiles(t) {
+		for _, f := range files {
 			b, err := os.ReadFile(filepath.Join(docRoot, f.path))
 			require.NoError(t, err)
 			if tt.pattern.Match(b) && !slices.Contains(tt.owners, f.pkg) {
