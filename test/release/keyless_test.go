@@ -164,10 +164,7 @@ func (k *keylessSigner) sign(t *testing.T, blob []byte) []byte {
 func TestKeylessVerifyAsDocumented(t *testing.T) {
 	dist, tools := os.Getenv("KI_DIST"), os.Getenv("KI_TOOLS")
 	require.True(t, dist != "" && tools != "", "KI_DIST, KI_TOOLS: run through make release-test")
-	archives, _ := filepath.Glob(filepath.Join(dist, "kubectl-impersonate_*_linux_amd64.tar.gz"))
-	require.Len(t, archives, 1)
-	archive := archives[0]
-	version := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(archive), "kubectl-impersonate_"), "_linux_amd64.tar.gz")
+	archive, version := hostArchive(t, dist)
 	block := byContent(t, documented(t), "docs/install.md", "--certificate-identity")
 	identity := regexp.MustCompile(`--certificate-identity "([^"]+)"`).FindStringSubmatch(block.Body)
 	require.NotNil(t, identity, "the block names the identity")

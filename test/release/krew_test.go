@@ -42,10 +42,7 @@ func TestKrewInstallFromSnapshot(t *testing.T) {
 	}
 	kubectl, krew, dist := os.Getenv("KI_KUBECTL"), os.Getenv("KI_KREW"), os.Getenv("KI_DIST")
 	require.True(t, kubectl != "" && krew != "" && dist != "", "KI_KUBECTL, KI_KREW, KI_DIST: run through make release-test")
-	archives, _ := filepath.Glob(filepath.Join(dist, "kubectl-impersonate_*_linux_amd64.tar.gz"))
-	require.Len(t, archives, 1, "the snapshot archive")
-	archive := archives[0]
-	version := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(archive), "kubectl-impersonate_"), "_linux_amd64.tar.gz")
+	archive, version := hostArchive(t, dist)
 	manifest := filepath.Join(dist, "krew", "impersonate.yaml")
 
 	root := t.TempDir()

@@ -105,9 +105,7 @@ func extract(t *testing.T, archive, dir string, keep func(*tar.Header) bool) []s
 func TestSBOMsListWhatBinariesLink(t *testing.T) {
 	dist := os.Getenv("KI_DIST")
 	require.NotEmpty(t, dist, "KI_DIST: run through make release-test")
-	archives, _ := filepath.Glob(filepath.Join(dist, "kubectl-impersonate_*_linux_amd64.tar.gz"))
-	require.Len(t, archives, 1)
-	archive := archives[0]
+	archive, _ := hostArchive(t, dist)
 	var doc sbom
 	b, err := os.ReadFile(archive + ".cdx.json")
 	require.NoError(t, err, "the archive's SBOM")

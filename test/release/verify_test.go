@@ -46,6 +46,28 @@ func copyFile(t *testing.T, from, to string) {
 	require.NoError(t, os.WriteFile(to, b, 0o644))
 }
 
+// hostArchive is the snapshot's linux/amd64 archive in dist, and the
+// version its name carries.
+func hostArchive(t *testing.T, dist string) (archive, version string) {
+	t.Helper()
+	archives, _ := filepath.Glob(filepath.Join(dist, "kubectl-impersonate_*_linux_amd64.tar.gz"))
+	require.Len(t, archives, 1, "the snapshot's linux/amd64 archive")
+	archive = archives[0]
+	return archive, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(archive), "kubectl-impersonate_"), "_linux_amd64.tar.gz")
+}
+
+// copyDir is a new temporary directory holding a copy of dir's files.
+func copyDir(t *testing.T, dir string) string {
+	t.Helper()
+	out := t.TempDir()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		copyFile(t, filepath.Join(dir, e.Name()), filepath.Join(out, e.Name()))
+	}
+	return out
+}
+
 // documented are the blocks of README.md and docs/install.md that the
 // release test runs as written (their opt-out marker names this test).
 func documented(t *testing.T) []doctest.Block {
@@ -177,10 +199,7 @@ func serveImage(t *testing.T, tools, dist, version string) (string, string) {
 func TestVerifyAsDocumented(t *testing.T) {
 	dist, tools := os.Getenv("KI_DIST"), os.Getenv("KI_TOOLS")
 	require.True(t, dist != "" && tools != "", "KI_DIST, KI_TOOLS: run through make release-test")
-	archives, _ := filepath.Glob(filepath.Join(dist, "kubectl-impersonate_*_linux_amd64.tar.gz"))
-	require.Len(t, archives, 1)
-	archive := archives[0]
-	version := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(archive), "kubectl-impersonate_"), "_linux_amd64.tar.gz")
+	archive, version := hostArchive(t, dist)
 	head, err := exec.Command("git", "-C", repoRoot, "rev-parse", "HEAD").Output()
 	require.NoError(t, err)
 	commit := strings.TrimSpace(string(head))
@@ -267,12 +286,7 @@ func TestVerifyAsDocumented(t *testing.T) {
 
 	fails := func(name string, block doctest.Block, keyURL, dgst string, why []string, change func(dir string)) {
 		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			entries, err := os.ReadDir(downloads)
-			require.NoError(t, err)
-			for _, e := range entries {
-				copyFile(t, filepath.Join(downloads, e.Name()), filepath.Join(dir, e.Name()))
-			}
+			dir := copyDir(t, downloads)
 			change(dir)
 			out, ok := runBlock(t, dir, tools, substitute(block.Body, version, dgst, registry, keyURL))
 			assert.False(t, ok, "%s verified:\n%s", name, out)
@@ -340,12 +354,7 @@ func TestVerifyAsDocumented(t *testing.T) {
 	// (found by the review of issue 47). The control shows the attack
 	// works on the command without the flag; the documented block refuses.
 	t.Run("a legacy bundle with a forged envelope beside it", func(t *testing.T) {
-		dir := t.TempDir()
-		entries, err := os.ReadDir(downloads)
-		require.NoError(t, err)
-		for _, e := range entries {
-			copyFile(t, filepath.Join(downloads, e.Name()), filepath.Join(dir, e.Name()))
-		}
+		dir := copyDir(t, downloads)
 		path := filepath.Join(dir, "provenance.sigstore.json")
 		genuine, err := os.ReadFile(path)
 		require.NoError(t, err)
@@ -382,12 +391,7 @@ func TestVerifyAsDocumented(t *testing.T) {
 	// A loose statement beside the bundle (an attacker's: the release
 	// publishes none) changes nothing the block prints.
 	t.Run("a loose statement edited", func(t *testing.T) {
-		dir := t.TempDir()
-		entries, err := os.ReadDir(downloads)
-		require.NoError(t, err)
-		for _, e := range entries {
-			copyFile(t, filepath.Join(downloads, e.Name()), filepath.Join(dir, e.Name()))
-		}
+		dir := copyDir(t, downloads)
 		loose := statementFor(filepath.Base(archive), sha256File(t, archive), "https://slsa.dev/provenance/v1", strings.Repeat("e", 40))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "provenance.intoto.json"), loose, 0o644))
 		out, ok := runBlock(t, dir, tools, substitute(provenance.Body, version, digest, registry, repoKeys))
