@@ -89,7 +89,13 @@ cleanup() {
     sleep 0.1
   done
   for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
-  left=$(pgrep -f "$demo" || true)
+  # Then whatever else names the demo's directory (a login's browser, which
+  # the plugin starts to outlive the login): TERM, then KILL, each waited for.
+  for sig in TERM KILL; do
+    pkill "-$sig" -f "$demo" 2>/dev/null || true
+    for _ in $(seq 50); do pgrep -f "$demo" >/dev/null || break; sleep 0.1; done
+  done
+  left=$(pgrep -af "$demo" || true)
   rm -rf "$demo"
   if [ -n "$left" ]; then echo "demo: processes left running: $left" >&2; exit 1; fi
   say "stopped everything; nothing left running"
@@ -327,11 +333,19 @@ fi
 # --check: run the commands above and check what they print.
 export E2E_CHROMIUM="$(command -v chromium)" E2E_USER=alice@example.com E2E_PASSWORD=alice-password
 export E2E_BROWSER_LOG="$demo/logs/browser.log"
+# The browser a login starts outlives it (as a person's does): each login
+# below waits for it, and its Chromium profile is inside the demo's folder.
+mkdir -p "$demo/tmp"
+browser_done() { # WHOSE
+  for _ in $(seq 900); do pgrep -f "$demo/bin/e2e-browser" >/dev/null || return 0; sleep 0.1; done
+  fail "$1's browser still runs 90 s after the login"
+}
 expect() { # WHAT PATTERN OUTPUT
   if ! grep -qE -- "$2" <<<"$3"; then fail "$1: expected /$2/ in: $3"; fi
   say "ok: $1"
 }
-out=$(kubectl-impersonate login "${alice_login[@]}" 2>&1) || fail "alice's device-code login: $out"
+out=$(TMPDIR="$demo/tmp" kubectl-impersonate login "${alice_login[@]}" 2>&1) || fail "alice's device-code login: $out"
+browser_done alice
 expect "alice logs in with a device code" "enter the code" "$out"
 out=$(kubectl get pods 2>&1) || fail "kubectl get pods: $out"
 expect "kubectl get pods as alice" "No resources found in demo namespace" "$out"
@@ -358,7 +372,8 @@ out=$(kubectl impersonate who-can list configmaps -n demo --context=admin 2>&1) 
 expect "who-can" "oidc:developers" "$out"
 out=$(kubectl --context=alice-via-proxy get configmaps 2>&1) || fail "through the proxy: $out"
 expect "kubectl through the proxy" "welcome" "$out"
-out=$(E2E_USER=bob@example.com E2E_PASSWORD=bob-password kubectl-impersonate login "${bob_login[@]}" 2>&1) || fail "bob's browser login: $out"
+out=$(TMPDIR="$demo/tmp" E2E_USER=bob@example.com E2E_PASSWORD=bob-password kubectl-impersonate login "${bob_login[@]}" 2>&1) || fail "bob's browser login: $out"
+browser_done bob
 out=$(kubectl --context=bob get pods 2>&1) && fail "bob may list pods: $out"
 expect "bob is Forbidden" 'User "oidc:bob@example.com" cannot list resource "pods"' "$out"
 say "all checks passed"

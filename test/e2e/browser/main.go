@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -61,7 +62,17 @@ const state = `(() => {
 })()`
 
 func run(url string) error {
-	dir, err := os.MkdirTemp("", "e2e-chromium-")
+	// Chromium's profile goes under the e2e session's directory, which
+	// test/e2e/run.sh removes however the run ends (a browser killed
+	// mid-login cannot remove its own).
+	base := os.Getenv("KI_E2E_SESSION")
+	if base != "" {
+		base = filepath.Join(base, "browser")
+		if err := os.MkdirAll(base, 0o700); err != nil {
+			return err
+		}
+	}
+	dir, err := os.MkdirTemp(base, "e2e-chromium-")
 	if err != nil {
 		return err
 	}
