@@ -83,8 +83,6 @@ type ListClient interface {
 	NamespacesWith(ctx context.Context, selector string) ([]string, error)
 	List(ctx context.Context, r resource.Resource, namespace, selector string, full bool) ([]resource.Object, error)
 	Filter(ctx context.Context, r resource.Resource, objs []resource.Object, o rbac.FilterOptions) ([]rbac.Decision, rbac.FilterStats, error)
-	// Requests counts the requests sent.
-	Requests() int
 }
 
 var (

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
 )
@@ -51,15 +52,6 @@ type ListResult struct {
 	Check int
 }
 
-// sent is the requests the two clients sent (one, when they are the same).
-func sent(caller, target ListClient) int {
-	n := caller.Requests()
-	if target != caller {
-		n += target.Requests()
-	}
-	return n
-}
-
 // List resolves the resource, lists its objects in the namespaces asked
 // about, and decides for each what the target identity may do.
 func List(ctx context.Context, q ListRequest) (*ListResult, error) {
@@ -75,20 +67,20 @@ func List(ctx context.Context, q ListRequest) (*ListResult, error) {
 	if !slices.Contains(res.Verbs, "list") {
 		return nil, fmt.Errorf("%s cannot be listed (its verbs: %s)", res, strings.Join(res.Verbs, ", "))
 	}
-	afterDiscovery := caller.Requests()
 	r := &ListResult{Resource: res, Identity: q.Identity}
-	if r.Namespaces, err = q.namespaces(ctx, res); err != nil {
+	listing, lists := kubeapi.CountRequests(ctx)
+	if r.Namespaces, err = q.namespaces(listing, res); err != nil {
 		return nil, err
 	}
 	var objs []resource.Object
 	for _, ns := range r.Namespaces {
-		got, err := caller.List(ctx, res, ns, q.Selector, q.Full)
+		got, err := caller.List(listing, res, ns, q.Selector, q.Full)
 		if err != nil {
 			return nil, err
 		}
 		objs = append(objs, got...)
 	}
-	r.Lists = caller.Requests() - afterDiscovery
+	r.Lists = lists.N()
 	sort.SliceStable(objs, func(i, j int) bool {
 		if objs[i].Namespace != objs[j].Namespace {
 			return objs[i].Namespace < objs[j].Namespace
@@ -97,11 +89,11 @@ func List(ctx context.Context, q ListRequest) (*ListResult, error) {
 	})
 	opts := rbac.FilterOptions{Verbs: q.Verbs, ForceSSAR: q.ForceSSAR}
 	if (q.AllNamespaces || q.ProjectLabel != "") && res.Namespaced && q.RBACObjects && !opts.ForceSSAR && len(objs) > 0 {
-		before := sent(caller, q.Target)
-		if found := LocalRules(ctx, Say{Warn: q.Warn, Verbose: q.Verbose}, caller, objs[0].Namespace, q.Target); found != nil {
+		checking, check := kubeapi.CountRequests(ctx)
+		if found := LocalRules(checking, Say{Warn: q.Warn, Verbose: q.Verbose}, caller, objs[0].Namespace, q.Target); found != nil {
 			opts.LocalRules = found[0]
 		}
-		r.Check = sent(caller, q.Target) - before
+		r.Check = check.N()
 	}
 	if opts.LocalRules == nil {
 		opts.Progress = q.Progress

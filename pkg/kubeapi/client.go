@@ -90,15 +90,19 @@ type TooLarge string
 func (e TooLarge) Error() string        { return string(e) }
 func (e TooLarge) Is(target error) bool { return target == ErrTooLarge }
 
-// Requests is the number of requests sent so far.
+// Requests is the number of requests c has sent so far (count.go).
 func (c *Client) Requests() int { return int(c.requests.Load()) }
 
 // NewClient returns a Client for cfg, on the process's CommandBudget.
 func NewClient(cfg *rest.Config) (*Client, error) {
-	hc, err := rest.HTTPClientFor(cfg)
+	shared, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building the API client: %w", err)
 	}
+	// A client of our own: client-go hands out http.DefaultClient itself
+	// for a configuration that needs no transport of its own (plain HTTP,
+	// no credentials), and what is set below must not reach it.
+	hc := &http.Client{Transport: shared.Transport, Timeout: shared.Timeout}
 	// No redirect is followed: client-go's transport adds Authorization
 	// to every request it sends, so Go's stripping of it on a redirect to
 	// another host would not apply, and an API server needs none.
@@ -108,7 +112,13 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 			debug.SetMemoryLimit(MemoryLimit)
 		}
 	})
-	return &Client{hc: hc, host: strings.TrimSuffix(cfg.Host, "/"), budget: CommandBudget}, nil
+	c := &Client{hc: hc, host: strings.TrimSuffix(cfg.Host, "/"), budget: CommandBudget}
+	next := hc.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	hc.Transport = counting{next: next, total: &c.requests}
+	return c, nil
 }
 
 // WithBudget is c on budget b (tests: a budget of their own).
@@ -231,7 +241,6 @@ func (c *Client) do(ctx context.Context, method, path, accept string, body io.Re
 		accept = "application/json"
 	}
 	req.Header.Set("Accept", accept)
-	c.requests.Add(1)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return err

@@ -284,7 +284,6 @@ func (c *Client) discoveryDoc(ctx context.Context, path string) ([]byte, bool, e
 		return nil, false, err
 	}
 	req.Header.Set("Accept", acceptAggregated)
-	c.requests.Add(1)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, false, err

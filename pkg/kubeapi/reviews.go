@@ -48,17 +48,17 @@ func (c *Client) SubjectAccessReview(ctx context.Context, spec authzv1.SubjectAc
 }
 
 // AccessReviews asks the access reviews of attrs, concurrency at a time (8
-// for 0), and hands each answer to answer(i, status) (one at a time); it
-// returns how many were sent. Nothing more is sent after the first
-// failure, which is returned.
-func (c *Client) AccessReviews(ctx context.Context, attrs []authzv1.ResourceAttributes, concurrency int, answer func(i int, st authzv1.SubjectAccessReviewStatus)) (int, error) {
+// for 0), and hands each answer to answer(i, status) (one at a time).
+// Nothing more is sent after the first failure, which is returned (how
+// many were sent: CountRequests).
+func (c *Client) AccessReviews(ctx context.Context, attrs []authzv1.ResourceAttributes, concurrency int, answer func(i int, st authzv1.SubjectAccessReviewStatus)) error {
 	if concurrency <= 0 {
 		concurrency = 8
 	}
 	var g errgroup.Group
 	g.SetLimit(concurrency)
 	var mu sync.Mutex
-	failed, sent := false, 0
+	failed := false
 	stopped := func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -75,7 +75,6 @@ func (c *Client) AccessReviews(ctx context.Context, attrs []authzv1.ResourceAttr
 			st, err := c.SelfAccessReview(ctx, authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs[i]})
 			mu.Lock()
 			defer mu.Unlock()
-			sent++
 			if err != nil {
 				failed = true
 				a := attrs[i]
@@ -85,6 +84,5 @@ func (c *Client) AccessReviews(ctx context.Context, attrs []authzv1.ResourceAttr
 			return nil
 		})
 	}
-	err := g.Wait()
-	return sent, err
+	return g.Wait()
 }

@@ -9,6 +9,7 @@ import (
 
 	authzv1 "k8s.io/api/authorization/v1"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
 )
 
@@ -192,7 +193,8 @@ func (c *Client) Access(ctx context.Context, resources []resource.Resource, o Ac
 		verbs = DefaultVerbs
 	}
 	m := &Matrix{Namespace: o.Namespace, Verbs: verbs}
-	p, requests, err := c.newPlanner(ctx, m, o)
+	ctx, count := kubeapi.CountRequests(ctx)
+	p, err := c.newPlanner(ctx, m, o)
 	if err != nil {
 		return nil, err
 	}
@@ -202,11 +204,9 @@ func (c *Client) Access(ctx context.Context, resources []resource.Resource, o Ac
 		cluster := o.ClusterEscalation
 		var cp *planner
 		if cluster == nil {
-			var n int
-			if cp, n, err = c.clusterPlanner(ctx, p, o.LocalRules); err != nil {
+			if cp, err = c.clusterPlanner(ctx, p, o.LocalRules); err != nil {
 				return nil, err
 			}
-			requests += n
 		}
 		m.Escalation = escalationCells(p, cp, o.Namespace, cluster, &jobs)
 	}
@@ -214,9 +214,7 @@ func (c *Client) Access(ctx context.Context, resources []resource.Resource, o Ac
 	if err := reserve(o, jobs, modes); err != nil {
 		return nil, err
 	}
-	n, err := c.answer(ctx, m, jobs, o)
-	requests += n
-	if err != nil {
+	if err := c.answer(ctx, m, jobs, o); err != nil {
 		return nil, err
 	}
 	if o.Escalation {
@@ -229,13 +227,11 @@ func (c *Client) Access(ctx context.Context, resources []resource.Resource, o Ac
 			m.ImpersonateOn[mode] = modes[mode].rows
 			jobs = append(jobs, modes[mode].jobs...)
 		}
-		n, err := c.answer(ctx, m, jobs, o)
-		requests += n
-		if err != nil {
+		if err := c.answer(ctx, m, jobs, o); err != nil {
 			return nil, err
 		}
 	}
-	m.Requests = requests
+	m.Requests = count.N()
 	m.setStreaming()
 	return m, nil
 }
@@ -243,7 +239,7 @@ func (c *Client) Access(ctx context.Context, resources []resource.Resource, o Ac
 // newPlanner is the planner of m's cells: from access reviews alone
 // (ForceSSAR), the RBAC objects read once, or a rules review (one
 // request).
-func (c *Client) newPlanner(ctx context.Context, m *Matrix, o AccessOptions) (*planner, int, error) {
+func (c *Client) newPlanner(ctx context.Context, m *Matrix, o AccessOptions) (*planner, error) {
 	p := &planner{ssar: o.ForceSSAR}
 	switch {
 	case o.ForceSSAR:
@@ -254,12 +250,11 @@ func (c *Client) newPlanner(ctx context.Context, m *Matrix, o AccessOptions) (*p
 	default:
 		var err error
 		if p.rules, p.incomplete, err = c.RulesReview(ctx, o.Namespace); err != nil {
-			return nil, 1, fmt.Errorf("reviewing your rules in %q: %w", o.Namespace, err)
+			return nil, fmt.Errorf("reviewing your rules in %q: %w", o.Namespace, err)
 		}
 		m.Incomplete = p.incomplete
-		return p, 1, nil
 	}
-	return p, 0, nil
+	return p, nil
 }
 
 // modePlan is the impersonate-on rows of one constrained mode and the
@@ -306,16 +301,16 @@ func reserve(o AccessOptions, jobs []job, modes map[string]modePlan) error {
 }
 
 // answer sends jobs' access reviews and writes their answers into m.
-func (c *Client) answer(ctx context.Context, m *Matrix, jobs []job, o AccessOptions) (int, error) {
+func (c *Client) answer(ctx context.Context, m *Matrix, jobs []job, o AccessOptions) error {
 	if len(jobs) == 0 {
-		return 0, nil
+		return nil
 	}
 	attrs := make([]authzv1.ResourceAttributes, len(jobs))
 	for k, j := range jobs {
 		attrs[k] = j.attrs
 	}
 	done := 0
-	n, err := c.AccessReviews(ctx, attrs, o.Concurrency, func(k int, st authzv1.SubjectAccessReviewStatus) {
+	err := c.AccessReviews(ctx, attrs, o.Concurrency, func(k int, st authzv1.SubjectAccessReviewStatus) {
 		j := jobs[k]
 		// The rules' cell, answered: its "some names only" is kept.
 		var cell Cell
@@ -343,9 +338,9 @@ func (c *Client) answer(ctx context.Context, m *Matrix, jobs []job, o AccessOpti
 		}
 	})
 	if err != nil {
-		return n, fmt.Errorf("checking access: %w", err)
+		return fmt.Errorf("checking access: %w", err)
 	}
-	return n, nil
+	return nil
 }
 
 // planner answers cells from a rules review, and lists the access reviews

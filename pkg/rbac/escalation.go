@@ -140,35 +140,35 @@ func (c EscalationCheck) cell(ns string, cell Cell) EscalationCell {
 // name).
 const ClusterScopeNamespace = "kubectl-impersonate.io/cluster-scope"
 
-// clusterPlanner is the planner of the cluster-scoped escalation checks,
-// and the requests it cost. Without a rules review (p.ssar) every check
+// clusterPlanner is the planner of the cluster-scoped escalation checks.
+// Without a rules review (p.ssar) every check
 // is asked. A namespace's review (p) lists every ClusterRoleBinding's rules
 // too, but its RoleBindings' as well, which grant nothing at cluster scope:
 // when a complete one has no rule that could grant a cluster check, none
 // does; otherwise the cluster's rules are reviewed (ClusterScopeNamespace).
 // A failed review of them leaves every check to an access review.
-func (c *Client) clusterPlanner(ctx context.Context, p *planner, local LocalRules) (*planner, int, error) {
+func (c *Client) clusterPlanner(ctx context.Context, p *planner, local LocalRules) (*planner, error) {
 	if p.ssar {
-		return p, 0, nil
+		return p, nil
 	}
 	if local != nil {
 		rules, incomplete := local(ClusterScopeNamespace)
-		return &planner{rules: rules, incomplete: incomplete, authoritative: true}, 0, nil
+		return &planner{rules: rules, incomplete: incomplete, authoritative: true}, nil
 	}
 	if !p.incomplete && !slices.ContainsFunc(EscalationChecks, func(e EscalationCheck) bool {
 		cell := e.answer(p)
 		return !e.Namespaced && cell.Held()
 	}) {
-		return p, 0, nil
+		return p, nil
 	}
 	rules, incomplete, err := c.RulesReview(ctx, ClusterScopeNamespace)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, 1, fmt.Errorf("reviewing your rules at cluster scope: %w", ctx.Err())
+			return nil, fmt.Errorf("reviewing your rules at cluster scope: %w", ctx.Err())
 		}
-		return &planner{ssar: true}, 1, nil
+		return &planner{ssar: true}, nil
 	}
-	return &planner{rules: rules, incomplete: incomplete}, 1, nil
+	return &planner{rules: rules, incomplete: incomplete}, nil
 }
 
 // escalationCells answers the escalation checks of namespace (the

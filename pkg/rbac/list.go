@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
 
 	authzv1 "k8s.io/api/authorization/v1"
@@ -44,6 +45,7 @@ func (c *Client) namespaceRules(ctx context.Context, namespaces []string, o Filt
 		}
 		st.FromRBACObjects = len(namespaces)
 	} else {
+		ctx, count := kubeapi.CountRequests(ctx)
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(rulesConcurrency)
 		for _, ns := range namespaces {
@@ -63,7 +65,7 @@ func (c *Client) namespaceRules(ctx context.Context, namespaces []string, o Filt
 		if err == nil {
 			err = ctx.Err() // cancelled before every review was sent
 		}
-		st.RulesReviews = len(rules)
+		st.RulesReviews = count.N()
 		if err != nil {
 			return err
 		}
@@ -152,7 +154,8 @@ func (c *Client) Filter(ctx context.Context, r resource.Resource, objs []resourc
 		obj := objs[j.obj]
 		attrs[k] = authzv1.ResourceAttributes{Namespace: obj.Namespace, Verb: j.verb, Group: r.Group, Resource: r.Name, Name: obj.Name}
 	}
-	n, err := c.AccessReviews(ctx, attrs, o.Concurrency, func(k int, out authzv1.SubjectAccessReviewStatus) {
+	reviews, count := kubeapi.CountRequests(ctx)
+	err := c.AccessReviews(reviews, attrs, o.Concurrency, func(k int, out authzv1.SubjectAccessReviewStatus) {
 		j := jobs[k]
 		d := &decisions[j.obj]
 		d.Source = FromAccessReview
@@ -169,7 +172,7 @@ func (c *Client) Filter(ctx context.Context, r resource.Resource, objs []resourc
 		}
 		d.Denied[j.verb] = reason
 	})
-	st.AccessReviews = n
+	st.AccessReviews = count.N()
 	if err != nil {
 		return nil, st, err
 	}

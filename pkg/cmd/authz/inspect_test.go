@@ -220,7 +220,6 @@ func (f *fakeCluster) Filter(_ context.Context, r resource.Resource, objs []reso
 	return out, rbac.FilterStats{RulesReviews: 1}, nil
 }
 
-func (f *fakeCluster) Requests() int { return 0 }
 
 // without is asked without the entries equal to drop.
 func without(asked []string, drop string) []string {
