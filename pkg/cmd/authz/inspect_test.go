@@ -220,7 +220,6 @@ func (f *fakeCluster) Filter(_ context.Context, r resource.Resource, objs []reso
 	return out, rbac.FilterStats{RulesReviews: 1}, nil
 }
 
-
 // without is asked without the entries equal to drop.
 func without(asked []string, drop string) []string {
 	return slices.DeleteFunc(slices.Clone(asked), func(a string) bool { return a == drop })
