@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/environ"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/fastpath"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 )
@@ -22,7 +23,7 @@ func main() {
 		os.Exit(1)
 	}
 	if !other {
-		served, handoff := fastpath.Serve(context.Background(), args, os.Getenv, os.Stdout)
+		served, handoff := fastpath.Serve(context.Background(), args, environ.Getenv, os.Stdout)
 		if served {
 			return
 		}
@@ -36,7 +37,7 @@ func main() {
 		os.Exit(1)
 	}
 	if other {
-		os.Exit(install.Run(full, os.Args[1:]))
+		os.Exit(install.Run(full, os.Args[1:], environ.Environ()))
 	}
-	os.Exit(install.Run(full, append([]string{"get-token"}, args...)))
+	os.Exit(install.Run(full, append([]string{"get-token"}, args...), environ.Environ()))
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/environ"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 )
 
@@ -24,5 +25,5 @@ func main() {
 		fmt.Println(":4")
 		os.Exit(0)
 	}
-	os.Exit(install.Run(full, append([]string{"__complete"}, os.Args[1:]...)))
+	os.Exit(install.Run(full, append([]string{"__complete"}, os.Args[1:]...), environ.Environ()))
 }

@@ -2,35 +2,32 @@ package cmd_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clientcmdapiv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
-
-	"context"
-	"io"
-	"os/exec"
-	"slices"
-	"strconv"
-	"time"
-
-	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/hostileapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 )

@@ -10,7 +10,6 @@ package cmd
 import (
 	"context"
 	"errors"
-	"os"
 	"slices"
 	"strings"
 
@@ -31,7 +30,7 @@ import (
 
 // NewRootCmd builds the command tree.
 func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
-	return newRootCmd(streams, nil, nil)
+	return newRootCmd(streams, cmdutil.NewGlobalOptions(nil, nil))
 }
 
 // command is one entry of the registry: its name and aliases (so that a
@@ -65,8 +64,8 @@ var commands = []command{
 // built: building the others' flags costs allocations (and so fresh pages)
 // on every run, get-token's above all, which kubectl runs on every call.
 // Help, completion and unknown commands get the whole tree.
-func newRootCmd(streams genericiooptions.IOStreams, code kubecode.Code, args []string) *cobra.Command {
-	g := cmdutil.NewGlobalOptions(code, args)
+func newRootCmd(streams genericiooptions.IOStreams, g *cmdutil.GlobalOptions) *cobra.Command {
+	args := g.Args()
 	root := &cobra.Command{
 		Use:   "kubectl-impersonate",
 		Short: "Log in to Kubernetes with OpenID Connect, and act as another user where allowed",
@@ -128,10 +127,11 @@ func Execute(ctx context.Context, args []string, streams genericiooptions.IOStre
 	// The Kubernetes libraries' log lines (client-go's "refreshing
 	// credentials" quotes a kubeconfig's exec command) go there too.
 	cmdutil.RouteKlog(errOut, true)
-	root := newRootCmd(streams, code, args)
+	g := cmdutil.NewGlobalOptions(code, args)
+	root := newRootCmd(streams, g)
 	root.SetArgs(args)
 	err := errOnlyGetToken
-	if c, _, ferr := root.Find(args); !execcred.RunByClient(os.Getenv, execcred.ParentExecutable) || (ferr == nil && c.Name() == "get-token") {
+	if c, _, ferr := root.Find(args); !execcred.RunByClient(g.Getenv, g.ParentExe) || (ferr == nil && c.Name() == "get-token") {
 		err = root.ExecuteContext(ctx)
 	}
 	var handed cmdutil.ExitCode

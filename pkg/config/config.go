@@ -26,6 +26,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/environ"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 )
 
@@ -61,7 +62,7 @@ func Dir(getenv func(string) string) (string, error) {
 	if x := getenv("XDG_CONFIG_HOME"); x != "" {
 		return filepath.Join(x, "kubectl-impersonate"), nil
 	}
-	home, err := os.UserHomeDir()
+	home, err := environ.HomeDir(getenv)
 	if err != nil {
 		return "", err
 	}

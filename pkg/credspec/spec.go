@@ -11,13 +11,13 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/environ"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
@@ -369,16 +369,17 @@ func (o *Cache) Validate() error {
 	return nil
 }
 
-// Complete puts the cache under ~/.kube/cache unless told otherwise.
-func (o *Cache) Complete() error {
+// Complete puts the cache under ~/.kube/cache unless told otherwise;
+// getenv reads the environment (the home directory).
+func (o *Cache) Complete(getenv func(string) string) error {
 	if o.TokenCacheDir == "" {
-		home, err := os.UserHomeDir()
+		home, err := environ.HomeDir(getenv)
 		if err != nil {
 			return fmt.Errorf("finding the home directory for the token cache: %w (set --%s)", err, FlagCacheDir)
 		}
 		o.TokenCacheDir = filepath.Join(home, ".kube", "cache", "kubectl-impersonate")
 	}
-	o.TokenCacheDir = ExpandHome(o.TokenCacheDir)
+	o.TokenCacheDir = ExpandHome(getenv, o.TokenCacheDir)
 	return nil
 }
 
@@ -434,12 +435,13 @@ func validateListenAddress(a string) error {
 	return nil
 }
 
-// ExpandHome expands a leading ~/ to the home directory.
-func ExpandHome(p string) string {
+// ExpandHome expands a leading ~/ to the home directory, as getenv gives
+// it.
+func ExpandHome(getenv func(string) string, p string) string {
 	if !strings.HasPrefix(p, "~/") {
 		return p
 	}
-	home, err := os.UserHomeDir()
+	home, err := environ.HomeDir(getenv)
 	if err != nil {
 		return p
 	}

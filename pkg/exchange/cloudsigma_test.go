@@ -12,13 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
-
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"

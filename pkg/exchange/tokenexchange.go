@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
-
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"

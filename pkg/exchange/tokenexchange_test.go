@@ -6,12 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"

@@ -17,9 +17,8 @@ import (
 	"io"
 	"path/filepath"
 	"runtime"
-	"strings"
-
 	"strconv"
+	"strings"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"

@@ -9,10 +9,12 @@ import (
 	"os/exec"
 )
 
-// Run starts the binary at path with args and this process's standard
-// streams, and returns its exit code (Windows has no exec).
-func Run(path string, args []string) int {
+// Run starts the binary at path with args, the environment env and this
+// process's standard streams, and returns its exit code (Windows has no
+// exec).
+func Run(path string, args, env []string) int {
 	cmd := exec.Command(path, args...)
+	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	err := cmd.Run()
 	var ee *exec.ExitError

@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/environ"
 )
 
 const (
@@ -97,7 +99,7 @@ func Sibling(path, name string) (string, bool) {
 func KrewLink(full string, getenv func(string) string) (string, bool) {
 	root := getenv("KREW_ROOT")
 	if root == "" {
-		home, err := os.UserHomeDir()
+		home, err := environ.HomeDir(getenv)
 		if err != nil {
 			return "", false
 		}

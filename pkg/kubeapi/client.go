@@ -11,8 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
-	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -108,7 +108,9 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	// another host would not apply, and an API server needs none.
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	softLimit.Do(func() {
-		if os.Getenv("GOMEMLIMIT") == "" {
+		// The runtime's limit, unchanged (-1 reads it): math.MaxInt64
+		// unless $GOMEMLIMIT (or the program) set one.
+		if debug.SetMemoryLimit(-1) == math.MaxInt64 {
 			debug.SetMemoryLimit(MemoryLimit)
 		}
 	})

@@ -19,6 +19,7 @@ import (
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/environ"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 )
 
@@ -54,7 +55,7 @@ const acceptAggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGrou
 func DiscoveryCacheDir(getenv func(string) string, host string) string {
 	cache := getenv("KUBECACHEDIR")
 	if cache == "" {
-		home, err := os.UserHomeDir()
+		home, err := environ.HomeDir(getenv)
 		if err != nil || home == "" {
 			return ""
 		}

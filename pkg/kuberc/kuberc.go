@@ -18,9 +18,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
-
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/environ"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 )
 
 // EnvKuberc is kubectl's variable for the kuberc path ("off" disables it).
@@ -43,7 +44,7 @@ func Path(getenv func(string) string) (path string, off bool, err error) {
 	}
 	home := getenv("HOME")
 	if home == "" {
-		h, err := os.UserHomeDir()
+		h, err := environ.HomeDir(getenv)
 		if err != nil {
 			return "", false, fmt.Errorf("finding the kuberc: %w", err)
 		}

@@ -6,14 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
-
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 )
 
 func newIdentityPlatform(t *testing.T) (*IdentityPlatform, *oidctest.Server, *idp.GoogleSim) {

@@ -22,12 +22,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 )
 

@@ -12,16 +12,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"runtime"
+	"slices"
 	"time"
-
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 
 	"golang.org/x/oauth2"
 
-	"slices"
-
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oidc"
@@ -40,7 +37,8 @@ type Config struct {
 	// OpenURL replaces the browser (tests); nil runs BrowserCommand or
 	// the platform's opener.
 	OpenURL func(url string) error
-	// Getenv reads the environment (nil: os.Getenv): whether a browser
+	// Getenv reads the environment (session.Process.Getenv; nil: none is
+	// known, so neither SSH nor a display): whether a browser
 	// can be shown (headless).
 	Getenv func(string) string
 
@@ -212,8 +210,8 @@ const NoRefreshTokenWarning = "kubectl-impersonate: warning: the provider issued
 // headless is headless() for this login's environment and browser.
 func (c *Client) headless() (bool, string) {
 	getenv := c.cfg.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
+	if getenv == nil { // no environment known: no SSH, no display
+		getenv = func(string) string { return "" }
 	}
 	return headless(getenv, runtime.GOOS, c.cfg.OpenURL != nil || c.cfg.BrowserCommand != "")
 }

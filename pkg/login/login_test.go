@@ -7,19 +7,17 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"slices"
-
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 )
 
 // browser follows redirects like a browser whose user approves at once.

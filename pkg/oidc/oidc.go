@@ -9,16 +9,15 @@ package oidc
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
-
-	"crypto/tls"
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	gooidc "github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"

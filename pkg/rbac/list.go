@@ -7,11 +7,10 @@ import (
 	"sync"
 
 	"golang.org/x/sync/errgroup"
+	authzv1 "k8s.io/api/authorization/v1"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
-
-	authzv1 "k8s.io/api/authorization/v1"
 )
 
 // ObjectAllowed tells whether a rule grants verb on the object name of

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"golang.org/x/sync/errgroup"
-
 	authzv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 )

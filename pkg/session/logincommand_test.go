@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
@@ -35,8 +36,8 @@ func TestLoginCommandNamesTheContext(t *testing.T) {
 		c.CurrentContext = current
 		return c
 	}
-	env := map[string]string{"TENANT": "a"}
-	a, _, err := settings.ParseArgs(entry, func(string) string { return "" }, func(string) {})
+	env := map[string]string{"TENANT": "a", "HOME": testfs.HomeOnlyEnv("HOME"), "USERPROFILE": testfs.HomeOnlyEnv("USERPROFILE")}
+	a, _, err := settings.ParseArgs(entry, testfs.HomeOnlyEnv, func(string) {})
 	require.NoError(t, err)
 	flags := "kubectl impersonate login --oidc-client-id=k8s --oidc-issuer-url=https://idp.example.com"
 	for _, tt := range []struct {

@@ -7,9 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
-
 	"slices"
+	"strings"
 
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -245,6 +244,7 @@ func (rt *provider) loginConfig() (login.Config, error) {
 	}
 	cfg.HTTPClient, cfg.Interactive, cfg.Stdin, cfg.Stderr = httpClient, rt.env.Interactive, rt.env.In, rt.env.ErrOut
 	cfg.StderrIsTerminal = rt.env.StderrIsTerminal
+	cfg.Getenv = rt.env.Process.Getenv
 	cfg.Log = rt.log
 	return cfg, nil
 }

@@ -13,7 +13,6 @@ import (
 	"sort"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
@@ -55,22 +54,6 @@ func (s *Session) Server() string {
 	}
 	return s.ClusterEntry.Server
 }
-
-// LoadKubeconfig reads kubectl's kubeconfig (path, else $KUBECONFIG or
-// ~/.kube/config, merged as kubectl merges them).
-func LoadKubeconfig(path string) (*clientcmdapi.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = path
-	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).RawConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
-	}
-	return &raw, nil
-}
-
-// DefaultKubeconfig is the kubeconfig kubectl reads without flags
-// ($KUBECONFIG, else ~/.kube/config): Process.Kubeconfig of a command.
-func DefaultKubeconfig() (*clientcmdapi.Config, error) { return LoadKubeconfig("") }
 
 // List is the sessions of raw, sorted by context name; names, when given,
 // selects those contexts (each must exist and run this plugin). user,

@@ -5,9 +5,9 @@ import (
 	"io"
 	"maps"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
-
 	"github.com/spf13/pflag"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 )
 
 // ParseArgs reads get-token's flags (the arguments of a kubeconfig exec

@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
-
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 )
 
 // TestParseArgsOverridden: login's and logout's flags replace the exec
@@ -55,7 +56,7 @@ func TestParseArgsOverridden(t *testing.T) {
 			fs := pflag.NewFlagSet("login", pflag.ContinueOnError)
 			user.AddFlags(fs)
 			require.NoError(t, fs.Parse(tt.user))
-			o, err := ParseArgsOverridden(entry, user, func(string) string { return "" }, func(string) {}, []string{}...)
+			o, err := ParseArgsOverridden(entry, user, testfs.HomeOnlyEnv, func(string) {}, []string{}...)
 			require.NoError(t, err)
 			tt.check(t, o)
 		})

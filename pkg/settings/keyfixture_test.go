@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 )
 
 // keyFixtureArgs are get-token argument lists of every kind of login and
@@ -44,7 +46,7 @@ func TestCacheKeysStable(t *testing.T) {
 			fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 			o.AddFlags(fs)
 			require.NoError(t, fs.Parse(args))
-			require.NoError(t, o.Complete(func(string) string { return "" }, func(string) {}))
+			require.NoError(t, o.Complete(testfs.HomeOnlyEnv, func(string) {}))
 			want = append(want, struct {
 				Args   []string `json:"args"`
 				ID     string   `json:"id"`
@@ -62,7 +64,7 @@ func TestCacheKeysStable(t *testing.T) {
 		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 		o.AddFlags(fs)
 		require.NoError(t, fs.Parse(w.Args))
-		require.NoError(t, o.Complete(func(string) string { return "" }, func(string) {}))
+		require.NoError(t, o.Complete(testfs.HomeOnlyEnv, func(string) {}))
 		assert.Equal(t, w.ID, o.Key().ID(), "%v", w.Args)
 		assert.Equal(t, w.BaseID, o.BaseKey().ID(), "%v", w.Args)
 	}

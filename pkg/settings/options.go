@@ -7,12 +7,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
-
 	"github.com/spf13/pflag"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
 )
 
@@ -48,7 +47,8 @@ type AuthOptions struct {
 	// nil: read from the parent process where the platform allows); the
 	// error is errEnvNotRead where the platform does not.
 	KubectlEnv func() (map[string]string, error)
-	// Environ is this process's environment (stubbable; nil: os.Environ).
+	// Environ is this process's environment (stubbable; nil:
+	// environ.Environ).
 	Environ func() []string
 	// AccountHome is the account's home from the user database
 	// (stubbable; nil: settings.AccountHome).
@@ -193,7 +193,7 @@ func (o *AuthOptions) Complete(getenv func(string) string, warn func(string)) er
 			return fmt.Errorf("give the client secret once: --%s or --%s, not both", credspec.FlagClientSecret, credspec.FlagClientSecretFile)
 		}
 		var err error
-		if o.ClientSecret, err = readSecretFile(credspec.FlagClientSecretFile, "client secret", o.ClientSecretFile, warn); err != nil {
+		if o.ClientSecret, err = readSecretFile(getenv, credspec.FlagClientSecretFile, "client secret", o.ClientSecretFile, warn); err != nil {
 			return err
 		}
 		// As before: a client secret is a token, never padded (a password
@@ -207,7 +207,7 @@ func (o *AuthOptions) Complete(getenv func(string) string, warn func(string)) er
 	}
 	if o.PasswordFile != "" {
 		var err error
-		if o.Password, err = readSecretFile(credspec.FlagPasswordFile, "password", o.PasswordFile, warn); err != nil {
+		if o.Password, err = readSecretFile(getenv, credspec.FlagPasswordFile, "password", o.PasswordFile, warn); err != nil {
 			return err
 		}
 	}
@@ -217,16 +217,16 @@ func (o *AuthOptions) Complete(getenv func(string) string, warn func(string)) er
 	if o.Exchange == credspec.ExchangeCloudSigma {
 		o.cloudSigmaFromEnv(getenv)
 	}
-	o.AuditLog = credspec.ExpandHome(o.AuditLog)
-	o.AllowedServerCA = credspec.ExpandHome(o.AllowedServerCA)
+	o.AuditLog = credspec.ExpandHome(getenv, o.AuditLog)
+	o.AllowedServerCA = credspec.ExpandHome(getenv, o.AllowedServerCA)
 	for i, ca := range o.CertificateAuthorities {
-		o.CertificateAuthorities[i] = credspec.ExpandHome(ca)
+		o.CertificateAuthorities[i] = credspec.ExpandHome(getenv, ca)
 	}
-	o.PasswordFile = credspec.ExpandHome(o.PasswordFile)
+	o.PasswordFile = credspec.ExpandHome(getenv, o.PasswordFile)
 	for _, f := range []*string{&o.ClientKeyFile, &o.ClientCertificateFile, &o.ClientAssertionFile, &o.LocalServerCert, &o.LocalServerKey} {
-		*f = credspec.ExpandHome(*f)
+		*f = credspec.ExpandHome(getenv, *f)
 	}
-	return o.Cache.Complete()
+	return o.Cache.Complete(getenv)
 }
 
 // cloudSigmaFromEnv completes CloudSigma's exchange from the deployment's
@@ -324,7 +324,7 @@ func (o *AuthOptions) applyProfile(getenv func(string) string, warn func(string)
 					}
 				}
 			}
-			if key == credspec.FlagAllowedServerCA && o.AllowedServerCA != credspec.ExpandHome(values[0]) && o.AllowedServerCA != values[0] {
+			if key == credspec.FlagAllowedServerCA && o.AllowedServerCA != credspec.ExpandHome(getenv, values[0]) && o.AllowedServerCA != values[0] {
 				return fmt.Errorf("--%s differs from profile %q's: the command line may not replace it", credspec.FlagAllowedServerCA, o.Profile)
 			}
 			continue
@@ -420,8 +420,8 @@ func (o *AuthOptions) SecretOnCommandLine() bool { return o.secretFromFlag }
 // --password-file): a regular file of at most 64 KiB, read without waiting on
 // a FIFO, its trailing line ending dropped (the rest is the secret, spaces
 // included); empty is an error, and a file others may read gets a warning.
-func readSecretFile(flag, what, path string, warn func(string)) (string, error) {
-	path = credspec.ExpandHome(path)
+func readSecretFile(getenv func(string) string, flag, what, path string, warn func(string)) (string, error) {
+	path = credspec.ExpandHome(getenv, path)
 	b, access, err := safefile.ReadRegular(what+" file", path, 64<<10, safefile.ReadOptions{})
 	if err != nil {
 		return "", fmt.Errorf("--%s: %w", flag, err)

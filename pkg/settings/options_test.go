@@ -3,11 +3,12 @@ package settings
 import (
 	"testing"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
-
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 )
 
 // CloudSigma's deployment variables apply unless a flag says otherwise:
@@ -46,7 +47,7 @@ func TestOldFlagNames(t *testing.T) {
 		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 		o.AddFlags(fs)
 		require.NoError(t, fs.Parse(args))
-		require.NoError(t, o.Complete(func(string) string { return "" }, func(string) {}))
+		require.NoError(t, o.Complete(testfs.HomeOnlyEnv, func(string) {}))
 		return o
 	}
 	common := []string{"--oidc-issuer-url=https://id.example.com", "--oidc-client-id=k8s"}
@@ -93,7 +94,7 @@ func TestKubeloginFlags(t *testing.T) {
 			fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 			o.AddFlags(fs)
 			require.NoError(t, fs.Parse(append(append([]string{}, common...), tt.args...)))
-			require.NoError(t, o.Complete(func(string) string { return "" }, func(string) {}))
+			require.NoError(t, o.Complete(testfs.HomeOnlyEnv, func(string) {}))
 			err := o.Validate()
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
@@ -105,7 +106,7 @@ func TestKubeloginFlags(t *testing.T) {
 			fs2 := pflag.NewFlagSet("t", pflag.ContinueOnError)
 			again.AddFlags(fs2)
 			require.NoError(t, fs2.Parse(o.Args()))
-			require.NoError(t, again.Complete(func(string) string { return "" }, func(string) {}))
+			require.NoError(t, again.Complete(testfs.HomeOnlyEnv, func(string) {}))
 			assert.Equal(t, o.OIDC, again.OIDC)
 			assert.Equal(t, o.ForceRefresh, again.ForceRefresh)
 		})

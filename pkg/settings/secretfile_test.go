@@ -40,7 +40,7 @@ func TestReadSecretFile(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var warned string
-			got, err := readSecretFile("password-file", "password", tt.path, func(s string) { warned = s })
+			got, err := readSecretFile(os.Getenv, "password-file", "password", tt.path, func(s string) { warned = s })
 			if tt.wantErr != "" {
 				assert.ErrorContains(t, err, tt.wantErr)
 				assert.ErrorContains(t, err, "--password-file")

@@ -3,7 +3,6 @@ package settings
 import (
 	"errors"
 	"fmt"
-	"os"
 	"os/user"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/environ"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kuberc"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
@@ -105,11 +105,11 @@ func (o *AuthOptions) entryEnv() ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot tell the exec entry's environment variables from your own, which a locked entry needs: %w; run kubectl-impersonate from kubectl, or name the settings in a profile (docs/security.md)", err)
 	}
-	environ := o.Environ
-	if environ == nil {
-		environ = os.Environ
+	env := o.Environ
+	if env == nil {
+		env = environ.Environ
 	}
-	for _, kv := range environ() {
+	for _, kv := range env() {
 		name, v, _ := strings.Cut(kv, "=")
 		if old, ok := kubectl[name]; !ok || old != v {
 			add(name)

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
-
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
 )
 
 func parsed(t *testing.T, getenv func(string) string, args ...string) (*AuthOptions, error) {

@@ -6,16 +6,18 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/environ"
 )
 
 // platformKeyringAvailable checks for a D-Bus session bus without touching
 // it. godbus would otherwise try to autolaunch a bus through dbus-launch,
 // which is slow and leaves a daemon behind.
 func platformKeyringAvailable() error {
-	if os.Getenv("DBUS_SESSION_BUS_ADDRESS") != "" {
+	if environ.Getenv("DBUS_SESSION_BUS_ADDRESS") != "" {
 		return nil
 	}
-	if dir := os.Getenv("XDG_RUNTIME_DIR"); dir != "" {
+	if dir := environ.Getenv("XDG_RUNTIME_DIR"); dir != "" {
 		if _, err := os.Stat(filepath.Join(dir, "bus")); err == nil {
 			return nil
 		}

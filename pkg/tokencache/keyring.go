@@ -7,13 +7,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	gokeyring "github.com/zalando/go-keyring"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/environ"
 )
 
 // KeyringService is the service name of every item this program stores.
@@ -98,7 +99,7 @@ const EnvKeyringUnavailable = "KUBECTL_IMPERSONATE_KEYRING_UNAVAILABLE"
 // NewKeyring returns a Keyring on the OS keyring.
 func NewKeyring() *Keyring {
 	return &Keyring{API: goKeyring{}, Timeout: DefaultKeyringTimeout, ChunkSize: chunkSize, available: func() error {
-		if why := os.Getenv(EnvKeyringUnavailable); why != "" {
+		if why := environ.Getenv(EnvKeyringUnavailable); why != "" {
 			return errors.New(strings.TrimPrefix(why, ErrUnavailable.Error()+": "))
 		}
 		return platformKeyringAvailable()

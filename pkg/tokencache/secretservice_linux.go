@@ -16,6 +16,8 @@ import (
 
 	dbus "github.com/godbus/dbus/v5"
 	gokeyring "github.com/zalando/go-keyring"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/environ"
 )
 
 // Freedesktop Secret Service names (https://specifications.freedesktop.org/secret-service/).
@@ -84,9 +86,9 @@ func (s *secretService) open(attrs map[string]string) (unlocked, locked []dbus.O
 // socket the SASL handshake is pipelined (pipelinedAuth); other addresses
 // go through godbus's own dial and handshake.
 func dialSessionBus() (*dbus.Conn, error) {
-	address := os.Getenv("DBUS_SESSION_BUS_ADDRESS")
+	address := environ.Getenv("DBUS_SESSION_BUS_ADDRESS")
 	if address == "" {
-		if dir := os.Getenv("XDG_RUNTIME_DIR"); dir != "" {
+		if dir := environ.Getenv("XDG_RUNTIME_DIR"); dir != "" {
 			address = "unix:path=" + filepath.Join(dir, "bus")
 		}
 	}

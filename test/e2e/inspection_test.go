@@ -6,12 +6,11 @@
 package e2e
 
 import (
-	"slices"
-
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"

@@ -6,7 +6,6 @@ package e2e
 
 import (
 	"bufio"
-
 	"context"
 	"fmt"
 	"os"

@@ -7,7 +7,6 @@ package e2e
 
 import (
 	"bytes"
-
 	"context"
 	"encoding/json"
 	"fmt"

@@ -11,14 +11,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"strconv"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/proxyattacks"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"

@@ -8,8 +8,6 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"slices"
-
 	"context"
 	"fmt"
 	"io"
@@ -18,15 +16,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // startProxy runs `kubectl-impersonate proxy` in front of the legacy API

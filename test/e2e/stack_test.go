@@ -36,20 +36,17 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
 	"golang.org/x/crypto/bcrypt"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/authzwebhook"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/doctest"
-
-	"sync/atomic"
-
-	jose "github.com/go-jose/go-jose/v4"
-
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
 )
 

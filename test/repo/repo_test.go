@@ -7,12 +7,11 @@ package repo
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	"os/exec"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

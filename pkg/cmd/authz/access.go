@@ -97,7 +97,7 @@ prints every namespace's matrix, -o json every cell.`,
 		Args: cobra.NoArgs,
 		RunE: cmdutil.RunE(o),
 	}
-	o.Kube = cmdutil.NewKubeFlags(cmd.Flags())
+	o.Kube = cmdutil.NewKubeFlags(cmd.Flags(), g.Env)
 	o.Kube.RegisterCompletions(cmd)
 	defer cmdutil.RegisterListCompletions(cmd, "resource", o.Kube.CompleteResources)
 	f := cmd.Flags()

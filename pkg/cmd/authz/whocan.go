@@ -53,7 +53,7 @@ needs create on subjectaccessreviews) and reports those it denies.`,
 		Args: cobra.RangeArgs(2, 3),
 		RunE: cmdutil.RunE(o),
 	}
-	o.Kube = cmdutil.NewKubeFlags(cmd.Flags())
+	o.Kube = cmdutil.NewKubeFlags(cmd.Flags(), g.Env)
 	o.Kube.RegisterCompletions(cmd)
 	cmd.ValidArgsFunction = o.Kube.CompleteVerbResource
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "RoleBindings of every namespace")

@@ -47,7 +47,7 @@ alone).`,
 		Args: cobra.RangeArgs(2, 3),
 		RunE: cmdutil.RunE(o),
 	}
-	o.Kube = cmdutil.NewKubeFlags(cmd.Flags())
+	o.Kube = cmdutil.NewKubeFlags(cmd.Flags(), g.Env)
 	o.Kube.RegisterCompletions(cmd)
 	cmd.ValidArgsFunction = o.Kube.CompleteVerbResource
 	o.Output = cmdutil.NewOutputFlags(cmd.Flags(), "text")

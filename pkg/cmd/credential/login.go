@@ -103,7 +103,7 @@ func settingsOfContext(a *settings.AuthOptions, kubeconfig, context string, gete
 	if NamesProvider(a) && kubeconfig == "" && context == "" {
 		return a, a.Complete(getenv, warn)
 	}
-	raw, err := session.LoadKubeconfig(kubeconfig)
+	raw, err := cmdutil.LoadKubeconfig(kubeconfig)
 	if err != nil {
 		return nil, err
 	}

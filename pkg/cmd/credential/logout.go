@@ -132,7 +132,7 @@ func (o *LogoutOptions) Complete(args []string) error {
 			o.targets = []*logoutTarget{{auth: o.Auth}}
 		}
 		// Sharing is reported when the kubeconfig can be read.
-		if raw, err := session.LoadKubeconfig(""); err == nil {
+		if raw, err := cmdutil.LoadKubeconfig(""); err == nil {
 			o.others, _ = session.List(raw, nil, nil, getenv)
 		}
 		return nil
@@ -143,7 +143,7 @@ func (o *LogoutOptions) Complete(args []string) error {
 			return err
 		}
 	}
-	raw, err := session.LoadKubeconfig(o.Kubeconfig)
+	raw, err := cmdutil.LoadKubeconfig(o.Kubeconfig)
 	if err != nil && o.All {
 		fmt.Fprintf(o.ErrOut, "%s: no token is revoked, every one is deleted\n", logging.OneLine(err.Error(), 300))
 		return nil

@@ -83,7 +83,7 @@ sent.`,
 // Complete reads the kubeconfig.
 func (o *StatusOptions) Complete(args []string) error {
 	o.Contexts = args
-	raw, err := session.LoadKubeconfig(o.Kubeconfig)
+	raw, err := cmdutil.LoadKubeconfig(o.Kubeconfig)
 	if err != nil {
 		return err
 	}

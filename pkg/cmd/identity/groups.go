@@ -52,7 +52,7 @@ mapping; "system:authenticated" is added by the API server itself.`,
 		Args:    cobra.NoArgs,
 		RunE:    cmdutil.RunE(o),
 	}
-	o.Kube = cmdutil.NewKubeFlags(cmd.Flags())
+	o.Kube = cmdutil.NewKubeFlags(cmd.Flags(), g.Env)
 	o.Kube.RegisterCompletions(cmd)
 	cmd.Flags().StringVar(&o.GroupsClaim, "oidc-groups-claim", "groups", "The token claim holding the groups, as kube-apiserver's --oidc-groups-claim")
 	settings.AliasFlag(cmd.Flags(), "groups-claim", "oidc-groups-claim", streams.ErrOut)

@@ -65,7 +65,7 @@ issuer, client, grant, exchange, cache storage and expiry. No token is printed.`
 		Args: cobra.NoArgs,
 		RunE: cmdutil.RunE(o),
 	}
-	o.Kube = cmdutil.NewKubeFlags(cmd.Flags())
+	o.Kube = cmdutil.NewKubeFlags(cmd.Flags(), g.Env)
 	o.Kube.RegisterCompletions(cmd)
 	o.Output = cmdutil.NewOutputFlags(cmd.Flags(), "a table")
 	return cmd

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 )
 
@@ -56,7 +57,7 @@ func TestMigrateKubelogin(t *testing.T) {
 			for _, n := range tt.wantNotes {
 				assert.Contains(t, notes, n)
 			}
-			_, err = parseGetTokenArgs(m.Args, func(string) string { return "" })
+			_, err = parseGetTokenArgs(m.Args, testfs.HomeOnlyEnv)
 			require.NoError(t, err, "what is written checks as get-token's flags")
 		})
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
@@ -124,7 +123,7 @@ func (k *KubeFlags) completionClient(ctx context.Context) (*rbac.Client, error) 
 	if err != nil {
 		return nil, err
 	}
-	return NewRBACClient(cfg)
+	return k.rbacClient(cfg)
 }
 
 // CompleteNamespaces completes a namespace from the API server, bounded.
@@ -249,9 +248,7 @@ func CompleteContexts(c *cobra.Command, _ []string, toComplete string) ([]string
 	if f := c.Flags().Lookup("kubeconfig"); f != nil {
 		path = f.Value.String()
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = path
-	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).RawConfig()
+	raw, err := LoadKubeconfig(path)
 	if err != nil {
 		return nothing()
 	}

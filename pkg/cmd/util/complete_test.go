@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kuberc"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
 )
@@ -111,7 +112,7 @@ users:
 `), 0o600))
 	flags := func(context string) *KubeFlags {
 		cmd := &cobra.Command{Use: "x"}
-		k := NewKubeFlags(cmd.Flags())
+		k := NewKubeFlags(cmd.Flags(), testfs.HomeOnlyEnv)
 		require.NoError(t, cmd.ParseFlags([]string{"--kubeconfig=" + kc, "--context=" + context}))
 		return k
 	}

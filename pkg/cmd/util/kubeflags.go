@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -30,21 +29,17 @@ type KubeFlags struct {
 	// cc is built once: the deferred config loads the kubeconfig files on
 	// first use and keeps them, so the namespace and the client share one load.
 	cc clientcmd.ClientConfig
-	// Getenv reads the environment (nil: os.Getenv): $KUBERC, the
+	// Getenv reads the environment (GlobalOptions.Env): $KUBERC, the
 	// sessions' settings.
 	Getenv func(string) string
 }
 
-func (k *KubeFlags) getenv(name string) string {
-	if k.Getenv != nil {
-		return k.Getenv(name)
-	}
-	return os.Getenv(name)
-}
+func (k *KubeFlags) getenv(name string) string { return k.Getenv(name) }
 
-// NewKubeFlags binds the flags to fs.
-func NewKubeFlags(fs *pflag.FlagSet) *KubeFlags {
-	k := &KubeFlags{rules: clientcmd.NewDefaultClientConfigLoadingRules()}
+// NewKubeFlags binds the flags to fs; getenv reads the environment (a
+// command's GlobalOptions.Env).
+func NewKubeFlags(fs *pflag.FlagSet, getenv func(string) string) *KubeFlags {
+	k := &KubeFlags{rules: defaultRules(), Getenv: getenv}
 	fs.StringVar(&k.rules.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file")
 	fs.Duration(FlagCommandTimeout, DefaultCommandTimeout, "The longest the whole command may take: every request, page and credential plugin in it (0: no limit)")
 	clientcmd.BindOverrideFlags(&k.overrides, fs, clientcmd.RecommendedConfigOverrideFlags(""))
@@ -130,7 +125,7 @@ func (k *KubeFlags) Client() (*rbac.Client, *rest.Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := NewRBACClient(cfg)
+	c, err := k.rbacClient(cfg)
 	return c, cfg, err
 }
 
@@ -168,14 +163,14 @@ func (k *KubeFlags) IdentityClients() (*IdentityClients, error) {
 	callerCfg := rest.CopyConfig(cfg)
 	callerCfg.Impersonate = rest.ImpersonationConfig{}
 	ic := &IdentityClients{Identity: "you", Impersonate: func(user string, groups []string, uid string, extra map[string][]string) (*rbac.Client, error) {
-		return ImpersonatingClient(cfg, user, groups, uid, extra)
+		return k.impersonatingClient(cfg, user, groups, uid, extra)
 	}}
-	if ic.Caller, err = NewRBACClient(callerCfg); err != nil {
+	if ic.Caller, err = k.rbacClient(callerCfg); err != nil {
 		return nil, err
 	}
 	ic.Target = ic.Caller
 	if imp := cfg.Impersonate; imp.UserName != "" || len(imp.Groups) > 0 {
-		if ic.Target, err = NewRBACClient(cfg); err != nil {
+		if ic.Target, err = k.rbacClient(cfg); err != nil {
 			return nil, err
 		}
 		ic.Impersonated, ic.Identity = true, DescribeIdentity(imp.UserName, imp.Groups)
@@ -183,12 +178,12 @@ func (k *KubeFlags) IdentityClients() (*IdentityClients, error) {
 	return ic, nil
 }
 
-// ImpersonatingClient is a client whose requests carry impersonation
+// impersonatingClient is a client whose requests carry impersonation
 // headers for user and groups, on top of the kubeconfig's identity.
-func ImpersonatingClient(cfg *rest.Config, user string, groups []string, uid string, extra map[string][]string) (*rbac.Client, error) {
+func (k *KubeFlags) impersonatingClient(cfg *rest.Config, user string, groups []string, uid string, extra map[string][]string) (*rbac.Client, error) {
 	c := rest.CopyConfig(cfg)
 	c.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups, UID: uid, Extra: extra}
-	return NewRBACClient(c)
+	return k.rbacClient(c)
 }
 
 // DescribeIdentity is "user [group,...]".
@@ -264,13 +259,38 @@ func (k *KubeFlags) Session(getenv func(string) string) (*session.Session, error
 	return session.Current(&raw, k.selection(), nil, getenv)
 }
 
-// NewRBACClient is an rbac.Client for cfg.
-func NewRBACClient(cfg *rest.Config) (*rbac.Client, error) {
+// rbacClient is an rbac.Client for cfg, its discovery cached where
+// kubectl's is ($KUBECACHEDIR, else ~/.kube/cache).
+func (k *KubeFlags) rbacClient(cfg *rest.Config) (*rbac.Client, error) {
 	c, err := kubeapi.NewClient(cfg)
 	if err != nil {
 		return nil, err
 	}
 	r := rbac.New(c)
-	r.DiscoveryCache = kubeapi.DiscoveryCacheDir(os.Getenv, cfg.Host)
+	r.DiscoveryCache = kubeapi.DiscoveryCacheDir(k.getenv, cfg.Host)
 	return r, nil
 }
+
+// defaultRules are kubectl's kubeconfig loading rules: client-go reads
+// $KUBECONFIG and the home directory itself, as it does for kubectl (the
+// one read of the process below cmd/ that is not pkg/environ's,
+// TestProcessGlobals).
+func defaultRules() *clientcmd.ClientConfigLoadingRules {
+	return clientcmd.NewDefaultClientConfigLoadingRules()
+}
+
+// LoadKubeconfig reads kubectl's kubeconfig (path, else $KUBECONFIG or
+// ~/.kube/config, merged as kubectl merges them).
+func LoadKubeconfig(path string) (*clientcmdapi.Config, error) {
+	rules := defaultRules()
+	rules.ExplicitPath = path
+	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).RawConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	return &raw, nil
+}
+
+// DefaultKubeconfig is the kubeconfig kubectl reads without flags
+// ($KUBECONFIG, else ~/.kube/config): session.Process.Kubeconfig.
+func DefaultKubeconfig() (*clientcmdapi.Config, error) { return LoadKubeconfig("") }

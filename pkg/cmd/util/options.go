@@ -11,6 +11,7 @@ import (
 	"golang.org/x/term"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/environ"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode"
@@ -39,8 +40,16 @@ type GlobalOptions struct {
 // NewGlobalOptions are the options of a run of args, with kube-apiserver's
 // code where this binary links it (else nil).
 func NewGlobalOptions(code kubecode.Code, args []string) *GlobalOptions {
-	return &GlobalOptions{Getenv: os.Getenv, IsTerminal: IsTerminalFile, ParentExe: execcred.ParentExecutable, OpenTerminal: OpenControllingTerminal, APIServer: code, args: args}
+	return &GlobalOptions{Getenv: environ.Getenv, IsTerminal: IsTerminalFile, ParentExe: execcred.ParentExecutable, OpenTerminal: OpenControllingTerminal, APIServer: code, args: args}
 }
+
+// Env reads the environment with Getenv as it is when called (tests
+// replace Getenv after the commands are built): what the commands hand
+// down as a getenv parameter.
+func (g *GlobalOptions) Env(key string) string { return g.Getenv(key) }
+
+// Args is the command line of the run (without the program's name).
+func (g *GlobalOptions) Args() []string { return g.args }
 
 // Logger writes diagnostics to stderr at the chosen verbosity. Nothing
 // logged at any level contains a token, secret or code.
@@ -103,7 +112,7 @@ func (g *GlobalOptions) handOff(name string) error {
 	if err != nil {
 		return fmt.Errorf("%s runs kube-apiserver's authenticator, in %s: %w", name, install.APIServerBinaryName, err)
 	}
-	return ExitCode(install.Run(path, g.args))
+	return ExitCode(install.Run(path, g.args, environ.Environ()))
 }
 
 // RunE runs o's three steps as a cobra RunE, in kubectl-impersonate-apiserver
@@ -203,5 +212,5 @@ func (g *GlobalOptions) SessionEnv(streams genericiooptions.IOStreams, mode Sess
 	}
 	return session.Env{In: streams.In, ErrOut: errOut, Interactive: mode.Interactive, Person: mode.Person,
 		StderrIsTerminal: stderrIsTerminal, Verbosity: g.Verbosity,
-		Process: session.Process{Args: g.args, Getenv: g.Getenv, Kubeconfig: session.DefaultKubeconfig}}
+		Process: session.Process{Args: g.args, Getenv: g.Getenv, Kubeconfig: DefaultKubeconfig}}
 }

@@ -14,7 +14,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
-
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd"
 )
 
