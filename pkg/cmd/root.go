@@ -1,8 +1,8 @@
 // Package cmd is kubectl-impersonate's command registry. The commands live
 // in packages by concern, as kubectl's do, each an options struct with
-// Complete(args), Validate and Run: credential (get-token, login, logout,
-// setup, cloudsigma), inspect (whoami, claims, groups, access, list, why,
-// who-can), serve (proxy); util holds what they share (global options, the
+// Complete(ctx, args), Validate and Run: credential (get-token, login, logout,
+// status, cloudsigma), setup, identity (whoami, claims, groups), authz
+// (access, list, why, who-can), serve (proxy); util holds what they share (global options, the
 // kubeconfig and output flags, the Complete/Validate/Run runner and the
 // hand-off to kubectl-impersonate-apiserver, whose code is apiserver's).
 package cmd

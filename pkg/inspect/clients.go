@@ -32,13 +32,9 @@ type RBACReader interface {
 	ReadRBAC(ctx context.Context, namespace string) (*rbac.RBAC, error)
 }
 
-// Discoverer lists the resources the server serves (discovery), from
-// kubectl's cache until Invalidate (which says whether the last answer
-// came from it).
-type Discoverer interface {
-	Discover(ctx context.Context, subresources bool) ([]resource.Resource, error)
-	Invalidate() bool
-}
+// Discoverer is the server's discovery (resource.Discoverer, its one
+// owner).
+type Discoverer = resource.Discoverer
 
 // RulesClient is an identity whose rules the server reviews.
 type RulesClient interface {
@@ -92,90 +88,65 @@ var (
 	_ ListClient   = (*rbac.Client)(nil)
 )
 
-// Discover is d's discovery with a partial failure (one API group down)
-// turned into a warning on warn, as kubectl's "couldn't get resource list".
-func Discover(ctx context.Context, d Discoverer, subresources bool, warn func(string)) ([]resource.Resource, error) {
-	all, err := d.Discover(ctx, subresources)
-	var partial *resource.PartialDiscoveryError
-	if errors.As(err, &partial) {
-		warn(partial.Error())
-		return all, nil
-	}
-	return all, err
-}
-
 // ResolveTarget resolves t's resource as kubectl does (short names, kinds,
 // resource.group, resource.version.group, subresources) through
-// discovery. Like kubectl auth can-i, a resource the server does not serve
-// gets a warning on warn, naming the closest one, and t is asked as typed;
-// so does a discovery that fails.
+// discovery (resource.Resolve: after a miss in kubectl's cache, once more
+// from the server). Like kubectl auth can-i, a resource the server does
+// not serve gets a warning on warn, naming the closest one, and t is asked
+// as typed; so does a discovery that fails.
 func ResolveTarget(ctx context.Context, d Discoverer, t rbac.Target, warn func(string)) (rbac.Target, error) {
 	if t.NonResourceURL != "" {
 		return t, nil
 	}
-	all, err := Discover(ctx, d, true, warn)
-	if err != nil {
+	resolved, err := resource.Resolve(ctx, d, true, warn, func(all []resource.Resource) (rbac.Target, error) {
+		return resolveTarget(all, t)
+	})
+	var failed *resource.DiscoveryError
+	switch {
+	case err == nil:
+		return resolved, nil
+	case errors.As(err, &failed):
 		if ctx.Err() != nil {
 			return t, err
 		}
-		warn(fmt.Sprintf("resolving %s through discovery: %v; asking about it as typed", t.ResourceDisplay(), err))
-		return t, nil
-	}
-	resolved, err := resolveTarget(all, t)
-	if err != nil && d.Invalidate() {
-		// Not in the cached discovery: ask the server, as kubectl does
-		// (a CRD installed since the cache was written).
-		if again, derr := Discover(ctx, d, true, warn); derr == nil {
-			resolved, err = resolveTarget(again, t)
-		}
-	}
-	if err != nil {
+		warn(fmt.Sprintf("resolving %s through discovery: %v; asking about it as typed", t.ResourceDisplay(), failed.Err))
+	default:
 		warn(err.Error())
-		return t, nil
 	}
-	return resolved, nil
+	return t, nil
 }
 
 // Resources are the resources of one scope (cluster-scoped, or
 // namespaced) the server serves, or, when typed names some, those, each
-// resolved as kubectl resolves it (after a miss in kubectl's discovery
-// cache, once more from the server).
+// resolved as kubectl resolves it (resource.Resolve).
 func Resources(ctx context.Context, d Discoverer, typed []string, subresources, clusterScope bool, warn func(string)) ([]resource.Resource, error) {
-	scope := func() ([]resource.Resource, error) {
-		all, err := Discover(ctx, d, subresources, warn)
-		if err != nil {
-			return nil, err
-		}
-		var out []resource.Resource
+	out, err := resource.Resolve(ctx, d, subresources, warn, func(all []resource.Resource) ([]resource.Resource, error) {
+		var scope []resource.Resource
 		for _, r := range all {
 			if r.Namespaced != clusterScope {
+				scope = append(scope, r)
+			}
+		}
+		if len(typed) == 0 {
+			return scope, nil
+		}
+		var out []resource.Resource
+		for _, name := range typed {
+			r, err := resource.ResolveResource(scope, name)
+			if err != nil {
+				return nil, err
+			}
+			if !slices.ContainsFunc(out, func(x resource.Resource) bool { return x.String() == r.String() }) {
 				out = append(out, r)
 			}
 		}
 		return out, nil
+	})
+	var failed *resource.DiscoveryError
+	if err != nil && len(typed) > 0 && !errors.As(err, &failed) {
+		return nil, fmt.Errorf("--resource: %w", err)
 	}
-	resources, err := scope()
-	if err != nil || len(typed) == 0 {
-		return resources, err
-	}
-	var out []resource.Resource
-	for _, name := range typed {
-		r, err := resource.ResolveResource(resources, name)
-		if err != nil && d.Invalidate() {
-			var again []resource.Resource
-			if again, err = scope(); err == nil {
-				resources = again
-				r, err = resource.ResolveResource(resources, name)
-			}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("--resource: %w", err)
-		}
-		if !slices.ContainsFunc(out, func(x resource.Resource) bool { return x.String() == r.String() }) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
+	return out, err
 }
 
 // ExtraOf copies a UserInfo's extra values into plain string lists.

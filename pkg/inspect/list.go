@@ -19,8 +19,9 @@ type ListRequest struct {
 	// client, or one acting as another identity.
 	Caller, Target ListClient
 	Identity       string
-	Resource       string
-	Selector       string
+	// Resource is the resource listed (ListResource resolved it).
+	Resource resource.Resource
+	Selector string
 	// Namespace, or every namespace, or those with ProjectLabel.
 	Namespace     string
 	AllNamespaces bool
@@ -52,21 +53,26 @@ type ListResult struct {
 	Check int
 }
 
-// List resolves the resource, lists its objects in the namespaces asked
-// about, and decides for each what the target identity may do.
-func List(ctx context.Context, q ListRequest) (*ListResult, error) {
-	caller := q.Caller
-	all, err := Discover(ctx, caller, false, q.Warn)
+// ListResource resolves the resource typed as kubectl does
+// (resource.Resolve), one that can be listed.
+func ListResource(ctx context.Context, d Discoverer, typed string, warn func(string)) (resource.Resource, error) {
+	res, err := resource.Resolve(ctx, d, false, warn, func(all []resource.Resource) (resource.Resource, error) {
+		return resource.ResolveResource(all, typed)
+	})
 	if err != nil {
-		return nil, err
-	}
-	res, err := resource.ResolveResource(all, q.Resource)
-	if err != nil {
-		return nil, err
+		return res, err
 	}
 	if !slices.Contains(res.Verbs, "list") {
-		return nil, fmt.Errorf("%s cannot be listed (its verbs: %s)", res, strings.Join(res.Verbs, ", "))
+		return res, fmt.Errorf("%s cannot be listed (its verbs: %s)", res, strings.Join(res.Verbs, ", "))
 	}
+	return res, nil
+}
+
+// List lists the resource's objects in the namespaces asked about, and
+// decides for each what the target identity may do.
+func List(ctx context.Context, q ListRequest) (*ListResult, error) {
+	caller, res := q.Caller, q.Resource
+	var err error
 	r := &ListResult{Resource: res, Identity: q.Identity}
 	listing, lists := kubeapi.CountRequests(ctx)
 	if r.Namespaces, err = q.namespaces(listing, res); err != nil {

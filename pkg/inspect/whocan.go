@@ -12,17 +12,13 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
 )
 
-// WhoCan is who-can's use case: the RBAC grants of t (resolved through
-// discovery, read where WhyTarget says), and with verify each subject asked
-// of the authorizer chain (Verify).
-func WhoCan(ctx context.Context, c WhoCanClient, t rbac.Target, verify bool, warn func(string)) (rbac.Target, []rbac.Grant, error) {
-	t, readNS, err := WhyTarget(ctx, c, t, warn)
-	if err != nil {
-		return t, nil, err
-	}
+// WhoCan is who-can's use case: the RBAC grants of t (resolved by
+// WhyTarget, its RBAC objects read in readNS), and with verify each
+// subject asked of the authorizer chain (Verify).
+func WhoCan(ctx context.Context, c WhoCanClient, t rbac.Target, readNS string, verify bool) ([]rbac.Grant, error) {
 	bindings, err := c.ReadRBAC(ctx, readNS)
 	if err != nil {
-		return t, nil, fmt.Errorf("%w (who-can needs to list roles and bindings)", err)
+		return nil, fmt.Errorf("%w (who-can needs to list roles and bindings)", err)
 	}
 	grants := bindings.WhoCan(t)
 	if grants == nil {
@@ -30,10 +26,10 @@ func WhoCan(ctx context.Context, c WhoCanClient, t rbac.Target, verify bool, war
 	}
 	if verify {
 		if err := Verify(ctx, c, t, grants); err != nil {
-			return t, nil, err
+			return nil, err
 		}
 	}
-	return t, grants, nil
+	return grants, nil
 }
 
 // Verify asks the chain about each subject of each grant (8 at a time),

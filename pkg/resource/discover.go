@@ -2,6 +2,7 @@ package resource
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -65,4 +66,55 @@ func (c *Client) Namespaces(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("for -A: %w", err)
 	}
 	return ns, nil
+}
+
+// Discoverer is a server's discovery, cached as kubectl caches it (a
+// *Client): Discover answers from kubectl's disk cache until Invalidate,
+// which says whether the last answer came from it.
+type Discoverer interface {
+	Discover(ctx context.Context, subresources bool) ([]Resource, error)
+	Invalidate() bool
+}
+
+// DiscoveryError is a discovery that failed outright (a partial one is a
+// warning: Served).
+type DiscoveryError struct{ Err error }
+
+func (e *DiscoveryError) Error() string { return e.Err.Error() }
+func (e *DiscoveryError) Unwrap() error { return e.Err }
+
+// Served is what d serves, a partial failure (one API group down) turned
+// into a warning on warn, as kubectl's "couldn't get resource list"; any
+// other failure is a *DiscoveryError.
+func Served(ctx context.Context, d Discoverer, subresources bool, warn func(string)) ([]Resource, error) {
+	all, err := d.Discover(ctx, subresources)
+	var partial *PartialDiscoveryError
+	switch {
+	case errors.As(err, &partial):
+		warn(partial.Error())
+		return all, nil
+	case err != nil:
+		return nil, &DiscoveryError{Err: err}
+	}
+	return all, nil
+}
+
+// Resolve runs resolve on what d serves (Served) and, when it fails on an
+// answer from kubectl's cache, once more on the server's: a resource
+// created since the cache was written (a CRD) is found, as kubectl's
+// cached discovery finds it. It is discovery's one retry; every command
+// resolves what it was given through it, in Complete.
+func Resolve[T any](ctx context.Context, d Discoverer, subresources bool, warn func(string), resolve func([]Resource) (T, error)) (T, error) {
+	all, err := Served(ctx, d, subresources, warn)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := resolve(all)
+	if err != nil && d.Invalidate() {
+		if again, derr := Served(ctx, d, subresources, warn); derr == nil {
+			v, err = resolve(again)
+		}
+	}
+	return v, err
 }

@@ -211,6 +211,12 @@ func TestOneOfEachHelper(t *testing.T) {
 		// namespaces whose answers stream in order (pkg/inspect's
 		// matrices), are not parallel loops.
 		{"a semaphore of its own", []string{"pkg/proxy", "pkg/inspect"}, regexp.MustCompile(`make\(chan struct\{\}, `)},
+		// Discovery has one owner: pkg/resource reads it (kubeapi's
+		// ServerResources, kubectl's cache), warns of a partial answer and
+		// retries a miss in the cache (Resolve).
+		{"a read of discovery", []string{"pkg/resource", "pkg/kubeapi"}, regexp.MustCompile(`\.ServerResources\(`)},
+		{"discovery's retry", []string{"pkg/resource"}, regexp.MustCompile(`\.Invalidate\(\)`)},
+		{"discovery's partial answer", []string{"pkg/resource"}, regexp.MustCompile(`\*resource\.PartialDiscoveryError|\*PartialDiscoveryError`)},
 	} {
 		var found []string
 		for _, f := range files {

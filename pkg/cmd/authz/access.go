@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
 )
 
@@ -45,11 +46,13 @@ type AccessOptions struct {
 	RBACObjects bool
 	// client, caller (the kubeconfig's own identity, --as aside: it lists
 	// the namespaces for -A), impersonate (a client acting as another
-	// identity) and namespace are Complete's.
+	// identity), namespace and resources (the rows, resolved through
+	// discovery) are Complete's.
 	client      inspect.AccessClient
 	caller      callerClient
 	impersonate func(user string, groups []string, uid string, extra map[string][]string) (inspect.AccessClient, error)
 	namespace   string
+	resources   []resource.Resource
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
 }
@@ -118,8 +121,9 @@ prints every namespace's matrix, -o json every cell.`,
 	return cmd
 }
 
-// Complete builds the clients and reads the namespace.
-func (o *AccessOptions) Complete(args []string) error {
+// Complete builds the clients, reads the namespace and resolves the rows'
+// resources (resolveArgs).
+func (o *AccessOptions) Complete(ctx context.Context, args []string) error {
 	ic, err := o.Kube.IdentityClients()
 	if err != nil {
 		return err
@@ -130,8 +134,18 @@ func (o *AccessOptions) Complete(args []string) error {
 		return ic.Impersonate(user, groups, uid, extra)
 	}
 	if !o.AllNamespaces && !o.ClusterScope {
-		o.namespace, _, err = o.Kube.ClientConfig().Namespace()
+		if o.namespace, _, err = o.Kube.ClientConfig().Namespace(); err != nil {
+			return err
+		}
 	}
+	return o.resolveArgs(ctx)
+}
+
+// resolveArgs resolves the rows' resources through discovery, as kubectl
+// resolves its arguments in Complete: the scope's resources the server
+// serves, or --resource's, each as kubectl takes it.
+func (o *AccessOptions) resolveArgs(ctx context.Context) (err error) {
+	o.resources, err = inspect.Resources(ctx, o.client, o.Resources, o.Subresources, o.ClusterScope, cmdutil.Notifier(o.ErrOut))
 	return err
 }
 
@@ -205,7 +219,7 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 
 // resolve is the request of the run: the identity asked about
 // (--token-identity: exactly the one the server names; --diff-as's too),
-// the resources (discovery, --resource), the namespaces (-A lists them
+// the resources (Complete's), the namespaces (-A lists them
 // with the caller's own rights) and, with -A, the RBAC objects evaluated
 // once where they give the server's answer.
 func (o *AccessOptions) resolve(ctx context.Context) (*inspect.MatrixRequest, error) {
@@ -226,9 +240,7 @@ func (o *AccessOptions) resolve(ctx context.Context) (*inspect.MatrixRequest, er
 			return nil, err
 		}
 	}
-	if q.Resources, err = inspect.Resources(ctx, q.Client, o.Resources, o.Subresources, o.ClusterScope, cmdutil.Notifier(o.ErrOut)); err != nil {
-		return nil, err
-	}
+	q.Resources = o.resources
 	var caller callerClient = q.Client
 	if o.caller != nil {
 		caller = o.caller

@@ -4,10 +4,12 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
 )
 
-// The seams of the inspection commands, in kubectl's shape: Complete(args)
-// builds them from the kubeconfig flags (an *rbac.Client implements them
-// all, pkg/inspect's interfaces), Run only uses them, and the tests drive
-// Run with fakes.
+// The seams of the inspection commands, in kubectl's shape:
+// Complete(ctx, args) builds them from the kubeconfig flags (an
+// *rbac.Client implements them all, pkg/inspect's interfaces) and resolves
+// the arguments through discovery with them (resolveArgs, as kubectl
+// resolves its arguments in Complete); Run only uses them, and the tests
+// drive resolveArgs and Run with fakes.
 
 // callerClient is the kubeconfig's own identity (--as aside): it lists the
 // namespaces and reads the RBAC objects for access -A.

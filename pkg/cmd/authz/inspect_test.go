@@ -303,7 +303,7 @@ func TestWhyRun(t *testing.T) {
 			f := &fakeCluster{user: alice, why: tt.why, whyVerbs: tt.whyVerbs, rbac: tt.rbac, rbacErr: tt.rbacErr, resources: []resource.Resource{pods, secrets}}
 			o := &WhyOptions{Output: &cmdutil.OutputFlags{Format: ""}, Quiet: tt.quiet, IOStreams: streams, global: testGlobal(), client: f,
 				target: parseTarget(tt.args, "team-a")}
-			err := o.Run(context.Background())
+			err := completeAndRun(o)
 			if tt.wantCode == 0 {
 				require.NoError(t, err)
 			} else {
@@ -331,7 +331,7 @@ func TestWhyRun(t *testing.T) {
 		streams, out, _ := testStreams()
 		o := &WhyOptions{Output: &cmdutil.OutputFlags{}, IOStreams: streams, global: testGlobal(), target: parseTarget([]string{"get", "pods"}, "x"),
 			client: &fakeCluster{user: alice, why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbacErr: errors.New("connection refused")}}
-		require.NoError(t, o.Run(context.Background()))
+		require.NoError(t, completeAndRun(o))
 		assert.Contains(t, out.String(), "? yes")
 		assert.Contains(t, out.String(), "could not read RBAC objects (connection refused)")
 	})
@@ -349,7 +349,7 @@ func TestWhoCanRun(t *testing.T) {
 		streams, out, _ := testStreams()
 		f := &fakeCluster{rbac: devGrant, resources: []resource.Resource{pods}}
 		o := &WhoCanOptions{Output: &cmdutil.OutputFlags{}, IOStreams: streams, global: testGlobal(), client: f, target: parseTarget(tt.args, "team-a")}
-		require.NoError(t, o.Run(context.Background()))
+		require.NoError(t, completeAndRun(o))
 		assert.Contains(t, out.String(), tt.want)
 		assert.Contains(t, out.String(), "These are the RBAC bindings only", "said in the output, not only in --help")
 		assert.Equal(t, []string{"ReadRBAC team-a"}, f.asked)
@@ -374,7 +374,7 @@ func TestAccessRun(t *testing.T) {
 		var imp []string
 		f := cluster()
 		o, out := newOpts(f, &imp)
-		require.NoError(t, o.Run(context.Background()))
+		require.NoError(t, completeAndRun(o))
 		var m rbac.Matrix
 		require.NoError(t, json.Unmarshal([]byte(out.String()), &m))
 		assert.Equal(t, "team-a", m.Namespace)
@@ -389,7 +389,7 @@ func TestAccessRun(t *testing.T) {
 		f := cluster()
 		o, out := newOpts(f, &imp)
 		o.AllNamespaces = true
-		require.NoError(t, o.Run(context.Background()))
+		require.NoError(t, completeAndRun(o))
 		var ms []rbac.Matrix
 		require.NoError(t, json.Unmarshal([]byte(out.String()), &ms))
 		assert.Len(t, ms, 2)
@@ -405,7 +405,7 @@ func TestAccessRun(t *testing.T) {
 		}
 		o, out := newOpts(f, &imp)
 		o.AllNamespaces, o.Escalation, o.Output.Format = true, true, ""
-		require.NoError(t, o.Run(context.Background()))
+		require.NoError(t, completeAndRun(o))
 		assert.Equal(t, []string{"RulesReview", "Access a", "cluster escalation", "Access b"}, without(f.asked, "ReadRBAC "))
 		assert.Contains(t, out.String(), "# escalation paths: 1 of the 2 checks allowed")
 		assert.Regexp(t, `impersonate +users +cluster +✔\*`, out.String())
@@ -418,7 +418,7 @@ func TestAccessRun(t *testing.T) {
 		o, out := newOpts(f, &imp)
 		o.AllNamespaces = true
 		o.caller = &fakeCluster{namespaces: []string{"a", "b"}}
-		require.NoError(t, o.Run(context.Background()))
+		require.NoError(t, completeAndRun(o))
 		var ms []rbac.Matrix
 		require.NoError(t, json.Unmarshal([]byte(out.String()), &ms))
 		assert.Len(t, ms, 2)
@@ -437,7 +437,7 @@ func TestAccessRun(t *testing.T) {
 				Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: alice.Username}}}},
 		}}
 		o.caller = caller
-		require.NoError(t, o.Run(context.Background()))
+		require.NoError(t, completeAndRun(o))
 		assert.Equal(t, []string{"RulesReview", "Access a from 1 local rules", "Access b from 0 local rules"}, f.asked)
 		assert.Equal(t, []string{"ReadRBAC "}, caller.asked, "read once, with the caller's rights")
 
@@ -448,7 +448,7 @@ func TestAccessRun(t *testing.T) {
 		o.AllNamespaces, o.caller = true, caller
 		errOut := &strings.Builder{}
 		o.ErrOut = errOut
-		require.NoError(t, o.Run(context.Background()))
+		require.NoError(t, completeAndRun(o))
 		assert.Equal(t, []string{"RulesReview", "Access a", "Access b"}, f.asked)
 		assert.Contains(t, errOut.String(), "the RBAC objects do not give the rules the server reviews in a: one rules review per namespace")
 	})
@@ -456,7 +456,7 @@ func TestAccessRun(t *testing.T) {
 		var imp []string
 		o, out := newOpts(cluster(), &imp)
 		o.DiffAs, o.DiffAsGroups = "bob", []string{"ops"}
-		require.NoError(t, o.Run(context.Background()))
+		require.NoError(t, completeAndRun(o))
 		assert.Equal(t, []string{"bob [ops]"}, imp)
 		var m rbac.Matrix
 		require.NoError(t, json.Unmarshal([]byte(out.String()), &m))
@@ -469,7 +469,7 @@ func TestAccessRun(t *testing.T) {
 		var imp []string
 		o, _ := newOpts(cluster(), &imp)
 		o.TokenIdentity = true
-		require.NoError(t, o.Run(context.Background()))
+		require.NoError(t, completeAndRun(o))
 		assert.Equal(t, []string{"alice@example.com [dev,system:authenticated]"}, imp)
 	})
 }
@@ -480,7 +480,7 @@ func TestListRun(t *testing.T) {
 		{Namespace: "team-a", Name: "alice@example.com-web"}, {Namespace: "team-a", Name: "other"}, {Namespace: "team-b", Name: "alice@example.com-db"}}}
 	o := &ListOptions{Resource: "po", Verbs: []string{"get"}, Method: rbac.FromRules, Output: &cmdutil.OutputFlags{Format: ""}, IOStreams: streams,
 		global: testGlobal(), caller: f, target: f, identity: "you", namespace: "team-a", now: time.Now}
-	require.NoError(t, o.Run(context.Background()))
+	require.NoError(t, completeAndRun(o))
 	assert.Equal(t, []string{"List team-a", "Filter"}, f.asked)
 	assert.Contains(t, out.String(), "alice@example.com-web")
 	assert.NotContains(t, out.String(), "other")
@@ -547,7 +547,7 @@ func TestListRun(t *testing.T) {
 			}
 			o := &ListOptions{Resource: "po", Verbs: []string{"get"}, Method: rbac.FromRules, AllNamespaces: true, RBACObjects: tc.rbacObjects,
 				Output: &cmdutil.OutputFlags{Format: ""}, IOStreams: streams, global: global, caller: caller, target: target, identity: "alice", now: time.Now}
-			require.NoError(t, o.Run(context.Background()))
+			require.NoError(t, completeAndRun(o))
 			assert.Equal(t, tc.wantCaller, caller.asked, "the caller's requests")
 			assert.Equal(t, tc.wantTarget, target.asked, "the reviewed identity's requests")
 			var kept []string
@@ -593,7 +593,7 @@ func TestWhoCanVerify(t *testing.T) {
 			}
 			o := &WhoCanOptions{Verify: true, AllNamespaces: tt.allNS, Output: &cmdutil.OutputFlags{Format: tt.format}, IOStreams: streams, global: testGlobal(), client: f,
 				target: parseTarget([]string{"get", "pods"}, ns)}
-			require.NoError(t, o.Run(context.Background()))
+			require.NoError(t, completeAndRun(o))
 			assert.Contains(t, out.String(), tt.want)
 			assert.Equal(t, []string{"ReadRBAC " + ns, "Verify Group:dev get pods in team-a"}, f.asked)
 		})
@@ -650,7 +650,7 @@ func TestAccessAllNamespacesViews(t *testing.T) {
 		streams, out, _ := testStreams()
 		o := &AccessOptions{Verbs: []string{"get", "list"}, Method: rbac.FromRules, AllNamespaces: true, Resources: resources,
 			Output: output(format), IOStreams: streams, global: testGlobal(), client: f}
-		require.NoError(t, o.Run(context.Background()))
+		require.NoError(t, completeAndRun(o))
 		return out.String(), f
 	}
 	summary, _ := run("")
@@ -671,7 +671,7 @@ func TestAccessAllNamespacesViews(t *testing.T) {
 		streams, _, _ := testStreams()
 		o := &AccessOptions{Verbs: []string{"get"}, Method: rbac.FromRules, AllNamespaces: true, Resources: []string{"gadgets"},
 			Output: &cmdutil.OutputFlags{Format: ""}, IOStreams: streams, global: testGlobal(), client: f}
-		return "", o.Run(context.Background())
+		return "", completeAndRun(o)
 	}()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--resource: ")
@@ -699,7 +699,7 @@ func TestWhoCanBySubject(t *testing.T) {
 		of.Format = format
 		o := &WhoCanOptions{BySubject: true, AllNamespaces: true, Output: of, IOStreams: streams, global: testGlobal(),
 			client: &fakeCluster{rbac: snap, resources: []resource.Resource{pods}}, target: parseTarget([]string{"get", "pods"}, "")}
-		require.NoError(t, o.Run(context.Background()))
+		require.NoError(t, completeAndRun(o))
 		return out.String()
 	}
 	var got []inspect.SubjectAccess
@@ -739,7 +739,7 @@ func TestAccessAllNamespacesConcurrently(t *testing.T) {
 	f := &fakeCluster{resources: []resource.Resource{pods}, namespaces: names, allowed: map[string][]string{"pods": {"get"}}, delay: 20 * time.Millisecond}
 	o, out := newRun(f, 0)
 	start := time.Now()
-	require.NoError(t, o.Run(context.Background()))
+	require.NoError(t, completeAndRun(o))
 	elapsed := time.Since(start)
 	var ms []rbac.Matrix
 	require.NoError(t, json.Unmarshal([]byte(out.String()), &ms))
@@ -754,7 +754,7 @@ func TestAccessAllNamespacesConcurrently(t *testing.T) {
 	// each, against 200.
 	f = &fakeCluster{resources: []resource.Resource{pods}, namespaces: names, reviewsPerMatrix: 10}
 	o, _ = newRun(f, 200)
-	err := o.Run(context.Background())
+	err := completeAndRun(o)
 	require.ErrorIs(t, err, rbac.ErrTooManyReviews)
 	assert.Contains(t, err.Error(), "raise --max-reviews")
 
@@ -766,4 +766,21 @@ func TestAccessAllNamespacesConcurrently(t *testing.T) {
 	err = o.Run(ctx)
 	require.Error(t, err)
 	assert.Regexp(t, `^interrupted with \d+ of 40 namespaces answered: context deadline exceeded$`, err.Error())
+}
+
+// resolvingOptions are the options of the commands that resolve their
+// arguments through discovery in Complete.
+type resolvingOptions interface {
+	resolveArgs(ctx context.Context) error
+	Run(ctx context.Context) error
+}
+
+// completeAndRun runs o as RunE does once Complete has built its clients (the
+// tests' fakes): the arguments resolved through discovery, then Run.
+func completeAndRun(o resolvingOptions) error {
+	ctx := context.Background()
+	if err := o.resolveArgs(ctx); err != nil {
+		return err
+	}
+	return o.Run(ctx)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
 )
 
 // ListOptions is the list command.
@@ -36,11 +37,13 @@ type ListOptions struct {
 	// instead of one rules review per namespace (see inspect.LocalRules).
 	RBACObjects bool
 	// caller (lists), target (reviewed), identity (the target's
-	// description), impersonate and namespace are Complete's.
+	// description), impersonate, namespace and resource (the argument,
+	// resolved) are Complete's.
 	caller, target inspect.ListClient
 	identity       string
 	impersonate    func(user string, groups []string, uid string, extra map[string][]string) (inspect.ListClient, error)
 	namespace      string
+	resource       resource.Resource
 	Output         *cmdutil.OutputFlags
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
@@ -109,10 +112,10 @@ kept, as "kubectl get -o json" would; the verbs and reasons are in the table
 	return cmd, o
 }
 
-// Complete reads the resource (resolved by discovery in Run) and the
-// namespace, and builds the clients: the caller's own, which lists, and
-// the reviewed identity's (--as, or --token-identity in Run).
-func (o *ListOptions) Complete(args []string) error {
+// Complete builds the clients (the caller's own, which lists, and the
+// reviewed identity's: --as, or --token-identity in Run), reads the
+// namespace and resolves the resource through discovery (resolveArgs).
+func (o *ListOptions) Complete(ctx context.Context, args []string) error {
 	o.Resource = args[0]
 	ic, err := o.Kube.IdentityClients()
 	if err != nil {
@@ -124,8 +127,17 @@ func (o *ListOptions) Complete(args []string) error {
 		return ic.Impersonate(user, groups, uid, extra)
 	}
 	if !o.AllNamespaces && o.ProjectLabel == "" {
-		o.namespace, _, err = o.Kube.ClientConfig().Namespace()
+		if o.namespace, _, err = o.Kube.ClientConfig().Namespace(); err != nil {
+			return err
+		}
 	}
+	return o.resolveArgs(ctx)
+}
+
+// resolveArgs resolves the resource argument through discovery, as
+// kubectl resolves its arguments in Complete.
+func (o *ListOptions) resolveArgs(ctx context.Context) (err error) {
+	o.resource, err = inspect.ListResource(ctx, o.caller, o.Resource, cmdutil.Notifier(o.ErrOut))
 	return err
 }
 
@@ -156,7 +168,7 @@ func (o *ListOptions) ValidateFlags() error {
 // Run resolves the identity reviewed (--token-identity), lists and
 // decides (list's use case), and prints.
 func (o *ListOptions) Run(ctx context.Context) error {
-	q := inspect.ListRequest{Caller: o.caller, Target: o.target, Identity: o.identity, Resource: o.Resource, Selector: o.Selector,
+	q := inspect.ListRequest{Caller: o.caller, Target: o.target, Identity: o.identity, Resource: o.resource, Selector: o.Selector,
 		Namespace: o.namespace, AllNamespaces: o.AllNamespaces, ProjectLabel: o.ProjectLabel, Verbs: o.Verbs,
 		ForceSSAR: o.Method == rbac.FromAccessReview, RBACObjects: o.RBACObjects, Full: !o.Output.Human(),
 		Verbose: o.global.Verbosity >= 1, Warn: cmdutil.Notifier(o.ErrOut)}

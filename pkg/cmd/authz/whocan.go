@@ -27,6 +27,7 @@ type WhoCanOptions struct {
 	BySubject bool
 	Output    *cmdutil.OutputFlags
 	target    rbac.Target
+	readNS    string
 	client    inspect.WhoCanClient
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
@@ -63,8 +64,9 @@ needs create on subjectaccessreviews) and reports those it denies.`,
 	return cmd
 }
 
-// Complete reads the arguments and the namespace, and builds the client.
-func (o *WhoCanOptions) Complete(args []string) error {
+// Complete reads the arguments and the namespace, builds the client and
+// resolves the target (resolveArgs).
+func (o *WhoCanOptions) Complete(ctx context.Context, args []string) error {
 	ns, _, err := o.Kube.ClientConfig().Namespace()
 	if err != nil {
 		return err
@@ -73,21 +75,30 @@ func (o *WhoCanOptions) Complete(args []string) error {
 		ns = ""
 	}
 	o.target = parseTarget(args, ns)
-	o.client, _, err = o.Kube.Client()
+	if o.client, _, err = o.Kube.Client(); err != nil {
+		return err
+	}
+	return o.resolveArgs(ctx)
+}
+
+// resolveArgs resolves the target's resource as why does, in Complete
+// (inspect.WhyTarget): its RBAC objects are read in readNS.
+func (o *WhoCanOptions) resolveArgs(ctx context.Context) (err error) {
+	o.target, o.readNS, err = inspect.WhyTarget(ctx, o.client, o.target, cmdutil.Notifier(o.ErrOut))
 	return err
 }
 
 // ValidateFlags checks -o, before anything is read.
 func (o *WhoCanOptions) ValidateFlags() error { return o.Output.Validate() }
 
-// Run resolves the target, reads its grants (who-can's use case) and
+// Run reads the target's grants (who-can's use case) and
 // prints them.
 func (o *WhoCanOptions) Run(ctx context.Context) error {
-	t, grants, err := inspect.WhoCan(ctx, o.client, o.target, o.Verify, cmdutil.Notifier(o.ErrOut))
+	t := o.target
+	grants, err := inspect.WhoCan(ctx, o.client, t, o.readNS, o.Verify)
 	if err != nil {
 		return err
 	}
-	o.target = t
 	var v any = grants
 	table := func(w io.Writer) { printGrants(w, grants) }
 	if o.BySubject {

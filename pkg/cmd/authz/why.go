@@ -23,6 +23,8 @@ type WhyOptions struct {
 	// Quiet prints nothing: the exit code is the answer (kubectl auth can-i -q).
 	Quiet  bool
 	target rbac.Target
+	// readNS is where the target's RBAC objects are read (WhyTarget).
+	readNS string
 	client inspect.WhyClient
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
@@ -55,14 +57,24 @@ alone).`,
 	return cmd
 }
 
-// Complete reads the arguments and the namespace, and builds the client.
-func (o *WhyOptions) Complete(args []string) error {
+// Complete reads the arguments and the namespace, builds the client and
+// resolves the target through discovery (resolveArgs).
+func (o *WhyOptions) Complete(ctx context.Context, args []string) error {
 	ns, _, err := o.Kube.ClientConfig().Namespace()
 	if err != nil {
 		return err
 	}
 	o.target = parseTarget(args, ns)
-	o.client, _, err = o.Kube.Client()
+	if o.client, _, err = o.Kube.Client(); err != nil {
+		return err
+	}
+	return o.resolveArgs(ctx)
+}
+
+// resolveArgs resolves the target's resource as kubectl auth can-i does,
+// in Complete (inspect.WhyTarget).
+func (o *WhyOptions) resolveArgs(ctx context.Context) (err error) {
+	o.target, o.readNS, err = inspect.WhyTarget(ctx, o.client, o.target, cmdutil.Notifier(o.ErrOut))
 	return err
 }
 
@@ -78,15 +90,11 @@ func parseTarget(args []string, ns string) rbac.Target {
 // ValidateFlags checks -o, before anything is read.
 func (o *WhyOptions) ValidateFlags() error { return o.Output.Validate() }
 
-// Run resolves the target, asks the authorizer (why's use case, unless
+// Run asks the authorizer (why's use case, unless
 // -q wants the answer alone) and prints; the exit code is the answer, as
 // kubectl auth can-i's: 0 yes, 1 no.
 func (o *WhyOptions) Run(ctx context.Context) error {
-	t, readNS, err := inspect.WhyTarget(ctx, o.client, o.target, cmdutil.Notifier(o.ErrOut))
-	if err != nil {
-		return err
-	}
-	o.target = t
+	t, readNS := o.target, o.readNS
 	if o.Quiet {
 		st, err := o.client.Why(ctx, t)
 		if err != nil {

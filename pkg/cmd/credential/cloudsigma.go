@@ -66,7 +66,7 @@ and prints the account's email and UUID. The token is never printed.`,
 }
 
 // Complete fills the settings.
-func (o *CloudSigmaWhoAmIOptions) Complete(args []string) error {
+func (o *CloudSigmaWhoAmIOptions) Complete(ctx context.Context, args []string) error {
 	if o.sources == nil {
 		o.sources = session.NewSource
 	}

@@ -246,7 +246,7 @@ func TestGetTokenRun(t *testing.T) {
 			o := &GetTokenOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: e.global, sources: fake.new}
 			cmd := newCmdGetToken(o)
 			parse(t, cmd, flags)
-			require.NoError(t, o.Complete(nil))
+			require.NoError(t, o.Complete(context.Background(), nil))
 			require.NoError(t, o.Validate())
 			err := o.Run(context.Background())
 			assert.Equal(t, tt.wantBuilt, fake.built, "the provider is set up on a miss only")
@@ -280,7 +280,7 @@ func TestGetTokenCompleteBuildsNothing(t *testing.T) {
 	o := &GetTokenOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: e.global, sources: failingSources(t)}
 	cmd := newCmdGetToken(o)
 	parse(t, cmd, e.flags())
-	require.NoError(t, o.Complete(nil))
+	require.NoError(t, o.Complete(context.Background(), nil))
 	require.NoError(t, o.Validate())
 }
 
@@ -315,7 +315,7 @@ func TestLoginRun(t *testing.T) {
 				flags = append(flags, "--force")
 			}
 			parse(t, cmd, flags)
-			require.NoError(t, o.Complete(nil))
+			require.NoError(t, o.Complete(context.Background(), nil))
 			require.NoError(t, o.Validate())
 			err := o.Run(context.Background())
 			assert.Equal(t, tt.wantGrants, tt.provider.grants)
@@ -365,7 +365,7 @@ func TestLoginReadsTheContextsEntry(t *testing.T) {
 	streams, _, out, _ := genericiooptions.NewTestIOStreams()
 	o := &LoginOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: e.global, sources: fake.new}
 	parse(t, newCmdLogin(o), []string{"--kubeconfig=" + kc})
-	require.NoError(t, o.Complete(nil))
+	require.NoError(t, o.Complete(context.Background(), nil))
 	require.NoError(t, o.Run(context.Background()))
 	assert.Contains(t, out.String(), "Logged in as alice@example.com")
 	_, cached := fake.store.entries[e.settingsOf(t, flags).Key().ID()]
@@ -405,7 +405,7 @@ func TestStatusRun(t *testing.T) {
 			return &session.Check{Username: session.Subject(token)}, nil
 		}}
 	parse(t, newCmdStatus(o), []string{"--kubeconfig=" + kc, "--check", "--parallel=2", "--timeout=1s", "-o", "json"})
-	require.NoError(t, o.Complete(nil))
+	require.NoError(t, o.Complete(context.Background(), nil))
 	require.NoError(t, o.Validate())
 	require.NoError(t, o.Run(context.Background()))
 	assert.ElementsMatch(t, []string{"fresh", "shared"}, checked, "only valid tokens are sent")
@@ -471,7 +471,7 @@ func TestLogoutRun(t *testing.T) {
 				args = append(args, "--no-revoke")
 			}
 			parse(t, newCmdLogout(o), args)
-			require.NoError(t, o.Complete(nil))
+			require.NoError(t, o.Complete(context.Background(), nil))
 			require.NoError(t, o.Validate())
 			err := o.Run(context.Background())
 			assert.Equal(t, tt.wantRevoked, revoked)

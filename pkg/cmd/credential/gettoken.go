@@ -51,7 +51,7 @@ token has expired and cannot be refreshed. Write its kubeconfig entry with
 }
 
 // Complete reads KUBERNETES_EXEC_INFO and the settings.
-func (o *GetTokenOptions) Complete(args []string) error {
+func (o *GetTokenOptions) Complete(ctx context.Context, args []string) error {
 	req, err := execcred.FromEnvironment(o.global.Getenv, o.global.ParentExe)
 	if err != nil {
 		return err

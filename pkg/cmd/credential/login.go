@@ -76,7 +76,7 @@ kubectl with interactiveMode Never.`,
 // Complete fills the settings: from the flags or profile when they name a
 // provider, else from the kubeconfig user's exec entry with the flags over
 // it.
-func (o *LoginOptions) Complete(args []string) error {
+func (o *LoginOptions) Complete(ctx context.Context, args []string) error {
 	a, err := settingsOfContext(o.Auth, o.Kubeconfig, o.Context, o.global.Getenv, cmdutil.Notifier(o.ErrOut))
 	if err != nil {
 		return err

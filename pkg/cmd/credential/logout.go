@@ -117,7 +117,7 @@ they expire (or an administrator deletes the session).`,
 // Complete finds the identities to log out: the settings the flags
 // name, or the sessions of the contexts named (default: the current one),
 // or with --all every session of the kubeconfig.
-func (o *LogoutOptions) Complete(args []string) error {
+func (o *LogoutOptions) Complete(ctx context.Context, args []string) error {
 	if o.revoker == nil {
 		o.revoker = func(ctx context.Context, a *settings.AuthOptions, token, hint string) error {
 			return session.Revoke(ctx, a, o.global.SessionEnv(o.IOStreams, cmdutil.SessionMode{}), token, hint)

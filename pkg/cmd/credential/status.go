@@ -81,7 +81,7 @@ sent.`,
 }
 
 // Complete reads the kubeconfig.
-func (o *StatusOptions) Complete(args []string) error {
+func (o *StatusOptions) Complete(ctx context.Context, args []string) error {
 	o.Contexts = args
 	raw, err := cmdutil.LoadKubeconfig(o.Kubeconfig)
 	if err != nil {

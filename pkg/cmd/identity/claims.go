@@ -82,7 +82,7 @@ difference, a refusal (401) included.`,
 
 // Complete routes the Kubernetes libraries' logs to stderr at -v 2 and
 // above, and nowhere otherwise.
-func (o *ClaimsOptions) Complete(args []string) error {
+func (o *ClaimsOptions) Complete(ctx context.Context, args []string) error {
 	cmdutil.RouteKlog(o.ErrOut, o.global.Verbosity >= 2)
 	o.ReadToken = o.token
 	if o.Compare {

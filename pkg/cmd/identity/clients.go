@@ -9,8 +9,8 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
 )
 
-// The seams of the identity commands, in kubectl's shape: Complete(args)
-// builds them from the kubeconfig flags (a *kubeapi.Client implements
+// The seams of the identity commands, in kubectl's shape:
+// Complete(ctx, args) builds them from the kubeconfig flags (a *kubeapi.Client implements
 // them), Run only uses them, and the tests drive Run with fakes.
 
 // selfSubjectReviewer returns the API server's SelfSubjectReview whole.

@@ -61,7 +61,7 @@ mapping; "system:authenticated" is added by the API server itself.`,
 }
 
 // Complete builds the client and the token lookup.
-func (o *GroupsOptions) Complete(args []string) error {
+func (o *GroupsOptions) Complete(ctx context.Context, args []string) error {
 	var err error
 	if o.client, err = o.Kube.APIClient(); err != nil {
 		return err

@@ -72,7 +72,7 @@ issuer, client, grant, exchange, cache storage and expiry. No token is printed.`
 }
 
 // Complete builds the client from the kubeconfig, and the token lookup.
-func (o *WhoAmIOptions) Complete(args []string) error {
+func (o *WhoAmIOptions) Complete(ctx context.Context, args []string) error {
 	var err error
 	if o.client, err = o.Kube.APIClient(); err != nil {
 		return err

@@ -121,7 +121,7 @@ telling the caller; metrics are served on --metrics-address only.`,
 
 // Complete routes the authenticator's own log lines (k8s.io/apiserver logs
 // through klog) to stderr.
-func (o *ProxyOptions) Complete(args []string) error {
+func (o *ProxyOptions) Complete(ctx context.Context, args []string) error {
 	cmdutil.RouteKlog(o.ErrOut, true)
 	return nil
 }

@@ -123,7 +123,7 @@ Client secrets never go into the kubeconfig: give them to kubectl through
 }
 
 // Complete resolves the executable, the settings and the paths.
-func (o *SetupOptions) Complete(args []string) error {
+func (o *SetupOptions) Complete(ctx context.Context, args []string) error {
 	if len(o.ClusterAudiences) > 0 && o.flags != nil {
 		// A fleet's user: the exchange whose audience each cluster names.
 		if o.flags.Changed("exchange") && o.Auth.Exchange != credspec.ExchangeTokenExchange {

@@ -34,7 +34,7 @@ func setupRun(t *testing.T, home string, code *fake.Code, args ...string) (strin
 	o := &SetupOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g, User: "oidc", InteractiveMode: "IfAvailable",
 		Executable: "/opt/ki/kubectl-impersonate"}
 	require.NoError(t, newCmdSetup(o).ParseFlags(args))
-	err := o.Complete(nil)
+	err := o.Complete(context.Background(), nil)
 	if err == nil {
 		err = o.Validate()
 	}

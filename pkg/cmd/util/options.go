@@ -74,7 +74,7 @@ func Notifier(w io.Writer) func(string) {
 // Complete / Validate / Run shape; Validate (Validator) and ValidateFlags
 // (FlagValidator) are optional steps.
 type Options interface {
-	Complete(args []string) error
+	Complete(ctx context.Context, args []string) error
 	Run(ctx context.Context) error
 }
 
@@ -139,7 +139,7 @@ func RunE(o Options) func(*cobra.Command, []string) error {
 			defer cancel()
 			defer watchdog(d, c.ErrOrStderr())()
 		}
-		if err := o.Complete(args); err != nil {
+		if err := o.Complete(ctx, args); err != nil {
 			return err
 		}
 		if v, ok := o.(Validator); ok {
