@@ -53,7 +53,7 @@ func Matrices(ctx context.Context, q MatrixRequest, emit func(i int, m *rbac.Mat
 	if len(q.Namespaces) == 0 {
 		return nil
 	}
-	b := &builder{q: q, budget: &reviewBudget{max: q.MaxReviews}}
+	b := &builder{q: q, budget: rbac.NewReviewBudget(q.MaxReviews)}
 	first, err := b.matrix(ctx, q.Namespaces[0])
 	if err != nil {
 		return err
@@ -104,7 +104,7 @@ func Matrices(ctx context.Context, q MatrixRequest, emit func(i int, m *rbac.Mat
 // budget and the cluster's escalation checks asked once.
 type builder struct {
 	q      MatrixRequest
-	budget *reviewBudget
+	budget *rbac.ReviewBudget
 	// escalation and otherEscalation are the cluster's escalation checks
 	// of each identity, from the first matrix.
 	mu                          sync.Mutex
@@ -118,13 +118,9 @@ func (b *builder) matrix(ctx context.Context, ns string) (*rbac.Matrix, error) {
 	b.mu.Lock()
 	escalation, otherEscalation := b.escalation, b.otherEscalation
 	b.mu.Unlock()
-	reserved := 0
 	opts := rbac.AccessOptions{Namespace: ns, Verbs: q.Verbs, ForceSSAR: q.ForceSSAR,
 		Escalation: q.Escalation, ClusterEscalation: escalation, LocalRules: q.Local,
-		Reserve: func(n int) (int, bool) { reserved = n; return b.budget.reserve(n) }}
-	if q.ReviewProgress != nil {
-		opts.Progress = func(done, total int) { q.ReviewProgress(ns, done, total) }
-	}
+		Budget: b.budget, Progress: q.ReviewProgress}
 	m, err := q.Client.Access(ctx, q.Resources, opts)
 	if errors.Is(err, rbac.ErrTooManyReviews) {
 		return nil, fmt.Errorf("%w; raise --max-reviews (0: no limit), or ask about fewer namespaces or verbs (or give --escalation=false)", err)
@@ -132,17 +128,14 @@ func (b *builder) matrix(ctx context.Context, ns string) (*rbac.Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.budget.spent(m.Requests - reserved)
 	if q.Other == nil {
 		return m, nil
 	}
-	reserved = 0
 	opts.ClusterEscalation, opts.LocalRules = otherEscalation, q.OtherLocal
 	m2, err := q.Other.Access(ctx, q.Resources, opts)
 	if err != nil {
 		return nil, fmt.Errorf("as %s: %w", q.OtherName, err)
 	}
-	b.budget.spent(m2.Requests - reserved)
 	if q.Escalation {
 		b.mu.Lock()
 		if b.otherEscalation == nil {
@@ -156,28 +149,3 @@ func (b *builder) matrix(ctx context.Context, ns string) (*rbac.Matrix, error) {
 	return rbac.Diff(m, m2), nil
 }
 
-// reviewBudget is --max-reviews shared by the matrices of a run: each
-// reserves the access reviews it may need before sending any.
-type reviewBudget struct {
-	mu        sync.Mutex
-	max, used int
-}
-
-// reserve takes n from the budget, or says what is left.
-func (b *reviewBudget) reserve(n int) (int, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.max != 0 && b.used+n > b.max {
-		return max(b.max-b.used, 0), false
-	}
-	b.used += n
-	return max(b.max-b.used, 0), true
-}
-
-// spent counts the requests a matrix sent besides its reservation (its
-// rules reviews; less what it reserved and did not send).
-func (b *reviewBudget) spent(n int) {
-	b.mu.Lock()
-	b.used += n
-	b.mu.Unlock()
-}

@@ -40,8 +40,8 @@ func (c *matrixClient) Access(ctx context.Context, resources []resource.Resource
 			return nil, ctx.Err()
 		}
 	}
-	if o.Reserve != nil {
-		if left, ok := o.Reserve(1); !ok {
+	if o.Budget != nil {
+		if left, ok := o.Budget.Reserve(1); !ok {
 			return nil, fmt.Errorf("%w: %d left", rbac.ErrTooManyReviews, left)
 		}
 	}

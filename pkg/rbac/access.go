@@ -151,9 +151,10 @@ type AccessOptions struct {
 	// rules are checked against in tests).
 	ForceSSAR   bool
 	Concurrency int
-	// Progress, when set, is told how many access reviews are done of how
-	// many (for a progress line on a terminal).
-	Progress func(done, total int)
+	// Progress, when set, is told how many access reviews of the
+	// namespace's matrix are done of how many (for the command's progress
+	// line on a terminal).
+	Progress func(namespace string, done, total int)
 	// Escalation adds the escalation section: the cluster's checks (or
 	// ClusterEscalation, from an earlier matrix of the run), the namespace's,
 	// and the impersonate-on cells of the constrained modes held.
@@ -169,11 +170,9 @@ type AccessOptions struct {
 	// cell is one, and a caller asking about many namespaces passes what is
 	// left of its budget.
 	MaxReviews int
-	// Reserve, when set, replaces MaxReviews: it is asked for the access
-	// reviews the matrix may need before the first is sent, and refuses
-	// (ok false, with what is left) when the run's budget lacks them, so
-	// that matrices built at the same time share one budget.
-	Reserve func(n int) (left int, ok bool)
+	// Budget, when set, replaces MaxReviews: the run's, shared by the
+	// matrices built at the same time (ReviewBudget).
+	Budget *ReviewBudget
 }
 
 // ErrTooManyReviews is Access's refusal to send more than MaxReviews.
@@ -211,7 +210,8 @@ func (c *Client) Access(ctx context.Context, resources []resource.Resource, o Ac
 		m.Escalation = escalationCells(p, cp, o.Namespace, cluster, &jobs)
 	}
 	modes := p.modeRows(m, resources, o, jobs)
-	if err := reserve(o, jobs, modes); err != nil {
+	reserved, err := reserve(o, jobs, modes)
+	if err != nil {
 		return nil, err
 	}
 	if err := c.answer(ctx, m, jobs, o); err != nil {
@@ -232,6 +232,9 @@ func (c *Client) Access(ctx context.Context, resources []resource.Resource, o Ac
 		}
 	}
 	m.Requests = count.N()
+	if o.Budget != nil {
+		o.Budget.Spent(m.Requests - reserved)
+	}
 	m.setStreaming()
 	return m, nil
 }
@@ -283,21 +286,21 @@ func (p *planner) modeRows(m *Matrix, resources []resource.Resource, o AccessOpt
 }
 
 // reserve takes the access reviews the matrix may need from
-// --max-reviews, before any is sent.
-func reserve(o AccessOptions, jobs []job, modes map[string]modePlan) error {
+// --max-reviews, before any is sent: the number taken.
+func reserve(o AccessOptions, jobs []job, modes map[string]modePlan) (int, error) {
 	budget := len(jobs)
 	for _, mp := range modes {
 		budget += len(mp.jobs)
 	}
 	left, ok := max(o.MaxReviews, 0), o.MaxReviews == 0 || budget <= max(o.MaxReviews, 0)
-	if o.Reserve != nil {
-		left, ok = o.Reserve(budget)
+	if o.Budget != nil {
+		left, ok = o.Budget.Reserve(budget)
 	}
 	if !ok {
-		return fmt.Errorf("%w: the matrix%s may need %d, over the %d left (with an authorizer besides RBAC, such as a webhook, the rules review is incomplete and every cell is asked)",
+		return 0, fmt.Errorf("%w: the matrix%s may need %d, over the %d left (with an authorizer besides RBAC, such as a webhook, the rules review is incomplete and every cell is asked)",
 			ErrTooManyReviews, resource.InNamespace(o.Namespace), budget, left)
 	}
-	return nil
+	return budget, nil
 }
 
 // answer sends jobs' access reviews and writes their answers into m.
@@ -334,7 +337,7 @@ func (c *Client) answer(ctx context.Context, m *Matrix, jobs []job, o AccessOpti
 		}
 		done++
 		if o.Progress != nil {
-			o.Progress(done, len(jobs))
+			o.Progress(o.Namespace, done, len(jobs))
 		}
 	})
 	if err != nil {

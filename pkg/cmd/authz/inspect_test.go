@@ -159,8 +159,8 @@ func (f *fakeCluster) Access(ctx context.Context, resources []resource.Resource,
 		}
 	}
 	f.mu.Unlock()
-	if o.Reserve != nil {
-		if left, ok := o.Reserve(f.reviewsPerMatrix); !ok {
+	if o.Budget != nil {
+		if left, ok := o.Budget.Reserve(f.reviewsPerMatrix); !ok {
 			return nil, fmt.Errorf("%w: %d left", rbac.ErrTooManyReviews, left)
 		}
 	}
