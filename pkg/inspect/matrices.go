@@ -148,4 +148,3 @@ func (b *builder) matrix(ctx context.Context, ns string) (*rbac.Matrix, error) {
 	}
 	return rbac.Diff(m, m2), nil
 }
-
