@@ -80,7 +80,8 @@ func LoadConfig(data []byte) (*Config, error) {
 	}
 	obj, err := runtime.Decode(codecs().UniversalDecoder(), data)
 	if err != nil {
-		return nil, fmt.Errorf("decoding the AuthenticationConfiguration (apiserver.config.k8s.io/v1 or v1beta1): %w", err)
+		return nil,
+			fmt.Errorf("decoding the AuthenticationConfiguration (apiserver.config.k8s.io/v1 or v1beta1): %w", err)
 	}
 	cfg, ok := obj.(*Config)
 	if !ok || cfg == nil {
@@ -164,10 +165,12 @@ func LegacyConfig(f LegacyFlags) (*Config, []string) {
 		j.Issuer.AudienceMatchPolicy = apiserver.AudienceMatchPolicyMatchAny
 	}
 	if f.GroupsClaim != "" {
-		j.ClaimMappings.Groups = apiserver.PrefixedClaimOrExpression{Claim: f.GroupsClaim, Prefix: ptr.To(f.GroupsPrefix)}
+		j.ClaimMappings.Groups = apiserver.PrefixedClaimOrExpression{Claim: f.GroupsClaim,
+			Prefix: ptr.To(f.GroupsPrefix)}
 	}
 	for c, v := range f.RequiredClaims {
-		j.ClaimValidationRules = append(j.ClaimValidationRules, apiserver.ClaimValidationRule{Claim: c, RequiredValue: v})
+		j.ClaimValidationRules = append(j.ClaimValidationRules,
+			apiserver.ClaimValidationRule{Claim: c, RequiredValue: v})
 	}
 	algs := f.SigningAlgs
 	if len(algs) == 0 {
@@ -218,7 +221,8 @@ type Authenticator struct {
 // is ready, WaitReady waits for it. Close stops the background work.
 func New(ctx context.Context, opts Options) (*Authenticator, error) {
 	if opts.Config == nil || len(opts.Config.JWT) == 0 {
-		return nil, errors.New("no jwt authenticator is configured: give an issuer or an AuthenticationConfiguration with jwt entries")
+		return nil, errors.New("no jwt authenticator is configured: give an issuer or an AuthenticationConfiguration " +
+			"with jwt entries")
 	}
 	if err := Validate(opts.Config); err != nil {
 		return nil, err
@@ -233,7 +237,8 @@ func New(ctx context.Context, opts Options) (*Authenticator, error) {
 		// One file of keys for several issuers would let the holder of one
 		// issuer's key sign tokens for the others.
 		if len(opts.Config.JWT) > 1 {
-			return nil, fmt.Errorf("static signing keys serve one issuer, the configuration has %d: give each issuer's keys through its discovery document, or configure one issuer", len(opts.Config.JWT))
+			return nil, fmt.Errorf("static signing keys serve one issuer, the configuration has %d: give each "+
+				"issuer's keys through its discovery document, or configure one issuer", len(opts.Config.JWT))
 		}
 		ks, err := parseStaticKeys(opts.StaticKeys)
 		if err != nil {
@@ -251,7 +256,8 @@ func New(ctx context.Context, opts Options) (*Authenticator, error) {
 		if keySet != nil {
 			if j.Issuer.DiscoveryURL != "" {
 				cancel()
-				return nil, fmt.Errorf("issuer %q: discoveryURL and static or unverified keys exclude each other", j.Issuer.URL)
+				return nil,
+					fmt.Errorf("issuer %q: discoveryURL and static or unverified keys exclude each other", j.Issuer.URL)
 			}
 			o.KeySet = keySet
 		}
@@ -300,7 +306,8 @@ func issuerClient(ca string) (*http.Client, error) {
 		roots = p
 	}
 	tr := utilnet.SetTransportDefaults(&http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}})
-	return &http.Client{Transport: httpguard.RateLimited(httpguard.Bounded(tr), KeyRefetchInterval), Timeout: 30 * time.Second}, nil
+	return &http.Client{Transport: httpguard.RateLimited(httpguard.Bounded(tr), KeyRefetchInterval),
+		Timeout: 30 * time.Second}, nil
 }
 
 // Close stops the background discovery and key refreshes.

@@ -96,7 +96,8 @@ func parseStaticKeys(b []byte) (staticKeySet, error) {
 			}
 			out = append(out, jose.JSONWebKey{Key: c.PublicKey})
 		default:
-			return nil, fmt.Errorf("unexpected PEM block %q: give PUBLIC KEY or CERTIFICATE blocks, or a JWKS document", blk.Type)
+			return nil, fmt.Errorf("unexpected PEM block %q: give PUBLIC KEY or CERTIFICATE blocks, or a JWKS "+
+				"document", blk.Type)
 		}
 	}
 	if len(out) == 0 {

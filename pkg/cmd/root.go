@@ -57,7 +57,8 @@ var commands = []command{
 	{[]string{"why"}, authz.NewCmdWhy},
 	{[]string{"who-can"}, authz.NewCmdWhoCan},
 	{[]string{"proxy"}, serve.NewCmdProxy},
-	{[]string{"version"}, func(_ *cmdutil.GlobalOptions, s genericiooptions.IOStreams) *cobra.Command { return NewCmdVersion(s) }},
+	{[]string{"version"},
+		func(_ *cmdutil.GlobalOptions, s genericiooptions.IOStreams) *cobra.Command { return NewCmdVersion(s) }},
 }
 
 // newRootCmd builds the tree. When args name a command, only that one is
@@ -84,7 +85,8 @@ Start with "kubectl impersonate setup --help".`,
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
-	root.PersistentFlags().IntVarP(&g.Verbosity, "v", "v", 0, "Log level for diagnostics on stderr (1: steps, 2: HTTP-level detail); tokens are never logged")
+	root.PersistentFlags().IntVarP(&g.Verbosity, "v", "v", 0, "Log level for diagnostics on stderr (1: steps, 2: "+
+		"HTTP-level detail); tokens are never logged")
 	if len(args) > 0 {
 		for _, c := range commands {
 			if slices.Contains(c.names, args[0]) {
@@ -111,7 +113,9 @@ Start with "kubectl impersonate setup --help".`,
 // KUBERNETES_EXEC_INFO, after the entry's own env, so an entry cannot unset
 // it; the JavaScript client sets none, and is known by its runtime:
 // execcred.RunByClient).
-var errOnlyGetToken = errors.New("a Kubernetes client runs this plugin from a kubeconfig exec entry (" + execcred.EnvExecInfo + " is set, or the client is the JavaScript one): only get-token may run that way; fix the entry's args")
+var errOnlyGetToken = errors.New("a Kubernetes client runs this plugin from a kubeconfig exec entry (" +
+	execcred.EnvExecInfo + " is set, or the client is the JavaScript one): only get-token may run that way; fix the " +
+	"entry's args")
 
 // Execute runs the command line and returns the exit code. main prints
 // nothing itself: errors are reported here, once, on stderr. code is
@@ -131,7 +135,9 @@ func Execute(ctx context.Context, args []string, streams genericiooptions.IOStre
 	root := newRootCmd(streams, g)
 	root.SetArgs(args)
 	err := errOnlyGetToken
-	if c, _, ferr := root.Find(args); !execcred.RunByClient(g.Getenv, g.ParentExe) || (ferr == nil && c.Name() == "get-token") {
+	if c, _,
+		ferr := root.Find(args); !execcred.RunByClient(g.Getenv, g.ParentExe) ||
+		(ferr == nil && c.Name() == "get-token") {
 		err = root.ExecuteContext(ctx)
 	}
 	var handed cmdutil.ExitCode

@@ -36,10 +36,14 @@ func ParseClusterExtension(raw []byte) (ClusterExtension, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&ext); err != nil {
-		return ext, fmt.Errorf("the kubeconfig cluster's %s extension: %v (its keys are audience and allowedServer)", ExecExtensionName, oneLine(err.Error()))
+		return ext,
+			fmt.Errorf("the kubeconfig cluster's %s extension: %v (its keys are audience and allowedServer)",
+				ExecExtensionName, oneLine(err.Error()))
 	}
-	if len(ext.Audience) > maxAudience || strings.ContainsFunc(ext.Audience, func(r rune) bool { return !strconv.IsPrint(r) || r == ' ' }) {
-		return ext, fmt.Errorf("the kubeconfig cluster's %s extension: audience %.64q is not a printable name of at most %d bytes", ExecExtensionName, ext.Audience, maxAudience)
+	if len(ext.Audience) > maxAudience ||
+		strings.ContainsFunc(ext.Audience, func(r rune) bool { return !strconv.IsPrint(r) || r == ' ' }) {
+		return ext, fmt.Errorf("the kubeconfig cluster's %s extension: audience %.64q is not a printable name of at "+
+			"most %d bytes", ExecExtensionName, ext.Audience, maxAudience)
 	}
 	return ext, nil
 }
@@ -58,14 +62,16 @@ func (o *Spec) ForCluster(c *execcred.Cluster) error {
 		return nil
 	}
 	if c == nil {
-		return fmt.Errorf("--%s needs to know the cluster: set provideClusterInfo: true in the kubeconfig exec entry (setup writes it)", FlagExchangeFromCluster)
+		return fmt.Errorf("--%s needs to know the cluster: set provideClusterInfo: true in the kubeconfig exec entry "+
+			"(setup writes it)", FlagExchangeFromCluster)
 	}
 	ext, err := ParseClusterExtension(c.Config)
 	if err != nil {
 		return err
 	}
 	if ext.AllowedServer != "" && !SameServer(ext.AllowedServer, c.Server) {
-		return fmt.Errorf("refusing to hand a token to %s: the cluster's %s extension allows %s only", strings.TrimSuffix(c.Server, "/"), ExecExtensionName, ext.AllowedServer)
+		return fmt.Errorf("refusing to hand a token to %s: the cluster's %s extension allows %s only",
+			strings.TrimSuffix(c.Server, "/"), ExecExtensionName, ext.AllowedServer)
 	}
 	if ext.Audience == "" {
 		o.Exchange = ExchangeNone

@@ -35,10 +35,12 @@ func (o *Spec) Admit(c *execcred.Cluster) error {
 func CheckScheme(server string) error {
 	u, err := url.Parse(server)
 	if err != nil || u.Host == "" {
-		return fmt.Errorf("refusing to hand a token to %q: it is not a server URL (https://HOST[:PORT]); fix the kubeconfig cluster's server", server)
+		return fmt.Errorf("refusing to hand a token to %q: it is not a server URL (https://HOST[:PORT]); fix the "+
+			"kubeconfig cluster's server", server)
 	}
 	if !strings.EqualFold(u.Scheme, "https") {
-		return fmt.Errorf("refusing to hand a token to %s: %s:// would send it in clear text; use the server's https:// URL in the kubeconfig cluster", strings.TrimSuffix(server, "/"), u.Scheme)
+		return fmt.Errorf("refusing to hand a token to %s: %s:// would send it in clear text; use the server's "+
+			"https:// URL in the kubeconfig cluster", strings.TrimSuffix(server, "/"), u.Scheme)
 	}
 	return nil
 }

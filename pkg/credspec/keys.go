@@ -30,7 +30,8 @@ const (
 )
 
 // GrantTypes lists the accepted grant types.
-var GrantTypes = []string{GrantAuto, GrantAuthCode, GrantAuthCodeKeyboard, GrantDeviceCode, GrantClientCredentials, GrantIdentityPlatform, GrantPassword}
+var GrantTypes = []string{GrantAuto, GrantAuthCode, GrantAuthCodeKeyboard, GrantDeviceCode, GrantClientCredentials,
+	GrantIdentityPlatform, GrantPassword}
 
 // Defaults.
 const (
@@ -105,7 +106,8 @@ func (c CloudSigma) ServiceKey() tokencache.Key {
 func (c CloudSigma) RPTKey() tokencache.Key {
 	k := c.ServiceKey()
 	k.GrantType = "uma-ticket"
-	k.Extra = map[string]string{"audience": ServiceProviderAudience, "service_grant": c.ServiceKey().GrantType, "username": c.LegacyUsername}
+	k.Extra = map[string]string{"audience": ServiceProviderAudience, "service_grant": c.ServiceKey().GrantType,
+		"username": c.LegacyUsername}
 	return k
 }
 
@@ -118,7 +120,8 @@ func (c CloudSigma) Key() tokencache.Key {
 	}
 	k := c.ServiceKey()
 	k.GrantType = "cloudsigma-impersonate"
-	k.Extra = map[string]string{"region": c.Region, "user_email": strings.ToLower(c.UserEmail), "api_url": c.APIURL(), "username": c.LegacyUsername}
+	k.Extra = map[string]string{"region": c.Region, "user_email": strings.ToLower(c.UserEmail), "api_url": c.APIURL(),
+		"username": c.LegacyUsername}
 	return k
 }
 
@@ -136,10 +139,12 @@ func (c CloudSigma) Validate(clientSecret string) error {
 		}
 	}
 	if c.Region == "" {
-		return fmt.Errorf("--cloudsigma-region (or $CLOUDSIGMA_REGION) is required with --exchange=cloudsigma (e.g. zrh, sjc, mnl)")
+		return fmt.Errorf("--cloudsigma-region (or $CLOUDSIGMA_REGION) is required with --exchange=cloudsigma (e.g. " +
+			"zrh, sjc, mnl)")
 	}
 	if !regionPattern.MatchString(c.Region) {
-		return fmt.Errorf("--cloudsigma-region %q is not a region name (lowercase letters, digits and -, at most 32): it goes into the API host name", c.Region)
+		return fmt.Errorf("--cloudsigma-region %q is not a region name (lowercase letters, digits and -, at most "+
+			"32): it goes into the API host name", c.Region)
 	}
 	if err := c.checkAPIHost(); err != nil {
 		return err
@@ -148,11 +153,14 @@ func (c CloudSigma) Validate(clientSecret string) error {
 		return fmt.Errorf("a CloudSigma client ID is required: --oidc-client-id or $CLOUDSIGMA_CLIENT_ID")
 	}
 	if clientSecret == "" && c.LegacyUsername == "" {
-		return fmt.Errorf("a CloudSigma client secret is required (--oidc-client-secret-file, $KUBECTL_IMPERSONATE_CLIENT_SECRET or $CLOUDSIGMA_CLIENT_SECRET), or a client assertion (--%s=%s, --%s)", FlagClientAuthMethod, AuthPrivateKeyJWT, FlagClientAssertionFile)
+		return fmt.Errorf("a CloudSigma client secret is required (--oidc-client-secret-file, "+
+			"$KUBECTL_IMPERSONATE_CLIENT_SECRET or $CLOUDSIGMA_CLIENT_SECRET), or a client assertion (--%s=%s, --%s)",
+			FlagClientAuthMethod, AuthPrivateKeyJWT, FlagClientAssertionFile)
 	}
 	for name, raw := range map[string]string{"--cloudsigma-oauth-url": c.OAuthURL, "--cloudsigma-api-url": c.APIURL()} {
 		u, err := url.Parse(raw)
-		if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && IsLoopbackHost(u.Hostname()))) {
+		if err != nil || u.Host == "" ||
+			(u.Scheme != "https" && !(u.Scheme == "http" && IsLoopbackHost(u.Hostname()))) {
 			return fmt.Errorf("%s %q must be an https URL", name, raw)
 		}
 	}
@@ -172,13 +180,15 @@ func (c CloudSigma) checkAPIHost() error {
 	tu, err1 := url.Parse(strings.ReplaceAll(t, "{region}", mark))
 	u, err2 := url.Parse(c.APIURL())
 	if err1 != nil || err2 != nil || u.Host != strings.ReplaceAll(tu.Host, mark, c.Region) {
-		return fmt.Errorf("the CloudSigma API URL %q for region %q is not the template's host %q", c.APIURL(), c.Region, t)
+		return fmt.Errorf("the CloudSigma API URL %q for region %q is not the template's host %q", c.APIURL(), c.Region,
+			t)
 	}
 	return nil
 }
 
 // ErrNoUserEmail is returned before any network call.
-var ErrNoUserEmail = fmt.Errorf("--impersonate-user-email is required with --exchange=cloudsigma: the email of the user to act as")
+var ErrNoUserEmail = fmt.Errorf("--impersonate-user-email is required with --exchange=cloudsigma: the email of the " +
+	"user to act as")
 
 // TokenTypePrefix is RFC 8693's token type URN prefix.
 const TokenTypePrefix = "urn:ietf:params:oauth:token-type:"
@@ -268,7 +278,9 @@ func (o *Spec) BaseKey() tokencache.Key {
 	k.Extra = o.serverBindings()
 	maps.Copy(k.Extra, o.loginBindings())
 	if k.GrantType == GrantIdentityPlatform {
-		maps.Copy(k.Extra, map[string]string{"tenant": o.IPTenant, "toolkit": o.IPEndpoint, "securetoken": o.SecureTokenURL, "google": o.GoogleIssuer})
+		maps.Copy(k.Extra,
+			map[string]string{"tenant": o.IPTenant, "toolkit": o.IPEndpoint, "securetoken": o.SecureTokenURL,
+				"google": o.GoogleIssuer})
 		if o.IPEmulator {
 			k.Extra["emulator"] = "true"
 		}
@@ -286,7 +298,8 @@ func (o *Spec) serverBindings() map[string]string {
 		servers[i] = strings.ToLower(strings.TrimSuffix(s, "/"))
 	}
 	slices.Sort(servers)
-	return map[string]string{"allowed_servers": strings.Join(slices.Compact(servers), " "), "allowed_server_ca": o.AllowedServerCA}
+	return map[string]string{"allowed_servers": strings.Join(slices.Compact(servers), " "),
+		"allowed_server_ca": o.AllowedServerCA}
 }
 
 // loginBindings are the login settings besides the provider, client and
@@ -308,8 +321,9 @@ func (o *Spec) loginBindings() map[string]string {
 	for i, c := range o.CertificateAuthorities {
 		cas[i] = strconv.Quote(c)
 	}
-	m := map[string]string{"username": o.Username, "auth_params": pairs(o.AuthRequestExtraParams), "request_headers": pairs(o.RequestHeaders),
-		"ca_files": strings.Join(cas, ","), "ca_data": strings.TrimSpace(o.CertificateAuthorityData)}
+	m := map[string]string{"username": o.Username, "auth_params": pairs(o.AuthRequestExtraParams),
+		"request_headers": pairs(o.RequestHeaders),
+		"ca_files":        strings.Join(cas, ","), "ca_data": strings.TrimSpace(o.CertificateAuthorityData)}
 	if o.InsecureSkipTLSVerify {
 		m["insecure_skip_tls_verify"] = "true"
 	}

@@ -29,14 +29,18 @@ func (o *Spec) CheckAllowedServer(c *execcred.Cluster) error {
 		return nil
 	}
 	if c == nil || c.Server == "" {
-		return fmt.Errorf("--%s is set, but the client running this plugin did not say which server the token is for: set provideClusterInfo: true in the kubeconfig exec entry (setup writes it; kubectl and client-go send the server then, the Python and JavaScript clients never do)", FlagAllowedServer)
+		return fmt.Errorf("--%s is set, but the client running this plugin did not say which server the token is "+
+			"for: set provideClusterInfo: true in the kubeconfig exec entry (setup writes it; kubectl and client-go "+
+			"send the server then, the Python and JavaScript clients never do)", FlagAllowedServer)
 	}
 	server := strings.TrimSuffix(c.Server, "/")
 	if !slices.ContainsFunc(o.AllowedServers, func(a string) bool { return SameServer(a, server) }) {
-		return fmt.Errorf("refusing to hand a token to %s: it is not among the allowed servers (%s); add it with --%s if it is yours", server, strings.Join(o.AllowedServers, ", "), FlagAllowedServer)
+		return fmt.Errorf("refusing to hand a token to %s: it is not among the allowed servers (%s); add it with "+
+			"--%s if it is yours", server, strings.Join(o.AllowedServers, ", "), FlagAllowedServer)
 	}
 	refuse := func(why string) error {
-		return fmt.Errorf("refusing to hand a token to %s: its kubeconfig cluster %s; remove that from the cluster entry", server, why)
+		return fmt.Errorf("refusing to hand a token to %s: its kubeconfig cluster %s; remove that from the cluster "+
+			"entry", server, why)
 	}
 	switch {
 	case c.InsecureSkipTLSVerify:
@@ -47,7 +51,8 @@ func (o *Spec) CheckAllowedServer(c *execcred.Cluster) error {
 	if c.TLSServerName != "" {
 		u, err := url.Parse(server)
 		if err != nil || !strings.EqualFold(c.TLSServerName, u.Hostname()) {
-			return refuse(fmt.Sprintf("accepts a certificate for %q (tls-server-name), not for the server's own name", c.TLSServerName))
+			return refuse(fmt.Sprintf("accepts a certificate for %q (tls-server-name), not for the server's own name",
+				c.TLSServerName))
 		}
 	}
 	if o.AllowedServerCA != "" {
@@ -56,7 +61,8 @@ func (o *Spec) CheckAllowedServer(c *execcred.Cluster) error {
 			return fmt.Errorf("reading --%s: %w", FlagAllowedServerCA, err)
 		}
 		if !samePEMCertificates(pinned, c.CertificateAuthorityData) {
-			return refuse(fmt.Sprintf("trusts other certificate authorities than %s (--%s)", o.AllowedServerCA, FlagAllowedServerCA))
+			return refuse(fmt.Sprintf("trusts other certificate authorities than %s (--%s)", o.AllowedServerCA,
+				FlagAllowedServerCA))
 		}
 	}
 	return nil

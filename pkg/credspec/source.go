@@ -28,26 +28,31 @@ func (o *Spec) MinValidity() time.Duration {
 // The fast binary reads the cache with it (auth nil: never called on a
 // hit), the full binary's get-token obtains with it, and an exchange only
 // supplies auth, so that both binaries always find the same entry.
-func (o *Spec) Source(store tokencache.Store, notify func(string), auth func() (tokensource.Authenticator, error)) *tokensource.Source {
-	return newSource(o.Key(), o.UsesAccessToken(), o.MinValidity(), o.LoginCooldown, SourceEnv{Store: store, LockDir: o.TokenCacheDir, Notify: notify}, auth)
+func (o *Spec) Source(store tokencache.Store, notify func(string),
+	auth func() (tokensource.Authenticator, error)) *tokensource.Source {
+	return newSource(o.Key(), o.UsesAccessToken(), o.MinValidity(), o.LoginCooldown,
+		SourceEnv{Store: store, LockDir: o.TokenCacheDir, Notify: notify}, auth)
 }
 
 // BaseSource is the login's own source, before any exchange: an exchange
 // obtains its subject token from it, the access token unless the RFC 8693
 // subject token type is the ID token.
-func (o *Spec) BaseSource(store tokencache.Store, notify func(string), auth func() (tokensource.Authenticator, error)) *tokensource.Source {
+func (o *Spec) BaseSource(store tokencache.Store, notify func(string),
+	auth func() (tokensource.Authenticator, error)) *tokensource.Source {
 	useAccessToken := o.UseAccessToken
 	if o.Exchange == ExchangeTokenExchange {
 		useAccessToken = TokenType(o.ExchangeSubject) != TokenType("id_token")
 	}
-	return newSource(o.BaseKey(), useAccessToken, 0, o.LoginCooldown, SourceEnv{Store: store, LockDir: o.TokenCacheDir, Notify: notify}, auth)
+	return newSource(o.BaseKey(), useAccessToken, 0, o.LoginCooldown,
+		SourceEnv{Store: store, LockDir: o.TokenCacheDir, Notify: notify}, auth)
 }
 
 // StepSource is the source of one step of CloudSigma's flow (the service
 // token, the RPT, the impersonated token): an access token under key,
 // renewed CloudSigmaRenewBefore its expiry.
 func (c CloudSigma) StepSource(key tokencache.Key, env SourceEnv, auth tokensource.Authenticator) *tokensource.Source {
-	return newSource(key, true, CloudSigmaRenewBefore, 0, env, func() (tokensource.Authenticator, error) { return auth, nil })
+	return newSource(key, true, CloudSigmaRenewBefore, 0, env,
+		func() (tokensource.Authenticator, error) { return auth, nil })
 }
 
 // SourceEnv is where a credential source keeps its token and says what
@@ -64,9 +69,11 @@ type SourceEnv struct {
 // newSource is the one place a tokensource.Source is made (test/repo's
 // TestOneSourceRecipe keeps it so): its key, which token of the entry it
 // hands out, its renewal margin (0: pkg/tokensource's) and cooldown.
-func newSource(key tokencache.Key, useAccessToken bool, minValidity, cooldown time.Duration, env SourceEnv, auth func() (tokensource.Authenticator, error)) *tokensource.Source {
-	return &tokensource.Source{Key: key, Store: env.Store, LockDir: env.LockDir, UseAccessToken: useAccessToken, MinValidity: minValidity,
-		Cooldown: cooldown, NewAuthenticator: auth, Notify: env.Notify, Log: env.Log, Now: env.Now}
+func newSource(key tokencache.Key, useAccessToken bool, minValidity, cooldown time.Duration, env SourceEnv,
+	auth func() (tokensource.Authenticator, error)) *tokensource.Source {
+	return &tokensource.Source{Key: key, Store: env.Store, LockDir: env.LockDir, UseAccessToken: useAccessToken,
+		MinValidity: minValidity,
+		Cooldown:    cooldown, NewAuthenticator: auth, Notify: env.Notify, Log: env.Log, Now: env.Now}
 }
 
 // UsesAccessToken tells whether the token handed out is the access token

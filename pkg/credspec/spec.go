@@ -172,11 +172,14 @@ const DefaultRequestTimeout = 15 * time.Second
 // NewSpec returns the defaults.
 func NewSpec() Spec {
 	return Spec{
-		OIDC:                  OIDC{GrantType: GrantAuto, AuthTimeout: DefaultAuthTimeout, RequestTimeout: DefaultRequestTimeout, PKCEMethod: PKCEAuto, LoginCooldown: DefaultLoginCooldown},
-		Cache:                 Cache{TokenCacheStorage: tokencache.StorageAuto},
-		CloudSigmaSettings:    CloudSigmaSettings{CSOAuthURL: DefaultCloudSigmaOAuthURL, CSAPIURL: DefaultCloudSigmaAPIURL},
+		OIDC: OIDC{GrantType: GrantAuto, AuthTimeout: DefaultAuthTimeout,
+			RequestTimeout: DefaultRequestTimeout, PKCEMethod: PKCEAuto, LoginCooldown: DefaultLoginCooldown},
+		Cache: Cache{TokenCacheStorage: tokencache.StorageAuto},
+		CloudSigmaSettings: CloudSigmaSettings{CSOAuthURL: DefaultCloudSigmaOAuthURL,
+			CSAPIURL: DefaultCloudSigmaAPIURL},
 		TokenExchangeSettings: TokenExchangeSettings{ExchangeSubject: "access_token"},
-		IdentityPlatform:      IdentityPlatform{IPEndpoint: DefaultIdentityToolkitURL, SecureTokenURL: DefaultSecureTokenURL, GoogleIssuer: DefaultGoogleIssuer},
+		IdentityPlatform: IdentityPlatform{IPEndpoint: DefaultIdentityToolkitURL,
+			SecureTokenURL: DefaultSecureTokenURL, GoogleIssuer: DefaultGoogleIssuer},
 	}
 }
 
@@ -187,7 +190,9 @@ func (o *Spec) Validate() error {
 	case ExchangeNone, ExchangeTokenExchange:
 	case ExchangeCloudSigma:
 		if o.LegacyWithoutOptIn {
-			return fmt.Errorf("$%s/$%s are legacy credentials, which are off: use a client ($%s/$%s), or opt in with $%s=true", EnvCloudSigmaUsername, EnvCloudSigmaPassword, EnvCloudSigmaClientID, EnvCloudSigmaClientSecret, EnvCloudSigmaLegacy)
+			return fmt.Errorf("$%s/$%s are legacy credentials, which are off: use a client ($%s/$%s), or opt in with "+
+				"$%s=true", EnvCloudSigmaUsername, EnvCloudSigmaPassword, EnvCloudSigmaClientID,
+				EnvCloudSigmaClientSecret, EnvCloudSigmaLegacy)
 		}
 		secret := o.ClientSecret
 		if o.ClientAssertion() {
@@ -198,10 +203,12 @@ func (o *Spec) Validate() error {
 		}
 		return o.validateCommon()
 	default:
-		return fmt.Errorf("--%s %q is not one of %s, %s", FlagExchange, o.Exchange, ExchangeCloudSigma, ExchangeTokenExchange)
+		return fmt.Errorf("--%s %q is not one of %s, %s", FlagExchange, o.Exchange, ExchangeCloudSigma,
+			ExchangeTokenExchange)
 	}
 	if o.ExchangeFromCluster && len(o.ExchangeAudiences) > 0 {
-		return fmt.Errorf("give --%s or --%s, not both: the audience comes from one place", FlagExchangeAudience, FlagExchangeFromCluster)
+		return fmt.Errorf("give --%s or --%s, not both: the audience comes from one place", FlagExchangeAudience,
+			FlagExchangeFromCluster)
 	}
 	if o.IssuerURL == "" {
 		return fmt.Errorf("--%s is required (or a --%s that sets it)", FlagIssuerURL, FlagProfile)
@@ -211,7 +218,8 @@ func (o *Spec) Validate() error {
 		return fmt.Errorf("--%s %q is not an http(s) URL", FlagIssuerURL, o.IssuerURL)
 	}
 	if u.Scheme == "http" && !IsLoopbackHost(u.Hostname()) {
-		return fmt.Errorf("--%s %q must use https (plain http is allowed for loopback test providers only)", FlagIssuerURL, o.IssuerURL)
+		return fmt.Errorf("--%s %q must use https (plain http is allowed for loopback test providers only)",
+			FlagIssuerURL, o.IssuerURL)
 	}
 	if o.ClientID == "" {
 		return fmt.Errorf("--%s is required (or a --%s that sets it)", FlagClientID, FlagProfile)
@@ -235,7 +243,8 @@ func (o *Spec) validateCommon() error {
 			return err
 		}
 		if o.ClientSecret == "" {
-			return fmt.Errorf("--%s=%s needs the Google OAuth client's secret (Google requires it even for desktop clients): --%s or $%s", FlagGrantType, GrantIdentityPlatform, FlagClientSecretFile, EnvClientSecret)
+			return fmt.Errorf("--%s=%s needs the Google OAuth client's secret (Google requires it even for desktop "+
+				"clients): --%s or $%s", FlagGrantType, GrantIdentityPlatform, FlagClientSecretFile, EnvClientSecret)
 		}
 	}
 	if o.ClientAssertion() {
@@ -245,12 +254,17 @@ func (o *Spec) validateCommon() error {
 		// 8693's exchange is the login client's own: its code exchange
 		// would go unauthenticated. CloudSigma's has its own client.
 		if o.Exchange != ExchangeCloudSigma && o.GrantType != GrantClientCredentials && o.GrantType != GrantPassword {
-			return fmt.Errorf("a client assertion (--%s=%s, --%s) authenticates the client-credentials and password grants and CloudSigma's exchange, not --%s=%s: a person's login authenticates no client, use a public client for it", FlagClientAuthMethod, AuthPrivateKeyJWT, FlagClientAssertionFile, FlagGrantType, o.GrantType)
+			return fmt.Errorf("a client assertion (--%s=%s, --%s) authenticates the client-credentials and password "+
+				"grants and CloudSigma's exchange, not --%s=%s: a person's login authenticates no client, use a "+
+				"public client for it", FlagClientAuthMethod, AuthPrivateKeyJWT, FlagClientAssertionFile, FlagGrantType,
+				o.GrantType)
 		}
 		return nil
 	}
 	if o.Exchange != ExchangeCloudSigma && o.GrantType == GrantClientCredentials && o.ClientSecret == "" {
-		return fmt.Errorf("--%s=%s needs a client secret (--%s or $%s), or an assertion (--%s=%s, --%s)", FlagGrantType, GrantClientCredentials, FlagClientSecretFile, EnvClientSecret, FlagClientAuthMethod, AuthPrivateKeyJWT, FlagClientAssertionFile)
+		return fmt.Errorf("--%s=%s needs a client secret (--%s or $%s), or an assertion (--%s=%s, --%s)", FlagGrantType,
+			GrantClientCredentials, FlagClientSecretFile, EnvClientSecret, FlagClientAuthMethod, AuthPrivateKeyJWT,
+			FlagClientAssertionFile)
 	}
 	return nil
 }
@@ -270,20 +284,29 @@ func (o *OIDC) validateAssertion() error {
 	keyed := o.ClientAuthMethod == AuthPrivateKeyJWT
 	switch {
 	case keyed && o.ClientKeyFile == "":
-		return fmt.Errorf("--%s=%s signs with a key: give --%s", FlagClientAuthMethod, AuthPrivateKeyJWT, FlagClientKeyFile)
-	case !keyed && (o.ClientKeyFile != "" || o.ClientCertificateFile != "" || o.ClientKeyID != "" || o.ClientAssertionAudience != ""):
-		return fmt.Errorf("--%s, --%s, --%s and --%s take effect with --%s=%s only", FlagClientKeyFile, FlagClientCertFile, FlagClientKeyID, FlagClientAssertionAud, FlagClientAuthMethod, AuthPrivateKeyJWT)
+		return fmt.Errorf("--%s=%s signs with a key: give --%s", FlagClientAuthMethod, AuthPrivateKeyJWT,
+			FlagClientKeyFile)
+	case !keyed &&
+		(o.ClientKeyFile != "" || o.ClientCertificateFile != "" || o.ClientKeyID != "" ||
+			o.ClientAssertionAudience != ""):
+		return fmt.Errorf("--%s, --%s, --%s and --%s take effect with --%s=%s only", FlagClientKeyFile,
+			FlagClientCertFile, FlagClientKeyID, FlagClientAssertionAud, FlagClientAuthMethod, AuthPrivateKeyJWT)
 	case keyed && o.ClientAssertionFile != "":
-		return fmt.Errorf("give --%s=%s or --%s, not both: one assertion authenticates the client", FlagClientAuthMethod, AuthPrivateKeyJWT, FlagClientAssertionFile)
+		return fmt.Errorf("give --%s=%s or --%s, not both: one assertion authenticates the client",
+			FlagClientAuthMethod, AuthPrivateKeyJWT, FlagClientAssertionFile)
 	case o.ClientAssertion() && (o.ClientSecret != "" || o.ClientSecretFile != ""):
-		return fmt.Errorf("a client authenticates with an assertion or a secret, not both: drop the secret (--%s, $%s) or the assertion", FlagClientSecretFile, EnvClientSecret)
+		return fmt.Errorf("a client authenticates with an assertion or a secret, not both: drop the secret (--%s, "+
+			"$%s) or the assertion", FlagClientSecretFile, EnvClientSecret)
 	}
-	if k := o.ClientKeyID; len(k) > maxKeyID || strings.IndexFunc(k, func(r rune) bool { return r < 0x21 || r > 0x7e }) >= 0 {
-		return fmt.Errorf("--%s must be at most %d printable ASCII characters without spaces: the kid the key is registered with, or none", FlagClientKeyID, maxKeyID)
+	if k := o.ClientKeyID; len(k) > maxKeyID ||
+		strings.IndexFunc(k, func(r rune) bool { return r < 0x21 || r > 0x7e }) >= 0 {
+		return fmt.Errorf("--%s must be at most %d printable ASCII characters without spaces: the kid the key is "+
+			"registered with, or none", FlagClientKeyID, maxKeyID)
 	}
 	if a := o.ClientAssertionAudience; a != "" && a != AssertionAudienceTokenEndpoint {
 		if u, err := url.Parse(a); err != nil || u.Scheme != "https" || u.Host == "" {
-			return fmt.Errorf("--%s %q is not %s or an https URL", FlagClientAssertionAud, a, AssertionAudienceTokenEndpoint)
+			return fmt.Errorf("--%s %q is not %s or an https URL", FlagClientAssertionAud, a,
+				AssertionAudienceTokenEndpoint)
 		}
 	}
 	return nil
@@ -293,7 +316,8 @@ func (o *OIDC) validateAssertion() error {
 // client, which an exchange may supply, are checked by AuthOptions).
 func (o *OIDC) Validate() error {
 	if o.ClientAuthMethod != "" && !slices.Contains(ClientAuthMethods, o.ClientAuthMethod) {
-		return fmt.Errorf("--%s %q is not one of %s", FlagClientAuthMethod, o.ClientAuthMethod, strings.Join(ClientAuthMethods, ", "))
+		return fmt.Errorf("--%s %q is not one of %s", FlagClientAuthMethod, o.ClientAuthMethod,
+			strings.Join(ClientAuthMethods, ", "))
 	}
 	if err := o.validateAssertion(); err != nil {
 		return err
@@ -316,8 +340,10 @@ func (o *OIDC) Validate() error {
 	}
 	for k := range o.AuthRequestExtraParams {
 		switch strings.ToLower(k) {
-		case "client_id", "redirect_uri", "response_type", "response_mode", "scope", "state", "nonce", "code_challenge", "code_challenge_method", "request", "request_uri":
-			return fmt.Errorf("--%s %s: that parameter is the login's own (its protections would be replaced)", FlagExtraParams, k)
+		case "client_id", "redirect_uri", "response_type", "response_mode", "scope", "state", "nonce", "code_challenge",
+			"code_challenge_method", "request", "request_uri":
+			return fmt.Errorf("--%s %s: that parameter is the login's own (its protections would be replaced)",
+				FlagExtraParams, k)
 		}
 	}
 	for k := range o.RequestHeaders {
@@ -340,15 +366,18 @@ func (o *OIDC) Validate() error {
 		// listen on.
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || port < 1 || port > 65535 ||
 			(u.Hostname() != "localhost" && u.Hostname() != "127.0.0.1") || u.User != nil {
-			return fmt.Errorf("--%s %q: the browser login's redirect must be http(s)://localhost:PORT/... or http(s)://127.0.0.1:PORT/... (the loopback server binds 127.0.0.1)", FlagRedirectURL, o.RedirectURL)
+			return fmt.Errorf("--%s %q: the browser login's redirect must be http(s)://localhost:PORT/... or "+
+				"http(s)://127.0.0.1:PORT/... (the loopback server binds 127.0.0.1)", FlagRedirectURL, o.RedirectURL)
 		}
 		if (u.Scheme == "https") != (o.LocalServerCert != "") {
-			return fmt.Errorf("--%s %q: https needs --%s and --%s, and they need an https redirect", FlagRedirectURL, o.RedirectURL, FlagLocalCert, FlagLocalKey)
+			return fmt.Errorf("--%s %q: https needs --%s and --%s, and they need an https redirect", FlagRedirectURL,
+				o.RedirectURL, FlagLocalCert, FlagLocalKey)
 		}
 	}
 	if o.OpenURLAfterAuthentication != "" {
 		u, err := url.Parse(o.OpenURLAfterAuthentication)
-		if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && IsLoopbackHost(u.Hostname()))) {
+		if err != nil || u.Host == "" ||
+			(u.Scheme != "https" && !(u.Scheme == "http" && IsLoopbackHost(u.Hostname()))) {
 			return fmt.Errorf("--%s %q is not an https URL", FlagOpenAfterAuth, o.OpenURLAfterAuthentication)
 		}
 	}
@@ -364,7 +393,8 @@ func (o *OIDC) Validate() error {
 // Validate checks the storage.
 func (o *Cache) Validate() error {
 	if !slices.Contains(tokencache.Storages, o.TokenCacheStorage) {
-		return fmt.Errorf("--%s %q is not one of %s", FlagStorage, o.TokenCacheStorage, strings.Join(tokencache.Storages, ", "))
+		return fmt.Errorf("--%s %q is not one of %s", FlagStorage, o.TokenCacheStorage,
+			strings.Join(tokencache.Storages, ", "))
 	}
 	return nil
 }
@@ -386,12 +416,14 @@ func (o *Cache) Complete(getenv func(string) string) error {
 // Validate checks the sign-in's settings.
 func (o *IdentityPlatform) Validate() error {
 	if o.IPAPIKey == "" {
-		return fmt.Errorf("--%s=%s needs --%s (the project's Web API key)", FlagGrantType, GrantIdentityPlatform, FlagIPAPIKey)
+		return fmt.Errorf("--%s=%s needs --%s (the project's Web API key)", FlagGrantType, GrantIdentityPlatform,
+			FlagIPAPIKey)
 	}
 	if o.IPEmulator {
 		for _, e := range []string{o.IPEndpoint, o.SecureTokenURL} {
 			if u, err := url.Parse(e); err != nil || !IsLoopbackHost(u.Hostname()) {
-				return fmt.Errorf("--identity-platform-emulator accepts unsigned tokens, so its endpoints must be on loopback: %q is not", e)
+				return fmt.Errorf("--identity-platform-emulator accepts unsigned tokens, so its endpoints must be on "+
+					"loopback: %q is not", e)
 			}
 		}
 	}
@@ -403,7 +435,8 @@ func (o *IdentityPlatform) Validate() error {
 // checks the pin of an allowed server).
 func (o *Servers) Validate() error {
 	if o.AllowedServerCA != "" && len(o.AllowedServers) == 0 {
-		return fmt.Errorf("--%s pins the CA of the allowed servers: give --%s too (profile keys allowedServers and allowedServerCertificateAuthority)", FlagAllowedServerCA, FlagAllowedServer)
+		return fmt.Errorf("--%s pins the CA of the allowed servers: give --%s too (profile keys allowedServers and "+
+			"allowedServerCertificateAuthority)", FlagAllowedServerCA, FlagAllowedServer)
 	}
 	for _, s := range o.AllowedServers {
 		if u, err := url.Parse(s); err != nil || u.Host == "" {
@@ -427,7 +460,8 @@ func validateListenAddress(a string) error {
 		return fmt.Errorf("--%s %q is not host:port: %v", FlagListen, a, err)
 	}
 	if !IsLoopbackHost(host) {
-		return fmt.Errorf("--%s %q must be a loopback address (127.0.0.1, [::1] or localhost), so that no other machine can reach the login callback", FlagListen, a)
+		return fmt.Errorf("--%s %q must be a loopback address (127.0.0.1, [::1] or localhost), so that no other "+
+			"machine can reach the login callback", FlagListen, a)
 	}
 	if port == "" {
 		return fmt.Errorf("--%s %q has no port (use :0 for any free port)", FlagListen, a)

@@ -48,7 +48,8 @@ func (a *Auditor) Record(r AuditRecord) {
 	}
 	r.Time = now().UTC()
 	if a.W != nil {
-		line := fmt.Sprintf("audit: %s exchange=%s step=%s outcome=%s", r.Time.Format(time.RFC3339), r.Exchange, r.Step, r.Outcome)
+		line := fmt.Sprintf("audit: %s exchange=%s step=%s outcome=%s", r.Time.Format(time.RFC3339), r.Exchange, r.Step,
+			r.Outcome)
 		if r.UserEmail != "" {
 			line += " user_email=" + r.UserEmail
 		}

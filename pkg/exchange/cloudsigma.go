@@ -73,7 +73,8 @@ func (g grantFunc) Refresh(context.Context, string) (*tokencache.Entry, error) {
 }
 
 func (c *CloudSigma) source(key tokencache.Key, g tokensource.Authenticator) *tokensource.Source {
-	return c.StepSource(key, credspec.SourceEnv{Store: c.Store, LockDir: c.LockDir, Notify: c.Notify, Log: c.Log, Now: c.Now}, g)
+	return c.StepSource(key,
+		credspec.SourceEnv{Store: c.Store, LockDir: c.LockDir, Notify: c.Notify, Log: c.Log, Now: c.Now}, g)
 }
 
 func (c *CloudSigma) now() time.Time {
@@ -137,7 +138,8 @@ func (c *CloudSigma) stepError(step string, err error) error {
 
 func (c *CloudSigma) record(step string, err error) {
 	o, msg := outcome(err)
-	c.Audit.Record(AuditRecord{Exchange: "cloudsigma", UserEmail: c.UserEmail, Region: c.Region, Step: step, Outcome: o, Error: msg})
+	c.Audit.Record(AuditRecord{Exchange: "cloudsigma", UserEmail: c.UserEmail, Region: c.Region, Step: step, Outcome: o,
+		Error: msg})
 }
 
 // retry is the retry policy of step: every attempt that is retried (a
@@ -183,7 +185,8 @@ func (c *CloudSigma) serviceToken(ctx context.Context) (*tokencache.Entry, error
 		form = url.Values{"grant_type": {"password"}, "username": {c.LegacyUsername}, "password": {c.LegacyPassword}}
 		step = "password (legacy credentials: acting directly as " + c.LegacyUsername + ", no impersonation)"
 		if c.Notify != nil {
-			c.Notify("LEGACY CloudSigma credentials: acting directly as the account " + c.LegacyUsername + ", not impersonating anyone")
+			c.Notify("LEGACY CloudSigma credentials: acting directly as the account " + c.LegacyUsername +
+				", not impersonating anyone")
 		}
 	}
 	c.Log.Printf(1, "cloudsigma: %s at %s", step, c.tokenURL())
@@ -206,7 +209,8 @@ func (c *CloudSigma) requestingPartyToken(ctx context.Context, serviceToken stri
 	t, err := c.tokenClient(stepRPT).Token(ctx, form, serviceToken)
 	var oe *oauth.Error
 	if errors.As(err, &oe) && oe.Status == http.StatusForbidden {
-		err = fmt.Errorf("%w: grant the client's service account the permission on %s in Keycloak's Authorization settings", err, credspec.ServiceProviderAudience)
+		err = fmt.Errorf("%w: grant the client's service account the permission on %s in Keycloak's Authorization "+
+			"settings", err, credspec.ServiceProviderAudience)
 	}
 	c.record(stepRPT, err)
 	if err != nil {
@@ -221,7 +225,8 @@ func (c *CloudSigma) impersonate(ctx context.Context, rpt, serviceToken string) 
 	u := c.APIURL() + "/service_provider/api/v1/user/impersonate"
 	c.Log.Printf(1, "cloudsigma: %s of %s at %s", stepImpersonate, c.UserEmail, u)
 	var answer json.RawMessage
-	err := oauth.PostJSON(ctx, c.hc(), c.retry(stepImpersonate), peerAPI, u, rpt, map[string]string{"user_email": c.UserEmail, "subject_token": serviceToken}, &answer)
+	err := oauth.PostJSON(ctx, c.hc(), c.retry(stepImpersonate), peerAPI, u, rpt,
+		map[string]string{"user_email": c.UserEmail, "subject_token": serviceToken}, &answer)
 	var token string
 	var lifetime time.Duration
 	if err == nil {

@@ -65,7 +65,8 @@ func (x *TokenExchange) Grant(ctx context.Context) (*tokencache.Entry, error) {
 	if stt == "" {
 		stt = credspec.TokenType("access_token")
 	}
-	form := url.Values{"grant_type": {GrantTokenExchange}, "subject_token": {subject.Token}, "subject_token_type": {stt}}
+	form := url.Values{"grant_type": {GrantTokenExchange}, "subject_token": {subject.Token},
+		"subject_token_type": {stt}}
 	if x.RequestedTokenType != "" {
 		form.Set("requested_token_type", credspec.TokenType(x.RequestedTokenType))
 	}
@@ -78,7 +79,8 @@ func (x *TokenExchange) Grant(ctx context.Context) (*tokencache.Entry, error) {
 	if x.RequestedSubject != "" {
 		form.Set("requested_subject", x.RequestedSubject)
 	}
-	x.Log.Printf(1, "token exchange at %s (audience %v, requested subject %q)", tokenURL, x.Audiences, x.RequestedSubject)
+	x.Log.Printf(1, "token exchange at %s (audience %v, requested subject %q)", tokenURL, x.Audiences,
+		x.RequestedSubject)
 	hc := x.HTTPClient
 	if hc == nil {
 		hc = http.DefaultClient
@@ -87,11 +89,13 @@ func (x *TokenExchange) Grant(ctx context.Context) (*tokencache.Entry, error) {
 	if method == "" {
 		method = oauth.AuthBasic
 	}
-	tc := &oauth.Client{HTTPClient: hc, TokenURL: tokenURL, ClientID: x.ClientID, ClientSecret: x.ClientSecret, AuthMethod: method, Retry: x.Retry, Assertion: x.Assertion}
+	tc := &oauth.Client{HTTPClient: hc, TokenURL: tokenURL, ClientID: x.ClientID, ClientSecret: x.ClientSecret,
+		AuthMethod: method, Retry: x.Retry, Assertion: x.Assertion}
 	t, err := tc.Token(ctx, form, "")
 	err = keycloakHint(x.ClientID, err)
 	o, msg := outcome(err)
-	x.Audit.Record(AuditRecord{Exchange: "token-exchange", Subject: x.RequestedSubject, Step: "token-exchange", Outcome: o, Error: msg})
+	x.Audit.Record(AuditRecord{Exchange: "token-exchange", Subject: x.RequestedSubject, Step: "token-exchange",
+		Outcome: o, Error: msg})
 	if err != nil {
 		return nil, fmt.Errorf("token exchange: %w", err)
 	}
@@ -100,8 +104,9 @@ func (x *TokenExchange) Grant(ctx context.Context) (*tokencache.Entry, error) {
 		now = x.Now()
 	}
 	return &tokencache.Entry{
-		AccessToken: t.AccessToken, TokenType: t.TokenType, AccessTokenExpiry: oauth.Expiry(t.AccessToken, oauth.ExpiresIn(t), now, oauth.DefaultLifetime),
-		ClientID: x.ClientID, GrantType: "token-exchange", ObtainedAt: now.UTC(),
+		AccessToken: t.AccessToken, TokenType: t.TokenType,
+		AccessTokenExpiry: oauth.Expiry(t.AccessToken, oauth.ExpiresIn(t), now, oauth.DefaultLifetime),
+		ClientID:          x.ClientID, GrantType: "token-exchange", ObtainedAt: now.UTC(),
 	}, nil
 }
 
@@ -115,11 +120,16 @@ func keycloakHint(clientID string, err error) error {
 	d := oe.Code + ": " + oe.Description
 	switch {
 	case strings.Contains(d, "requested_subject") && strings.Contains(d, "not supported"):
-		return fmt.Errorf("%w: this Keycloak runs standard token exchange (V2), which cannot impersonate; enable the legacy token-exchange and admin-fine-grained-authz features (V1) and the impersonation permission, or drop --impersonate-user", err)
+		return fmt.Errorf("%w: this Keycloak runs standard token exchange (V2), which cannot impersonate; enable the "+
+			"legacy token-exchange and admin-fine-grained-authz features (V1) and the impersonation permission, or "+
+			"drop --impersonate-user", err)
 	case strings.Contains(d, "Client not allowed to exchange"):
-		return fmt.Errorf("%w: in Keycloak, let client %q exchange tokens: enable 'Standard Token Exchange' in its Capability config (V2), or grant it the token-exchange permission on the target client, plus 'impersonation' on users for --impersonate-user (V1)", err, clientID)
+		return fmt.Errorf("%w: in Keycloak, let client %q exchange tokens: enable 'Standard Token Exchange' in its "+
+			"Capability config (V2), or grant it the token-exchange permission on the target client, plus "+
+			"'impersonation' on users for --impersonate-user (V1)", err, clientID)
 	case strings.HasPrefix(d, "invalid_client") && strings.Contains(strings.ToLower(d), "audience"):
-		return fmt.Errorf("%w: every --exchange-audience must be a client of this realm (and, for V2, within the subject token's audience)", err)
+		return fmt.Errorf("%w: every --exchange-audience must be a client of this realm (and, for V2, within the "+
+			"subject token's audience)", err)
 	case oe.Status == http.StatusUnauthorized:
 		return fmt.Errorf("%w: check the client ID and secret", err)
 	}

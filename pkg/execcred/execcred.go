@@ -82,13 +82,15 @@ func ParseRequest(value string) (*Request, error) {
 	case "":
 		return nil, fmt.Errorf("invalid %s: apiVersion is missing", EnvExecInfo)
 	default:
-		return nil, fmt.Errorf("invalid %s: apiVersion %q is not supported (want %s or %s); set apiVersion in the kubeconfig exec entry",
+		return nil, fmt.Errorf("invalid %s: apiVersion %q is not supported (want %s or %s); set apiVersion in the "+
+			"kubeconfig exec entry",
 			EnvExecInfo, w.APIVersion, APIVersionV1, APIVersionV1beta1)
 	}
 	if w.Kind != kindExecCredential {
 		return nil, fmt.Errorf("invalid %s: kind %q, want %s", EnvExecInfo, w.Kind, kindExecCredential)
 	}
-	return &Request{APIVersion: w.APIVersion, Interactive: w.Spec.Interactive, Cluster: w.Spec.Cluster, FromKubectl: true}, nil
+	return &Request{APIVersion: w.APIVersion, Interactive: w.Spec.Interactive, Cluster: w.Spec.Cluster,
+		FromKubectl: true}, nil
 }
 
 type wireStatus struct {

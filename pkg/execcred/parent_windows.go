@@ -35,7 +35,8 @@ func openParent(access uint32) (windows.Handle, error) {
 			return h, nil
 		}
 		var pbi windows.PROCESS_BASIC_INFORMATION
-		err = windows.NtQueryInformationProcess(h, windows.ProcessBasicInformation, unsafe.Pointer(&pbi), uint32(unsafe.Sizeof(pbi)), nil)
+		err = windows.NtQueryInformationProcess(h, windows.ProcessBasicInformation, unsafe.Pointer(&pbi),
+			uint32(unsafe.Sizeof(pbi)), nil)
 		_ = windows.CloseHandle(h)
 		if err != nil {
 			return 0, err
@@ -77,7 +78,8 @@ func ParentEnviron() ([]string, error) {
 	}
 	defer func() { _ = windows.CloseHandle(h) }()
 	var pbi windows.PROCESS_BASIC_INFORMATION
-	if err := windows.NtQueryInformationProcess(h, windows.ProcessBasicInformation, unsafe.Pointer(&pbi), uint32(unsafe.Sizeof(pbi)), nil); err != nil {
+	if err := windows.NtQueryInformationProcess(h, windows.ProcessBasicInformation, unsafe.Pointer(&pbi),
+		uint32(unsafe.Sizeof(pbi)), nil); err != nil {
 		return nil, err
 	}
 	read := func(addr uintptr, out unsafe.Pointer, size uintptr) error {
@@ -88,7 +90,8 @@ func ParentEnviron() ([]string, error) {
 		return nil, err
 	}
 	var params windows.RTL_USER_PROCESS_PARAMETERS
-	if err := read(uintptr(unsafe.Pointer(peb.ProcessParameters)), unsafe.Pointer(&params), unsafe.Sizeof(params)); err != nil {
+	if err := read(uintptr(unsafe.Pointer(peb.ProcessParameters)), unsafe.Pointer(&params),
+		unsafe.Sizeof(params)); err != nil {
 		return nil, err
 	}
 	if params.EnvironmentSize == 0 || params.EnvironmentSize > 1<<20 {

@@ -32,7 +32,8 @@ import (
 // for the full binary: when the keyring failed here (absent, locked, hung),
 // the full binary is told so and does not wait for it a second time, so that
 // the whole call stays within one keyring timeout.
-func Serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (served bool, handoff map[string]string) {
+func Serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (served bool,
+	handoff map[string]string) {
 	defer tokencache.CloseKeyring()
 	served, keyringErr := serve(ctx, args, getenv, stdout)
 	if !served && keyringErr != nil {
@@ -102,7 +103,10 @@ func Dispatch(argv0 string, args []string) (getTokenArgs []string, full bool, er
 	case name == install.APIServerBinaryName:
 		// The full binary hands commands to that name: answering them by
 		// handing them back would loop.
-		return nil, false, errors.New(strconv.Quote(argv0) + " is the fast get-token binary under the name of " + install.APIServerBinaryName + ": install the plugin's binaries side by side, each under its own name")
+		return nil, false,
+			errors.New(strconv.Quote(argv0) + " is the fast get-token binary under the name of " +
+				install.APIServerBinaryName + ": install the plugin's binaries side by " +
+				"side, each under its own name")
 	case len(args) > 0 && args[0] == "get-token":
 		return args[1:], false, nil
 	}

@@ -71,7 +71,8 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 // Requests with credentials (an Authorization header: distributed claims)
 // and other methods always go through.
 func RateLimited(next http.RoundTripper, interval time.Duration) http.RoundTripper {
-	return &rateLimited{next: next, interval: interval, last: map[string]*copyOf{}, tried: map[string]time.Time{}, now: time.Now}
+	return &rateLimited{next: next, interval: interval, last: map[string]*copyOf{}, tried: map[string]time.Time{},
+		now: time.Now}
 }
 
 // ErrRateLimited answers a refetch within the interval after a failed one.

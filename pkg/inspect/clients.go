@@ -78,7 +78,8 @@ type ListClient interface {
 	RBACReader
 	NamespacesWith(ctx context.Context, selector string) ([]string, error)
 	List(ctx context.Context, r resource.Resource, namespace, selector string, full bool) ([]resource.Object, error)
-	Filter(ctx context.Context, r resource.Resource, objs []resource.Object, o rbac.FilterOptions) ([]rbac.Decision, rbac.FilterStats, error)
+	Filter(ctx context.Context, r resource.Resource, objs []resource.Object, o rbac.FilterOptions) ([]rbac.Decision,
+		rbac.FilterStats, error)
 }
 
 var (
@@ -109,7 +110,8 @@ func ResolveTarget(ctx context.Context, d Discoverer, t rbac.Target, warn func(s
 		if ctx.Err() != nil {
 			return t, err
 		}
-		warn(fmt.Sprintf("resolving %s through discovery: %v; asking about it as typed", t.ResourceDisplay(), failed.Err))
+		warn(fmt.Sprintf("resolving %s through discovery: %v; asking about it as typed", t.ResourceDisplay(),
+			failed.Err))
 	default:
 		warn(err.Error())
 	}
@@ -119,8 +121,10 @@ func ResolveTarget(ctx context.Context, d Discoverer, t rbac.Target, warn func(s
 // Resources are the resources of one scope (cluster-scoped, or
 // namespaced) the server serves, or, when typed names some, those, each
 // resolved as kubectl resolves it (resource.Resolve).
-func Resources(ctx context.Context, d Discoverer, typed []string, subresources, clusterScope bool, warn func(string)) ([]resource.Resource, error) {
-	out, err := resource.Resolve(ctx, d, subresources, warn, func(all []resource.Resource) ([]resource.Resource, error) {
+func Resources(ctx context.Context, d Discoverer, typed []string, subresources, clusterScope bool,
+	warn func(string)) ([]resource.Resource, error) {
+	out,
+		err := resource.Resolve(ctx, d, subresources, warn, func(all []resource.Resource) ([]resource.Resource, error) {
 		var scope []resource.Resource
 		for _, r := range all {
 			if r.Namespaced != clusterScope {
@@ -170,7 +174,9 @@ func ExtraOf[V ~[]string](extra map[string]V) map[string][]string {
 func resolveTarget(all []resource.Resource, t rbac.Target) (rbac.Target, error) {
 	if t.NonResourceURL != "" || t.Resource == "*" ||
 		(t.Group == "" && slices.Contains([]string{"users", "groups", "serviceaccounts/token"}, t.Resource)) ||
-		(t.Group == rbac.ImpersonationGroup && slices.Contains([]string{"uids", "userextras", "users", "groups", "serviceaccounts", "nodes"}, t.Resource)) {
+		(t.Group == rbac.ImpersonationGroup &&
+			slices.Contains([]string{"uids", "userextras", "users", "groups", "serviceaccounts", "nodes"},
+				t.Resource)) {
 		return t, nil
 	}
 	typed := t.Resource

@@ -94,9 +94,11 @@ func List(ctx context.Context, q ListRequest) (*ListResult, error) {
 		return objs[i].Name < objs[j].Name
 	})
 	opts := rbac.FilterOptions{Verbs: q.Verbs, ForceSSAR: q.ForceSSAR}
-	if (q.AllNamespaces || q.ProjectLabel != "") && res.Namespaced && q.RBACObjects && !opts.ForceSSAR && len(objs) > 0 {
+	if (q.AllNamespaces || q.ProjectLabel != "") && res.Namespaced && q.RBACObjects && !opts.ForceSSAR &&
+		len(objs) > 0 {
 		checking, check := kubeapi.CountRequests(ctx)
-		if found := LocalRules(checking, Say{Warn: q.Warn, Verbose: q.Verbose}, caller, objs[0].Namespace, q.Target); found != nil {
+		if found := LocalRules(checking, Say{Warn: q.Warn, Verbose: q.Verbose}, caller, objs[0].Namespace,
+			q.Target); found != nil {
 			opts.LocalRules = found[0]
 		}
 		r.Check = check.N()
@@ -110,7 +112,8 @@ func List(ctx context.Context, q ListRequest) (*ListResult, error) {
 		for _, obj := range objs {
 			seen[obj.Namespace] = true
 		}
-		return nil, fmt.Errorf("interrupted while deciding %d objects in %d namespaces: %w", len(objs), len(seen), ctx.Err())
+		return nil,
+			fmt.Errorf("interrupted while deciding %d objects in %d namespaces: %w", len(objs), len(seen), ctx.Err())
 	}
 	return r, err
 }

@@ -83,12 +83,14 @@ func LocalRules(ctx context.Context, say Say, reader RBACReader, first string, i
 	case errors.Is(reviewErr, kubeapi.ErrTooLarge):
 		return nil // past a bound: the same review, one per namespace, says so and ends the command
 	case reviewErr != nil:
-		return fallback(fmt.Sprintf("reviewing the rules in %s: %s", logging.Printable(first), logging.OneLine(reviewErr.Error(), 200)))
+		return fallback(fmt.Sprintf("reviewing the rules in %s: %s", logging.Printable(first),
+			logging.OneLine(reviewErr.Error(), 200)))
 	case incomplete:
 		return nil // another authorizer in the chain: the results say so
 	}
 	if err != nil || snapshot == nil {
-		if apiErr := (*kubeapi.APIError)(nil); errors.As(err, &apiErr) && apiErr.Code == http.StatusForbidden && !verbose {
+		if apiErr := (*kubeapi.APIError)(nil); errors.As(err, &apiErr) && apiErr.Code == http.StatusForbidden &&
+			!verbose {
 			return nil
 		}
 		return fallback("the RBAC objects cannot be read (" + logging.OneLine(fmt.Sprint(err), 200) + ")")
@@ -106,7 +108,8 @@ func LocalRules(ctx context.Context, say Say, reader RBACReader, first string, i
 // checkedLocal is the i-th identity's rules from the RBAC objects (ui,
 // as the server named it), when they give the rules the server reviews in
 // first (served, for the first identity); else why not.
-func checkedLocal(ctx context.Context, snapshot *rbac.RBAC, id RulesClient, i int, ui *authnv1.UserInfo, whoErr error, first string, served []authzv1.ResourceRule) (rbac.LocalRules, string) {
+func checkedLocal(ctx context.Context, snapshot *rbac.RBAC, id RulesClient, i int, ui *authnv1.UserInfo, whoErr error,
+	first string, served []authzv1.ResourceRule) (rbac.LocalRules, string) {
 	prefix, what := "", ""
 	if i > 0 {
 		prefix, what = "--diff-as: ", " for --diff-as"
@@ -128,11 +131,13 @@ func checkedLocal(ctx context.Context, snapshot *rbac.RBAC, id RulesClient, i in
 		var incomplete bool
 		var err error
 		if served, incomplete, err = id.RulesReview(ctx, first); err != nil || incomplete {
-			return nil, "the RBAC objects do not give the rules the server reviews for --diff-as in " + logging.Printable(first)
+			return nil,
+				"the RBAC objects do not give the rules the server reviews for --diff-as in " + logging.Printable(first)
 		}
 	}
 	if mine, _ := local(first); !rbac.SameRules(mine, served) {
-		return nil, "the RBAC objects do not give the rules the server reviews" + what + " in " + logging.Printable(first)
+		return nil,
+			"the RBAC objects do not give the rules the server reviews" + what + " in " + logging.Printable(first)
 	}
 	return local, ""
 }

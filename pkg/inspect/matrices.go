@@ -123,7 +123,8 @@ func (b *builder) matrix(ctx context.Context, ns string) (*rbac.Matrix, error) {
 		Budget: b.budget, Progress: q.ReviewProgress}
 	m, err := q.Client.Access(ctx, q.Resources, opts)
 	if errors.Is(err, rbac.ErrTooManyReviews) {
-		return nil, fmt.Errorf("%w; raise --max-reviews (0: no limit), or ask about fewer namespaces or verbs (or give --escalation=false)", err)
+		return nil, fmt.Errorf("%w; raise --max-reviews (0: no limit), or ask about fewer namespaces or verbs (or "+
+			"give --escalation=false)", err)
 	}
 	if err != nil {
 		return nil, err
@@ -146,5 +147,5 @@ func (b *builder) matrix(ctx context.Context, ns string) (*rbac.Matrix, error) {
 		}
 		b.mu.Unlock()
 	}
-	return rbac.Diff(m, m2), nil
+	return diffMatrices(m, m2), nil
 }

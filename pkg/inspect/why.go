@@ -63,7 +63,8 @@ type StreamingAccess struct {
 // its RBAC objects are read: in the namespace asked about, even for a
 // check the server makes at cluster scope (a RoleBinding grants it
 // nowhere, and the grants say so), so that reading needs no more rights.
-func WhyTarget(ctx context.Context, d Discoverer, t rbac.Target, warn func(string)) (target rbac.Target, readNS string, err error) {
+func WhyTarget(ctx context.Context, d Discoverer, t rbac.Target, warn func(string)) (target rbac.Target, readNS string,
+	err error) {
 	if t, err = ResolveTarget(ctx, d, t, warn); err != nil {
 		return t, "", err
 	}
@@ -88,7 +89,8 @@ func Why(ctx context.Context, c WhyClient, t rbac.Target, readNS string) (*WhyRe
 	if err != nil {
 		return nil, err
 	}
-	res := &WhyResult{Allowed: st.Allowed, Denied: st.Denied, Reason: st.Reason, Username: ui.Username, Groups: ui.Groups}
+	res := &WhyResult{Allowed: st.Allowed, Denied: st.Denied, Reason: st.Reason, Username: ui.Username,
+		Groups: ui.Groups}
 	if res.Streaming, err = streaming(ctx, c, t, st.Allowed); err != nil {
 		return nil, err
 	}
@@ -103,7 +105,8 @@ func Why(ctx context.Context, c WhyClient, t rbac.Target, readNS string) (*WhyRe
 		res.RBACNote = "you may not read RBAC objects here, so only the authorizer's reason is shown"
 	case err != nil && ctx.Err() == nil:
 		// The decision stands without the bindings behind it.
-		res.RBACNote = "could not read RBAC objects (" + logging.OneLine(err.Error(), 200) + "), so only the authorizer's reason is shown"
+		res.RBACNote = "could not read RBAC objects (" + logging.OneLine(err.Error(), 200) + "), so only the " +
+			"authorizer's reason is shown"
 	case err != nil:
 		return nil, err
 	default:
@@ -150,7 +153,8 @@ func impersonationPath(ctx context.Context, c WhyClient, t rbac.Target, on bool)
 	if err != nil {
 		return nil, err
 	}
-	return &ImpersonationPath{Mode: mode, Identity: check.String(), Namespace: idt.Namespace, IdentityAllowed: ist.Allowed, On: on, Works: ist.Allowed && on}, nil
+	return &ImpersonationPath{Mode: mode, Identity: check.String(), Namespace: idt.Namespace,
+		IdentityAllowed: ist.Allowed, On: on, Works: ist.Allowed && on}, nil
 }
 
 // IdentityCheck is mode's check on the identity impersonated.

@@ -75,12 +75,15 @@ func Next(name string) (string, error) {
 	p := filepath.Join(filepath.Dir(self), Exe(name))
 	fi, err := os.Stat(p)
 	if err != nil || fi.IsDir() {
-		return "", errors.New(Exe(name) + " is not next to " + self + ": install the plugin's binaries (" + strings.Join(Names(), ", ") + ") into the same directory")
+		return "",
+			errors.New(Exe(name) + " is not next to " + self + ": install the plugin's binaries (" +
+				strings.Join(Names(), ", ") + ") into the same directory")
 	}
 	// Handing a command to this very file (the same path, or a link to it)
 	// would hand it on forever.
 	if sfi, err := os.Stat(self); p == self || (err == nil && os.SameFile(fi, sfi)) {
-		return "", errors.New(p + " is " + self + " under another binary's name: install the plugin's binaries side by side, each under its own name")
+		return "", errors.New(p + " is " + self + " under another binary's name: install the plugin's binaries side " +
+			"by side, each under its own name")
 	}
 	return p, nil
 }

@@ -145,10 +145,12 @@ func (c *Client) readAnswer(resp *http.Response, path string, limit int64) ([]by
 		return nil, fmt.Errorf("reading the answer of %s: %w", path, err)
 	}
 	if int64(len(b)) > limit {
-		return nil, TooLarge(fmt.Sprintf("the answer of %s is larger than %d MiB, the limit for one answer", path, limit>>20))
+		return nil,
+			TooLarge(fmt.Sprintf("the answer of %s is larger than %d MiB, the limit for one answer", path, limit>>20))
 	}
 	if int64(len(b)) == got && got <= limit {
-		return nil, TooLarge(fmt.Sprintf("the API server's answers to this command add up to more than %d MiB, the limit for one command: narrow it (a namespace, a label selector)", MaxAnswers>>20))
+		return nil, TooLarge(fmt.Sprintf("the API server's answers to this command add up to more than %d MiB, the "+
+			"limit for one command: narrow it (a namespace, a label selector)", MaxAnswers>>20))
 	}
 	return b, nil
 }
@@ -177,7 +179,8 @@ func (c *Client) decode(path string, b []byte, how answer, out any) error {
 func (c *Client) charge(path string, b []byte, how answer) (release func(), err error) {
 	cost := DecodeCost(b, how.page)
 	if cost > MaxDecodedAnswer {
-		return nil, TooLarge(fmt.Sprintf("the answer of %s would take more than %d MiB once decoded, the limit for one answer", path, MaxDecodedAnswer>>20))
+		return nil, TooLarge(fmt.Sprintf("the answer of %s would take more than %d MiB once decoded, the limit for "+
+			"one answer", path, MaxDecodedAnswer>>20))
 	}
 	pool, bound, what := &c.budget.inFlight, int64(MaxDecodedInFlight), "the answers being read"
 	if how.kept {
@@ -185,7 +188,8 @@ func (c *Client) charge(path string, b []byte, how answer) (release func(), err 
 	}
 	if got := take(pool, cost); got < cost {
 		pool.Add(got)
-		return nil, TooLarge(fmt.Sprintf("%s would take more than %d MiB once decoded, the limit for one command: narrow it (a namespace, a label selector)", what, bound>>20))
+		return nil, TooLarge(fmt.Sprintf("%s would take more than %d MiB once decoded, the limit for one command: "+
+			"narrow it (a namespace, a label selector)", what, bound>>20))
 	}
 	if how.kept {
 		return func() {}, nil
@@ -231,7 +235,8 @@ func (c *Client) GetAs(ctx context.Context, path, accept string, out any) error 
 
 // do sends one request and decodes a 2xx answer of at most limit bytes
 // into out; other answers become an APIError from their Status.
-func (c *Client) do(ctx context.Context, method, path, accept string, body io.Reader, limit int64, how answer, out any) error {
+func (c *Client) do(ctx context.Context, method, path, accept string, body io.Reader, limit int64, how answer,
+	out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, c.host+path, body)
 	if err != nil {
 		return err
@@ -266,7 +271,8 @@ func answerError(code int, path string, b []byte) error {
 	case 2:
 		return nil
 	case 3:
-		return fmt.Errorf("the API server answered %s with a redirect (%d): refusing to follow it, it would carry the credentials elsewhere", path, code)
+		return fmt.Errorf("the API server answered %s with a redirect (%d): refusing to follow it, it would carry "+
+			"the credentials elsewhere", path, code)
 	}
 	return statusError(code, b)
 }

@@ -127,7 +127,9 @@ func (c *Client) ServerResources(ctx context.Context, dir string, fresh bool) (*
 	if err != nil {
 		var refused *refusedError
 		if errors.As(err, &refused) {
-			return nil, fmt.Errorf("refusing the discovery answer of the API server %s: %w; nothing was cached", c.host, refused.err)
+			return nil,
+				fmt.Errorf("refusing the discovery answer of the API server %s: %w; nothing was cached", c.host,
+					refused.err)
 		}
 		return nil, err
 	}
@@ -340,8 +342,9 @@ func (d *Discovered) addAggregated(b []byte) error {
 			}
 			rl := &metav1.APIResourceList{GroupVersion: gv}
 			for _, r := range v.Resources {
-				parent := metav1.APIResource{Name: r.Resource, SingularName: r.SingularResource, Namespaced: r.Scope == apidiscoveryv2.ScopeNamespace,
-					Verbs: r.Verbs, ShortNames: r.ShortNames, Categories: r.Categories}
+				parent := metav1.APIResource{Name: r.Resource, SingularName: r.SingularResource,
+					Namespaced: r.Scope == apidiscoveryv2.ScopeNamespace,
+					Verbs:      r.Verbs, ShortNames: r.ShortNames, Categories: r.Categories}
 				if k := r.ResponseKind; k != nil && *k != (metav1.GroupVersionKind{}) {
 					parent.Group, parent.Version, parent.Kind = k.Group, k.Version, k.Kind
 					rl.APIResources = append(rl.APIResources, parent)
@@ -351,8 +354,10 @@ func (d *Discovered) addAggregated(b []byte) error {
 					if k == nil || *k == (metav1.GroupVersionKind{}) {
 						continue
 					}
-					rl.APIResources = append(rl.APIResources, metav1.APIResource{Name: parent.Name + "/" + sr.Subresource, SingularName: parent.SingularName,
-						Namespaced: parent.Namespaced, Group: k.Group, Version: k.Version, Kind: k.Kind, Verbs: sr.Verbs})
+					rl.APIResources = append(rl.APIResources,
+						metav1.APIResource{Name: parent.Name + "/" + sr.Subresource, SingularName: parent.SingularName,
+							Namespaced: parent.Namespaced, Group: k.Group, Version: k.Version, Kind: k.Kind,
+							Verbs: sr.Verbs})
 				}
 			}
 			if err := checkResourceList(gv, rl); err != nil {
@@ -387,14 +392,16 @@ func readDiscoveryCache(dir string, now time.Time) (*Discovered, bool) {
 	if !readCacheFile(filepath.Join(dir, groupsFile), now, &groups) || len(groups.Groups) == 0 {
 		return nil, false
 	}
-	d := &Discovered{Groups: groups, Resources: map[string]*metav1.APIResourceList{}, Failed: map[string]string{}, FromCache: true}
+	d := &Discovered{Groups: groups, Resources: map[string]*metav1.APIResourceList{}, Failed: map[string]string{},
+		FromCache: true}
 	for _, g := range groups.Groups {
 		gv := g.PreferredVersion.GroupVersion
 		if checkGroupList(g) != nil {
 			return nil, false
 		}
 		var rl metav1.APIResourceList
-		if !readCacheFile(filepath.Join(dir, filepath.FromSlash(gv), resourcesFile), now, &rl) || checkResourceList(gv, &rl) != nil {
+		if !readCacheFile(filepath.Join(dir, filepath.FromSlash(gv), resourcesFile), now, &rl) ||
+			checkResourceList(gv, &rl) != nil {
 			return nil, false
 		}
 		rl.GroupVersion = gv
@@ -408,12 +415,14 @@ func readDiscoveryCache(dir string, now time.Time) (*Discovered, bool) {
 // young enough: a cache in a shared $KUBECACHEDIR that another user could
 // write is not trusted (it could hide resources from a matrix).
 func readCacheFile(path string, now time.Time, out any) bool {
-	b, _, err := safefile.ReadRegular("discovery cache file", path, maxCacheFile, safefile.ReadOptions{NoFollow: true, Rule: safefile.Cache, Check: func(fi os.FileInfo) error {
-		if now.After(fi.ModTime().Add(DiscoveryTTL)) {
-			return errors.New("not used")
-		}
-		return nil
-	}})
+	b, _,
+		err := safefile.ReadRegular("discovery cache file", path, maxCacheFile,
+		safefile.ReadOptions{NoFollow: true, Rule: safefile.Cache, Check: func(fi os.FileInfo) error {
+			if now.After(fi.ModTime().Add(DiscoveryTTL)) {
+				return errors.New("not used")
+			}
+			return nil
+		}})
 	return err == nil && json.Unmarshal(b, out) == nil
 }
 

@@ -26,7 +26,8 @@ func (c *Client) RulesReview(ctx context.Context, namespace string) ([]authzv1.R
 
 // SelfAccessReview asks the authorizer chain about the client's identity
 // (a SelfSubjectAccessReview).
-func (c *Client) SelfAccessReview(ctx context.Context, spec authzv1.SelfSubjectAccessReviewSpec) (*authzv1.SubjectAccessReviewStatus, error) {
+func (c *Client) SelfAccessReview(ctx context.Context,
+	spec authzv1.SelfSubjectAccessReviewSpec) (*authzv1.SubjectAccessReviewStatus, error) {
 	in := authzv1.SelfSubjectAccessReview{Spec: spec}
 	in.APIVersion, in.Kind = "authorization.k8s.io/v1", "SelfSubjectAccessReview"
 	var out authzv1.SelfSubjectAccessReview
@@ -37,7 +38,8 @@ func (c *Client) SelfAccessReview(ctx context.Context, spec authzv1.SelfSubjectA
 }
 
 // SubjectAccessReview asks the authorizer chain about another identity.
-func (c *Client) SubjectAccessReview(ctx context.Context, spec authzv1.SubjectAccessReviewSpec) (*authzv1.SubjectAccessReviewStatus, error) {
+func (c *Client) SubjectAccessReview(ctx context.Context,
+	spec authzv1.SubjectAccessReviewSpec) (*authzv1.SubjectAccessReviewStatus, error) {
 	in := authzv1.SubjectAccessReview{Spec: spec}
 	in.APIVersion, in.Kind = "authorization.k8s.io/v1", "SubjectAccessReview"
 	var out authzv1.SubjectAccessReview
@@ -51,7 +53,8 @@ func (c *Client) SubjectAccessReview(ctx context.Context, spec authzv1.SubjectAc
 // for 0), and hands each answer to answer(i, status) (one at a time).
 // Nothing more is sent after the first failure, which is returned (how
 // many were sent: CountRequests).
-func (c *Client) AccessReviews(ctx context.Context, attrs []authzv1.ResourceAttributes, concurrency int, answer func(i int, st authzv1.SubjectAccessReviewStatus)) error {
+func (c *Client) AccessReviews(ctx context.Context, attrs []authzv1.ResourceAttributes, concurrency int,
+	answer func(i int, st authzv1.SubjectAccessReviewStatus)) error {
 	if concurrency <= 0 {
 		concurrency = 8
 	}

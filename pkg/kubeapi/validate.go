@@ -113,7 +113,8 @@ func CheckLabels(labels map[string]string) error {
 			return fmt.Errorf("label key %.64q is not a qualified name", k)
 		}
 		if len(validation.IsValidLabelValue(v)) > 0 {
-			return fmt.Errorf("label %s has the value %.64q, not a label value (at most 63 letters, digits, '-', '_' or '.')", k, v)
+			return fmt.Errorf("label %s has the value %.64q, not a label value (at most 63 letters, digits, '-', '_' "+
+				"or '.')", k, v)
 		}
 	}
 	return nil

@@ -10,7 +10,8 @@ import (
 )
 
 // ErrNoSelfSubjectReview is returned when no version is served.
-var ErrNoSelfSubjectReview = errors.New("the API server does not serve SelfSubjectReview: it needs Kubernetes ≥ 1.28 (1.26-1.27 with the APISelfSubjectReview feature gate)")
+var ErrNoSelfSubjectReview = errors.New("the API server does not serve SelfSubjectReview: it needs Kubernetes ≥ 1.28 " +
+	"(1.26-1.27 with the APISelfSubjectReview feature gate)")
 
 // UnsupportedVersionError names the Kubernetes version that lacks an API
 // and what works without it.
@@ -23,7 +24,9 @@ func (e *UnsupportedVersionError) Error() string {
 	if v == "" {
 		v = "an unknown version"
 	}
-	return fmt.Sprintf("the API server is Kubernetes %s and does not serve SelfSubjectReview (1.28+, v1 from 1.30; supported releases are 1.35 to 1.37): whoami, groups and claims --compare are unavailable; access, list, who-can and why still work", v)
+	return fmt.Sprintf("the API server is Kubernetes %s and does not serve SelfSubjectReview (1.28+, v1 from 1.30; "+
+		"supported releases are 1.35 to 1.37): whoami, groups and claims --compare are unavailable; access, list, "+
+		"who-can and why still work", v)
 }
 
 func (e *UnsupportedVersionError) Unwrap() error { return ErrNoSelfSubjectReview }

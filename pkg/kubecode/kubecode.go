@@ -94,7 +94,8 @@ func Differences(p Identity, server Identity, refused401 bool) []string {
 	case p.Refused != "" && refused401:
 		return nil
 	case p.Refused != "":
-		return []string{fmt.Sprintf("predicted refused (%s), the API server accepts the token as %q", p.Refused, server.Username)}
+		return []string{fmt.Sprintf("predicted refused (%s), the API server accepts the token as %q", p.Refused,
+			server.Username)}
 	case refused401:
 		return []string{fmt.Sprintf("predicted %q, the API server refuses the token (401)", p.Username)}
 	}

@@ -130,7 +130,8 @@ func SetContext(cfg *clientcmdapi.Config, files []string, name, cluster, user st
 	c, ok := cfg.Contexts[name]
 	if !ok {
 		if cluster == "" {
-			return fmt.Errorf("context %q is not in %s: create it first (kubectl config set-context %s --cluster=NAME), or give --server", name, strings.Join(files, ", "), name)
+			return fmt.Errorf("context %q is not in %s: create it first (kubectl config set-context %s "+
+				"--cluster=NAME), or give --server", name, strings.Join(files, ", "), name)
 		}
 		c = clientcmdapi.NewContext()
 		cfg.Contexts[name] = c
@@ -148,7 +149,8 @@ func SetContext(cfg *clientcmdapi.Config, files []string, name, cluster, user st
 // user, creating a context named after the cluster when none uses it. It
 // returns the contexts, sorted, and for those that used another user,
 // "CONTEXT used USER".
-func SetClusterAudience(cfg *clientcmdapi.Config, name, extName string, edit func(raw []byte) ([]byte, error), user string) (contexts, moved []string, err error) {
+func SetClusterAudience(cfg *clientcmdapi.Config, name, extName string, edit func(raw []byte) ([]byte, error),
+	user string) (contexts, moved []string, err error) {
 	c, ok := cfg.Clusters[name]
 	if !ok {
 		return nil, nil, fmt.Errorf("the kubeconfig has no cluster %q (kubectl config get-clusters lists them)", name)
@@ -184,7 +186,8 @@ func SetClusterAudience(cfg *clientcmdapi.Config, name, extName string, edit fun
 	}
 	if len(contexts) == 0 {
 		if _, taken := cfg.Contexts[name]; taken {
-			return nil, nil, fmt.Errorf("no context uses cluster %q, and the context %q uses another: create one (kubectl config set-context NAME --cluster=%s)", name, name, name)
+			return nil, nil, fmt.Errorf("no context uses cluster %q, and the context %q uses another: create one "+
+				"(kubectl config set-context NAME --cluster=%s)", name, name, name)
 		}
 		ctx := clientcmdapi.NewContext()
 		ctx.Cluster, ctx.AuthInfo = name, user

@@ -66,7 +66,8 @@ const (
 )
 
 // ErrDenyAll means the kuberc forbids every credential plugin.
-var ErrDenyAll = errors.New("the kuberc's credentialPluginPolicy is DenyAll: kubectl runs no credential plugin; set it to Allowlist first")
+var ErrDenyAll = errors.New("the kuberc's credentialPluginPolicy is DenyAll: kubectl runs no credential plugin; set " +
+	"it to Allowlist first")
 
 type doc map[string]any
 
@@ -209,7 +210,8 @@ func Check(path, command string) (Verdict, error) {
 		}
 		return NotListed, nil
 	}
-	return NoPolicy, fmt.Errorf("%s: credentialPluginPolicy %q is not one of AllowAll, DenyAll, Allowlist", path, d.policy())
+	return NoPolicy,
+		fmt.Errorf("%s: credentialPluginPolicy %q is not one of AllowAll, DenyAll, Allowlist", path, d.policy())
 }
 
 // PluginPolicy is a kuberc's credential plugin policy: Type "" (no
@@ -249,7 +251,8 @@ func Policy(getenv func(string) string) (PluginPolicy, error) {
 			// kubectl 1.35 knows "name", 1.36+ converts it to "command",
 			// and refuses an entry whose two differ.
 			if name != "" && cmd != "" && name != cmd {
-				return PluginPolicy{}, fmt.Errorf("%s: an allowlist entry names %q and runs %q: kubectl refuses it, keep one of name and command", path, name, cmd)
+				return PluginPolicy{}, fmt.Errorf("%s: an allowlist entry names %q and runs %q: kubectl refuses it, "+
+					"keep one of name and command", path, name, cmd)
 			}
 			if c := cmp.Or(cmd, name); c != "" {
 				p.Commands = append(p.Commands, c)
@@ -257,7 +260,8 @@ func Policy(getenv func(string) string) (PluginPolicy, error) {
 		}
 		return p, nil
 	}
-	return PluginPolicy{}, fmt.Errorf("%s: credentialPluginPolicy %q is not one of AllowAll, DenyAll, Allowlist", path, d.policy())
+	return PluginPolicy{},
+		fmt.Errorf("%s: credentialPluginPolicy %q is not one of AllowAll, DenyAll, Allowlist", path, d.policy())
 }
 
 // Allow adds command to the allowlist of the kuberc at path when its

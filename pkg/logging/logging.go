@@ -147,7 +147,8 @@ func ShellQuote(s string) string {
 	}
 	safe := s != ""
 	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_@%+=:,./-", c)) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			strings.ContainsRune("_@%+=:,./-", c)) {
 			safe = false
 			break
 		}

@@ -56,7 +56,9 @@ func (c *Client) newAuthRequest(p *oidc.Provider) (*authRequest, error) {
 	if usePKCE(c.cfg.PKCEMethod, p.PKCEMethods) {
 		r.verifier = oauth2.GenerateVerifier()
 	} else if c.cfg.PKCEMethod != credspec.PKCENo {
-		fmt.Fprintf(c.cfg.Stderr, "Note: the provider's discovery document lists PKCE methods %s without S256: logging in without PKCE (--oidc-pkce-method=S256 forces it).\n", logging.OneLine(fmt.Sprint(p.PKCEMethods), 200))
+		fmt.Fprintf(c.cfg.Stderr, "Note: the provider's discovery document lists PKCE methods %s without S256: "+
+			"logging in without PKCE (--oidc-pkce-method=S256 forces it).\n",
+			logging.OneLine(fmt.Sprint(p.PKCEMethods), 200))
 	}
 	return r, nil
 }
@@ -150,11 +152,14 @@ func (c *Client) authCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token,
 			c.cfg.Log.Printf(2, format, args...)
 		},
 	})
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) &&
+		!errors.Is(cause, context.DeadlineExceeded) {
 		return nil, "", cause
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return nil, "", fmt.Errorf("no browser login within %s: open the URL above, or raise --authentication-timeout", c.cfg.AuthTimeout)
+		return nil, "",
+			fmt.Errorf("no browser login within %s: open the URL above, or raise --authentication-timeout",
+				c.cfg.AuthTimeout)
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("browser login: %w", c.providerError(p, err))
@@ -166,7 +171,8 @@ func (c *Client) authCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token,
 // once oauth2cli's loopback server says on ready that it listens, after
 // holding the other loopback address (a failure to hold it aborts the
 // login); stop ends the prompt and releases what it held.
-func (c *Client) promptWhenReady(ctx context.Context, abort context.CancelCauseFunc, conf *oauth2.Config, authURL func(string) string) (ready chan string, stop func()) {
+func (c *Client) promptWhenReady(ctx context.Context, abort context.CancelCauseFunc, conf *oauth2.Config,
+	authURL func(string) string) (ready chan string, stop func()) {
 	ready = make(chan string, 1)
 	done := make(chan struct{})
 	held := make(chan func(), 1)
@@ -250,7 +256,8 @@ func callbackOnly(state string) func(http.Handler) http.Handler {
 				return
 			}
 			if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(state)) != 1 {
-				http.Error(w, "this answer is not for the login in progress (state does not match)", http.StatusBadRequest)
+				http.Error(w, "this answer is not for the login in progress (state does not match)",
+					http.StatusBadRequest)
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -260,7 +267,8 @@ func callbackOnly(state string) func(http.Handler) http.Handler {
 
 // promptBrowser shows the authorization URL, opens the browser, and
 // counts down.
-func (c *Client) promptBrowser(ctx context.Context, ready <-chan string, done <-chan struct{}, hold func(localURL string) error, authURL func(localURL string) string) {
+func (c *Client) promptBrowser(ctx context.Context, ready <-chan string, done <-chan struct{},
+	hold func(localURL string) error, authURL func(localURL string) string) {
 	var localURL string
 	select {
 	case localURL = <-ready:
@@ -274,7 +282,8 @@ func (c *Client) promptBrowser(ctx context.Context, ready <-chan string, done <-
 	}
 	deadline, _ := ctx.Deadline()
 	u := authURL(localURL)
-	fmt.Fprintf(c.cfg.Stderr, "Open %s in your browser to log in (waiting %s).\n", u, c.cfg.AuthTimeout.Round(time.Second))
+	fmt.Fprintf(c.cfg.Stderr, "Open %s in your browser to log in (waiting %s).\n", u,
+		c.cfg.AuthTimeout.Round(time.Second))
 	if !c.cfg.SkipOpenBrowser {
 		if err := c.open(u); err != nil {
 			fmt.Fprintf(c.cfg.Stderr, "Could not open a browser (%v); open the URL yourself.\n", err)
@@ -289,7 +298,8 @@ func (c *Client) promptBrowser(ctx context.Context, ready <-chan string, done <-
 	for {
 		select {
 		case <-tick.C:
-			logging.StatusLine(c.cfg.Stderr, fmt.Sprintf("Waiting for the browser login: %s left", time.Until(deadline).Round(time.Second)))
+			logging.StatusLine(c.cfg.Stderr,
+				fmt.Sprintf("Waiting for the browser login: %s left", time.Until(deadline).Round(time.Second)))
 		case <-ctx.Done():
 			return
 		case <-done:
@@ -317,7 +327,8 @@ func (c *Client) authCodeKeyboard(ctx context.Context, p *oidc.Provider) (*oauth
 		conf.RedirectURL = credspec.OOBRedirectURL
 	}
 	authURL := conf.AuthCodeURL(req.state, req.options()...)
-	fmt.Fprintf(c.cfg.Stderr, "Open this URL in a browser, log in, then paste the code (or the whole address you were sent to):\n\n%s\n\nCode: ", authURL)
+	fmt.Fprintf(c.cfg.Stderr, "Open this URL in a browser, log in, then paste the code (or the whole address you "+
+		"were sent to):\n\n%s\n\nCode: ", authURL)
 
 	ctx, cancel := context.WithTimeout(c.ctx(ctx), c.cfg.AuthTimeout)
 	defer cancel()
@@ -367,7 +378,9 @@ func codeFromInput(input, state string) (string, error) {
 // deviceCode runs RFC 8628: show the user code and verification URI, then poll.
 func (c *Client) deviceCode(ctx context.Context, p *oidc.Provider) (*oauth2.Token, error) {
 	if p.Endpoint.DeviceAuthURL == "" {
-		return nil, fmt.Errorf("the provider %s advertises no device_authorization_endpoint: use another --grant-type", c.cfg.IssuerURL)
+		return nil,
+			fmt.Errorf("the provider %s advertises no device_authorization_endpoint: use another --grant-type",
+				c.cfg.IssuerURL)
 	}
 	ctx = c.ctx(ctx)
 	conf := c.oauth2Config(p)
@@ -387,17 +400,20 @@ func (c *Client) deviceCode(ctx context.Context, p *oidc.Provider) (*oauth2.Toke
 	// scheme an opener would run (file:, javascript:, a custom handler).
 	for _, u := range []string{da.VerificationURI, da.VerificationURIComplete} {
 		if u != "" && !printableWebURL(u) {
-			return nil, fmt.Errorf("the provider's device verification URL %s is not an https URL: refusing to show or open it", strconv.Quote(u))
+			return nil, fmt.Errorf("the provider's device verification URL %s is not an https URL: refusing to show "+
+				"or open it", strconv.Quote(u))
 		}
 	}
 	if da.VerificationURI == "" || strings.ContainsFunc(da.UserCode, func(r rune) bool { return !strconv.IsPrint(r) }) {
-		return nil, errors.New("the provider's device authorization answer has no verification URL or an unprintable user code")
+		return nil, errors.New("the provider's device authorization answer has no verification URL or an unprintable " +
+			"user code")
 	}
 	target := da.VerificationURIComplete
 	if target == "" {
 		target = da.VerificationURI
 	}
-	fmt.Fprintf(c.cfg.Stderr, "Open %s and enter the code %s to log in (waiting %s).\n", da.VerificationURI, da.UserCode, c.cfg.AuthTimeout)
+	fmt.Fprintf(c.cfg.Stderr, "Open %s and enter the code %s to log in (waiting %s).\n", da.VerificationURI,
+		da.UserCode, c.cfg.AuthTimeout)
 	if target != da.VerificationURI {
 		fmt.Fprintf(c.cfg.Stderr, "Or open %s\n", target)
 	}
@@ -436,7 +452,8 @@ func (c *Client) passwordGrant(ctx context.Context, p *oidc.Provider) (*oauth2.T
 	if password == "" {
 		f, ok := c.cfg.Stdin.(*os.File)
 		if !ok || !term.IsTerminal(int(f.Fd())) {
-			return nil, fmt.Errorf("the password grant needs a password: --password-file or $%s (or a terminal to type it)", credspec.EnvPassword)
+			return nil, fmt.Errorf("the password grant needs a password: --password-file or $%s (or a terminal to "+
+				"type it)", credspec.EnvPassword)
 		}
 		fmt.Fprintf(c.cfg.Stderr, "Password for %s: ", logging.Printable(c.cfg.Username))
 		b, err := term.ReadPassword(int(f.Fd()))
@@ -447,7 +464,9 @@ func (c *Client) passwordGrant(ctx context.Context, p *oidc.Provider) (*oauth2.T
 		password = string(b)
 	}
 	c.cfg.Log.Printf(1, "requesting a token with the password grant at %s", p.Endpoint.TokenURL)
-	tok, err := c.tokenRequest(ctx, p, url.Values{"grant_type": {"password"}, "username": {c.cfg.Username}, "password": {password}})
+	tok,
+		err := c.tokenRequest(ctx, p,
+		url.Values{"grant_type": {"password"}, "username": {c.cfg.Username}, "password": {password}})
 	if err != nil {
 		return nil, fmt.Errorf("password grant: %w", err)
 	}
@@ -491,7 +510,8 @@ func (c *Client) providerError(p *oidc.Provider, err error) error {
 // terminal escape sequence.
 func checkAuthEndpoint(p *oidc.Provider) error {
 	if !printableWebURL(p.Endpoint.AuthURL) {
-		return fmt.Errorf("the provider's authorization endpoint %s is not an https URL: refusing to show or open it", strconv.Quote(p.Endpoint.AuthURL))
+		return fmt.Errorf("the provider's authorization endpoint %s is not an https URL: refusing to show or open it",
+			strconv.Quote(p.Endpoint.AuthURL))
 	}
 	return nil
 }

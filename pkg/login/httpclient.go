@@ -82,7 +82,8 @@ func NewHTTPClient(o HTTPOptions) (*http.Client, error) {
 // scheme (discovery moved within the provider; never from https to
 // http); anything else returns the 3xx.
 func sameHostGETOnly(req *http.Request, via []*http.Request) error {
-	if len(via) >= 5 || req.Method != http.MethodGet || req.URL.Host != via[0].URL.Host || req.URL.Scheme != via[0].URL.Scheme {
+	if len(via) >= 5 || req.Method != http.MethodGet || req.URL.Host != via[0].URL.Host ||
+		req.URL.Scheme != via[0].URL.Scheme {
 		return http.ErrUseLastResponse
 	}
 	return nil

@@ -107,7 +107,8 @@ func (p *IdentityPlatform) Refresh(ctx context.Context, refreshToken string) (*t
 	return p.entry(ctx, out.IDToken, out.RefreshToken, refreshToken)
 }
 
-func (p *IdentityPlatform) entry(ctx context.Context, idToken, refreshToken, oldRefresh string) (*tokencache.Entry, error) {
+func (p *IdentityPlatform) entry(ctx context.Context, idToken, refreshToken, oldRefresh string) (*tokencache.Entry,
+	error) {
 	if idToken == "" {
 		return nil, errors.New("no ID token in the answer of Identity Platform")
 	}
@@ -137,7 +138,8 @@ func (p *IdentityPlatform) entry(ctx context.Context, idToken, refreshToken, old
 		now = p.Now()
 	}
 	return &tokencache.Entry{IDToken: idToken, RefreshToken: refreshToken, IDTokenExpiry: expiry.UTC(),
-		Issuer: p.Issuer, ClientID: p.Google.cfg.ClientID, GrantType: credspec.GrantIdentityPlatform, ObtainedAt: now.UTC()}, nil
+		Issuer: p.Issuer, ClientID: p.Google.cfg.ClientID, GrantType: credspec.GrantIdentityPlatform,
+		ObtainedAt: now.UTC()}, nil
 }
 
 // post sends body and decodes a 200 answer; Google's errors become one line.
@@ -199,7 +201,8 @@ func googleError(status int, b []byte) error {
 	case "API_KEY_INVALID":
 		hint = ": check --identity-platform-api-key (the project's Web API key)"
 	case "INVALID_IDP_RESPONSE":
-		hint = ": Google's ID token was refused; the OAuth client (--oidc-client-id) must be the one configured for the google.com provider of this project"
+		hint = ": Google's ID token was refused; the OAuth client (--oidc-client-id) must be the one configured for " +
+			"the google.com provider of this project"
 	case "USER_DISABLED":
 		hint = ": the user is disabled in Identity Platform"
 	case "INVALID_REFRESH_TOKEN", "TOKEN_EXPIRED", "USER_NOT_FOUND":

@@ -27,7 +27,8 @@ import (
 
 // ErrInteractionRequired means the grant needs a person but none can be
 // asked: kubectl runs the plugin non-interactively, or there is no terminal.
-var ErrInteractionRequired = errors.New("logging in needs a person at a browser or terminal, but this run is not interactive")
+var ErrInteractionRequired = errors.New("logging in needs a person at a browser or terminal, but this run is not " +
+	"interactive")
 
 // Config says whom to ask for a token and how.
 type Config struct {
@@ -172,7 +173,8 @@ func (c *Client) Grant(ctx context.Context) (*tokencache.Entry, error) {
 		// offers the device flow (a person at an SSH session).
 		if yes, why := c.headless(); yes && p.Endpoint.DeviceAuthURL != "" {
 			grant = credspec.GrantDeviceCode
-			logging.Notice(c.cfg.Stderr, why+": logging in with the device code flow (--grant-type=authcode for the browser)")
+			logging.Notice(c.cfg.Stderr, why+": logging in with the device code flow (--grant-type=authcode for the "+
+				"browser)")
 		}
 	}
 	var tok *oauth2.Token
@@ -194,7 +196,8 @@ func (c *Client) Grant(ctx context.Context) (*tokencache.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	if tok.RefreshToken == "" && grant != credspec.GrantClientCredentials && slices.Contains(c.Scopes(), "offline_access") {
+	if tok.RefreshToken == "" && grant != credspec.GrantClientCredentials &&
+		slices.Contains(c.Scopes(), "offline_access") {
 		fmt.Fprintln(c.cfg.Stderr, NoRefreshTokenWarning)
 	}
 	return c.toEntry(ctx, p, grant, tok, nonce, "")
@@ -204,8 +207,10 @@ func (c *Client) Grant(ctx context.Context) (*tokencache.Entry, error) {
 // offline_access and got no refresh token: OpenID Connect Core §11 lets a
 // provider require consent for it (oidc-provider does; Google wants
 // access_type=offline and prompt=consent instead).
-const NoRefreshTokenWarning = "kubectl-impersonate: warning: the provider issued no refresh token although offline_access was requested, so you will log in again when this token expires; " +
-	"a provider that asks consent for offline access issues one with --oidc-auth-request-extra-params=prompt=consent (docs/troubleshooting.md)"
+const NoRefreshTokenWarning = "kubectl-impersonate: warning: the provider issued no refresh token although " +
+	"offline_access was requested, so you will log in again when this token expires; " +
+	"a provider that asks consent for offline access issues one with --oidc-auth-request-extra-params=prompt=consent " +
+	"(docs/troubleshooting.md)"
 
 // headless is headless() for this login's environment and browser.
 func (c *Client) headless() (bool, string) {
@@ -236,7 +241,8 @@ func (c *Client) Refresh(ctx context.Context, refreshToken string) (*tokencache.
 }
 
 // toEntry checks the token response and turns it into a cache entry.
-func (c *Client) toEntry(ctx context.Context, p *oidc.Provider, grant string, tok *oauth2.Token, nonce, oldRefreshToken string) (*tokencache.Entry, error) {
+func (c *Client) toEntry(ctx context.Context, p *oidc.Provider, grant string, tok *oauth2.Token, nonce,
+	oldRefreshToken string) (*tokencache.Entry, error) {
 	now := c.cfg.Now()
 	e := &tokencache.Entry{
 		AccessToken:  tok.AccessToken,
@@ -259,7 +265,8 @@ func (c *Client) toEntry(ctx context.Context, p *oidc.Provider, grant string, to
 		e.IDToken = raw
 		e.IDTokenExpiry = idt.Expiry.UTC()
 	} else if !c.cfg.UseAccessToken && grant != credspec.GrantClientCredentials {
-		return nil, errors.New("the provider answered without an ID token: request the openid scope from a provider that issues ID tokens, or use --oidc-use-access-token")
+		return nil, errors.New("the provider answered without an ID token: request the openid scope from a provider " +
+			"that issues ID tokens, or use --oidc-use-access-token")
 	}
 	if e.AccessToken != "" {
 		e.AccessTokenExpiry = oauth.Expiry(tok.AccessToken, oauth.ExpiresIn(tok), now, oauth.DefaultLifetime)
@@ -269,7 +276,8 @@ func (c *Client) toEntry(ctx context.Context, p *oidc.Provider, grant string, to
 
 // ErrNoRevocation means the provider advertises no revocation endpoint
 // (Dex does not): a token it issued stays valid until it expires.
-var ErrNoRevocation = errors.New("the identity provider advertises no revocation endpoint (RFC 7009), so its tokens stay valid there until they expire")
+var ErrNoRevocation = errors.New("the identity provider advertises no revocation endpoint (RFC 7009), so its tokens " +
+	"stay valid there until they expire")
 
 // Revoke asks the provider to revoke token (RFC 7009), hint being
 // "refresh_token" or "access_token", authenticated as the client is at the
@@ -284,10 +292,12 @@ func (c *Client) Revoke(ctx context.Context, token, hint string) error {
 		return ErrNoRevocation
 	}
 	if !printableWebURL(p.RevocationURL) {
-		return fmt.Errorf("the provider's revocation endpoint %q is not an https URL: refusing to send a token there", p.RevocationURL)
+		return fmt.Errorf("the provider's revocation endpoint %q is not an https URL: refusing to send a token there",
+			p.RevocationURL)
 	}
 	c.cfg.Log.Printf(1, "revoking the %s at %s", hint, p.RevocationURL)
-	tc := &oauth.Client{HTTPClient: c.cfg.HTTPClient, TokenURL: p.Endpoint.TokenURL, ClientID: c.cfg.ClientID, ClientSecret: c.cfg.ClientSecret,
-		AuthMethod: c.authMethod(p), Assertion: c.cfg.Assertion}
+	tc := &oauth.Client{HTTPClient: c.cfg.HTTPClient, TokenURL: p.Endpoint.TokenURL, ClientID: c.cfg.ClientID,
+		ClientSecret: c.cfg.ClientSecret,
+		AuthMethod:   c.authMethod(p), Assertion: c.cfg.Assertion}
 	return tc.Revoke(ctx, p.RevocationURL, token, hint)
 }

@@ -29,7 +29,8 @@ func holdIPv6Loopback(redirect string) (stop func(), err error) {
 	port := u.Port()
 	l, err := net.Listen("tcp6", net.JoinHostPort("::1", port))
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, fmt.Errorf("another program listens on [::1]:%s, where the browser would send this login's code (localhost): refusing to log in; stop it, or use --listen-address with another port", port)
+		return nil, fmt.Errorf("another program listens on [::1]:%s, where the browser would send this login's code "+
+			"(localhost): refusing to log in; stop it, or use --listen-address with another port", port)
 	}
 	if err != nil {
 		return func() {}, nil // no IPv6 loopback here

@@ -85,7 +85,8 @@ func (s *Signer) Assertion(tokenURL string) (string, error) {
 	}
 	tok := jwt.NewWithClaims(method, jwt.RegisteredClaims{
 		Issuer: s.ClientID, Subject: s.ClientID, Audience: jwt.ClaimStrings{aud},
-		ID: base64.RawURLEncoding.EncodeToString(jti), IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(lifetime)),
+		ID: base64.RawURLEncoding.EncodeToString(jti), IssuedAt: jwt.NewNumericDate(now),
+		ExpiresAt: jwt.NewNumericDate(now.Add(lifetime)),
 	})
 	if s.Certificate != nil {
 		sum := sha256.Sum256(s.Certificate.Raw)
@@ -200,7 +201,9 @@ func LoadCertificate(path string) (*x509.Certificate, error) {
 // it holds is never printed.
 func AssertionFile(path string) Assertion {
 	return func(string) (string, error) {
-		b, _, err := safefile.ReadRegular("client assertion file", path, maxKeyFile, safefile.ReadOptions{Rule: safefile.Issued})
+		b, _,
+			err := safefile.ReadRegular("client assertion file", path, maxKeyFile,
+			safefile.ReadOptions{Rule: safefile.Issued})
 		if err != nil {
 			return "", err
 		}

@@ -62,11 +62,13 @@ func (e *Error) Error() string {
 	case e.Status == 0:
 		var ne net.Error
 		if errors.As(e.Err, &ne) && ne.Timeout() {
-			return fmt.Sprintf("%s (%s) did not answer in time: %s", e.Peer, e.Host, logging.OneLine(e.Err.Error(), 300))
+			return fmt.Sprintf("%s (%s) did not answer in time: %s", e.Peer, e.Host,
+				logging.OneLine(e.Err.Error(), 300))
 		}
 		return fmt.Sprintf("no answer from %s (%s): %s", e.Peer, e.Host, logging.OneLine(e.Err.Error(), 300))
 	case e.Status/100 == 2:
-		return fmt.Sprintf("%s answered %d with an invalid token response: %s", e.Peer, e.Status, logging.OneLine(e.Err.Error(), 300))
+		return fmt.Sprintf("%s answered %d with an invalid token response: %s", e.Peer, e.Status,
+			logging.OneLine(e.Err.Error(), 300))
 	case e.Code != "":
 		msg := fmt.Sprintf("%s answered %d %s", e.Peer, e.Status, logging.OneLine(e.Code, 200))
 		if e.Description != "" {
@@ -154,7 +156,8 @@ type Client struct {
 // with the service account's token). Transient failures are retried by
 // the policy.
 func (c *Client) Token(ctx context.Context, params url.Values, bearer string) (*oauth2.Token, error) {
-	cc := clientcredentials.Config{ClientID: c.ClientID, ClientSecret: c.ClientSecret, TokenURL: c.TokenURL, EndpointParams: params}
+	cc := clientcredentials.Config{ClientID: c.ClientID, ClientSecret: c.ClientSecret, TokenURL: c.TokenURL,
+		EndpointParams: params}
 	switch {
 	case bearer != "":
 		// No client credentials: x/oauth2 sends none in the form.
@@ -344,7 +347,9 @@ func (c *Client) Revoke(ctx context.Context, revocationURL, token, hint string) 
 		// The client's credentials are the token endpoint's: an assertion
 		// names it in its aud and is good there for its lifetime, so an
 		// endpoint elsewhere could spend it (a federated one has no jti).
-		return fmt.Errorf("the revocation endpoint %s is not on the token endpoint's origin %s: refusing to send the client's credentials there (revoke the token at the provider)", originOf(revocationURL), originOf(c.TokenURL))
+		return fmt.Errorf("the revocation endpoint %s is not on the token endpoint's origin %s: refusing to send the "+
+			"client's credentials there (revoke the token at the provider)", originOf(revocationURL),
+			originOf(c.TokenURL))
 	}
 	basic := c.ClientSecret != "" && c.AuthMethod != AuthPost && c.Assertion == nil
 	if !basic {

@@ -34,7 +34,8 @@ type RetryPolicy struct {
 }
 
 // DefaultRetryPolicy: 4 attempts, 250 ms doubling to 4 s, 20 s in all.
-var DefaultRetryPolicy = RetryPolicy{Attempts: 4, Base: 250 * time.Millisecond, Max: 4 * time.Second, Budget: 20 * time.Second}
+var DefaultRetryPolicy = RetryPolicy{Attempts: 4, Base: 250 * time.Millisecond, Max: 4 * time.Second,
+	Budget: 20 * time.Second}
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
@@ -129,7 +130,8 @@ func (p RetryPolicy) run(ctx context.Context, attempt func() (time.Duration, err
 		}
 		wait := p.delay(n, retryAfter)
 		if time.Since(start)+wait > p.Budget {
-			return fmt.Errorf("%w (gave up: the next retry, in %s, would pass the %s retry budget)", lastErr, wait.Round(time.Millisecond), p.Budget)
+			return fmt.Errorf("%w (gave up: the next retry, in %s, would pass the %s retry budget)", lastErr,
+				wait.Round(time.Millisecond), p.Budget)
 		}
 		if err := p.Sleep(ctx, wait); err != nil {
 			return err
@@ -147,7 +149,8 @@ type Response struct {
 
 // Do sends the request newReq builds, retrying transient failures per p.
 // An answer that is not 2xx becomes an *Error naming peer.
-func Do(ctx context.Context, hc *http.Client, p RetryPolicy, peer string, newReq func() (*http.Request, error)) (*Response, error) {
+func Do(ctx context.Context, hc *http.Client, p RetryPolicy, peer string,
+	newReq func() (*http.Request, error)) (*Response, error) {
 	var r *Response
 	err := p.run(ctx, func() (time.Duration, error) {
 		req, err := newReq()
@@ -195,7 +198,8 @@ func PostJSON(ctx context.Context, hc *http.Client, p RetryPolicy, peer, u, bear
 		return err
 	}
 	if err := json.Unmarshal(r.Body, out); err != nil {
-		return fmt.Errorf("%s answered %d with %s that is not the expected JSON: %s", peer, r.Status, logging.OneLine(r.ContentType, 100), logging.OneLine(err.Error(), 200))
+		return fmt.Errorf("%s answered %d with %s that is not the expected JSON: %s", peer, r.Status,
+			logging.OneLine(r.ContentType, 100), logging.OneLine(err.Error(), 200))
 	}
 	return nil
 }

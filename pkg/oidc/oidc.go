@@ -150,10 +150,12 @@ func (e *DiscoveryError) Transient() bool {
 	var host x509.HostnameError
 	var invalid x509.CertificateInvalidError
 	var verify *tls.CertificateVerificationError
-	if errors.As(e.Err, &unknown) || errors.As(e.Err, &host) || errors.As(e.Err, &invalid) || errors.As(e.Err, &verify) {
+	if errors.As(e.Err, &unknown) || errors.As(e.Err, &host) || errors.As(e.Err, &invalid) ||
+		errors.As(e.Err, &verify) {
 		return false
 	}
 	var ue *url.Error
 	msg := e.Err.Error()
-	return errors.As(e.Err, &ue) || discoveryStatus.MatchString(msg) || strings.Contains(msg, "failed to decode provider discovery object")
+	return errors.As(e.Err, &ue) || discoveryStatus.MatchString(msg) || strings.Contains(msg, "failed to decode "+
+		"provider discovery object")
 }

@@ -81,18 +81,23 @@ func readCallerImpersonation(h http.Header) (*callerImpersonation, error) {
 			c.groups = append(c.groups, values...)
 		case strings.HasPrefix(name, authnv1.ImpersonateUserExtraHeaderPrefix):
 			// As kube-apiserver: lowercased, then percent-decoded.
-			key, err := url.PathUnescape(strings.ToLower(strings.TrimPrefix(name, authnv1.ImpersonateUserExtraHeaderPrefix)))
+			key,
+				err := url.PathUnescape(strings.ToLower(strings.TrimPrefix(name,
+				authnv1.ImpersonateUserExtraHeaderPrefix)))
 			if err != nil || key == "" || !utf8.ValidString(key) {
 				return nil, fmt.Errorf("%w: %s has no valid extra key", errImpersonationHeaders, name)
 			}
 			if strings.EqualFold(key, OriginalUserExtra) {
-				return nil, fmt.Errorf("%w: the extra %s is the proxy's to set", errImpersonationHeaders, OriginalUserExtra)
+				return nil,
+					fmt.Errorf("%w: the extra %s is the proxy's to set", errImpersonationHeaders, OriginalUserExtra)
 			}
 			// An escaped capital (%41) survives kube-apiserver's lowercasing
 			// of the header here, but not the header's way upstream: the
 			// key would arrive as another one.
 			if key != strings.ToLower(key) {
-				return nil, fmt.Errorf("%w: the extra key %q has capital letters, which would not arrive as sent", errImpersonationHeaders, key)
+				return nil,
+					fmt.Errorf("%w: the extra key %q has capital letters, which would not arrive as sent",
+						errImpersonationHeaders, key)
 			}
 			if c.extra == nil {
 				c.extra = map[string][]string{}
@@ -116,7 +121,9 @@ func readCallerImpersonation(h http.Header) (*callerImpersonation, error) {
 		values += len(vs)
 	}
 	if values > MaxImpersonatedValues {
-		return nil, fmt.Errorf("%w: %d groups and extra values, over %d", errImpersonationHeaders, values-1, MaxImpersonatedValues)
+		return nil,
+			fmt.Errorf("%w: %d groups and extra values, over %d", errImpersonationHeaders, values-1,
+				MaxImpersonatedValues)
 	}
 	for _, v := range append(append([]string{c.user, c.uid}, c.groups...), extraValues(c.extra)...) {
 		if !utf8.ValidString(v) {
@@ -157,7 +164,8 @@ var _ CallerAuthorizer = SubjectAccessReviewer{}
 
 // Authorize posts a SubjectAccessReview: Allow when it allows, Deny when
 // it denies, else no opinion (which the filter refuses).
-func (s SubjectAccessReviewer) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+func (s SubjectAccessReviewer) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string,
+	error) {
 	ctx, cancel := context.WithTimeout(ctx, cmp.Or(s.Timeout, RequestTimeout))
 	defer cancel()
 	in := authzv1.SubjectAccessReview{Spec: reviewSpec(a)}
@@ -166,7 +174,9 @@ func (s SubjectAccessReviewer) Authorize(ctx context.Context, a authorizer.Attri
 	if err != nil {
 		return authorizer.DecisionNoOpinion, "", err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Upstream.JoinPath("/apis/authorization.k8s.io/v1/subjectaccessreviews").String(), bytes.NewReader(body))
+	req,
+		err := http.NewRequestWithContext(ctx, http.MethodPost,
+		s.Upstream.JoinPath("/apis/authorization.k8s.io/v1/subjectaccessreviews").String(), bytes.NewReader(body))
 	if err != nil {
 		return authorizer.DecisionNoOpinion, "", err
 	}
@@ -182,7 +192,8 @@ func (s SubjectAccessReviewer) Authorize(ctx context.Context, a authorizer.Attri
 		return authorizer.DecisionNoOpinion, "", err
 	}
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		return authorizer.DecisionNoOpinion, "", fmt.Errorf("SubjectAccessReview: HTTP %d (the proxy's credential needs create on subjectaccessreviews)", resp.StatusCode)
+		return authorizer.DecisionNoOpinion, "", fmt.Errorf("SubjectAccessReview: HTTP %d (the proxy's credential "+
+			"needs create on subjectaccessreviews)", resp.StatusCode)
 	}
 	var out authzv1.SubjectAccessReview
 	if err := json.Unmarshal(b, &out); err != nil {
@@ -215,16 +226,21 @@ func reviewSpec(a authorizer.Attributes) authzv1.SubjectAccessReviewSpec {
 		spec.NonResourceAttributes = &authzv1.NonResourceAttributes{Path: a.GetPath(), Verb: a.GetVerb()}
 		return spec
 	}
-	ra := &authzv1.ResourceAttributes{Namespace: a.GetNamespace(), Verb: a.GetVerb(), Group: a.GetAPIGroup(), Version: a.GetAPIVersion(),
+	ra := &authzv1.ResourceAttributes{Namespace: a.GetNamespace(), Verb: a.GetVerb(), Group: a.GetAPIGroup(),
+		Version:  a.GetAPIVersion(),
 		Resource: a.GetResource(), Subresource: a.GetSubresource(), Name: a.GetName()}
 	if fs, _ := a.GetFieldSelector(); len(fs) > 0 {
 		var reqs []metav1.FieldSelectorRequirement
 		for _, r := range fs {
 			switch r.Operator {
 			case selection.Equals, selection.DoubleEquals, selection.In:
-				reqs = append(reqs, metav1.FieldSelectorRequirement{Key: r.Field, Operator: metav1.FieldSelectorOpIn, Values: []string{r.Value}})
+				reqs = append(reqs,
+					metav1.FieldSelectorRequirement{Key: r.Field, Operator: metav1.FieldSelectorOpIn,
+						Values: []string{r.Value}})
 			case selection.NotEquals, selection.NotIn:
-				reqs = append(reqs, metav1.FieldSelectorRequirement{Key: r.Field, Operator: metav1.FieldSelectorOpNotIn, Values: []string{r.Value}})
+				reqs = append(reqs,
+					metav1.FieldSelectorRequirement{Key: r.Field, Operator: metav1.FieldSelectorOpNotIn,
+						Values: []string{r.Value}})
 			}
 		}
 		if len(reqs) > 0 {
@@ -283,7 +299,8 @@ func withAuthenticated(u user.Info) user.Info {
 	if slices.Contains(u.GetGroups(), user.AllAuthenticated) {
 		return u
 	}
-	return &user.DefaultInfo{Name: u.GetName(), UID: u.GetUID(), Groups: append(slices.Clone(u.GetGroups()), user.AllAuthenticated), Extra: u.GetExtra()}
+	return &user.DefaultInfo{Name: u.GetName(), UID: u.GetUID(),
+		Groups: append(slices.Clone(u.GetGroups()), user.AllAuthenticated), Extra: u.GetExtra()}
 }
 
 // asked is the identity the headers name, before kube-apiserver's
@@ -322,7 +339,8 @@ type deadlineKey struct{}
 // boundedAuthorizer asks each question within the request's deadline.
 type boundedAuthorizer struct{ next CallerAuthorizer }
 
-func (b boundedAuthorizer) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+func (b boundedAuthorizer) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string,
+	error) {
 	if d, ok := ctx.Value(deadlineKey{}).(time.Time); ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, d)

@@ -28,10 +28,12 @@ func NewMetrics() *Metrics {
 			Name: "kubectl_impersonate_proxy_requests_total", Help: "Requests by HTTP status code."}, []string{"code"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubectl_impersonate_proxy_refusals_total",
-			Help: "Requests the proxy refused before forwarding, by reason: no_token, invalid_token (verification failures), not_ready (the issuers' keys not loaded yet), identity, impersonation, request, overload."},
+			Help: "Requests the proxy refused before forwarding, by reason: no_token, invalid_token (verification " +
+				"failures), not_ready (the issuers' keys not loaded yet), identity, impersonation, request, overload."},
 			[]string{"reason"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "kubectl_impersonate_proxy_request_duration_seconds", Help: "Time to serve a request, upstream included.",
+			Name:    "kubectl_impersonate_proxy_request_duration_seconds",
+			Help:    "Time to serve a request, upstream included.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}}),
 	}
 	m.Registry.MustRegister(m.requests, m.refusals, m.latency,
@@ -55,5 +57,6 @@ func (m *Metrics) refused(reason string) { m.refusals.WithLabelValues(reason).In
 // without the authenticator checking their token, as hits counts them.
 func (m *Metrics) cacheHits(hits func() float64) {
 	_ = m.Registry.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "kubectl_impersonate_proxy_token_cache_hits_total", Help: "Requests whose token was authenticated before (identity from the cache)."}, hits))
+		Name: "kubectl_impersonate_proxy_token_cache_hits_total", Help: "Requests whose token was authenticated " +
+			"before (identity from the cache)."}, hits))
 }

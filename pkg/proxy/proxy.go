@@ -140,7 +140,8 @@ func (h *Handler) init() {
 	case h.MaxInFlight > 0:
 		h.inFlight = make(chan struct{}, h.MaxInFlight)
 	}
-	var tokens authenticator.Token = authenticator.TokenFunc(func(ctx context.Context, token string) (*authenticator.Response, bool, error) {
+	var tokens authenticator.Token = authenticator.TokenFunc(func(ctx context.Context,
+		token string) (*authenticator.Response, bool, error) {
 		h.verifications.Add(1)
 		resp, ok, err := h.Authenticator.AuthenticateToken(ctx, token)
 		if ok {
@@ -155,7 +156,8 @@ func (h *Handler) init() {
 	}
 	h.requests = union.New(bearertoken.New(tokens), websocket.NewProtocolAuthenticator(tokens))
 	if h.CallerImpersonation != nil {
-		h.impersonation = callerImpersonationFilter(http.HandlerFunc(h.serveImpersonated), boundedAuthorizer{h.CallerImpersonation}, h.ConstrainedImpersonation)
+		h.impersonation = callerImpersonationFilter(http.HandlerFunc(h.serveImpersonated),
+			boundedAuthorizer{h.CallerImpersonation}, h.ConstrainedImpersonation)
 	}
 	h.Metrics.cacheHits(func() float64 { return float64(h.authentications.Load() - h.verified.Load()) })
 	h.proxy = &httputil.ReverseProxy{
@@ -178,7 +180,8 @@ func (h *Handler) init() {
 		ErrorLog:      h.errorLog(),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			setReason(r, "upstream unavailable: "+err.Error())
-			status(w, textRefusal(r), http.StatusBadGateway, metav1.StatusReasonServiceUnavailable, "the impersonating proxy could not reach the API server: upstream unavailable")
+			status(w, textRefusal(r), http.StatusBadGateway, metav1.StatusReasonServiceUnavailable,
+				"the impersonating proxy could not reach the API server: upstream unavailable")
 		},
 	}
 }
@@ -250,7 +253,8 @@ func longRunning(r *http.Request) bool {
 	return false
 }
 
-var requestInfo = &apirequest.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
+var requestInfo = &apirequest.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"),
+	GrouplessAPIPrefixes: sets.NewString("api")}
 
 // refusalGrace is how long past RequestTimeout a refusal may still be
 // written.
@@ -323,8 +327,10 @@ func textRefusal(r *http.Request) bool {
 // reasons are the Status reasons of the proxy's refusals, kube-apiserver's.
 var reasons = map[int]metav1.StatusReason{
 	http.StatusBadRequest: metav1.StatusReasonBadRequest, http.StatusUnauthorized: metav1.StatusReasonUnauthorized,
-	http.StatusForbidden: metav1.StatusReasonForbidden, http.StatusMethodNotAllowed: metav1.StatusReasonMethodNotAllowed,
-	http.StatusTooManyRequests: metav1.StatusReasonTooManyRequests, http.StatusServiceUnavailable: metav1.StatusReasonServiceUnavailable,
+	http.StatusForbidden:          metav1.StatusReasonForbidden,
+	http.StatusMethodNotAllowed:   metav1.StatusReasonMethodNotAllowed,
+	http.StatusTooManyRequests:    metav1.StatusReasonTooManyRequests,
+	http.StatusServiceUnavailable: metav1.StatusReasonServiceUnavailable,
 }
 
 // requestLog is what the audit line says of one request.
@@ -467,7 +473,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 	if r.Method == http.MethodConnect || r.Method == http.MethodTrace {
 		// CONNECT would tunnel through the proxy (and loses the
 		// upstream's path prefix); the Kubernetes API uses neither.
-		h.refuse(w, l, http.StatusMethodNotAllowed, "request", "method "+r.Method, "the method "+r.Method+" is not served by the impersonating proxy")
+		h.refuse(w, l, http.StatusMethodNotAllowed, "request", "method "+r.Method,
+			"the method "+r.Method+" is not served by the impersonating proxy")
 		return
 	}
 	for _, v := range r.Header.Values("Connection") {
@@ -513,7 +520,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 		return
 	}
 	if askedErr != nil {
-		h.refuse(w, l, http.StatusForbidden, "request", askedErr.Error(), "impersonation refused: "+logging.OneLine(askedErr.Error(), 0))
+		h.refuse(w, l, http.StatusForbidden, "request", askedErr.Error(),
+			"impersonation refused: "+logging.OneLine(askedErr.Error(), 0))
 		return
 	}
 	if asked != nil {
@@ -683,7 +691,8 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, l *reques
 			// Starting (or the issuer unreachable): say so, and when to
 			// try again, as kube-apiserver's not-ready answers do.
 			w.Header().Set("Retry-After", "1")
-			h.refuse(w, l, http.StatusServiceUnavailable, "not_ready", "token not checked: the issuers' keys are not loaded: "+logging.OneLine(nerr.Error(), 0),
+			h.refuse(w, l, http.StatusServiceUnavailable, "not_ready", "token not checked: the issuers' keys are not "+
+				"loaded: "+logging.OneLine(nerr.Error(), 0),
 				"the impersonating proxy is not ready to authenticate yet, try again")
 			return nil
 		}

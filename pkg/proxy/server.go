@@ -35,7 +35,8 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("listening on %s: %w", s.Listen, err)
 	}
 	srv := &http.Server{Handler: s.Handler, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 90 * time.Second,
-		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.Certs.GetCertificate}, ErrorLog: s.Handler.errorLog()}
+		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.Certs.GetCertificate},
+		ErrorLog:  s.Handler.errorLog()}
 	servers := []*http.Server{srv}
 	var metricsAddr net.Addr
 	if s.MetricsAddress != "" {

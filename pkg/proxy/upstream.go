@@ -73,7 +73,8 @@ func (c cancelOnClose) CloseWrite() error {
 // proxy's credential and every issuer's keys are loaded (health).
 // The answer is reused for reuse: probes are frequent and unauthenticated,
 // and each check costs an upstream request.
-func ReadyCheck(upstream *url.URL, rt http.RoundTripper, health func() error, reuse time.Duration) func(ctx context.Context) error {
+func ReadyCheck(upstream *url.URL, rt http.RoundTripper, health func() error,
+	reuse time.Duration) func(ctx context.Context) error {
 	readyz := upstream.JoinPath("/readyz").String()
 	var mu sync.Mutex
 	var last time.Time

@@ -49,9 +49,6 @@ type Cell struct {
 // Held tells whether the cell allows, for some resourceNames at least.
 func (c Cell) Held() bool { return c.Allowed || c.Partial }
 
-// sameAnswer tells whether two identities' cells answer alike.
-func (c Cell) sameAnswer(o Cell) bool { return c.Allowed == o.Allowed && c.Partial == o.Partial }
-
 // Row is a resource and its cells by verb.
 type Row struct {
 	Resource string          `json:"resource"`
@@ -97,7 +94,8 @@ const RulesFromObjects = "rbac-objects"
 // resource/subresource resource ("pods/exec": "kubectl exec"), "" for none:
 // since Kubernetes 1.35 it needs get and create on it (WebSockets).
 func StreamingCommand(resource string) string {
-	return map[string]string{"pods/exec": "kubectl exec", "pods/attach": "kubectl attach", "pods/portforward": "kubectl port-forward"}[resource]
+	return map[string]string{"pods/exec": "kubectl exec", "pods/attach": "kubectl attach",
+		"pods/portforward": "kubectl port-forward"}[resource]
 }
 
 // setStreaming fills m.Streaming from its rows: a command works with get
@@ -297,7 +295,8 @@ func reserve(o AccessOptions, jobs []job, modes map[string]modePlan) (int, error
 		left, ok = o.Budget.Reserve(budget)
 	}
 	if !ok {
-		return 0, fmt.Errorf("%w: the matrix%s may need %d, over the %d left (with an authorizer besides RBAC, such as a webhook, the rules review is incomplete and every cell is asked)",
+		return 0, fmt.Errorf("%w: the matrix%s may need %d, over the %d left (with an authorizer besides RBAC, such "+
+			"as a webhook, the rules review is incomplete and every cell is asked)",
 			ErrTooManyReviews, resource.InNamespace(o.Namespace), budget, left)
 	}
 	return budget, nil
@@ -416,81 +415,14 @@ func (p *planner) rows(resources []resource.Resource, verbs []string, namespace,
 				if !r.Namespaced {
 					ns = ""
 				}
-				*jobs = append(*jobs, job{row: i, verb: v, mode: mode, escalation: -1, rules: cell.Allowed, incomplete: p.incomplete,
-					attrs: authzv1.ResourceAttributes{Namespace: ns, Verb: asked, Group: r.Group, Resource: name, Subresource: sub}})
+				*jobs = append(*jobs,
+					job{row: i, verb: v, mode: mode, escalation: -1, rules: cell.Allowed, incomplete: p.incomplete,
+						attrs: authzv1.ResourceAttributes{Namespace: ns, Verb: asked, Group: r.Group, Resource: name,
+							Subresource: sub}})
 			}
 			row.Cells[v] = cell
 		}
 		out = append(out, row)
-	}
-	return out
-}
-
-// Diff keeps the rows and cells where a and b answer differently; the cell
-// is b's answer (so ✔ means: the other identity may, this one may not).
-// So with the escalation cells and the impersonate-on rows.
-func Diff(a, b *Matrix) *Matrix {
-	d := &Matrix{Namespace: a.Namespace, Verbs: a.Verbs, Requests: a.Requests + b.Requests, Incomplete: a.Incomplete || b.Incomplete}
-	d.Rows = diffRows(a.Verbs, a.Rows, b.Rows)
-	for i, ea := range a.Escalation {
-		if i < len(b.Escalation) && !ea.sameAnswer(b.Escalation[i].Cell) {
-			d.Escalation = append(d.Escalation, b.Escalation[i])
-		}
-	}
-	for _, mode := range ImpersonationModes {
-		ra, rb := a.ImpersonateOn[mode], b.ImpersonateOn[mode]
-		if ra == nil && rb == nil {
-			continue
-		}
-		if ra == nil {
-			ra = deniedRows(rb)
-		}
-		if rb == nil {
-			rb = deniedRows(ra)
-		}
-		if rows := diffRows(a.Verbs, ra, rb); len(rows) > 0 {
-			if d.ImpersonateOn == nil {
-				d.ImpersonateOn = map[string][]Row{}
-			}
-			d.ImpersonateOn[mode] = rows
-		}
-	}
-	return d
-}
-
-// deniedRows is rows with every applicable cell denied: the impersonate-on
-// rows of an identity that does not hold the mode.
-func deniedRows(rows []Row) []Row {
-	out := make([]Row, len(rows))
-	for i, r := range rows {
-		out[i] = Row{Resource: r.Resource, Cells: map[string]Cell{}}
-		for v, c := range r.Cells {
-			if c.Source != NotApplicable {
-				c = Cell{Source: c.Source}
-			}
-			out[i].Cells[v] = c
-		}
-	}
-	return out
-}
-
-func diffRows(verbs []string, a, b []Row) []Row {
-	var out []Row
-	for i, ra := range a {
-		rb := b[i]
-		row := Row{Resource: ra.Resource, Cells: map[string]Cell{}}
-		differs := false
-		for _, v := range verbs {
-			if !ra.Cells[v].sameAnswer(rb.Cells[v]) {
-				row.Cells[v] = rb.Cells[v]
-				differs = true
-			} else {
-				row.Cells[v] = Cell{Source: NotApplicable}
-			}
-		}
-		if differs {
-			out = append(out, row)
-		}
 	}
 	return out
 }

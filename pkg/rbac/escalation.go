@@ -80,10 +80,13 @@ var EscalationChecks = []EscalationCheck{
 	{Verb: "impersonate:" + ModeUserInfo, Group: ImpersonationGroup, Resource: "users", Mode: ModeUserInfo},
 	{Verb: "impersonate:" + ModeUserInfo, Group: ImpersonationGroup, Resource: "groups"},
 	{Verb: "impersonate:" + ModeUserInfo, Group: ImpersonationGroup, Resource: "uids"},
-	{Verb: "impersonate:" + ModeUserInfo, Group: ImpersonationGroup, Resource: "userextras", Subresource: "*", Name: "*"},
-	{Verb: "impersonate:" + ModeServiceAccount, Group: ImpersonationGroup, Resource: "serviceaccounts", Namespaced: true, Mode: ModeServiceAccount},
+	{Verb: "impersonate:" + ModeUserInfo, Group: ImpersonationGroup, Resource: "userextras", Subresource: "*",
+		Name: "*"},
+	{Verb: "impersonate:" + ModeServiceAccount, Group: ImpersonationGroup, Resource: "serviceaccounts",
+		Namespaced: true, Mode: ModeServiceAccount},
 	{Verb: "impersonate:" + ModeArbitraryNode, Group: ImpersonationGroup, Resource: "nodes", Mode: ModeArbitraryNode},
-	{Verb: "impersonate:" + ModeAssociatedNode, Group: ImpersonationGroup, Resource: "nodes", Name: "*", Mode: ModeAssociatedNode},
+	{Verb: "impersonate:" + ModeAssociatedNode, Group: ImpersonationGroup, Resource: "nodes", Name: "*",
+		Mode: ModeAssociatedNode},
 }
 
 // EscalationCell is an escalation check's answer.
@@ -102,7 +105,8 @@ func (c EscalationCheck) attributes(ns string) authzv1.ResourceAttributes {
 	if !c.Namespaced {
 		ns = ""
 	}
-	return authzv1.ResourceAttributes{Namespace: ns, Verb: c.Verb, Group: c.Group, Resource: c.Resource, Subresource: c.Subresource, Name: c.Name}
+	return authzv1.ResourceAttributes{Namespace: ns, Verb: c.Verb, Group: c.Group, Resource: c.Resource,
+		Subresource: c.Subresource, Name: c.Name}
 }
 
 // answer is the check's cell from p's rules. A rule for some keys of the
@@ -115,9 +119,10 @@ func (c EscalationCheck) answer(p *planner) Cell {
 	cell := p.fromRules(c.Group, res, c.Verb)
 	if c.Resource == "userextras" && !cell.Allowed {
 		for _, rule := range p.rules {
-			if matches(rule.Verbs, c.Verb) && matches(rule.APIGroups, c.Group) && slices.ContainsFunc(rule.Resources, func(r string) bool {
-				return strings.HasPrefix(r, "userextras/") || strings.HasPrefix(r, "*/")
-			}) {
+			if matches(rule.Verbs, c.Verb) && matches(rule.APIGroups, c.Group) &&
+				slices.ContainsFunc(rule.Resources, func(r string) bool {
+					return strings.HasPrefix(r, "userextras/") || strings.HasPrefix(r, "*/")
+				}) {
 				cell.Partial = true
 			}
 		}
@@ -129,8 +134,9 @@ func (c EscalationCheck) cell(ns string, cell Cell) EscalationCell {
 	if !c.Namespaced {
 		ns = ""
 	}
-	return EscalationCell{Verb: c.Verb, Resource: resource.Resource{Group: c.Group, Name: c.Resource}.String(), Subresource: c.Subresource,
-		Namespace: ns, Name: c.Name, Mode: c.Mode, Cell: cell}
+	return EscalationCell{Verb: c.Verb, Resource: resource.Resource{Group: c.Group, Name: c.Resource}.String(),
+		Subresource: c.Subresource,
+		Namespace:   ns, Name: c.Name, Mode: c.Mode, Cell: cell}
 }
 
 // ClusterScopeNamespace is the namespace of the rules review that lists
@@ -194,7 +200,9 @@ func escalationCells(p, cp *planner, namespace string, cluster []EscalationCell,
 		}
 		cell := e.answer(pl)
 		if pl.ask(cell) {
-			*jobs = append(*jobs, job{escalation: len(out), rules: cell.Allowed, incomplete: pl.incomplete, attrs: e.attributes(namespace)})
+			*jobs = append(*jobs,
+				job{escalation: len(out), rules: cell.Allowed, incomplete: pl.incomplete,
+					attrs: e.attributes(namespace)})
 		}
 		out = append(out, e.cell(namespace, cell))
 	}
@@ -271,22 +279,27 @@ func checksFor(verb, group, resource string) []EscalationCheck {
 // path (EscalationChecks, and impersonate-on:<mode>:<verb> on any
 // resource): why and who-can print it.
 func Escalation(verb, group, resource string) string {
-	const constrained = "an escalation path (constrained impersonation: alpha in Kubernetes 1.35, on by default from 1.36): "
+	const constrained = "an escalation path (constrained impersonation: alpha in Kubernetes 1.35, on by default from " +
+		"1.36): "
 	if mode, onVerb, ok := ParseImpersonateOn(verb); ok {
-		return fmt.Sprintf(constrained+"%s on this resource as an identity impersonated in the %s mode, which also needs impersonate:%s on that identity", onVerb, mode, mode)
+		return fmt.Sprintf(constrained+"%s on this resource as an identity impersonated in the %s mode, which also "+
+			"needs impersonate:%s on that identity", onVerb, mode, mode)
 	}
 	if len(checksFor(verb, group, resource)) == 0 {
 		return ""
 	}
 	switch {
 	case verb == "impersonate":
-		return "an escalation path: impersonating acts with the permissions of the identity named (kubectl --as, --as-group, --as-uid), on every verb and resource"
+		return "an escalation path: impersonating acts with the permissions of the identity named (kubectl --as, " +
+			"--as-group, --as-uid), on every verb and resource"
 	case verb == "bind":
-		return "an escalation path: binding a role grants its permissions to anyone, yourself included, even those you do not hold"
+		return "an escalation path: binding a role grants its permissions to anyone, yourself included, even those " +
+			"you do not hold"
 	case verb == "escalate":
 		return "an escalation path: creating or updating a role with permissions you do not hold"
 	}
-	return fmt.Sprintf(constrained+"acting as the identity named, for the verbs and resources an impersonate-on:%s:VERB grants", strings.TrimPrefix(verb, "impersonate:"))
+	return fmt.Sprintf(constrained+"acting as the identity named, for the verbs and resources an "+
+		"impersonate-on:%s:VERB grants", strings.TrimPrefix(verb, "impersonate:"))
 }
 
 // ClusterScoped tells whether kube-apiserver asks t's verb on t's resource

@@ -24,7 +24,8 @@ func ObjectAllowed(rule authzv1.ResourceRule, group, resource, name, verb string
 // namespaceRules fills rules and incomplete for each namespace: from
 // o.LocalRules, or with one rules review per namespace, rulesConcurrency at
 // a time.
-func (c *Client) namespaceRules(ctx context.Context, namespaces []string, o FilterOptions, rules map[string][]authzv1.ResourceRule, incomplete map[string]bool, st *FilterStats) error {
+func (c *Client) namespaceRules(ctx context.Context, namespaces []string, o FilterOptions,
+	rules map[string][]authzv1.ResourceRule, incomplete map[string]bool, st *FilterStats) error {
 	var mu sync.Mutex
 	set := func(ns string, rs []authzv1.ResourceRule, inc bool) {
 		mu.Lock()
@@ -130,7 +131,8 @@ const rulesConcurrency = 16
 // locally with their resourceNames, and a SelfSubjectAccessReview only for
 // the verbs the review cannot settle (incomplete, or a cluster-scoped
 // resource, for which the review is namespace-bound).
-func (c *Client) Filter(ctx context.Context, r resource.Resource, objs []resource.Object, o FilterOptions) ([]Decision, FilterStats, error) {
+func (c *Client) Filter(ctx context.Context, r resource.Resource, objs []resource.Object, o FilterOptions) ([]Decision,
+	FilterStats, error) {
 	var st FilterStats
 	rules := map[string][]authzv1.ResourceRule{}
 	incomplete := map[string]bool{}
@@ -151,7 +153,8 @@ func (c *Client) Filter(ctx context.Context, r resource.Resource, objs []resourc
 	attrs := make([]authzv1.ResourceAttributes, len(jobs))
 	for k, j := range jobs {
 		obj := objs[j.obj]
-		attrs[k] = authzv1.ResourceAttributes{Namespace: obj.Namespace, Verb: j.verb, Group: r.Group, Resource: r.Name, Name: obj.Name}
+		attrs[k] = authzv1.ResourceAttributes{Namespace: obj.Namespace, Verb: j.verb, Group: r.Group, Resource: r.Name,
+			Name: obj.Name}
 	}
 	reviews, count := kubeapi.CountRequests(ctx)
 	err := c.AccessReviews(reviews, attrs, o.Concurrency, func(k int, out authzv1.SubjectAccessReviewStatus) {
@@ -198,7 +201,8 @@ type objectJob struct {
 // rest as access reviews to ask: everything with ForceSSAR, a
 // cluster-scoped resource's verbs (the review is namespace-bound), and an
 // incomplete review's (a webhook before RBAC may deny what RBAC allows).
-func fromRules(r resource.Resource, objs []resource.Object, o FilterOptions, rules map[string][]authzv1.ResourceRule, incomplete map[string]bool) ([]Decision, []objectJob) {
+func fromRules(r resource.Resource, objs []resource.Object, o FilterOptions, rules map[string][]authzv1.ResourceRule,
+	incomplete map[string]bool) ([]Decision, []objectJob) {
 	decisions := make([]Decision, len(objs))
 	var jobs []objectJob
 	for i, obj := range objs {

@@ -18,7 +18,8 @@ import (
 // complete, with an evaluation error). An identity in system:masters gets
 // Superuser's rule, whatever is bound. Only resource rules are returned
 // (the matrix asks no non-resource URL); incomplete is always false.
-func (r *RBAC) RulesFor(user string, groups []string, namespace string) (rules []authzv1.ResourceRule, incomplete bool) {
+func (r *RBAC) RulesFor(user string, groups []string, namespace string) (rules []authzv1.ResourceRule,
+	incomplete bool) {
 	if slices.Contains(groups, SuperuserGroup) {
 		return Superuser(namespace)
 	}
@@ -27,7 +28,9 @@ func (r *RBAC) RulesFor(user string, groups []string, namespace string) (rules [
 			if len(p.Resources) == 0 {
 				continue
 			}
-			rules = append(rules, authzv1.ResourceRule{Verbs: p.Verbs, APIGroups: p.APIGroups, Resources: p.Resources, ResourceNames: p.ResourceNames})
+			rules = append(rules,
+				authzv1.ResourceRule{Verbs: p.Verbs, APIGroups: p.APIGroups, Resources: p.Resources,
+					ResourceNames: p.ResourceNames})
 		}
 	}
 	for _, b := range r.ClusterRoleBindings {

@@ -55,7 +55,9 @@ func PolicyRuleAllows(rule rbacv1.PolicyRule, t Target) bool {
 	if !matches(rule.Verbs, t.Verb) || !matches(rule.APIGroups, t.Group) {
 		return false
 	}
-	a, _ := RuleAllows(authzv1.ResourceRule{Verbs: rule.Verbs, APIGroups: rule.APIGroups, Resources: rule.Resources}, t.Group, t.resourceWithSub(), t.Verb)
+	a,
+		_ := RuleAllows(authzv1.ResourceRule{Verbs: rule.Verbs, APIGroups: rule.APIGroups, Resources: rule.Resources},
+		t.Group, t.resourceWithSub(), t.Verb)
 	if !a {
 		return false
 	}
@@ -67,7 +69,8 @@ func PolicyRuleAllows(rule rbacv1.PolicyRule, t Target) bool {
 // matches every path with that prefix.
 func nonResourceURLMatches(urls []string, path string) bool {
 	return slices.ContainsFunc(urls, func(u string) bool {
-		return u == "*" || u == path || (strings.HasSuffix(u, "*") && strings.HasPrefix(path, strings.TrimSuffix(u, "*")))
+		return u == "*" || u == path ||
+			(strings.HasSuffix(u, "*") && strings.HasPrefix(path, strings.TrimSuffix(u, "*")))
 	})
 }
 
@@ -107,7 +110,8 @@ func (c *Client) ReadRBAC(ctx context.Context, namespace string) (*RBAC, error) 
 	// The four lists at once: one round trip.
 	g, gctx := errgroup.WithContext(ctx)
 	for path, out := range map[string]any{nsPath + "roles": &roles, nsPath + "rolebindings": &rbs,
-		"/apis/rbac.authorization.k8s.io/v1/clusterroles": &croles, "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings": &crbs} {
+		"/apis/rbac.authorization.k8s.io/v1/clusterroles":        &croles,
+		"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings": &crbs} {
 		g.Go(func() error {
 			if err := c.Get(gctx, path, out); err != nil {
 				return fmt.Errorf("reading RBAC (%s): %w", path, err)
@@ -153,15 +157,20 @@ func (r *RBAC) WhoCan(t Target) []Grant {
 			continue
 		}
 		if anyAllows(r.rulesOf(b.RoleRef, b.Namespace), t) {
-			out = append(out, Grant{Binding: b.Name, BindingKind: "RoleBinding", Namespace: b.Namespace, Role: b.RoleRef.Name, RoleKind: b.RoleRef.Kind, Subjects: b.Subjects})
+			out = append(out,
+				Grant{Binding: b.Name, BindingKind: "RoleBinding", Namespace: b.Namespace, Role: b.RoleRef.Name,
+					RoleKind: b.RoleRef.Kind, Subjects: b.Subjects})
 		}
 	}
 	for _, b := range r.ClusterRoleBindings {
 		if anyAllows(r.ClusterRoles[b.RoleRef.Name], t) {
-			out = append(out, Grant{Binding: b.Name, BindingKind: "ClusterRoleBinding", Role: b.RoleRef.Name, RoleKind: "ClusterRole", Subjects: b.Subjects})
+			out = append(out,
+				Grant{Binding: b.Name, BindingKind: "ClusterRoleBinding", Role: b.RoleRef.Name, RoleKind: "ClusterRole",
+					Subjects: b.Subjects})
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Namespace+out[i].Binding < out[j].Namespace+out[j].Binding })
+	sort.SliceStable(out,
+		func(i, j int) bool { return out[i].Namespace+out[i].Binding < out[j].Namespace+out[j].Binding })
 	return out
 }
 
@@ -200,9 +209,11 @@ func ForIdentity(grants []Grant, username string, groups []string) []Grant {
 // its decision and reason (RBAC names the binding).
 func (c *Client) Why(ctx context.Context, t Target) (*authzv1.SubjectAccessReviewStatus, error) {
 	spec := authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authzv1.ResourceAttributes{
-		Namespace: t.Namespace, Verb: t.Verb, Group: t.Group, Resource: t.Resource, Subresource: t.Subresource, Name: t.Name}}
+		Namespace: t.Namespace, Verb: t.Verb, Group: t.Group, Resource: t.Resource, Subresource: t.Subresource,
+		Name: t.Name}}
 	if t.NonResourceURL != "" {
-		spec = authzv1.SelfSubjectAccessReviewSpec{NonResourceAttributes: &authzv1.NonResourceAttributes{Path: t.NonResourceURL, Verb: t.Verb}}
+		spec = authzv1.SelfSubjectAccessReviewSpec{
+			NonResourceAttributes: &authzv1.NonResourceAttributes{Path: t.NonResourceURL, Verb: t.Verb}}
 	}
 	st, err := c.SelfAccessReview(ctx, spec)
 	if err != nil {
@@ -251,7 +262,8 @@ func syntheticMember(s rbacv1.Subject) (authzv1.SubjectAccessReviewSpec, error) 
 // a binding's subject, may do t: a user as itself, a group as a member of
 // it, a service account as its user and groups; each authenticated. It is
 // who-can --verify: RBAC may grant what a webhook before it denies.
-func (c *Client) VerifySubject(ctx context.Context, s rbacv1.Subject, t Target) (*authzv1.SubjectAccessReviewStatus, error) {
+func (c *Client) VerifySubject(ctx context.Context, s rbacv1.Subject, t Target) (*authzv1.SubjectAccessReviewStatus,
+	error) {
 	spec, err := syntheticMember(s)
 	if err != nil {
 		return nil, err
@@ -259,7 +271,8 @@ func (c *Client) VerifySubject(ctx context.Context, s rbacv1.Subject, t Target) 
 	if t.NonResourceURL != "" {
 		spec.NonResourceAttributes = &authzv1.NonResourceAttributes{Path: t.NonResourceURL, Verb: t.Verb}
 	} else {
-		spec.ResourceAttributes = &authzv1.ResourceAttributes{Namespace: t.Namespace, Verb: t.Verb, Group: t.Group, Resource: t.Resource, Subresource: t.Subresource, Name: t.Name}
+		spec.ResourceAttributes = &authzv1.ResourceAttributes{Namespace: t.Namespace, Verb: t.Verb, Group: t.Group,
+			Resource: t.Resource, Subresource: t.Subresource, Name: t.Name}
 	}
 	st, err := c.SubjectAccessReview(ctx, spec)
 	if err != nil {

@@ -27,8 +27,9 @@ func (c *Client) Discover(ctx context.Context, subresources bool) ([]Resource, e
 			if strings.Contains(r.Name, "/") && !subresources {
 				continue
 			}
-			out = append(out, Resource{Group: group, Version: version, Name: r.Name, Namespaced: r.Namespaced, Verbs: r.Verbs,
-				Kind: r.Kind, SingularName: r.SingularName, ShortNames: r.ShortNames, Priority: len(out)})
+			out = append(out,
+				Resource{Group: group, Version: version, Name: r.Name, Namespaced: r.Namespaced, Verbs: r.Verbs,
+					Kind: r.Kind, SingularName: r.SingularName, ShortNames: r.ShortNames, Priority: len(out)})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
@@ -104,7 +105,8 @@ func Served(ctx context.Context, d Discoverer, subresources bool, warn func(stri
 // created since the cache was written (a CRD) is found, as kubectl's
 // cached discovery finds it. It is discovery's one retry; every command
 // resolves what it was given through it, in Complete.
-func Resolve[T any](ctx context.Context, d Discoverer, subresources bool, warn func(string), resolve func([]Resource) (T, error)) (T, error) {
+func Resolve[T any](ctx context.Context, d Discoverer, subresources bool, warn func(string),
+	resolve func([]Resource) (T, error)) (T, error) {
 	all, err := Served(ctx, d, subresources, warn)
 	if err != nil {
 		var zero T

@@ -60,7 +60,8 @@ func (c *Client) List(ctx context.Context, r Resource, namespace, selector strin
 }
 
 // list is List with limit objects a page, or all in one answer for 0.
-func (c *Client) list(ctx context.Context, r Resource, namespace, selector string, full bool, limit int) ([]Object, error) {
+func (c *Client) list(ctx context.Context, r Resource, namespace, selector string, full bool, limit int) ([]Object,
+	error) {
 	accept := metadataOnly
 	if full {
 		accept = "application/json"
@@ -87,16 +88,21 @@ func (c *Client) list(ctx context.Context, r Resource, namespace, selector strin
 		// that answers more, or more than MaxObjects in all, is refused
 		// (what a list keeps is bounded: docs/security.md).
 		if limit > 0 && len(list.Items) > limit {
-			return nil, fmt.Errorf("listing %s%s: the API server answered %d objects for a page of at most %d", r, InNamespace(namespace), len(list.Items), limit)
+			return nil,
+				fmt.Errorf("listing %s%s: the API server answered %d objects for a page of at most %d", r,
+					InNamespace(namespace), len(list.Items), limit)
 		}
 		if len(out)+len(list.Items) > MaxObjects {
 			return nil, fmt.Errorf("listing %s%s: %w", r, InNamespace(namespace),
-				kubeapi.TooLarge(fmt.Sprintf("more than %d objects, the limit for one list: narrow it (a namespace, a label selector)", MaxObjects)))
+				kubeapi.TooLarge(fmt.Sprintf("more than %d objects, the limit for one list: narrow it (a namespace, "+
+					"a label selector)", MaxObjects)))
 		}
 		for _, item := range list.Items {
 			obj := item.Metadata
 			if err := kubeapi.CheckLabels(obj.Labels); err != nil {
-				return nil, fmt.Errorf("listing %s%s: refusing the API server's answer: object %.64q: %w", r, InNamespace(namespace), obj.Name, err)
+				return nil,
+					fmt.Errorf("listing %s%s: refusing the API server's answer: object %.64q: %w", r,
+						InNamespace(namespace), obj.Name, err)
 			}
 			if full {
 				typed, err := withTypeMeta(item.raw, r)
@@ -191,7 +197,8 @@ func (c *Client) NamespacesWith(ctx context.Context, selector string) ([]string,
 		// The server's to choose: a name no namespace can have would end
 		// on a command line, a path or a shell's completion.
 		if errs := validation.IsDNS1123Label(o.Name); len(errs) > 0 {
-			return nil, fmt.Errorf("refusing the API server's list of namespaces: %.80q is not a namespace name (a DNS-1123 label)", o.Name)
+			return nil, fmt.Errorf("refusing the API server's list of namespaces: %.80q is not a namespace name (a "+
+				"DNS-1123 label)", o.Name)
 		}
 		names[i] = o.Name
 	}

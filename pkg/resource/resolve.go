@@ -24,7 +24,8 @@ func ResolveResource(all []Resource, typed string) (Resource, error) {
 	candidates := func(match func(Resource) bool) []Resource {
 		var found []Resource
 		for _, r := range all {
-			if strings.Contains(r.Name, "/") || (hasGroup && r.Group != group) || (version != "" && r.Version != version) {
+			if strings.Contains(r.Name, "/") || (hasGroup && r.Group != group) ||
+				(version != "" && r.Version != version) {
 				continue
 			}
 			if match(r) {

@@ -75,7 +75,8 @@ func (r Rule) Check(what, path string, a Access, dir bool) error {
 	}
 	if !ownedBy(a.Owner, owners) {
 		if r == Issued {
-			return fmt.Errorf("%s %s belongs to another user: refusing to use it (use one of your own, or root's)", what, path)
+			return fmt.Errorf("%s %s belongs to another user: refusing to use it (use one of your own, or root's)",
+				what, path)
 		}
 		return fmt.Errorf("%s %s belongs to another user: refusing to use it (use one of your own)", what, path)
 	}

@@ -204,7 +204,8 @@ func privateSD(inherit bool) (*windows.SECURITY_DESCRIPTOR, error) {
 	if inherit {
 		flags = "OICI"
 	}
-	return windows.SecurityDescriptorFromString(fmt.Sprintf("D:P(A;%[1]s;FA;;;%[2]s)(A;%[1]s;FA;;;SY)(A;%[1]s;FA;;;BA)", flags, s.user))
+	return windows.SecurityDescriptorFromString(fmt.Sprintf("D:P(A;%[1]s;FA;;;%[2]s)(A;%[1]s;FA;;;SY)(A;%[1]s;FA;;;BA)",
+		flags, s.user))
 }
 
 // setPrivate gives the file just created at name in root a DACL of the
@@ -237,7 +238,8 @@ func SetSecurity(path string, sd *windows.SECURITY_DESCRIPTOR) error {
 		return fmt.Errorf("making %s private: %w", path, err)
 	}
 	defer func() { _ = windows.CloseHandle(h) }()
-	if err := windows.SetKernelObjectSecurity(h, windows.DACL_SECURITY_INFORMATION|windows.PROTECTED_DACL_SECURITY_INFORMATION, sd); err != nil {
+	if err := windows.SetKernelObjectSecurity(h,
+		windows.DACL_SECURITY_INFORMATION|windows.PROTECTED_DACL_SECURITY_INFORMATION, sd); err != nil {
 		return fmt.Errorf("making %s private: %w", path, err)
 	}
 	return nil

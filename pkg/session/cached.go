@@ -92,13 +92,15 @@ type TokenSource struct {
 }
 
 // ErrNoValidToken says the cache holds no token get-token would hand out.
-var ErrNoValidToken = errors.New("no valid cached token for the current kubeconfig user: run any kubectl command first, or kubectl impersonate login with the same flags")
+var ErrNoValidToken = errors.New("no valid cached token for the current kubeconfig user: run any kubectl command " +
+	"first, or kubectl impersonate login with the same flags")
 
 // cachedToken is the token get-token would hand out now for a, from
 // store, without renewing it, and where it comes from; ErrNoValidToken
 // (with the description) when there is none. Gate alone calls it.
 func cachedToken(ctx context.Context, a *settings.AuthOptions, store tokencache.Store) (string, *TokenSource, error) {
-	ts := &TokenSource{Issuer: a.IssuerURL, ClientID: a.ClientID, GrantType: credspec.EffectiveGrant(a.GrantType), Exchange: a.Exchange, Storage: store.Name()}
+	ts := &TokenSource{Issuer: a.IssuerURL, ClientID: a.ClientID, GrantType: credspec.EffectiveGrant(a.GrantType),
+		Exchange: a.Exchange, Storage: store.Name()}
 	if a.Exchange == credspec.ExchangeCloudSigma {
 		ts.Issuer, ts.GrantType = a.CloudSigma().Issuer(), "client-credentials + cloudsigma impersonation"
 	}

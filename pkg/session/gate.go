@@ -25,7 +25,8 @@ import (
 // cfg bound to that cluster and carrying that token alone: no exec entry
 // to run, no other credential, the TLS and proxy settings that were
 // judged. store nil opens the settings' own cache.
-func (s *Session) Gate(ctx context.Context, cfg *rest.Config, store tokencache.Store) (*rest.Config, *TokenSource, error) {
+func (s *Session) Gate(ctx context.Context, cfg *rest.Config, store tokencache.Store) (*rest.Config, *TokenSource,
+	error) {
 	// The CA file is read once, bounded and never from a FIFO: what is
 	// judged is what the transport uses (a file read again later could
 	// have changed under a CA pin).
@@ -101,7 +102,9 @@ func InlineFiles(cfg *rest.Config) (*rest.Config, error) {
 		*f.path = ""
 	}
 	if out.BearerTokenFile != "" {
-		b, _, err := safefile.ReadRegular("the kubeconfig's tokenFile", out.BearerTokenFile, maxKubeconfigFile, safefile.ReadOptions{})
+		b, _,
+			err := safefile.ReadRegular("the kubeconfig's tokenFile", out.BearerTokenFile, maxKubeconfigFile,
+			safefile.ReadOptions{})
 		if err != nil {
 			return nil, err
 		}
@@ -121,8 +124,10 @@ func ExecCluster(cfg *rest.Config) (*execcred.Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the kubeconfig cluster of %s: %w", cfg.Host, err)
 	}
-	ec := &execcred.Cluster{Server: c.Server, TLSServerName: c.TLSServerName, InsecureSkipTLSVerify: c.InsecureSkipTLSVerify,
-		CertificateAuthorityData: c.CertificateAuthorityData, ProxyURL: c.ProxyURL, DisableCompression: c.DisableCompression}
+	ec := &execcred.Cluster{Server: c.Server, TLSServerName: c.TLSServerName,
+		InsecureSkipTLSVerify:    c.InsecureSkipTLSVerify,
+		CertificateAuthorityData: c.CertificateAuthorityData, ProxyURL: c.ProxyURL,
+		DisableCompression: c.DisableCompression}
 	if u, ok := c.Config.(*runtime.Unknown); ok && u != nil {
 		ec.Config = u.Raw
 	}

@@ -39,7 +39,8 @@ const LogoutLockTimeout = 10 * time.Second
 // store and forgets the cooldown of a failed login. The local copies go
 // whatever the revocation's outcome. It returns whom the tokens named and
 // the worst outcome ("failed: why" for a failure).
-func Logout(ctx context.Context, a *settings.AuthOptions, store tokencache.Store, revoke Revoker, warn func(string)) (identity, outcome string, err error) {
+func Logout(ctx context.Context, a *settings.AuthOptions, store tokencache.Store, revoke Revoker,
+	warn func(string)) (identity, outcome string, err error) {
 	ids := []string{a.Key().ID()}
 	if a.Exchange == credspec.ExchangeTokenExchange {
 		ids = append(ids, a.BaseKey().ID())
@@ -64,7 +65,8 @@ func Logout(ctx context.Context, a *settings.AuthOptions, store tokencache.Store
 }
 
 // logoutEntry revokes and deletes the cache entry k under its lock.
-func logoutEntry(ctx context.Context, a *settings.AuthOptions, store tokencache.Store, k string, revoke Revoker, warn func(string)) (identity, outcome string, err error) {
+func logoutEntry(ctx context.Context, a *settings.AuthOptions, store tokencache.Store, k string, revoke Revoker,
+	warn func(string)) (identity, outcome string, err error) {
 	if lock, err := tokencache.AcquireLock(ctx, a.TokenCacheDir, k, LogoutLockTimeout); err == nil {
 		defer func() { _ = lock.Release() }()
 	} else {
@@ -104,7 +106,8 @@ func logoutEntry(ctx context.Context, a *settings.AuthOptions, store tokencache.
 // revokeEntry revokes e's refresh token, then its access token (RFC 7009
 // §2.1: revoking the refresh token may or may not end the access token).
 func revokeEntry(ctx context.Context, a *settings.AuthOptions, e *tokencache.Entry, revoke Revoker) string {
-	for _, t := range []struct{ token, hint string }{{e.RefreshToken, "refresh_token"}, {e.AccessToken, "access_token"}} {
+	tokens := []struct{ token, hint string }{{e.RefreshToken, "refresh_token"}, {e.AccessToken, "access_token"}}
+	for _, t := range tokens {
 		if t.token == "" {
 			continue
 		}

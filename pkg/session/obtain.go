@@ -111,7 +111,8 @@ func newProvider(a *settings.AuthOptions, env Env) (*provider, error) {
 	if env.Verbosity >= 1 {
 		audit.W = env.ErrOut
 	}
-	return &provider{a: a, env: env, store: store, log: &logging.Logger{W: env.ErrOut, Level: env.Verbosity}, audit: audit}, nil
+	return &provider{a: a, env: env, store: store, log: &logging.Logger{W: env.ErrOut, Level: env.Verbosity},
+		audit: audit}, nil
 }
 
 // NewSource is the token source of a: credspec's recipe (the one the fast
@@ -140,21 +141,25 @@ func NewSource(a *settings.AuthOptions, env Env) (*tokensource.Source, error) {
 
 // Obtain gets a's token from the source sources builds (the cache when it
 // can), and says what a person must do when it cannot.
-func Obtain(ctx context.Context, sources Sources, a *settings.AuthOptions, env Env, opts tokensource.Options) (*tokensource.Result, error) {
+func Obtain(ctx context.Context, sources Sources, a *settings.AuthOptions, env Env,
+	opts tokensource.Options) (*tokensource.Result, error) {
 	src, err := sources(a, env)
 	if err != nil {
 		return nil, err
 	}
 	r, err := src.Get(ctx, opts)
 	if errors.Is(err, login.ErrInteractionRequired) {
-		return nil, fmt.Errorf("no valid cached token, and the %s login needs a person, but this plugin runs non-interactively (kubectl's interactiveMode, or a client without a terminal): run '%s' in a terminal first",
+		return nil, fmt.Errorf("no valid cached token, and the %s login needs a person, but this plugin runs "+
+			"non-interactively (kubectl's interactiveMode, or a client without a terminal): run '%s' in a terminal "+
+			"first",
 			login.Config{OIDC: a.OIDC}.EffectiveGrant(), LoginCommand(a, env.Process))
 	}
 	if errors.Is(err, tokensource.ErrRefreshKept) {
 		return nil, fmt.Errorf("%w; to log in anew instead: %s", err, LoginCommand(a, env.Process))
 	}
 	if errors.Is(err, tokensource.ErrCooldown) {
-		return nil, fmt.Errorf("%w: run '%s' to log in now (--login-cooldown sets the wait)", err, LoginCommand(a, env.Process))
+		return nil,
+			fmt.Errorf("%w: run '%s' to log in now (--login-cooldown sets the wait)", err, LoginCommand(a, env.Process))
 	}
 	return r, err
 }
@@ -167,7 +172,8 @@ func LoginCommand(a *settings.AuthOptions, p Process) string {
 	if name := contextOf(a, p); name != "" {
 		return "kubectl impersonate login " + logging.ShellQuoteArgs([]string{"--context=" + name})[0]
 	}
-	return strings.Join(append([]string{"kubectl", "impersonate", "login"}, logging.ShellQuoteArgs(a.HintArgs())...), " ")
+	return strings.Join(append([]string{"kubectl", "impersonate", "login"}, logging.ShellQuoteArgs(a.HintArgs())...),
+		" ")
 }
 
 // contextOf is the name of a context of the default kubeconfig whose
@@ -192,7 +198,8 @@ func contextOf(a *settings.AuthOptions, p Process) string {
 	id, found := a.Key().ID(), ""
 	for _, s := range sessions {
 		if s.Err != nil || s.Exec == nil || s.Identity() != id || !slices.Equal(withoutGetToken(s.Exec.Args), args) ||
-			slices.ContainsFunc(s.Exec.Env, func(v clientcmdapi.ExecEnvVar) bool { return p.Getenv(v.Name) != v.Value }) {
+			slices.ContainsFunc(s.Exec.Env,
+				func(v clientcmdapi.ExecEnvVar) bool { return p.Getenv(v.Name) != v.Value }) {
 			continue
 		}
 		if s.Context == raw.CurrentContext {
@@ -275,7 +282,8 @@ func identityPlatformGrant(rt *provider) (tokensource.Authenticator, error) {
 	cfg.ExtraScopes = append(cfg.ExtraScopes, "email")
 	return &login.IdentityPlatform{
 		Google: login.New(cfg), Issuer: a.IssuerURL, APIKey: a.IPAPIKey, Tenant: a.IPTenant,
-		ToolkitURL: a.IPEndpoint, SecureTokenURL: a.SecureTokenURL, HTTPClient: cfg.HTTPClient, Log: cfg.Log, Emulator: a.IPEmulator,
+		ToolkitURL: a.IPEndpoint, SecureTokenURL: a.SecureTokenURL, HTTPClient: cfg.HTTPClient, Log: cfg.Log,
+		Emulator: a.IPEmulator,
 	}, nil
 }
 
@@ -298,7 +306,8 @@ func cloudSigmaExchange(rt *provider, _ *tokensource.Source) (tokensource.Authen
 // same provider's token endpoint.
 func tokenExchangeExchange(rt *provider, base *tokensource.Source) (tokensource.Authenticator, error) {
 	a := rt.a
-	tx := &exchange.TokenExchange{TokenExchange: a.TokenExchange(), ClientID: a.ClientID, ClientSecret: a.ClientSecret, ClientAuthMethod: a.ClientAuthMethod}
+	tx := &exchange.TokenExchange{TokenExchange: a.TokenExchange(), ClientID: a.ClientID, ClientSecret: a.ClientSecret,
+		ClientAuthMethod: a.ClientAuthMethod}
 	tx.Base, tx.Audit, tx.Log = base, rt.audit, rt.log
 	tx.TokenURL = func(ctx context.Context) (string, error) {
 		lc, err := rt.login()
@@ -364,6 +373,7 @@ func HTTPOptions(a *settings.AuthOptions) login.HTTPOptions {
 	if u, err := url.Parse(a.IssuerURL); err == nil {
 		host = u.Host
 	}
-	return login.HTTPOptions{CAFiles: a.CertificateAuthorities, CAData: a.CertificateAuthorityData, Insecure: a.InsecureSkipTLSVerify,
-		Timeout: a.RequestTimeout, Headers: a.RequestHeaders, HeaderHost: host}
+	return login.HTTPOptions{CAFiles: a.CertificateAuthorities, CAData: a.CertificateAuthorityData,
+		Insecure: a.InsecureSkipTLSVerify,
+		Timeout:  a.RequestTimeout, Headers: a.RequestHeaders, HeaderHost: host}
 }

@@ -59,7 +59,8 @@ func (s *Session) Server() string {
 // selects those contexts (each must exist and run this plugin). user,
 // when set, holds flags of the command line that replace the exec
 // entries' values (login and logout).
-func List(raw *clientcmdapi.Config, names []string, user *settings.AuthOptions, getenv func(string) string) ([]*Session, error) {
+func List(raw *clientcmdapi.Config, names []string, user *settings.AuthOptions, getenv func(string) string) ([]*Session,
+	error) {
 	for _, n := range names {
 		if _, ok := raw.Contexts[n]; !ok {
 			return nil, fmt.Errorf("the kubeconfig has no context %q (kubectl config get-contexts lists them)", n)
@@ -91,7 +92,8 @@ type Selection struct{ Context, User, Cluster string }
 // one), as kubectl would run its user's exec entry: an error when the
 // context does not exist (unless --user names the user), when its user
 // does not run this plugin (ErrNotOurs), or when the entry cannot be read.
-func Current(raw *clientcmdapi.Config, sel Selection, user *settings.AuthOptions, getenv func(string) string) (*Session, error) {
+func Current(raw *clientcmdapi.Config, sel Selection, user *settings.AuthOptions, getenv func(string) string) (*Session,
+	error) {
 	name := cmp.Or(sel.Context, raw.CurrentContext)
 	c, found := raw.Contexts[name]
 	if !found && sel.User == "" {
@@ -108,7 +110,8 @@ func Current(raw *clientcmdapi.Config, sel Selection, user *settings.AuthOptions
 }
 
 // newSession reads the session of context with that user and cluster.
-func newSession(raw *clientcmdapi.Config, context, user, cluster string, over *settings.AuthOptions, getenv func(string) string) *Session {
+func newSession(raw *clientcmdapi.Config, context, user, cluster string, over *settings.AuthOptions,
+	getenv func(string) string) *Session {
 	s := &Session{Context: context, Cluster: cluster, User: user, ClusterEntry: raw.Clusters[cluster]}
 	if ai, ok := raw.AuthInfos[user]; ok {
 		s.Exec = ai.Exec
@@ -143,12 +146,14 @@ func (s *Session) ExecCluster() *execcred.Cluster {
 		return nil
 	}
 	c := s.ClusterEntry
-	ec := &execcred.Cluster{Server: c.Server, TLSServerName: c.TLSServerName, InsecureSkipTLSVerify: c.InsecureSkipTLSVerify,
+	ec := &execcred.Cluster{Server: c.Server, TLSServerName: c.TLSServerName,
+		InsecureSkipTLSVerify:    c.InsecureSkipTLSVerify,
 		CertificateAuthorityData: c.CertificateAuthorityData, ProxyURL: c.ProxyURL}
 	if len(ec.CertificateAuthorityData) == 0 && c.CertificateAuthority != "" {
 		// client-go sends the file's certificates as data. The path is
 		// the kubeconfig's: a regular file, bounded, never a FIFO.
-		ec.CertificateAuthorityData, _, _ = safefile.ReadRegular("cluster CA file", c.CertificateAuthority, 1<<20, safefile.ReadOptions{})
+		ec.CertificateAuthorityData, _,
+			_ = safefile.ReadRegular("cluster CA file", c.CertificateAuthority, 1<<20, safefile.ReadOptions{})
 	}
 	if ext, ok := c.Extensions[credspec.ExecExtensionName]; ok {
 		if u, ok := ext.(*runtime.Unknown); ok {

@@ -113,7 +113,8 @@ func each(n, parallel int, f func(i int)) {
 
 // status is one session's row from the cache.
 func status(ctx context.Context, s *Session, o StatusOptions) *Status {
-	r := &Status{Context: s.Context, Current: s.Context == o.Current, Cluster: s.Cluster, Server: s.Server(), User: s.User, AllowedServer: "any"}
+	r := &Status{Context: s.Context, Current: s.Context == o.Current, Cluster: s.Cluster, Server: s.Server(),
+		User: s.User, AllowedServer: "any"}
 	if s.Err != nil {
 		r.Error = logging.OneLine(s.Err.Error(), 300)
 		return r

@@ -15,7 +15,8 @@ import (
 // warn receives what Complete would tell the user. entryEnv, when given,
 // names the environment variables the exec entry sets (a caller that read
 // the entry from the kubeconfig knows them).
-func ParseArgs(args []string, getenv func(string) string, warn func(string), entryEnv ...string) (*AuthOptions, int, error) {
+func ParseArgs(args []string, getenv func(string) string, warn func(string), entryEnv ...string) (*AuthOptions, int,
+	error) {
 	return parseArgs(args, getenv, warn, true, entryEnv)
 }
 
@@ -33,16 +34,19 @@ func CheckArgs(args []string, getenv func(string) string) (*AuthOptions, error) 
 // list or key=value flag whole, not appended to), and the entry supplies
 // the rest. The user's own flags are not the entry's, so the exec entry's
 // lock (trust.go) does not apply to them.
-func ParseArgsOverridden(args []string, user *AuthOptions, getenv func(string) string, warn func(string), entryEnv ...string) (*AuthOptions, error) {
+func ParseArgsOverridden(args []string, user *AuthOptions, getenv func(string) string, warn func(string),
+	entryEnv ...string) (*AuthOptions, error) {
 	o, _, err := parseArgsWith(args, getenv, warn, true, entryEnv, user)
 	return o, err
 }
 
-func parseArgs(args []string, getenv func(string) string, warn func(string), fromEntry bool, entryEnv []string) (*AuthOptions, int, error) {
+func parseArgs(args []string, getenv func(string) string, warn func(string), fromEntry bool,
+	entryEnv []string) (*AuthOptions, int, error) {
 	return parseArgsWith(args, getenv, warn, fromEntry, entryEnv, nil)
 }
 
-func parseArgsWith(args []string, getenv func(string) string, warn func(string), fromEntry bool, entryEnv []string, user *AuthOptions) (*AuthOptions, int, error) {
+func parseArgsWith(args []string, getenv func(string) string, warn func(string), fromEntry bool, entryEnv []string,
+	user *AuthOptions) (*AuthOptions, int, error) {
 	fs := pflag.NewFlagSet("get-token", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	o := NewAuthOptions()

@@ -23,7 +23,8 @@ type EnvVar struct{ Name, Value string }
 
 // ErrNotOurs says an exec entry runs something else than this plugin's
 // get-token (or that the user has no exec entry).
-var ErrNotOurs = errors.New("the current kubeconfig user does not run kubectl-impersonate (its exec entry runs something else, or it has none)")
+var ErrNotOurs = errors.New("the current kubeconfig user does not run kubectl-impersonate (its exec entry runs " +
+	"something else, or it has none)")
 
 // ParseExecEntry reads the get-token settings of an exec entry that runs
 // this plugin (the fast binary, or the full one's get-token) as get-token

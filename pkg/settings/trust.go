@@ -35,14 +35,18 @@ var execEntrySafe = map[string]bool{
 	credspec.FlagProfile: true,
 	// Only narrowing: applyProfile refuses a server the profile lacks.
 	credspec.FlagAllowedServer: true, credspec.FlagAllowedServerCA: true,
-	credspec.FlagForceRefresh: true, credspec.FlagSkipOpenBrowser: true, credspec.FlagAuthTimeout: true, credspec.FlagRequestTimeout: true, credspec.FlagLoginCooldown: true,
+	credspec.FlagForceRefresh: true, credspec.FlagSkipOpenBrowser: true, credspec.FlagAuthTimeout: true,
+	credspec.FlagRequestTimeout: true, credspec.FlagLoginCooldown: true,
 	credspec.FlagStorage: true, credspec.FlagListen: true,
 	// Which identity to ask the profile's provider for: the token goes
 	// nowhere else, and each choice is a cache key of its own.
-	credspec.FlagClientID: true, credspec.FlagExtraScope: true, credspec.FlagUseAccessToken: true, credspec.FlagGrantType: true, credspec.FlagUsername: true,
-	credspec.FlagExtraParams: true, credspec.FlagClientAuthMethod: true, credspec.FlagUserEmail: true, credspec.FlagCSRegion: true, credspec.FlagIPTenant: true,
-	credspec.FlagExchangeAudience: true, credspec.FlagExchangeScope: true, credspec.FlagExchangeRequested: true, credspec.FlagExchangeSubjectType: true,
-	credspec.FlagImpersonateUser: true,
+	credspec.FlagClientID: true, credspec.FlagExtraScope: true, credspec.FlagUseAccessToken: true,
+	credspec.FlagGrantType: true, credspec.FlagUsername: true,
+	credspec.FlagExtraParams: true, credspec.FlagClientAuthMethod: true, credspec.FlagUserEmail: true,
+	credspec.FlagCSRegion: true, credspec.FlagIPTenant: true,
+	credspec.FlagExchangeAudience: true, credspec.FlagExchangeScope: true, credspec.FlagExchangeRequested: true,
+	credspec.FlagExchangeSubjectType: true,
+	credspec.FlagImpersonateUser:     true,
 	// How the assertion names the profile's key: it goes to the profile's
 	// provider alone, and a wrong kid only fails the request.
 	credspec.FlagClientKeyID: true,
@@ -103,7 +107,9 @@ func (o *AuthOptions) entryEnv() ([]string, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot tell the exec entry's environment variables from your own, which a locked entry needs: %w; run kubectl-impersonate from kubectl, or name the settings in a profile (docs/security.md)", err)
+		return nil, fmt.Errorf("cannot tell the exec entry's environment variables from your own, which a locked "+
+			"entry needs: %w; run kubectl-impersonate from kubectl, or name the settings in a profile "+
+			"(docs/security.md)", err)
 	}
 	env := o.Environ
 	if env == nil {
@@ -186,7 +192,8 @@ func (o *AuthOptions) checkExecEntry(getenv func(string) string) error {
 		// environment, or a profile's flag does their work.
 		where = "your own environment or " + where
 	}
-	return fmt.Errorf("the kubeconfig's exec entry sets %s, which only you may choose since %s: put it in %s, or remove it from the exec entry (docs/security.md)",
+	return fmt.Errorf("the kubeconfig's exec entry sets %s, which only you may choose since %s: put it in %s, or "+
+		"remove it from the exec entry (docs/security.md)",
 		strings.Join(unsafe, ", "), why, where)
 }
 

@@ -70,7 +70,9 @@ func (d *Disk) Get(_ context.Context, id string) ([]byte, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	b, _, err := safefile.ReadRegular("token cache file", p, maxEntrySize, safefile.ReadOptions{NoFollow: true, Rule: safefile.Secret})
+	b, _,
+		err := safefile.ReadRegular("token cache file", p, maxEntrySize,
+		safefile.ReadOptions{NoFollow: true, Rule: safefile.Secret})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, ErrNotFound
@@ -79,7 +81,8 @@ func (d *Disk) Get(_ context.Context, id string) ([]byte, error) {
 	case err != nil:
 		// Another user's, readable by others, a symlink (ELOOP), a FIFO, a
 		// directory: not a file this store wrote.
-		return nil, fmt.Errorf("token cache file %s is not a private file of yours: refusing to read it (%v); delete it", p, err)
+		return nil, fmt.Errorf("token cache file %s is not a private file of yours: refusing to read it (%v); delete "+
+			"it", p, err)
 	}
 	return b, err
 }

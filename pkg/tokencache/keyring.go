@@ -134,7 +134,8 @@ func (k *Keyring) call(ctx context.Context, what string, fn func() error) error 
 		}
 		return k.fail(fmt.Errorf("%w: %s: %v", ErrUnavailable, what, err))
 	case <-ctx.Done():
-		return k.fail(fmt.Errorf("%w: %s did not answer within %s (is the keyring locked?)", ErrUnavailable, what, timeout))
+		return k.fail(fmt.Errorf("%w: %s did not answer within %s (is the keyring locked?)", ErrUnavailable, what,
+			timeout))
 	}
 }
 
@@ -254,7 +255,8 @@ func (k *Keyring) putChunked(ctx context.Context, id string, data []byte, size i
 		return fmt.Errorf("generating keyring chunk generation: %w", err)
 	}
 	sum := sha256.Sum256(data)
-	h := chunkHeader{gen: hex.EncodeToString(gen), count: (len(data) + size - 1) / size, sum: hex.EncodeToString(sum[:])}
+	h := chunkHeader{gen: hex.EncodeToString(gen), count: (len(data) + size - 1) / size,
+		sum: hex.EncodeToString(sum[:])}
 	for i := range h.count {
 		end := min((i+1)*size, len(data))
 		if err := k.set(ctx, h.chunkUser(id, i), string(data[i*size:end])); err != nil {

@@ -37,7 +37,8 @@ func AcquireLock(ctx context.Context, dir, id string, timeout time.Duration) (*L
 	defer cancel()
 	ok, err := f.TryLockContext(ctx, lockRetryDelay)
 	if errors.Is(err, context.DeadlineExceeded) || (err == nil && !ok) {
-		return nil, fmt.Errorf("another kubectl-impersonate process has held the lock %s for over %s (a login waiting in a browser?): finish or stop it, then retry", path, timeout)
+		return nil, fmt.Errorf("another kubectl-impersonate process has held the lock %s for over %s (a login "+
+			"waiting in a browser?): finish or stop it, then retry", path, timeout)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("locking token cache entry %s: %w", path, err)

@@ -174,7 +174,9 @@ func (p *pipelinedAuth) Write(b []byte) (int, error) {
 		p.fake.WriteString("OK 00000000000000000000000000000000\r\n")
 	case line == "BEGIN\r\n":
 		p.begun = true
-		if _, err := p.Conn.Write([]byte("\x00AUTH EXTERNAL " + hex.EncodeToString([]byte(p.uid)) + "\r\nBEGIN\r\n")); err != nil {
+		if _,
+			err := p.Conn.Write([]byte("\x00AUTH EXTERNAL " + hex.EncodeToString([]byte(p.uid)) +
+			"\r\nBEGIN\r\n")); err != nil {
 			return 0, err
 		}
 	default:
@@ -199,7 +201,8 @@ func (p *pipelinedAuth) Read(b []byte) (int, error) {
 			line = append(line, c)
 		}
 		if !bytes.HasPrefix(line, []byte("OK ")) || line[len(line)-1] != '\n' {
-			return 0, fmt.Errorf("dbus: the session bus refused EXTERNAL authentication: %q", strings.TrimSpace(string(line)))
+			return 0,
+				fmt.Errorf("dbus: the session bus refused EXTERNAL authentication: %q", strings.TrimSpace(string(line)))
 		}
 		p.okRead = true
 	}
@@ -244,7 +247,8 @@ func (s *secretService) get(service, user string) (string, error) {
 		Value       []byte
 		ContentType string `dbus:"content_type"`
 	}
-	if err := s.conn.Object(ssBusName, item).Call(ssItemInterface+".GetSecret", 0, s.session).Store(&secret); err != nil {
+	if err := s.conn.Object(ssBusName, item).Call(ssItemInterface+".GetSecret", 0,
+		s.session).Store(&secret); err != nil {
 		s.drop()
 		return "", fmt.Errorf("reading the keyring item: %w", err)
 	}

@@ -117,7 +117,8 @@ func (a *Auto) Put(ctx context.Context, id string, data []byte) error {
 	if err := a.Disk.Put(ctx, id, data); err != nil {
 		return fmt.Errorf("keyring: %v; disk: %w", kerr, err)
 	}
-	a.Notify(fmt.Sprintf("the OS keyring cannot be used (%v); token cached on disk in %s instead (use --token-cache-storage to choose)", kerr, a.Disk.Dir))
+	a.Notify(fmt.Sprintf("the OS keyring cannot be used (%v); token cached on disk in %s instead (use "+
+		"--token-cache-storage to choose)", kerr, a.Disk.Dir))
 	return nil
 }
 

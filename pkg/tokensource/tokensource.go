@@ -232,7 +232,8 @@ func (s *Source) Get(ctx context.Context, opts Options) (*Result, error) {
 			return nil, err
 		}
 		if r, ok := s.usable(e); ok {
-			s.Log.Printf(1, "using the cached token (storage %s, expires %s)", s.Store.Name(), r.Expiry.Format(time.RFC3339))
+			s.Log.Printf(1, "using the cached token (storage %s, expires %s)", s.Store.Name(),
+				r.Expiry.Format(time.RFC3339))
 			r.From = FromCache
 			return r, nil
 		}
@@ -273,7 +274,9 @@ func (a *loginAttempt) end(s *Source, id string, err error) {
 		return
 	}
 	if err != nil {
-		_ = tokencache.WriteLoginAttempt(s.LockDir, id, tokencache.LoginAttempt{Started: a.started, Failed: s.now().UTC(), Reason: logging.OneLine(err.Error(), 200)})
+		_ = tokencache.WriteLoginAttempt(s.LockDir, id,
+			tokencache.LoginAttempt{Started: a.started, Failed: s.now().UTC(),
+				Reason: logging.OneLine(err.Error(), 200)})
 		return
 	}
 	tokencache.ClearLoginAttempt(s.LockDir, id)
@@ -304,7 +307,8 @@ func (s *Source) renew(ctx context.Context, id string, opts Options, att *loginA
 		}
 		r, ok := s.stillValid(e)
 		if ok {
-			s.notify(fmt.Sprintf("could not renew the token (%v); using the cached one, valid until %s", err, r.Expiry.Format(time.RFC3339)))
+			s.notify(fmt.Sprintf("could not renew the token (%v); using the cached one, valid until %s", err,
+				r.Expiry.Format(time.RFC3339)))
 		}
 		return r, ok
 	}
@@ -386,7 +390,9 @@ func (s *Source) keep(ctx context.Context, id string, fresh *tokencache.Entry, f
 		return nil, errors.New("the identity provider issued no usable token")
 	}
 	if now := s.now(); !now.Before(exp) {
-		return nil, fmt.Errorf("the identity provider issued a token that had already expired (expiry %s, this machine's time %s): check the clocks of this machine and the provider", exp.Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+		return nil, fmt.Errorf("the identity provider issued a token that had already expired (expiry %s, this "+
+			"machine's time %s): check the clocks of this machine and the provider", exp.Format(time.RFC3339),
+			now.UTC().Format(time.RFC3339))
 	}
 	// A fresh token is used however short its life: its margin is at most
 	// a third of its lifetime (for an entry without ObtainedAt, taken from
@@ -414,7 +420,8 @@ func invalidGrant(err error) bool {
 // entry's lock from its start (att; getLocked records its end), so that for
 // Cooldown after a failed or abandoned login the next calls for this
 // identity fail fast instead of opening another browser.
-func (s *Source) grant(ctx context.Context, id string, auth Authenticator, att *loginAttempt) (*tokencache.Entry, error) {
+func (s *Source) grant(ctx context.Context, id string, auth Authenticator, att *loginAttempt) (*tokencache.Entry,
+	error) {
 	pn, ok := auth.(PersonNeeder)
 	if !ok || !pn.NeedsPerson() {
 		return auth.Grant(ctx)

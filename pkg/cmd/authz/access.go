@@ -107,16 +107,24 @@ prints every namespace's matrix, -o json every cell.`,
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "One matrix per namespace")
 	f.BoolVar(&o.ClusterScope, "cluster-scope", false, "The cluster-scoped resources instead of a namespace's")
 	f.StringSliceVar(&o.Verbs, "verb", rbac.DefaultVerbs, "The verb columns (repeatable, or comma-separated)")
-	f.IntVar(&o.MaxReviews, "max-reviews", 2000, "At most this many access reviews in all (an authorizer besides RBAC makes every cell one); more is refused before any is sent (0: no limit)")
+	f.IntVar(&o.MaxReviews, "max-reviews", 2000, "At most this many access reviews in all (an authorizer besides "+
+		"RBAC makes every cell one); more is refused before any is sent (0: no limit)")
 	settings.AliasFlag(f, "verbs", "verb", streams.ErrOut)
-	f.BoolVar(&o.Escalation, "escalation", true, "Also the escalation paths: impersonate, bind, escalate and constrained impersonation (impersonate:<mode>, impersonate-on:<mode>:<verb>)")
-	f.BoolVar(&o.RBACObjects, "rbac-objects", true, "With -A: read the RBAC objects once (4 lists, with your own rights) and evaluate them for every namespace, when you may read them and a rules review shows RBAC is the only authorizer and gives the same rules; false: one rules review per namespace")
-	f.StringSliceVar(&o.Resources, "resource", nil, "Only these resources' rows (repeatable, or comma-separated; short names and kinds as kubectl takes them); with -A the table is one row per namespace and resource")
+	f.BoolVar(&o.Escalation, "escalation", true, "Also the escalation paths: impersonate, bind, escalate and "+
+		"constrained impersonation (impersonate:<mode>, impersonate-on:<mode>:<verb>)")
+	f.BoolVar(&o.RBACObjects, "rbac-objects", true, "With -A: read the RBAC objects once (4 lists, with your own "+
+		"rights) and evaluate them for every namespace, when you may read them and a rules review shows RBAC is the "+
+		"only authorizer and gives the same rules; false: one rules review per namespace")
+	f.StringSliceVar(&o.Resources, "resource", nil, "Only these resources' rows (repeatable, or comma-separated; "+
+		"short names and kinds as kubectl takes them); with -A the table is one row per namespace and resource")
 	f.BoolVar(&o.Subresources, "subresources", false, "Include subresources (pods/log, deployments/scale, ...)")
-	f.StringVar((*string)(&o.Method), "method", string(rbac.FromRules), "rules (a rules review, then access reviews where needed) or ssar (one access review per cell)")
+	f.StringVar((*string)(&o.Method), "method", string(rbac.FromRules), "rules (a rules review, then access reviews "+
+		"where needed) or ssar (one access review per cell)")
 	o.Output = cmdutil.NewOutputFlags(f, "a table; with -A a summary per namespace", "wide")
-	f.BoolVar(&o.TokenIdentity, "token-identity", false, "Impersonate exactly the username, groups, UID and extra the API server reports for the current credentials (what --as alone loses; needs the impersonate permission)")
-	f.StringVar(&o.DiffAs, "diff-as", "", "Also build the matrix as this user (impersonation) and show only the cells where the two differ")
+	f.BoolVar(&o.TokenIdentity, "token-identity", false, "Impersonate exactly the username, groups, UID and extra "+
+		"the API server reports for the current credentials (what --as alone loses; needs the impersonate permission)")
+	f.StringVar(&o.DiffAs, "diff-as", "", "Also build the matrix as this user (impersonation) and show only the "+
+		"cells where the two differ")
 	f.StringSliceVar(&o.DiffAsGroups, "diff-as-group", nil, "Groups for --diff-as (repeatable)")
 	return cmd
 }
@@ -130,7 +138,8 @@ func (o *AccessOptions) Complete(ctx context.Context, args []string) error {
 	}
 	// -A lists the namespaces with the caller's own rights.
 	o.client, o.caller = ic.Target, ic.Caller
-	o.impersonate = func(user string, groups []string, uid string, extra map[string][]string) (inspect.AccessClient, error) {
+	o.impersonate = func(user string, groups []string, uid string, extra map[string][]string) (inspect.AccessClient,
+		error) {
 		return ic.Impersonate(user, groups, uid, extra)
 	}
 	if !o.AllNamespaces && !o.ClusterScope {
@@ -145,7 +154,8 @@ func (o *AccessOptions) Complete(ctx context.Context, args []string) error {
 // resolves its arguments in Complete: the scope's resources the server
 // serves, or --resource's, each as kubectl takes it.
 func (o *AccessOptions) resolveArgs(ctx context.Context) (err error) {
-	o.resources, err = inspect.Resources(ctx, o.client, o.Resources, o.Subresources, o.ClusterScope, cmdutil.Notifier(o.ErrOut))
+	o.resources,
+		err = inspect.Resources(ctx, o.client, o.Resources, o.Subresources, o.ClusterScope, cmdutil.Notifier(o.ErrOut))
 	return err
 }
 
@@ -210,7 +220,8 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 			logging.StatusLine(o.ErrOut, "")
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted with %d of %d namespaces answered: %w", emitted, len(q.Namespaces), ctx.Err())
+			return fmt.Errorf("interrupted with %d of %d namespaces answered: %w", emitted, len(q.Namespaces),
+				ctx.Err())
 		}
 		return err
 	}
@@ -223,7 +234,8 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 // with the caller's own rights) and, with -A, the RBAC objects evaluated
 // once where they give the server's answer.
 func (o *AccessOptions) resolve(ctx context.Context) (*inspect.MatrixRequest, error) {
-	q := &inspect.MatrixRequest{Client: o.client, Verbs: o.Verbs, ForceSSAR: o.Method == rbac.FromAccessReview || o.ClusterScope,
+	q := &inspect.MatrixRequest{Client: o.client, Verbs: o.Verbs,
+		ForceSSAR:  o.Method == rbac.FromAccessReview || o.ClusterScope,
 		Escalation: o.Escalation, MaxReviews: o.MaxReviews, OtherName: o.DiffAs}
 	var err error
 	if o.TokenIdentity {
@@ -260,7 +272,9 @@ func (o *AccessOptions) resolve(ctx context.Context) (*inspect.MatrixRequest, er
 		if q.Other != nil {
 			ids = append(ids, q.Other)
 		}
-		if found := inspect.LocalRules(ctx, inspect.Say{Warn: cmdutil.Notifier(o.ErrOut), Verbose: o.global.Verbosity >= 1}, caller, q.Namespaces[0], ids...); found != nil {
+		if found := inspect.LocalRules(ctx,
+			inspect.Say{Warn: cmdutil.Notifier(o.ErrOut), Verbose: o.global.Verbosity >= 1}, caller, q.Namespaces[0],
+			ids...); found != nil {
 			q.Local = found[0]
 			if q.Other != nil {
 				q.OtherLocal = found[1]
@@ -348,7 +362,8 @@ func printByNamespace(w io.Writer, out []*rbac.Matrix) {
 			for i, v := range verbs {
 				cells[i] = cellMark(r.Cells[v])
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", logging.Printable(m.Namespace), logging.Printable(r.Resource), strings.Join(cells, "\t"))
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", logging.Printable(m.Namespace), logging.Printable(r.Resource),
+				strings.Join(cells, "\t"))
 		}
 	}
 	_ = tw.Flush()
@@ -448,7 +463,8 @@ func (s *summarySink) end() error {
 			}
 		}
 	}
-	fmt.Fprintf(s.w, "# %d namespaces; cells allowed (some names at least) in every one, the baseline: %s\n", len(s.rows), cellList(s.cellsOf(baseline, nil), s.verbs, 0))
+	fmt.Fprintf(s.w, "# %d namespaces; cells allowed (some names at least) in every one, the baseline: %s\n",
+		len(s.rows), cellList(s.cellsOf(baseline, nil), s.verbs, 0))
 	tw := tabwriter.NewWriter(s.w, 0, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "NAMESPACE\tCELLS\tBEYOND THE BASELINE\n")
 	for _, r := range s.rows {
@@ -460,13 +476,15 @@ func (s *summarySink) end() error {
 		if r.incomplete {
 			note = " (rules review incomplete: every cell asked)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s%s\n", logging.Printable(r.namespace), n, cellList(s.cellsOf(r.held, baseline), s.verbs, 160), note)
+		fmt.Fprintf(tw, "%s\t%d\t%s%s\n", logging.Printable(r.namespace), n,
+			cellList(s.cellsOf(r.held, baseline), s.verbs, 160), note)
 	}
 	_ = tw.Flush()
 	if s.esc != nil {
 		printEscalation(s.w, s.esc, false)
 	}
-	fmt.Fprintln(s.w, "# -o wide: every namespace's matrix; -o json: every cell; --resource R: one row per namespace and resource")
+	fmt.Fprintln(s.w, "# -o wide: every namespace's matrix; -o json: every cell; --resource R: one row per namespace "+
+		"and resource")
 	return nil
 }
 
@@ -518,10 +536,12 @@ func printMatrix(w io.Writer, m *rbac.Matrix, diff bool) {
 	fmt.Fprintf(w, "# %s (%d API requests after discovery)\n", scope, m.Requests)
 	commands := slices.Sorted(maps.Keys(m.Streaming))
 	for _, c := range commands {
-		fmt.Fprintf(w, "# %s: %s (get and create on its subresource, since Kubernetes 1.35)\n", c, map[bool]string{true: "works", false: "fails"}[m.Streaming[c]])
+		fmt.Fprintf(w, "# %s: %s (get and create on its subresource, since Kubernetes 1.35)\n", c,
+			map[bool]string{true: "works", false: "fails"}[m.Streaming[c]])
 	}
 	if m.Incomplete {
-		fmt.Fprintln(w, "# the rules review is incomplete (an authorizer besides RBAC, such as a webhook): every cell asked with an access review (*); ! marks an answer that authorizer gave against RBAC's rules")
+		fmt.Fprintln(w, "# the rules review is incomplete (an authorizer besides RBAC, such as a webhook): every "+
+			"cell asked with an access review (*); ! marks an answer that authorizer gave against RBAC's rules")
 	}
 	printRows(w, m.Verbs, m.Rows, false)
 	printEscalation(w, m, diff)
@@ -589,10 +609,12 @@ func printEscalation(w io.Writer, m *rbac.Matrix, diff bool) {
 	case diff:
 		fmt.Fprintln(w, "# escalation paths where the two identities differ (the --diff-as identity's answer)")
 	case len(shown) == 0:
-		fmt.Fprintf(w, "# escalation paths: none of the %d checks (impersonate, bind, escalate, constrained impersonation) is allowed\n", len(m.Escalation))
+		fmt.Fprintf(w, "# escalation paths: none of the %d checks (impersonate, bind, escalate, constrained "+
+			"impersonation) is allowed\n", len(m.Escalation))
 		return
 	default:
-		fmt.Fprintf(w, "# escalation paths: %d of the %d checks allowed (~: for some names only); each acts with another identity's permissions or grants more\n", len(shown), len(m.Escalation))
+		fmt.Fprintf(w, "# escalation paths: %d of the %d checks allowed (~: for some names only); each acts with "+
+			"another identity's permissions or grants more\n", len(shown), len(m.Escalation))
 	}
 	if len(shown) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
@@ -615,7 +637,8 @@ func printEscalation(w io.Writer, m *rbac.Matrix, diff bool) {
 		if !ok {
 			continue
 		}
-		fmt.Fprintf(w, "\n# impersonate-on:%s:VERB: what you may do as an identity you impersonate in the %s mode (constrained impersonation)\n", mode, mode)
+		fmt.Fprintf(w, "\n# impersonate-on:%s:VERB: what you may do as an identity you impersonate in the %s mode "+
+			"(constrained impersonation)\n", mode, mode)
 		if !diff && !slices.ContainsFunc(rows, func(r rbac.Row) bool { return r.Held(m.Verbs) }) {
 			fmt.Fprintln(w, "nothing in these columns")
 			continue

@@ -57,7 +57,8 @@ func NewCmdList(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *c
 }
 
 func newCmdList(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) (*cobra.Command, *ListOptions) {
-	o := &ListOptions{IOStreams: streams, global: g, Verbs: []string{"get"}, Method: rbac.FromRules, RBACObjects: true, now: time.Now}
+	o := &ListOptions{IOStreams: streams, global: g, Verbs: []string{"get"}, Method: rbac.FromRules, RBACObjects: true,
+		now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "list RESOURCE",
 		Short: "List the objects an identity may act on, across a namespace, a project's namespaces or all",
@@ -93,7 +94,8 @@ kept, as "kubectl get -o json" would; the verbs and reasons are in the table
 	}
 	o.Kube = cmdutil.NewKubeFlags(cmd.Flags(), g.Env)
 	o.Kube.RegisterCompletions(cmd)
-	cmd.ValidArgsFunction = func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	cmd.ValidArgsFunction = func(c *cobra.Command, args []string, toComplete string) ([]string,
+		cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -102,12 +104,18 @@ kept, as "kubectl get -o json" would; the verbs and reasons are in the table
 	f := cmd.Flags()
 	f.StringVarP(&o.Selector, "selector", "l", "", "Label selector of the objects (e.g. -l app=web)")
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List across all namespaces")
-	f.StringVar(&o.ProjectLabel, "project-label", "", "List in the namespaces carrying this label, KEY=VALUE (a project)")
-	f.StringSliceVar(&o.Verbs, "verb", o.Verbs, "Verb the identity must be allowed (repeatable, or comma-separated, as in access; an object is kept if any is allowed)")
-	f.BoolVar(&o.TokenIdentity, "token-identity", false, "Review as exactly the username, groups, UID and extra the API server reports for your credentials (needs the impersonate permission)")
+	f.StringVar(&o.ProjectLabel, "project-label", "", "List in the namespaces carrying this label, KEY=VALUE (a "+
+		"project)")
+	f.StringSliceVar(&o.Verbs, "verb", o.Verbs, "Verb the identity must be allowed (repeatable, or comma-separated, "+
+		"as in access; an object is kept if any is allowed)")
+	f.BoolVar(&o.TokenIdentity, "token-identity", false, "Review as exactly the username, groups, UID and extra the "+
+		"API server reports for your credentials (needs the impersonate permission)")
 	f.BoolVar(&o.ShowDenied, "show-denied", false, "Also show the objects not allowed, with the reason")
-	f.StringVar((*string)(&o.Method), "method", string(o.Method), "rules (a rules review per namespace, access reviews where needed) or ssar (an access review per object and verb)")
-	f.BoolVar(&o.RBACObjects, "rbac-objects", o.RBACObjects, "With -A or --project-label: read the RBAC objects once (4 lists, with your own rights) and evaluate them for every namespace, when you may read them and a rules review shows RBAC is the only authorizer and gives the same rules; false: one rules review per namespace")
+	f.StringVar((*string)(&o.Method), "method", string(o.Method), "rules (a rules review per namespace, access "+
+		"reviews where needed) or ssar (an access review per object and verb)")
+	f.BoolVar(&o.RBACObjects, "rbac-objects", o.RBACObjects, "With -A or --project-label: read the RBAC objects once "+
+		"(4 lists, with your own rights) and evaluate them for every namespace, when you may read them and a rules "+
+		"review shows RBAC is the only authorizer and gives the same rules; false: one rules review per namespace")
 	o.Output = cmdutil.NewOutputFlags(f, "a table", "wide", "name")
 	return cmd, o
 }
@@ -123,7 +131,8 @@ func (o *ListOptions) Complete(ctx context.Context, args []string) error {
 	}
 	// The caller lists; the target (itself, or --as) is reviewed.
 	o.caller, o.target, o.identity = ic.Caller, ic.Target, ic.Identity
-	o.impersonate = func(user string, groups []string, uid string, extra map[string][]string) (inspect.ListClient, error) {
+	o.impersonate = func(user string, groups []string, uid string, extra map[string][]string) (inspect.ListClient,
+		error) {
 		return ic.Impersonate(user, groups, uid, extra)
 	}
 	if !o.AllNamespaces && o.ProjectLabel == "" {
@@ -168,7 +177,8 @@ func (o *ListOptions) ValidateFlags() error {
 // Run resolves the identity reviewed (--token-identity), lists and
 // decides (list's use case), and prints.
 func (o *ListOptions) Run(ctx context.Context) error {
-	q := inspect.ListRequest{Caller: o.caller, Target: o.target, Identity: o.identity, Resource: o.resource, Selector: o.Selector,
+	q := inspect.ListRequest{Caller: o.caller, Target: o.target, Identity: o.identity, Resource: o.resource,
+		Selector:  o.Selector,
 		Namespace: o.namespace, AllNamespaces: o.AllNamespaces, ProjectLabel: o.ProjectLabel, Verbs: o.Verbs,
 		ForceSSAR: o.Method == rbac.FromAccessReview, RBACObjects: o.RBACObjects, Full: !o.Output.Human(),
 		Verbose: o.global.Verbosity >= 1, Warn: cmdutil.Notifier(o.ErrOut)}
@@ -221,16 +231,20 @@ func (o *ListOptions) print(r *inspect.ListResult) error {
 		if n := r.Stats.FromRBACObjects; n > 0 {
 			local += fmt.Sprintf(" (the rules of %d namespaces from them)", n)
 		}
-		fmt.Fprintf(o.ErrOut, "%d of %d %s allowed to %s for %s; requests after discovery: %d list, %d rules reviews, %d access reviews%s\n",
-			len(kept), len(r.Decisions), logging.Printable(r.Resource.String()), what, logging.Printable(r.Identity), r.Lists, r.Stats.RulesReviews, r.Stats.AccessReviews, local)
+		fmt.Fprintf(o.ErrOut, "%d of %d %s allowed to %s for %s; requests after discovery: %d list, %d rules "+
+			"reviews, %d access reviews%s\n",
+			len(kept), len(r.Decisions), logging.Printable(r.Resource.String()), what, logging.Printable(r.Identity),
+			r.Lists, r.Stats.RulesReviews, r.Stats.AccessReviews, local)
 	}
 	switch inc := r.Stats.Incomplete; {
 	case len(inc) > 3:
-		fmt.Fprintf(o.ErrOut, "note: the rules reviews in %d namespaces (%s, ...) are incomplete (an authorizer other than RBAC): denials there come from access reviews\n",
+		fmt.Fprintf(o.ErrOut, "note: the rules reviews in %d namespaces (%s, ...) are incomplete (an authorizer "+
+			"other than RBAC): denials there come from access reviews\n",
 			len(inc), logging.Printable(strings.Join(inc[:3], ", ")))
 	default:
 		for _, ns := range inc {
-			fmt.Fprintf(o.ErrOut, "note: the rules review in namespace %s is incomplete (an authorizer other than RBAC): denials there come from access reviews\n", logging.Printable(ns))
+			fmt.Fprintf(o.ErrOut, "note: the rules review in namespace %s is incomplete (an authorizer other than "+
+				"RBAC): denials there come from access reviews\n", logging.Printable(ns))
 		}
 	}
 	switch {
@@ -239,7 +253,9 @@ func (o *ListOptions) print(r *inspect.ListResult) error {
 		for _, d := range kept {
 			items = append(items, d.Raw)
 		}
-		return o.Output.Print(o.Out, map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": ""}, "items": items}, nil)
+		return o.Output.Print(o.Out,
+			map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": ""},
+				"items": items}, nil)
 	case o.Output.Format == "name":
 		// kubectl's -o name (printers.NamePrinter's kind.group/name, from
 		// the object's own kind), with the name escaped.
@@ -307,7 +323,8 @@ func (o *ListOptions) printTable(w io.Writer, r *inspect.ListResult, rows []rbac
 			cols = append(cols, strings.Join(denied, "; "))
 		}
 		if wide {
-			by := map[rbac.Source]string{rbac.FromRules: "rules-review", rbac.FromAccessReview: "access-review"}[d.Source]
+			by := map[rbac.Source]string{rbac.FromRules: "rules-review",
+				rbac.FromAccessReview: "access-review"}[d.Source]
 			if len(d.DecidedElsewhere) > 0 {
 				// Against RBAC's rules: another authorizer (a webhook).
 				by += " (another authorizer: " + strings.Join(d.DecidedElsewhere, ",") + ")"

@@ -58,8 +58,11 @@ needs create on subjectaccessreviews) and reports those it denies.`,
 	o.Kube.RegisterCompletions(cmd)
 	cmd.ValidArgsFunction = o.Kube.CompleteVerbResource
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "RoleBindings of every namespace")
-	cmd.Flags().BoolVar(&o.BySubject, "by-subject", false, "One line per subject, with the namespaces it may act in (every one, through a ClusterRoleBinding) and the bindings that grant it; with -A, where across the cluster each subject may do it")
-	cmd.Flags().BoolVar(&o.Verify, "verify", false, "Ask the authorizer chain (SubjectAccessReview) about each subject listed, and report those another authorizer denies")
+	cmd.Flags().BoolVar(&o.BySubject, "by-subject", false, "One line per subject, with the namespaces it may act in "+
+		"(every one, through a ClusterRoleBinding) and the bindings that grant it; with -A, where across the cluster "+
+		"each subject may do it")
+	cmd.Flags().BoolVar(&o.Verify, "verify", false, "Ask the authorizer chain (SubjectAccessReview) about each "+
+		"subject listed, and report those another authorizer denies")
 	o.Output = cmdutil.NewOutputFlags(cmd.Flags(), "a table")
 	return cmd
 }
@@ -110,7 +113,8 @@ func (o *WhoCanOptions) Run(ctx context.Context) error {
 			fmt.Fprintf(w, "%s %s is %s.\n", logging.Printable(t.Verb), logging.Printable(t.ResourceDisplay()), e)
 		}
 		if len(grants) == 0 {
-			fmt.Fprintf(w, "No binding grants %s %s %s.\n", logging.Printable(t.Verb), logging.Printable(t.ResourceDisplay()), logging.Printable(t.Where()))
+			fmt.Fprintf(w, "No binding grants %s %s %s.\n", logging.Printable(t.Verb),
+				logging.Printable(t.ResourceDisplay()), logging.Printable(t.Where()))
 		} else {
 			table(w)
 		}
@@ -125,7 +129,8 @@ func (o *WhoCanOptions) Run(ctx context.Context) error {
 
 // rbacOnlyNote ends who-can's table: other authorizers of the chain
 // (webhooks, Node, ABAC) are not seen in RBAC objects.
-const rbacOnlyNote = "These are the RBAC bindings only: an authorizer before or after RBAC (a webhook) may decide otherwise; \"kubectl impersonate why VERB RESOURCE --as=USER\" asks the cluster."
+const rbacOnlyNote = "These are the RBAC bindings only: an authorizer before or after RBAC (a webhook) may decide " +
+	"otherwise; \"kubectl impersonate why VERB RESOURCE --as=USER\" asks the cluster."
 
 // printDenied ends a verified table: the subjects the chain denies, or that
 // it confirms them all.
@@ -140,7 +145,9 @@ func printDenied(w io.Writer, grants []rbac.Grant) {
 		}
 	}
 	if len(denied) == 0 {
-		fmt.Fprintln(w, "Verified: the authorizer chain allows every subject listed, each asked as a synthetic member (SubjectAccessReview: a user with the authenticated group, a group's member, a service account); a real member's other groups may still be decided otherwise.")
+		fmt.Fprintln(w, "Verified: the authorizer chain allows every subject listed, each asked as a synthetic "+
+			"member (SubjectAccessReview: a user with the authenticated group, a group's member, a service account); "+
+			"a real member's other groups may still be decided otherwise.")
 		return
 	}
 	names := make([]string, 0, len(denied))

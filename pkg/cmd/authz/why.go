@@ -53,7 +53,8 @@ alone).`,
 	o.Kube.RegisterCompletions(cmd)
 	cmd.ValidArgsFunction = o.Kube.CompleteVerbResource
 	o.Output = cmdutil.NewOutputFlags(cmd.Flags(), "text")
-	cmd.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "If true, suppress output and just return the exit code (0: yes, 1: no)")
+	cmd.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "If true, suppress output and just return the exit code (0: "+
+		"yes, 1: no)")
 	return cmd
 }
 
@@ -126,7 +127,8 @@ func printWhy(w io.Writer, t rbac.Target, res *inspect.WhyResult) {
 	if res.Allowed {
 		verdict = "yes"
 	}
-	fmt.Fprintf(w, "%s: may %s %s %s? %s\n", logging.Printable(res.Username), logging.Printable(t.Verb), logging.Printable(t.ResourceDisplay()), logging.Printable(t.Where()), verdict)
+	fmt.Fprintf(w, "%s: may %s %s %s? %s\n", logging.Printable(res.Username), logging.Printable(t.Verb),
+		logging.Printable(t.ResourceDisplay()), logging.Printable(t.Where()), verdict)
 	if res.Reason != "" {
 		fmt.Fprintf(w, "Reason: %s\n", logging.Printable(res.Reason))
 	}
@@ -135,14 +137,18 @@ func printWhy(w io.Writer, t rbac.Target, res *inspect.WhyResult) {
 	}
 	switch {
 	case res.DecidedElsewhere && res.Allowed:
-		fmt.Fprintln(w, "No RBAC binding grants it to you: another authorizer of the chain (such as a webhook) allowed it.")
+		fmt.Fprintln(w, "No RBAC binding grants it to you: another authorizer of the chain (such as a webhook) "+
+			"allowed it.")
 	case res.DecidedElsewhere:
-		fmt.Fprintln(w, "RBAC grants it to you (the bindings below), but another authorizer of the chain (such as a webhook) denied it.")
+		fmt.Fprintln(w, "RBAC grants it to you (the bindings below), but another authorizer of the chain (such as a "+
+			"webhook) denied it.")
 	}
 	if sa := res.Streaming; sa != nil {
 		yes := map[bool]string{true: "yes", false: "no"}
-		fmt.Fprintf(w, "%s: %s (since Kubernetes 1.35 it needs get and create on %s over WebSockets: get %s, create %s)\n",
-			sa.Command, map[bool]string{true: "works", false: "fails"}[sa.Works], t.ResourceDisplay(), yes[sa.Get], yes[sa.Create])
+		fmt.Fprintf(w, "%s: %s (since Kubernetes 1.35 it needs get and create on %s over WebSockets: get %s, create "+
+			"%s)\n",
+			sa.Command, map[bool]string{true: "works", false: "fails"}[sa.Works], t.ResourceDisplay(), yes[sa.Get],
+			yes[sa.Create])
 	}
 	if res.Escalation != "" {
 		fmt.Fprintf(w, "This is %s.\n", res.Escalation)
@@ -153,10 +159,12 @@ func printWhy(w io.Writer, t rbac.Target, res *inspect.WhyResult) {
 		if ip.Namespace != "" {
 			where = " in namespace " + logging.Printable(ip.Namespace)
 		}
-		fmt.Fprintf(w, "Constrained impersonation path: %s (%s%s, any name: %s; %s: %s)\n", map[bool]string{true: "works", false: "fails"}[ip.Works],
+		fmt.Fprintf(w, "Constrained impersonation path: %s (%s%s, any name: %s; %s: %s)\n",
+			map[bool]string{true: "works", false: "fails"}[ip.Works],
 			ip.Identity, where, yes[ip.IdentityAllowed], logging.Printable(t.Verb), yes[ip.On])
 		if !ip.IdentityAllowed {
-			fmt.Fprintf(w, "A grant of %s for some names only is not seen here: ask \"kubectl impersonate why %s NAME\".\n", ip.Identity, ip.Identity)
+			fmt.Fprintf(w, "A grant of %s for some names only is not seen here: ask \"kubectl impersonate why %s "+
+				"NAME\".\n", ip.Identity, ip.Identity)
 		}
 	}
 	printGrants(w, res.Grants)
@@ -181,7 +189,8 @@ func printGrants(w io.Writer, grants []rbac.Grant) {
 		if ns == "" {
 			ns = "(cluster)"
 		}
-		fmt.Fprintf(tw, "%s/%s\t%s\t%s/%s\t%s\n", logging.Printable(g.BindingKind), logging.Printable(g.Binding), logging.Printable(ns), logging.Printable(g.RoleKind), logging.Printable(g.Role), strings.Join(subs, ", "))
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s/%s\t%s\n", logging.Printable(g.BindingKind), logging.Printable(g.Binding),
+			logging.Printable(ns), logging.Printable(g.RoleKind), logging.Printable(g.Role), strings.Join(subs, ", "))
 	}
 	_ = tw.Flush()
 }

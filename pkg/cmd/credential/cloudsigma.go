@@ -76,7 +76,8 @@ func (o *CloudSigmaWhoAmIOptions) Complete(ctx context.Context, args []string) e
 // Validate checks the settings.
 func (o *CloudSigmaWhoAmIOptions) Validate() error {
 	if o.Auth.Exchange != credspec.ExchangeCloudSigma {
-		return fmt.Errorf("cloudsigma whoami works with --%s=%s only", credspec.FlagExchange, credspec.ExchangeCloudSigma)
+		return fmt.Errorf("cloudsigma whoami works with --%s=%s only", credspec.FlagExchange,
+			credspec.ExchangeCloudSigma)
 	}
 	if err := o.Output.Validate(); err != nil {
 		return err
@@ -94,7 +95,9 @@ type cloudSigmaIdentity struct {
 
 // Run obtains the token and reads the profile it acts on.
 func (o *CloudSigmaWhoAmIOptions) Run(ctx context.Context) error {
-	r, err := session.Obtain(ctx, o.sources, o.Auth, o.global.SessionEnv(o.IOStreams, cmdutil.SessionMode{}), tokensource.Options{})
+	r,
+		err := session.Obtain(ctx, o.sources, o.Auth, o.global.SessionEnv(o.IOStreams, cmdutil.SessionMode{}),
+		tokensource.Options{})
 	if err != nil {
 		return err
 	}
@@ -108,12 +111,14 @@ func (o *CloudSigmaWhoAmIOptions) Run(ctx context.Context) error {
 	}
 	id := cloudSigmaIdentity{Region: cs.Region, UserEmail: cs.UserEmail, Account: p.Email, UUID: p.UUID, Token: r.From}
 	if err := o.Output.Print(o.Out, id, func(w io.Writer) {
-		fmt.Fprintf(w, "The token acts as %s in %s (account %s; token from %s).\n", logging.Printable(p.Email), logging.Printable(cs.Region), logging.Printable(p.UUID), r.From)
+		fmt.Fprintf(w, "The token acts as %s in %s (account %s; token from %s).\n", logging.Printable(p.Email),
+			logging.Printable(cs.Region), logging.Printable(p.UUID), r.From)
 	}); err != nil {
 		return err
 	}
 	if !strings.EqualFold(p.Email, cs.UserEmail) {
-		return errors.New("the impersonated token acts on another account than --impersonate-user-email: do not use it; report this to CloudSigma")
+		return errors.New("the impersonated token acts on another account than --impersonate-user-email: do not use " +
+			"it; report this to CloudSigma")
 	}
 	return nil
 }

@@ -68,8 +68,10 @@ kubectl with interactiveMode Never.`,
 	o.Auth.AddFlags(cmd.Flags())
 	cmd.SetUsageFunc(cmdutil.GroupedUsage)
 	cmd.Flags().BoolVar(&o.Force, "force", false, "Log in again even when a valid token is cached")
-	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "The kubeconfig whose user's exec entry gives the settings the flags do not")
-	cmd.Flags().StringVar(&o.Context, "context", "", "The context whose user's exec entry gives the settings the flags do not (default: the current one)")
+	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "The kubeconfig whose user's exec entry gives the "+
+		"settings the flags do not")
+	cmd.Flags().StringVar(&o.Context, "context", "", "The context whose user's exec entry gives the settings the "+
+		"flags do not (default: the current one)")
 	return cmd
 }
 
@@ -99,7 +101,8 @@ func NamesProvider(a *settings.AuthOptions) bool {
 // given; else the settings of the context's session (its user's exec
 // entry, for its cluster), with every flag the command line set replacing
 // the entry's value of it.
-func settingsOfContext(a *settings.AuthOptions, kubeconfig, context string, getenv func(string) string, warn func(string)) (*settings.AuthOptions, error) {
+func settingsOfContext(a *settings.AuthOptions, kubeconfig, context string, getenv func(string) string,
+	warn func(string)) (*settings.AuthOptions, error) {
 	if NamesProvider(a) && kubeconfig == "" && context == "" {
 		return a, a.Complete(getenv, warn)
 	}
@@ -124,14 +127,17 @@ func (o *LoginOptions) Validate() error { return o.Auth.Validate() }
 // who is logged in, without printing the token.
 func (o *LoginOptions) Run(ctx context.Context) error {
 	env := o.global.SessionEnv(o.IOStreams, cmdutil.SessionMode{Interactive: true, Person: true})
-	r, err := session.Obtain(ctx, o.sources, o.Auth, env, tokensource.Options{ForceLogin: o.Force, ForceRefresh: o.Auth.ForceRefresh})
+	r,
+		err := session.Obtain(ctx, o.sources, o.Auth, env,
+		tokensource.Options{ForceLogin: o.Force, ForceRefresh: o.Auth.ForceRefresh})
 	if err != nil {
 		return err
 	}
 	who := subjectOf(r.Token)
 	switch r.From {
 	case tokensource.FromCache:
-		fmt.Fprintf(o.Out, "Already logged in%s; the token is valid until %s (use --force to log in again).\n", who, r.Expiry.Local().Format(time.RFC1123))
+		fmt.Fprintf(o.Out, "Already logged in%s; the token is valid until %s (use --force to log in again).\n", who,
+			r.Expiry.Local().Format(time.RFC1123))
 	default:
 		fmt.Fprintf(o.Out, "Logged in%s; the token is valid until %s.\n", who, r.Expiry.Local().Format(time.RFC1123))
 	}

@@ -106,10 +106,13 @@ they expire (or an administrator deletes the session).`,
 	}
 	o.Auth.AddFlags(cmd.Flags())
 	cmd.SetUsageFunc(cmdutil.GroupedUsage)
-	cmd.Flags().BoolVar(&o.All, "all", false, "Delete every cached token of kubectl-impersonate (revoking those of the kubeconfig's contexts)")
-	cmd.Flags().StringArrayVar(&o.Contexts, "context", nil, "Log out of this kubeconfig context's identity (repeatable; default: the current context)")
+	cmd.Flags().BoolVar(&o.All, "all", false, "Delete every cached token of kubectl-impersonate (revoking those of "+
+		"the kubeconfig's contexts)")
+	cmd.Flags().StringArrayVar(&o.Contexts, "context", nil, "Log out of this kubeconfig context's identity "+
+		"(repeatable; default: the current context)")
 	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "The kubeconfig whose contexts are named")
-	cmd.Flags().BoolVar(&o.NoRevoke, "no-revoke", false, "Only delete the local copies; do not ask the provider to revoke the tokens")
+	cmd.Flags().BoolVar(&o.NoRevoke, "no-revoke", false, "Only delete the local copies; do not ask the provider to "+
+		"revoke the tokens")
 	o.Output = cmdutil.NewOutputFlags(cmd.Flags(), "text")
 	return cmd
 }
@@ -188,7 +191,8 @@ func (o *LogoutOptions) completeContexts(raw *clientcmdapi.Config) error {
 	for _, s := range sessions {
 		if s.Err != nil {
 			if o.All {
-				fmt.Fprintf(o.ErrOut, "kubectl-impersonate: context %s: %s (its tokens are deleted without revocation)\n", logging.Printable(s.Context), logging.OneLine(s.Err.Error(), 300))
+				fmt.Fprintf(o.ErrOut, "kubectl-impersonate: context %s: %s (its tokens are deleted without "+
+					"revocation)\n", logging.Printable(s.Context), logging.OneLine(s.Err.Error(), 300))
 				continue
 			}
 			return fmt.Errorf("context %s: %w", s.Context, s.Err)
@@ -218,7 +222,8 @@ func (o *LogoutOptions) Validate() error {
 			valid = append(valid, t)
 		case o.All:
 			// --all deletes every entry anyway: one bad entry stops nothing.
-			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: context %s: %s (its tokens are deleted without revocation)\n", logging.PrintableList(t.contexts), logging.OneLine(err.Error(), 300))
+			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: context %s: %s (its tokens are deleted without revocation)\n",
+				logging.PrintableList(t.contexts), logging.OneLine(err.Error(), 300))
 		case len(t.contexts) > 0:
 			return fmt.Errorf("context %s: %w", logging.PrintableList(t.contexts), err)
 		default:
@@ -253,11 +258,13 @@ func (o *LogoutOptions) Run(ctx context.Context) error {
 			return fmt.Errorf("deleting cached tokens: %w", err)
 		}
 	}
-	if err := o.Output.Print(o.Out, map[string]any{"logouts": results, "all": o.All}, func(w io.Writer) { o.print(w, results) }); err != nil {
+	if err := o.Output.Print(o.Out, map[string]any{"logouts": results, "all": o.All},
+		func(w io.Writer) { o.print(w, results) }); err != nil {
 		return err
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("the provider did not revoke the tokens of %s (the local copies are deleted): revoke the session at the provider", strings.Join(failed, "; "))
+		return fmt.Errorf("the provider did not revoke the tokens of %s (the local copies are deleted): revoke the "+
+			"session at the provider", strings.Join(failed, "; "))
 	}
 	return nil
 }
@@ -291,7 +298,8 @@ func (o *LogoutOptions) logout(ctx context.Context, t *logoutTarget) (*LogoutRes
 		revoke = nil
 	}
 	var err error
-	r.Identity, r.Revocation, err = session.Logout(ctx, a, o.deleteStore(a.TokenCacheDir), revoke, cmdutil.Notifier(o.ErrOut))
+	r.Identity, r.Revocation,
+		err = session.Logout(ctx, a, o.deleteStore(a.TokenCacheDir), revoke, cmdutil.Notifier(o.ErrOut))
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +325,8 @@ func (o *LogoutOptions) print(w io.Writer, results []*LogoutResult) {
 		case r.Revocation == "skipped":
 			what = "tokens deleted, not revoked (--no-revoke)"
 		case r.Revocation == "not supported":
-			what = "tokens deleted; the provider has no revocation endpoint, so its refresh token stays valid there until it expires"
+			what = "tokens deleted; the provider has no revocation endpoint, so its refresh token stays valid there " +
+				"until it expires"
 		case r.Revocation == "nothing cached":
 			what = "no token was cached"
 		default:
@@ -325,7 +334,8 @@ func (o *LogoutOptions) print(w io.Writer, results []*LogoutResult) {
 		}
 		fmt.Fprintf(w, "Logged %s out of %s: %s.\n", who, where, what)
 		if len(r.SharedWith) > 0 {
-			fmt.Fprintf(w, "  The same token served %s: they log in again on their next call.\n", logging.PrintableList(r.SharedWith))
+			fmt.Fprintf(w, "  The same token served %s: they log in again on their next call.\n",
+				logging.PrintableList(r.SharedWith))
 		}
 	}
 	if o.All {

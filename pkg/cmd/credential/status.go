@@ -118,7 +118,8 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := session.StatusOptions{Current: o.raw.CurrentContext, Store: o.store, Parallel: o.Parallel, Timeout: o.Timeout}
+	opts := session.StatusOptions{Current: o.raw.CurrentContext, Store: o.store, Parallel: o.Parallel,
+		Timeout: o.Timeout}
 	if o.Check {
 		opts.Checker = o.checker
 	}
@@ -130,7 +131,9 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 // with the kubeconfig's TLS and proxy settings and the token instead of
 // the exec entry, read through the one gate (session.Gate).
 func (o *StatusOptions) selfSubjectReview(ctx context.Context, s *session.Session) (*session.Check, error) {
-	cfg, err := clientcmd.NewNonInteractiveClientConfig(*o.raw, s.Context, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+	cfg,
+		err := clientcmd.NewNonInteractiveClientConfig(*o.raw, s.Context, &clientcmd.ConfigOverrides{},
+		nil).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("context %s: %w", s.Context, err)
 	}
@@ -176,7 +179,8 @@ func (o *StatusOptions) printTable(w io.Writer, rows []*session.Status) {
 		}
 		identity := cmp.Or(logging.Printable(r.Identity), "-")
 		if len(r.SharedWith) > 0 {
-			identity += fmt.Sprintf(" (shared with %s)", strings.ReplaceAll(logging.PrintableList(r.SharedWith), ", ", ","))
+			identity += fmt.Sprintf(" (shared with %s)",
+				strings.ReplaceAll(logging.PrintableList(r.SharedWith), ", ", ","))
 		}
 		expires := "not logged in"
 		switch {
@@ -197,7 +201,8 @@ func (o *StatusOptions) printTable(w io.Writer, rows []*session.Status) {
 		if r.Refused() {
 			server = "refused"
 		}
-		line := strings.Join([]string{cur, logging.Printable(r.Context), identity, cmp.Or(logging.Printable(r.Issuer), "-"), expires, refresh, cmp.Or(r.Storage, "-"), server}, "\t")
+		line := strings.Join([]string{cur, logging.Printable(r.Context), identity,
+			cmp.Or(logging.Printable(r.Issuer), "-"), expires, refresh, cmp.Or(r.Storage, "-"), server}, "\t")
 		if o.Check {
 			says := "-"
 			switch {

@@ -73,10 +73,14 @@ difference, a refusal (401) included.`,
 	f.StringVar(&o.TokenFile, "token-file", "", "Read the token from this file (- for stdin) instead of the cache")
 	o.Output = cmdutil.NewOutputFlags(f, "a table")
 	f.BoolVar(&o.Compare, "compare", false, "Ask the API server who the token is and list the differences")
-	f.StringVar(&o.AuthConfig, "authentication-config", "", "kube-apiserver's AuthenticationConfiguration file (v1 or v1beta1) to predict with")
-	o.OIDC.AddFlags(f, map[string]string{"client-id": "oidc-client-id", "issuer-certificate-authority": "oidc-certificate-authority",
-		"username-claim": "oidc-username-claim", "username-prefix": "oidc-username-prefix", "groups-claim": "oidc-groups-claim", "groups-prefix": "oidc-groups-prefix"}, streams.ErrOut)
-	f.BoolVar(&o.SkipVerify, "skip-signature-check", false, "Do not fetch the issuer's keys (the prediction says the signature is not verified)")
+	f.StringVar(&o.AuthConfig, "authentication-config", "", "kube-apiserver's AuthenticationConfiguration file (v1 "+
+		"or v1beta1) to predict with")
+	o.OIDC.AddFlags(f,
+		map[string]string{"client-id": "oidc-client-id", "issuer-certificate-authority": "oidc-certificate-authority",
+			"username-claim": "oidc-username-claim", "username-prefix": "oidc-username-prefix",
+			"groups-claim": "oidc-groups-claim", "groups-prefix": "oidc-groups-prefix"}, streams.ErrOut)
+	f.BoolVar(&o.SkipVerify, "skip-signature-check", false, "Do not fetch the issuer's keys (the prediction says the "+
+		"signature is not verified)")
 	return cmd
 }
 
@@ -152,12 +156,16 @@ func (o *ClaimsOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := o.global.APIServer.Predict(ctx, kubecode.PredictRequest{Token: raw, Authentication: kubecode.Authentication{ConfigFile: o.AuthConfig, OIDC: oidc},
-		Trusted: o.AuthConfig != "" || o.OIDC.IssuerURL != "", SkipVerify: o.SkipVerify})
+	p,
+		err := o.global.APIServer.Predict(ctx,
+		kubecode.PredictRequest{Token: raw,
+			Authentication: kubecode.Authentication{ConfigFile: o.AuthConfig, OIDC: oidc},
+			Trusted:        o.AuthConfig != "" || o.OIDC.IssuerURL != "", SkipVerify: o.SkipVerify})
 	if err != nil {
 		return err
 	}
-	res := ClaimsResult{Token: *tok, SignatureVerified: p.SignatureVerified, Signature: p.Signature, Rules: p.Rules, Notes: p.Notes, Predicted: p.Predicted}
+	res := ClaimsResult{Token: *tok, SignatureVerified: p.SignatureVerified, Signature: p.Signature, Rules: p.Rules,
+		Notes: p.Notes, Predicted: p.Predicted}
 	res.Expires, _ = tok.Expiry()
 	if o.Compare {
 		if err := o.compare(ctx, &res); err != nil {
@@ -168,7 +176,8 @@ func (o *ClaimsOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.Compare && len(res.Differences) > 0 {
-		return fmt.Errorf("the prediction differs from the API server in %d place(s): check the prefixes, claims and requested scopes above", len(res.Differences))
+		return fmt.Errorf("the prediction differs from the API server in %d place(s): check the prefixes, claims and "+
+			"requested scopes above", len(res.Differences))
 	}
 	return nil
 }
@@ -185,11 +194,13 @@ func (o *ClaimsOptions) compare(ctx context.Context, res *ClaimsResult) error {
 	case err != nil:
 		return err
 	default:
-		res.Server = &WhoAmIResult{APIVersion: "authentication.k8s.io/" + version, Username: ui.Username, UID: ui.UID, Groups: ui.Groups}
+		res.Server = &WhoAmIResult{APIVersion: "authentication.k8s.io/" + version, Username: ui.Username, UID: ui.UID,
+			Groups: ui.Groups}
 	}
 	server := kubecode.Identity{}
 	if ui != nil {
-		server = kubecode.Identity{Username: ui.Username, UID: ui.UID, Groups: ui.Groups, Extra: inspect.ExtraOf(ui.Extra)}
+		server = kubecode.Identity{Username: ui.Username, UID: ui.UID, Groups: ui.Groups,
+			Extra: inspect.ExtraOf(ui.Extra)}
 		res.Server.Extra = server.Extra
 	}
 	res.Differences = kubecode.Differences(res.Predicted, server, refused)
@@ -206,7 +217,8 @@ func printClaims(w io.Writer, r *ClaimsResult) {
 	fmt.Fprintf(tw, "CLAIMS\t\n")
 	printMap(tw, r.Claims)
 	if !r.Expires.IsZero() {
-		fmt.Fprintf(tw, "Expires\t%s (in %s)\n", r.Expires.Local().Format(time.RFC3339), time.Until(r.Expires).Round(time.Second))
+		fmt.Fprintf(tw, "Expires\t%s (in %s)\n", r.Expires.Local().Format(time.RFC3339),
+			time.Until(r.Expires).Round(time.Second))
 	}
 	fmt.Fprintf(tw, "Signature\t%s\n", logging.Printable(r.Signature))
 	fmt.Fprintf(tw, "PREDICTED\t%s\n", logging.Printable(r.Rules))
@@ -217,7 +229,9 @@ func printClaims(w io.Writer, r *ClaimsResult) {
 	if r.Server != nil {
 		fmt.Fprintf(tw, "API SERVER (%s)\t\n", r.Server.APIVersion)
 		if r.Server.Username != "" {
-			printIdentity(tw, kubecode.Identity{Username: r.Server.Username, UID: r.Server.UID, Groups: r.Server.Groups, Extra: r.Server.Extra})
+			printIdentity(tw,
+				kubecode.Identity{Username: r.Server.Username, UID: r.Server.UID, Groups: r.Server.Groups,
+					Extra: r.Server.Extra})
 		}
 		if len(r.Differences) == 0 {
 			fmt.Fprintf(tw, "  differences\tnone\n")

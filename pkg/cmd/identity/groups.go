@@ -54,7 +54,8 @@ mapping; "system:authenticated" is added by the API server itself.`,
 	}
 	o.Kube = cmdutil.NewKubeFlags(cmd.Flags(), g.Env)
 	o.Kube.RegisterCompletions(cmd)
-	cmd.Flags().StringVar(&o.GroupsClaim, "oidc-groups-claim", "groups", "The token claim holding the groups, as kube-apiserver's --oidc-groups-claim")
+	cmd.Flags().StringVar(&o.GroupsClaim, "oidc-groups-claim", "groups", "The token claim holding the groups, as "+
+		"kube-apiserver's --oidc-groups-claim")
 	settings.AliasFlag(cmd.Flags(), "groups-claim", "oidc-groups-claim", streams.ErrOut)
 	o.Output = cmdutil.NewOutputFlags(cmd.Flags(), "a table")
 	return cmd
@@ -117,7 +118,8 @@ func (o *GroupsOptions) Run(ctx context.Context) error {
 		}
 		_ = tw.Flush()
 		if !slices.ContainsFunc(out, func(r GroupRow) bool { return r.InToken }) {
-			fmt.Fprintf(w, "\nThe token has no %q claim: request the scope that adds it (often \"groups\").\n", o.GroupsClaim)
+			fmt.Fprintf(w, "\nThe token has no %q claim: request the scope that adds it (often \"groups\").\n",
+				o.GroupsClaim)
 		}
 	})
 }

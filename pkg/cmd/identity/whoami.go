@@ -102,7 +102,8 @@ func (o *WhoAmIOptions) Run(ctx context.Context) error {
 		return err
 	}
 	ui := &ssr.Status.UserInfo
-	res := WhoAmIResult{APIVersion: "authentication.k8s.io/" + version, Username: ui.Username, UID: ui.UID, Groups: ui.Groups, Extra: inspect.ExtraOf(ui.Extra)}
+	res := WhoAmIResult{APIVersion: "authentication.k8s.io/" + version, Username: ui.Username, UID: ui.UID,
+		Groups: ui.Groups, Extra: inspect.ExtraOf(ui.Extra)}
 	if o.tokenSource != nil {
 		res.TokenSource = o.tokenSource(ctx)
 	}
@@ -133,7 +134,8 @@ func (o *WhoAmIOptions) Run(ctx context.Context) error {
 			}
 			fmt.Fprintf(tw, "Token cache\t%s\n", ts.Storage)
 			if ts.Cached {
-				fmt.Fprintf(tw, "Token expires\t%s (%s)\n", ts.Expiry.Local().Format(time.RFC3339), time.Until(ts.Expiry).Round(time.Second))
+				fmt.Fprintf(tw, "Token expires\t%s (%s)\n", ts.Expiry.Local().Format(time.RFC3339),
+					time.Until(ts.Expiry).Round(time.Second))
 			}
 		}
 		_ = tw.Flush()
@@ -149,7 +151,9 @@ func warnKuberc(w io.Writer, command string, getenv func(string) string) {
 		return
 	}
 	if v, err := kuberc.Check(path, command); err == nil && (v == kuberc.NotListed || v == kuberc.DenyAll) {
-		fmt.Fprintf(w, "kubectl-impersonate: kubectl refuses to run %s: the credentialPluginPolicy of %s does not allow it; run \"kubectl impersonate setup --write-kuberc ...\" with your setup flags, or add it to credentialPluginAllowlist\n", logging.Printable(command), logging.Printable(path))
+		fmt.Fprintf(w, "kubectl-impersonate: kubectl refuses to run %s: the credentialPluginPolicy of %s does not "+
+			"allow it; run \"kubectl impersonate setup --write-kuberc ...\" with your setup flags, or add it to "+
+			"credentialPluginAllowlist\n", logging.Printable(command), logging.Printable(path))
 	}
 }
 
@@ -168,7 +172,8 @@ func annotated(in *authnv1.SelfSubjectReview, ts *session.TokenSource) *authnv1.
 		return ssr
 	}
 	a := map[string]string{TokenAnnotationPrefix + "issuer": ts.Issuer, TokenAnnotationPrefix + "client": ts.ClientID,
-		TokenAnnotationPrefix + "grant": ts.GrantType, TokenAnnotationPrefix + "exchange": ts.Exchange, TokenAnnotationPrefix + "cache": ts.Storage}
+		TokenAnnotationPrefix + "grant": ts.GrantType, TokenAnnotationPrefix + "exchange": ts.Exchange,
+		TokenAnnotationPrefix + "cache": ts.Storage}
 	if ts.Cached {
 		a[TokenAnnotationPrefix+"expiry"] = ts.Expiry.UTC().Format(time.RFC3339)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
@@ -49,7 +50,8 @@ func (o *ProxyOptions) CacheTTL() time.Duration {
 
 // NewCmdProxy builds proxy.
 func NewCmdProxy(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ProxyOptions{IOStreams: streams, global: g, Listen: ":8443", TokenCacheSize: -1, TokenCacheTTL: kubecode.DefaultProxyCacheTTL, MaxInFlight: kubecode.DefaultMaxInFlight,
+	o := &ProxyOptions{IOStreams: streams, global: g, Listen: ":8443", TokenCacheSize: -1,
+		TokenCacheTTL: kubecode.DefaultProxyCacheTTL, MaxInFlight: kubecode.DefaultMaxInFlight,
 		UpstreamTimeout: 60 * time.Second, CallerImpersonationMode: kubecode.CallerImpersonationAuto}
 	cmd := &cobra.Command{
 		Use:   "proxy",
@@ -95,28 +97,48 @@ telling the caller; metrics are served on --metrics-address only.`,
 		Args: cobra.NoArgs,
 		RunE: cmdutil.RunE(o),
 	}
-	f := cmd.Flags()
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+// addFlags binds the proxy's flags to f.
+func (o *ProxyOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Listen, "listen", o.Listen, "Address to serve HTTPS on")
 	f.StringVar(&o.CertFile, "tls-cert-file", "", "Serving certificate (PEM); reloaded when the file changes")
 	f.StringVar(&o.KeyFile, "tls-private-key-file", "", "Serving key (PEM); reloaded when the file changes")
-	f.StringVar(&o.MetricsAddress, "metrics-address", "", "Address to serve Prometheus metrics on, over HTTP (empty: off; keep it on loopback or a private network)")
+	f.StringVar(&o.MetricsAddress, "metrics-address", "", "Address to serve Prometheus metrics on, over HTTP (empty: "+
+		"off; keep it on loopback or a private network)")
 	f.StringVar(&o.Upstream, "upstream", "", "API server URL (default: the upstream kubeconfig's)")
 	f.StringVar(&o.UpstreamKubeconfig, "upstream-kubeconfig", "", "Kubeconfig of the proxy's own credential")
 	f.BoolVar(&o.InCluster, "in-cluster", false, "Use the pod's service account as the proxy's credential")
-	f.DurationVar(&o.UpstreamTimeout, "upstream-timeout", o.UpstreamTimeout, "How long to wait for the API server's response headers (streams are not cut)")
-	f.StringVar(&o.AuthConfig, "authentication-config", "", "AuthenticationConfiguration file, as kube-apiserver's --authentication-config (instead of the --oidc-* flags)")
+	f.DurationVar(&o.UpstreamTimeout, "upstream-timeout", o.UpstreamTimeout, "How long to wait for the API server's "+
+		"response headers (streams are not cut)")
+	f.StringVar(&o.AuthConfig, "authentication-config", "", "AuthenticationConfiguration file, as kube-apiserver's "+
+		"--authentication-config (instead of the --oidc-* flags)")
 	o.OIDC.AddFlags(f, map[string]string{"oidc-audience": "oidc-client-id", "username-claim": "oidc-username-claim",
-		"username-prefix": "oidc-username-prefix", "groups-claim": "oidc-groups-claim", "groups-prefix": "oidc-groups-prefix"}, streams.ErrOut)
-	f.StringVar(&o.SigningKeyFile, "oidc-signing-key-file", "", "Verify with these keys (a JWKS document or PEM public keys) instead of the issuers' discovery and JWKS")
-	f.BoolVar(&o.AllowCallerImpersonation, "allow-caller-impersonation", false, "Honour a caller's Impersonate-* headers (kubectl --as) when a SubjectAccessReview says the caller may impersonate them; the caller goes upstream as the extra kubectl-impersonate.io/original-user")
-	f.StringVar(&o.CallerImpersonationMode, "caller-impersonation-mode", o.CallerImpersonationMode, "Which impersonation filter of kube-apiserver decides --allow-caller-impersonation: constrained (1.36+, where its feature gate is on by default), classic (1.35, or a cluster that turned the gate off), or auto (constrained when the upstream's /version is 1.36 or later)")
-	f.BoolVar(&o.AllowSystemIdentities, "allow-system-identities", false, "Let tokens map to system: users and groups (refused by default: a token should not make anyone a node, a controller or system:masters)")
-	f.StringVar(&o.AuditLog, "audit-log", "-", "Audit log file, one JSON line per request with the refusal reason (- for stderr, empty for none); tokens are never written")
-	f.DurationVar(&o.TokenCacheTTL, "token-cache-ttl", o.TokenCacheTTL, "How long an authenticated token's identity is reused, as kube-apiserver's token cache (0 authenticates every request)")
-	f.IntVar(&o.TokenCacheSize, "token-cache-size", o.TokenCacheSize, "0 authenticates every request; other values are ignored")
-	_ = f.MarkDeprecated("token-cache-size", "the cache is kube-apiserver's, bounded by time: use --token-cache-ttl (0 turns it off)")
-	f.IntVar(&o.MaxInFlight, "max-requests-inflight", o.MaxInFlight, "Requests served at once, watches and upgrades aside, as kube-apiserver's flag; more get 429 (0: no limit)")
-	return cmd
+		"username-prefix": "oidc-username-prefix", "groups-claim": "oidc-groups-claim",
+		"groups-prefix": "oidc-groups-prefix"}, o.ErrOut)
+	f.StringVar(&o.SigningKeyFile, "oidc-signing-key-file", "", "Verify with these keys (a JWKS document or PEM "+
+		"public keys) instead of the issuers' discovery and JWKS")
+	f.BoolVar(&o.AllowCallerImpersonation, "allow-caller-impersonation", false, "Honour a caller's Impersonate-* "+
+		"headers (kubectl --as) when a SubjectAccessReview says the caller may impersonate them; the caller goes "+
+		"upstream as the extra kubectl-impersonate.io/original-user")
+	f.StringVar(&o.CallerImpersonationMode, "caller-impersonation-mode", o.CallerImpersonationMode,
+		"Which impersonation filter of kube-apiserver decides --allow-caller-impersonation: constrained (1.36+, "+
+			"where its feature gate is on by default), classic (1.35, or a cluster that turned the gate off), or "+
+			"auto (constrained when the upstream's /version is 1.36 or later)")
+	f.BoolVar(&o.AllowSystemIdentities, "allow-system-identities", false, "Let tokens map to system: users and "+
+		"groups (refused by default: a token should not make anyone a node, a controller or system:masters)")
+	f.StringVar(&o.AuditLog, "audit-log", "-", "Audit log file, one JSON line per request with the refusal reason (- "+
+		"for stderr, empty for none); tokens are never written")
+	f.DurationVar(&o.TokenCacheTTL, "token-cache-ttl", o.TokenCacheTTL, "How long an authenticated token's identity "+
+		"is reused, as kube-apiserver's token cache (0 authenticates every request)")
+	f.IntVar(&o.TokenCacheSize, "token-cache-size", o.TokenCacheSize, "0 authenticates every request; other values "+
+		"are ignored")
+	_ = f.MarkDeprecated("token-cache-size", "the cache is kube-apiserver's, bounded by time: use --token-cache-ttl "+
+		"(0 turns it off)")
+	f.IntVar(&o.MaxInFlight, "max-requests-inflight", o.MaxInFlight, "Requests served at once, watches and upgrades "+
+		"aside, as kube-apiserver's flag; more get 429 (0: no limit)")
 }
 
 // Complete routes the authenticator's own log lines (k8s.io/apiserver logs
@@ -136,15 +158,18 @@ func (o *ProxyOptions) Validate() error {
 	case o.UpstreamTimeout <= 0:
 		return errors.New("--upstream-timeout must be positive")
 	case o.AuthConfig != "" && len(o.OIDC.Given()) > 0:
-		return fmt.Errorf("--authentication-config excludes the --oidc-* flags (%s): put the issuer and its mappings in the configuration", strings.Join(o.OIDC.Given(), ", "))
+		return fmt.Errorf("--authentication-config excludes the --oidc-* flags (%s): put the issuer and its mappings "+
+			"in the configuration", strings.Join(o.OIDC.Given(), ", "))
 	case o.AuthConfig == "" && o.OIDC.IssuerURL == "":
 		return errors.New("give --oidc-issuer-url (with --oidc-client-id) or --authentication-config")
 	case o.AuthConfig == "" && len(o.OIDC.ClientIDs) == 0:
 		return errors.New("--oidc-client-id is required: the audience the tokens are issued to")
 	case o.InCluster == (o.UpstreamKubeconfig != ""):
 		return errors.New("give exactly one of --in-cluster and --upstream-kubeconfig for the proxy's own credential")
-	case !slices.Contains([]string{kubecode.CallerImpersonationAuto, kubecode.CallerImpersonationConstrained, kubecode.CallerImpersonationClassic}, o.CallerImpersonationMode):
-		return fmt.Errorf("--caller-impersonation-mode %q is not one of auto, constrained, classic", o.CallerImpersonationMode)
+	case !slices.Contains([]string{kubecode.CallerImpersonationAuto, kubecode.CallerImpersonationConstrained,
+		kubecode.CallerImpersonationClassic}, o.CallerImpersonationMode):
+		return fmt.Errorf("--caller-impersonation-mode %q is not one of auto, constrained, classic",
+			o.CallerImpersonationMode)
 	}
 	return nil
 }
@@ -156,11 +181,17 @@ func (o *ProxyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return o.global.APIServer.ServeProxy(ctx, kubecode.ProxyConfig{Listen: o.Listen, CertFile: o.CertFile, KeyFile: o.KeyFile, MetricsAddress: o.MetricsAddress,
-		Upstream: o.Upstream, UpstreamKubeconfig: o.UpstreamKubeconfig, InCluster: o.InCluster, UpstreamTimeout: o.UpstreamTimeout,
-		Authentication: kubecode.Authentication{ConfigFile: o.AuthConfig, OIDC: oidc}, SigningKeyFile: o.SigningKeyFile,
-		AllowSystemIdentities: o.AllowSystemIdentities, AllowCallerImpersonation: o.AllowCallerImpersonation, CallerImpersonationMode: o.CallerImpersonationMode,
-		AuditLog: o.AuditLog, CacheTTL: o.CacheTTL(), MaxInFlight: cmp.Or(o.MaxInFlight, -1), Log: o.ErrOut})
+	return o.global.APIServer.ServeProxy(ctx,
+		kubecode.ProxyConfig{Listen: o.Listen, CertFile: o.CertFile, KeyFile: o.KeyFile,
+			MetricsAddress: o.MetricsAddress,
+			Upstream:       o.Upstream, UpstreamKubeconfig: o.UpstreamKubeconfig, InCluster: o.InCluster,
+			UpstreamTimeout:       o.UpstreamTimeout,
+			Authentication:        kubecode.Authentication{ConfigFile: o.AuthConfig, OIDC: oidc},
+			SigningKeyFile:        o.SigningKeyFile,
+			AllowSystemIdentities: o.AllowSystemIdentities, AllowCallerImpersonation: o.AllowCallerImpersonation,
+			CallerImpersonationMode: o.CallerImpersonationMode,
+			AuditLog:                o.AuditLog, CacheTTL: o.CacheTTL(), MaxInFlight: cmp.Or(o.MaxInFlight, -1),
+			Log: o.ErrOut})
 }
 
 // NeedsAPIServer: the proxy always runs kube-apiserver's authenticator.

@@ -28,10 +28,12 @@ const maxCompletionBinary = 64 << 20
 func (o *SetupOptions) writeCompletion() error {
 	src, ok := install.Sibling(o.Executable, install.CompletionBinaryName)
 	if !ok {
-		return fmt.Errorf("%s is not next to %s: install the plugin's release archive, or make install, which ship it", install.Exe(install.CompletionBinaryName), o.Executable)
+		return fmt.Errorf("%s is not next to %s: install the plugin's release archive, or make install, which ship it",
+			install.Exe(install.CompletionBinaryName), o.Executable)
 	}
 	if o.krewLink == "" {
-		fmt.Fprintf(o.Out, "%s is installed beside %s: kubectl completes \"kubectl impersonate ...\" when that directory is on PATH.\n", src, o.Executable)
+		fmt.Fprintf(o.Out, "%s is installed beside %s: kubectl completes \"kubectl impersonate ...\" when that "+
+			"directory is on PATH.\n", src, o.Executable)
 		return nil
 	}
 	dir := filepath.Dir(o.krewLink)
@@ -45,9 +47,12 @@ func (o *SetupOptions) writeCompletion() error {
 	case err != nil:
 		return fmt.Errorf("writing %s: %w", dst, err)
 	case !old.Mode().IsRegular():
-		return fmt.Errorf("%s exists and is not a regular file (%s): remove it, then run setup --write-completion again", dst, old.Mode().Type())
+		return fmt.Errorf("%s exists and is not a regular file (%s): remove it, then run setup --write-completion "+
+			"again", dst, old.Mode().Type())
 	default:
-		if cur, _, err := safefile.ReadRegular("completion executable", dst, maxCompletionBinary, safefile.ReadOptions{}); err == nil && bytes.Equal(cur, b) {
+		if cur, _,
+			err := safefile.ReadRegular("completion executable", dst, maxCompletionBinary,
+			safefile.ReadOptions{}); err == nil && bytes.Equal(cur, b) {
 			fmt.Fprintf(o.Out, "%s is up to date.\n", dst)
 			return nil
 		}
@@ -55,6 +60,7 @@ func (o *SetupOptions) writeCompletion() error {
 	if err := safefile.Write(dst, b, safefile.Options{Mode: 0o755}); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Out, "Wrote %s beside Krew's link: kubectl completes \"kubectl impersonate ...\" (kubectl >= 1.26). After \"kubectl krew uninstall impersonate\", remove it with rm.\n", dst)
+	fmt.Fprintf(o.Out, "Wrote %s beside Krew's link: kubectl completes \"kubectl impersonate ...\" (kubectl >= "+
+		"1.26). After \"kubectl krew uninstall impersonate\", remove it with rm.\n", dst)
 	return nil
 }

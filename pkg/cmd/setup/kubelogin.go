@@ -67,17 +67,21 @@ var kubeloginFlags = map[string]kubeloginFlag{
 		}
 		return []string{"--authentication-timeout=" + (time.Duration(n) * time.Second).String()}, nil
 	}},
-	"username":                            {to: "username"},
-	"password":                            {secret: "password-file"},
-	"certificate-authority":               {to: "oidc-certificate-authority"},
-	"certificate-authority-data":          {to: "certificate-authority-data"},
-	"insecure-skip-tls-verify":            {to: "insecure-skip-tls-verify", boolean: true},
-	"token-cache-storage":                 {to: "token-cache-storage"},
-	"force-refresh":                       {to: "force-refresh", boolean: true},
-	"token-cache-dir":                     {note: "kubectl-impersonate keeps its own cache (~/.kube/cache/kubectl-impersonate): log in once after the migration"},
-	"oidc-redirect-url-hostname":          {note: "deprecated in kubelogin; give the whole --oidc-redirect-url instead"},
-	"tls-renegotiation-once":              {boolean: true, note: "TLS renegotiation is not supported (Go's default: never)"},
-	"tls-renegotiation-freely":            {boolean: true, note: "TLS renegotiation is not supported (Go's default: never)"},
+	"username":                   {to: "username"},
+	"password":                   {secret: "password-file"},
+	"certificate-authority":      {to: "oidc-certificate-authority"},
+	"certificate-authority-data": {to: "certificate-authority-data"},
+	"insecure-skip-tls-verify":   {to: "insecure-skip-tls-verify", boolean: true},
+	"token-cache-storage":        {to: "token-cache-storage"},
+	"force-refresh":              {to: "force-refresh", boolean: true},
+	"token-cache-dir": {note: "kubectl-impersonate keeps its own cache " +
+		"(~/.kube/cache/kubectl-impersonate): log in once after the migration"},
+	"oidc-redirect-url-hostname": {note: "deprecated in kubelogin; give the whole --oidc-redirect-url " +
+		"instead"},
+	"tls-renegotiation-once": {boolean: true, note: "TLS renegotiation is not supported (Go's default: " +
+		"never)"},
+	"tls-renegotiation-freely": {boolean: true, note: "TLS renegotiation is not supported (Go's default: " +
+		"never)"},
 	"v":                                   {note: "verbosity is not carried over (use -v when debugging)"},
 	"oidc-redirect-url-authcode-keyboard": {note: "give --oidc-redirect-url with --grant-type=authcode-keyboard"},
 }
@@ -159,9 +163,11 @@ func migrateArgs(user string, in []string, secretDir string) (*migration, error)
 		case f.to != "":
 			switch name {
 			case "insecure-skip-tls-verify":
-				m.Notes = append(m.Notes, "--insecure-skip-tls-verify is carried over: the provider's certificate is not checked (give its CA instead)")
+				m.Notes = append(m.Notes, "--insecure-skip-tls-verify is carried over: the provider's certificate is "+
+					"not checked (give its CA instead)")
 			case "browser-command":
-				m.Notes = append(m.Notes, fmt.Sprintf("--browser-command %q is carried over: it runs on every browser login", value))
+				m.Notes = append(m.Notes, fmt.Sprintf("--browser-command %q is carried over: it runs on every "+
+					"browser login", value))
 			case "oidc-request-header":
 				m.Notes = append(m.Notes, "--oidc-request-header's value stays in the kubeconfig's args")
 			}
@@ -183,7 +189,8 @@ func migrateArgs(user string, in []string, secretDir string) (*migration, error)
 func safeName(user string) string {
 	var b strings.Builder
 	for _, r := range user {
-		if r < 128 && (r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+		if r < 128 &&
+			(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
 			b.WriteRune(r)
 		} else {
 			b.WriteByte('_')
@@ -225,7 +232,8 @@ func (o *SetupOptions) fromKubelogin() error {
 		if values, unsafe := profileValues(m.Args); locked && unsafe {
 			profiles[m.User] = values
 			m.Args = []string{"--profile=" + m.User}
-			m.Notes = append(m.Notes, fmt.Sprintf("exec entries are locked (a kuberc allowlists the plugin): the settings go into profile %q", m.User))
+			m.Notes = append(m.Notes, fmt.Sprintf("exec entries are locked (a kuberc allowlists the plugin): the "+
+				"settings go into profile %q", m.User))
 		}
 	}
 	for _, m := range migrations {
@@ -271,7 +279,8 @@ func (o *SetupOptions) migrations(kc *kubeconfig.Kubeconfig) ([]*migration, erro
 		m.Old = cfg.AuthInfos[name].Exec
 		for _, e := range m.Old.Env {
 			if strings.HasPrefix(e.Name, "KUBECTL_IMPERSONATE_") {
-				m.Notes = append(m.Notes, fmt.Sprintf("the exec entry's environment sets %s, which kubelogin ignored and kubectl-impersonate reads", e.Name))
+				m.Notes = append(m.Notes, fmt.Sprintf("the exec entry's environment sets %s, which kubelogin ignored "+
+					"and kubectl-impersonate reads", e.Name))
 			}
 		}
 		migrations = append(migrations, m)
@@ -285,7 +294,8 @@ func (o *SetupOptions) migrations(kc *kubeconfig.Kubeconfig) ([]*migration, erro
 // writeMigrations backs up each kubeconfig file it changes, writes the
 // secrets and profiles, then the users' exec entries (their interactive
 // mode and environment kept).
-func (o *SetupOptions) writeMigrations(kc *kubeconfig.Kubeconfig, migrations []*migration, profiles map[string]map[string][]string) error {
+func (o *SetupOptions) writeMigrations(kc *kubeconfig.Kubeconfig, migrations []*migration,
+	profiles map[string]map[string][]string) error {
 	files := map[string]bool{}
 	for _, m := range migrations {
 		files[kc.FileOf("users", m.User)] = true
@@ -325,7 +335,8 @@ func (o *SetupOptions) writeMigrations(kc *kubeconfig.Kubeconfig, migrations []*
 
 func printMigration(w io.Writer, m *migration, e *clientcmdapi.ExecConfig) {
 	fmt.Fprintf(w, "user %q:\n", m.User)
-	fmt.Fprintf(w, "- %s\n", strings.Join(logging.ShellQuoteArgs(append([]string{m.Old.Command}, redactSecrets(m.Old.Args)...)), " "))
+	fmt.Fprintf(w, "- %s\n",
+		strings.Join(logging.ShellQuoteArgs(append([]string{m.Old.Command}, redactSecrets(m.Old.Args)...)), " "))
 	fmt.Fprintf(w, "+ %s\n", strings.Join(logging.ShellQuoteArgs(append([]string{e.Command}, e.Args...)), " "))
 	for _, n := range m.Notes {
 		fmt.Fprintf(w, "  note: %s\n", logging.OneLine(n, 0))

@@ -75,7 +75,8 @@ type SetupOptions struct {
 
 // NewCmdSetup builds setup.
 func NewCmdSetup(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	return newCmdSetup(&SetupOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g, User: "oidc", InteractiveMode: "IfAvailable"})
+	return newCmdSetup(&SetupOptions{Auth: settings.NewAuthOptions(), IOStreams: streams, global: g, User: "oidc",
+		InteractiveMode: "IfAvailable"})
 }
 
 // newCmdSetup binds o to the command's flags.
@@ -105,20 +106,41 @@ Client secrets never go into the kubeconfig: give them to kubectl through
 	}
 	o.Auth.AddFlags(cmd.Flags())
 	cmd.SetUsageFunc(cmdutil.GroupedUsage)
-	cmd.Flags().BoolVar(&o.Write, "write", false, "Write the user entry into the kubeconfig instead of printing the command")
+	cmd.Flags().BoolVar(&o.Write, "write", false, "Write the user entry into the kubeconfig instead of printing the "+
+		"command")
 	cmd.Flags().StringVar(&o.User, "user", o.User, "Name of the kubeconfig user entry")
-	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "Kubeconfig file to write (default: $KUBECONFIG's first file, else ~/.kube/config)")
+	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "Kubeconfig file to write (default: $KUBECONFIG's first "+
+		"file, else ~/.kube/config)")
 	cmd.Flags().StringVar(&o.Context, "context", "", "With --write, make this existing context use the user entry")
-	cmd.Flags().StringVar(&o.Server, "server", "", "With --write and --context, also point the context at this API server URL (e.g. an impersonating proxy), creating the context if needed")
-	cmd.Flags().StringVar(&o.ClusterCA, "cluster-certificate-authority", "", "With --server, the CA file that signed its serving certificate")
-	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "With --server, the name of the cluster entry (default: the context's name)")
-	cmd.Flags().StringVar(&o.InteractiveMode, "exec-interactive-mode", o.InteractiveMode, "interactiveMode of the exec entry: IfAvailable, Never (robots, CI: never prompt) or Always")
-	cmd.Flags().BoolVar(&o.FromKubelogin, "from-kubelogin", false, "Migrate the kubeconfig's users that run int128/kubelogin (kubectl oidc-login get-token): show each change, and with --write apply it after a backup of the file (its mode kept, other entries untouched); flags with no equivalent are reported, secrets move to 0600 files")
-	cmd.Flags().StringVar(&o.AuthConfig, "authentication-config", "", "The cluster's kube-apiserver AuthenticationConfiguration, if you have it: setup checks that it accepts this entry's tokens (issuer, audience) and says what to change")
-	cmd.Flags().StringArrayVar(&o.ClusterAudiences, "cluster-audience", nil, "With --write: CLUSTER=AUDIENCE, repeatable: one user for a fleet of clusters, logged in once; each named cluster's entry gets the exec extension "+credspec.ExecExtensionName+" with its audience (empty: the login's token itself), its contexts use the user, and the user exchanges the login's token for each cluster's audience (RFC 8693: implies --exchange=token-exchange --exchange-audience-from-cluster)")
+	cmd.Flags().StringVar(&o.Server, "server", "", "With --write and --context, also point the context at this API "+
+		"server URL (e.g. an impersonating proxy), creating the context if needed")
+	cmd.Flags().StringVar(&o.ClusterCA, "cluster-certificate-authority", "", "With --server, the CA file that signed "+
+		"its serving certificate")
+	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "With --server, the name of the cluster entry (default: the "+
+		"context's name)")
+	cmd.Flags().StringVar(&o.InteractiveMode, "exec-interactive-mode", o.InteractiveMode, "interactiveMode of the "+
+		"exec entry: IfAvailable, Never (robots, CI: never prompt) or Always")
+	cmd.Flags().BoolVar(&o.FromKubelogin, "from-kubelogin", false, "Migrate the kubeconfig's users that run "+
+		"int128/kubelogin (kubectl oidc-login get-token): show each change, and with --write apply it after a backup "+
+		"of the file (its mode kept, other entries untouched); flags with no equivalent are reported, secrets move "+
+		"to 0600 files")
+	cmd.Flags().StringVar(&o.AuthConfig, "authentication-config", "", "The cluster's kube-apiserver "+
+		"AuthenticationConfiguration, if you have it: setup checks that it accepts this entry's tokens (issuer, "+
+		"audience) and says what to change")
+	cmd.Flags().StringArrayVar(&o.ClusterAudiences, "cluster-audience", nil,
+		"With --write: CLUSTER=AUDIENCE, repeatable: one user for a fleet of clusters, logged in once; each named "+
+			"cluster's entry gets the exec extension "+credspec.ExecExtensionName+" with its audience (empty: the "+
+			"login's token itself), its contexts use the user, and the "+
+			"user exchanges the login's token for each cluster's audience (RFC 8693: implies "+
+			"--exchange=token-exchange "+
+			"--exchange-audience-from-cluster)")
 	o.flags = cmd.Flags()
-	cmd.Flags().BoolVar(&o.WriteCompletion, "write-completion", false, "Put kubectl_complete-impersonate beside Krew's link to the plugin, so that kubectl (>= 1.26) completes \"kubectl impersonate ...\" (Krew links one executable per plugin); alone, nothing else is written")
-	cmd.Flags().BoolVar(&o.WriteKuberc, "write-kuberc", false, "Add the exec command to kubectl's kuberc allowlist ($KUBERC or ~/.kube/kuberc) when its credentialPluginPolicy is Allowlist (kubectl >= 1.35); the file's other preferences and mode are kept")
+	cmd.Flags().BoolVar(&o.WriteCompletion, "write-completion", false, "Put kubectl_complete-impersonate beside "+
+		"Krew's link to the plugin, so that kubectl (>= 1.26) completes \"kubectl impersonate ...\" (Krew links one "+
+		"executable per plugin); alone, nothing else is written")
+	cmd.Flags().BoolVar(&o.WriteKuberc, "write-kuberc", false, "Add the exec command to kubectl's kuberc allowlist "+
+		"($KUBERC or ~/.kube/kuberc) when its credentialPluginPolicy is Allowlist (kubectl >= 1.35); the file's "+
+		"other preferences and mode are kept")
 	return cmd
 }
 
@@ -127,9 +149,11 @@ func (o *SetupOptions) Complete(ctx context.Context, args []string) error {
 	if len(o.ClusterAudiences) > 0 && o.flags != nil {
 		// A fleet's user: the exchange whose audience each cluster names.
 		if o.flags.Changed("exchange") && o.Auth.Exchange != credspec.ExchangeTokenExchange {
-			return fmt.Errorf("--cluster-audience exchanges the login's token per cluster (--exchange=%s), not with --exchange=%s", credspec.ExchangeTokenExchange, o.Auth.Exchange)
+			return fmt.Errorf("--cluster-audience exchanges the login's token per cluster (--exchange=%s), not with "+
+				"--exchange=%s", credspec.ExchangeTokenExchange, o.Auth.Exchange)
 		}
-		for name, value := range map[string]string{"exchange": credspec.ExchangeTokenExchange, "exchange-audience-from-cluster": "true"} {
+		for name, value := range map[string]string{"exchange": credspec.ExchangeTokenExchange,
+			"exchange-audience-from-cluster": "true"} {
 			if err := o.flags.Set(name, value); err != nil {
 				return fmt.Errorf("--cluster-audience: setting --%s: %w", name, err)
 			}
@@ -151,7 +175,8 @@ func (o *SetupOptions) Complete(ctx context.Context, args []string) error {
 		if strings.TrimSuffix(filepath.Base(exe), ".exe") == install.APIServerBinaryName {
 			full, ok := install.Sibling(exe, install.FullBinaryName)
 			if !ok {
-				return fmt.Errorf("%s is not next to %s: install the plugin's binaries side by side (the entry runs it)", install.Exe(install.FullBinaryName), exe)
+				return fmt.Errorf("%s is not next to %s: install the plugin's binaries side by side (the entry runs "+
+					"it)", install.Exe(install.FullBinaryName), exe)
 			}
 			exe = full
 		}
@@ -185,7 +210,8 @@ func (o *SetupOptions) Validate() error {
 	}
 	if o.FromKubelogin {
 		if o.Context != "" || o.Server != "" || o.AuthConfig != "" || o.Auth.Args() != nil {
-			return errors.New("--from-kubelogin takes the settings from each kubelogin entry: give only --kubeconfig and --write")
+			return errors.New("--from-kubelogin takes the settings from each kubelogin entry: give only --kubeconfig " +
+				"and --write")
 		}
 		return nil
 	}
@@ -194,7 +220,8 @@ func (o *SetupOptions) Validate() error {
 	}
 	if len(o.ClusterAudiences) > 0 {
 		if !o.Write || o.Context != "" || o.Server != "" {
-			return errors.New("--cluster-audience needs --write, and names the clusters itself: not with --context or --server")
+			return errors.New("--cluster-audience needs --write, and names the clusters itself: not with --context " +
+				"or --server")
 		}
 		if _, err := parseClusterAudiences(o.ClusterAudiences); err != nil {
 			return err
@@ -230,7 +257,8 @@ func (o *SetupOptions) Validate() error {
 		for _, a := range o.Auth.Args() {
 			name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
 			if name != "profile" && !settings.IsExecEntrySafe(name) {
-				return fmt.Errorf("--%s with --profile: get-token would refuse it from the exec entry (docs/security.md); put it in profile %q instead", name, o.Auth.Profile)
+				return fmt.Errorf("--%s with --profile: get-token would refuse it from the exec entry "+
+					"(docs/security.md); put it in profile %q instead", name, o.Auth.Profile)
 			}
 		}
 	}
@@ -274,7 +302,8 @@ func (o *SetupOptions) Run(context.Context) error {
 		}
 	}
 	if o.Auth.SecretOnCommandLine() || (o.Auth.ClientSecret != "" && o.Auth.ClientSecretFile == "") {
-		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: the client secret is not written into the kubeconfig: kubectl must find it in $%s, or use --%s or a profile\n", credspec.EnvClientSecret, credspec.FlagClientSecretFile)
+		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: the client secret is not written into the kubeconfig: kubectl "+
+			"must find it in $%s, or use --%s or a profile\n", credspec.EnvClientSecret, credspec.FlagClientSecretFile)
 	}
 	if o.FromKubelogin {
 		if err := o.fromKubelogin(); err != nil || !o.Write {
@@ -308,7 +337,9 @@ func (o *SetupOptions) Run(context.Context) error {
 		}
 		fmt.Fprintln(o.Out, strings.Join(logging.ShellQuoteArgs(args), " \\\n  "))
 		fmt.Fprintf(o.Out, "\n# then: kubectl config set-context --current --user=%s\n", logging.ShellQuote(o.User))
-		fmt.Fprintf(o.Out, "# kubectl >= 1.35 with credentialPluginPolicy: Allowlist in its kuberc runs only listed plugins;\n# this entry allows it (setup --write-kuberc adds it):\n#   credentialPluginAllowlist:\n#   - name: %s\n", exec.Command)
+		fmt.Fprintf(o.Out, "# kubectl >= 1.35 with credentialPluginPolicy: Allowlist in its kuberc runs only listed "+
+			"plugins;\n# this entry allows it (setup --write-kuberc adds it):\n#   credentialPluginAllowlist:\n#   - "+
+			"name: %s\n", exec.Command)
 		return o.kuberc(exec.Command)
 	}
 	if err := o.write(exec); err != nil {
@@ -400,7 +431,8 @@ func (o *SetupOptions) writeProfile(name string, values map[string][]string) err
 		return err
 	}
 	if changed {
-		fmt.Fprintf(o.Out, "Wrote the profile %q to %s: exec entries are locked (docs/security.md), so its settings live there, not in the kubeconfig.\n", name, path)
+		fmt.Fprintf(o.Out, "Wrote the profile %q to %s: exec entries are locked (docs/security.md), so its settings "+
+			"live there, not in the kubeconfig.\n", name, path)
 	}
 	return nil
 }
@@ -460,7 +492,9 @@ func (o *SetupOptions) kuberc(command string) error {
 			return err
 		}
 		if v == kuberc.NotListed || v == kuberc.DenyAll {
-			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: kubectl will refuse to run %s: %s has credentialPluginPolicy %s without it; run setup again with --write-kuberc\n", command, path, map[kuberc.Verdict]string{kuberc.NotListed: "Allowlist", kuberc.DenyAll: "DenyAll"}[v])
+			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: kubectl will refuse to run %s: %s has credentialPluginPolicy "+
+				"%s without it; run setup again with --write-kuberc\n", command, path,
+				map[kuberc.Verdict]string{kuberc.NotListed: "Allowlist", kuberc.DenyAll: "DenyAll"}[v])
 		}
 		return nil
 	}
@@ -486,7 +520,8 @@ func parseClusterAudiences(pairs []string) ([]clusterAudience, error) {
 	for _, p := range pairs {
 		cluster, audience, ok := strings.Cut(p, "=")
 		if !ok || cluster == "" {
-			return nil, fmt.Errorf("--cluster-audience %q is not CLUSTER=AUDIENCE (AUDIENCE empty for the login's token)", p)
+			return nil, fmt.Errorf("--cluster-audience %q is not CLUSTER=AUDIENCE (AUDIENCE empty for the login's "+
+				"token)", p)
 		}
 		raw, _ := json.Marshal(credspec.ClusterExtension{Audience: audience})
 		if _, err := credspec.ParseClusterExtension(raw); err != nil {
@@ -512,12 +547,14 @@ func (o *SetupOptions) write(exec *clientcmdapi.ExecConfig) error {
 			kubeconfig.SetCluster(cfg, o.Cluster, o.Server, o.ClusterCA)
 		}
 		for _, f := range fleet {
-			contexts, moved, err := kubeconfig.SetClusterAudience(cfg, f.cluster, credspec.ExecExtensionName, func(raw []byte) ([]byte, error) {
-				// Keep what else the extension says (allowedServer).
-				ext, _ := credspec.ParseClusterExtension(raw)
-				ext.Audience = f.audience
-				return json.Marshal(ext)
-			}, o.User)
+			contexts, moved,
+				err := kubeconfig.SetClusterAudience(cfg, f.cluster, credspec.ExecExtensionName,
+				func(raw []byte) ([]byte, error) {
+					// Keep what else the extension says (allowedServer).
+					ext, _ := credspec.ParseClusterExtension(raw)
+					ext.Audience = f.audience
+					return json.Marshal(ext)
+				}, o.User)
 			if err != nil {
 				return err
 			}
@@ -525,7 +562,8 @@ func (o *SetupOptions) write(exec *clientcmdapi.ExecConfig) error {
 			if f.audience == "" {
 				what = "the login's token itself"
 			}
-			line := fmt.Sprintf("Cluster %q: %s; contexts %s use the user.", f.cluster, what, logging.PrintableList(contexts))
+			line := fmt.Sprintf("Cluster %q: %s; contexts %s use the user.", f.cluster, what,
+				logging.PrintableList(contexts))
 			if len(moved) > 0 {
 				line += " Before, " + logging.PrintableList(moved) + "."
 			}
@@ -547,7 +585,8 @@ func (o *SetupOptions) write(exec *clientcmdapi.ExecConfig) error {
 		fmt.Fprintf(o.Out, "Wrote the cluster %q (%s) to %s.\n", o.Cluster, o.Server, clusterFile)
 	}
 	if o.Context != "" {
-		fmt.Fprintf(o.Out, "The context %q now uses it: try \"kubectl --context=%s auth whoami\".\n", o.Context, o.Context)
+		fmt.Fprintf(o.Out, "The context %q now uses it: try \"kubectl --context=%s auth whoami\".\n", o.Context,
+			o.Context)
 	} else {
 		fmt.Fprintf(o.Out, "Use it with: kubectl config set-context --current --user=%s\n", logging.ShellQuote(o.User))
 	}

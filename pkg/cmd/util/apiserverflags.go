@@ -31,15 +31,23 @@ func (o *OIDCFlags) AddFlags(f *pflag.FlagSet, aliases map[string]string, warn i
 	}
 	// Bound on a set of their own first, so that Given knows their names.
 	own := pflag.NewFlagSet("oidc", pflag.ContinueOnError)
-	own.StringVar(&o.IssuerURL, "oidc-issuer-url", "", "Issuer of the tokens (https), as kube-apiserver's --oidc-issuer-url")
-	own.StringSliceVar(&o.ClientIDs, "oidc-client-id", nil, "Accepted audience, as kube-apiserver's --oidc-client-id (repeatable here)")
-	own.StringVar(&o.CAFile, "oidc-certificate-authority", "", "PEM file of a CA for the issuer's discovery and JWKS (kube-apiserver's --oidc-ca-file)")
-	own.StringVar(&o.UsernameClaim, "oidc-username-claim", o.UsernameClaim, "Claim of the username, as kube-apiserver's --oidc-username-claim")
-	own.StringVar(&o.UsernamePrefix, "oidc-username-prefix", "", "As kube-apiserver's --oidc-username-prefix: unset means \"<issuer>#\" unless the claim is email; - means none")
-	own.StringVar(&o.GroupsClaim, "oidc-groups-claim", "", "Claim of the groups, as kube-apiserver's --oidc-groups-claim")
+	own.StringVar(&o.IssuerURL, "oidc-issuer-url", "", "Issuer of the tokens (https), as kube-apiserver's "+
+		"--oidc-issuer-url")
+	own.StringSliceVar(&o.ClientIDs, "oidc-client-id", nil, "Accepted audience, as kube-apiserver's --oidc-client-id "+
+		"(repeatable here)")
+	own.StringVar(&o.CAFile, "oidc-certificate-authority", "", "PEM file of a CA for the issuer's discovery and JWKS "+
+		"(kube-apiserver's --oidc-ca-file)")
+	own.StringVar(&o.UsernameClaim, "oidc-username-claim", o.UsernameClaim, "Claim of the username, as "+
+		"kube-apiserver's --oidc-username-claim")
+	own.StringVar(&o.UsernamePrefix, "oidc-username-prefix", "", "As kube-apiserver's --oidc-username-prefix: unset "+
+		"means \"<issuer>#\" unless the claim is email; - means none")
+	own.StringVar(&o.GroupsClaim, "oidc-groups-claim", "", "Claim of the groups, as kube-apiserver's "+
+		"--oidc-groups-claim")
 	own.StringVar(&o.GroupsPrefix, "oidc-groups-prefix", "", "As kube-apiserver's --oidc-groups-prefix")
-	own.StringToStringVar(&o.RequiredClaims, "oidc-required-claim", nil, "As kube-apiserver's --oidc-required-claim: key=value a token must carry; repeatable")
-	own.StringSliceVar(&o.SigningAlgs, "oidc-signing-algs", nil, "As kube-apiserver's --oidc-signing-algs (default RS256)")
+	own.StringToStringVar(&o.RequiredClaims, "oidc-required-claim", nil, "As kube-apiserver's --oidc-required-claim: "+
+		"key=value a token must carry; repeatable")
+	own.StringSliceVar(&o.SigningAlgs, "oidc-signing-algs", nil, "As kube-apiserver's --oidc-signing-algs (default "+
+		"RS256)")
 	own.VisitAll(func(fl *pflag.Flag) { o.names = append(o.names, fl.Name); f.AddFlag(fl) })
 	o.flags = f
 	settings.AliasFlag(f, "oidc-ca-file", "oidc-certificate-authority", warn)

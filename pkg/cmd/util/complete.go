@@ -64,17 +64,18 @@ func RegisterValues(cmd *cobra.Command, name string, values ...string) {
 // values of the flags that take one of a few.
 func RegisterAuthCompletions(cmd *cobra.Command, getenv func(string) string) {
 	if cmd.Flags().Lookup(credspec.FlagProfile) != nil {
-		_ = cmd.RegisterFlagCompletionFunc(credspec.FlagProfile, func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-			path, err := config.DefaultPath(getenv)
-			if err != nil {
-				return nothing()
-			}
-			f, err := config.Load(path)
-			if err != nil {
-				return nothing()
-			}
-			return prefixed(f.Names(), toComplete), cobra.ShellCompDirectiveNoFileComp
-		})
+		_ = cmd.RegisterFlagCompletionFunc(credspec.FlagProfile,
+			func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+				path, err := config.DefaultPath(getenv)
+				if err != nil {
+					return nothing()
+				}
+				f, err := config.Load(path)
+				if err != nil {
+					return nothing()
+				}
+				return prefixed(f.Names(), toComplete), cobra.ShellCompDirectiveNoFileComp
+			})
 	}
 	RegisterValues(cmd, credspec.FlagGrantType, credspec.GrantTypes...)
 	RegisterValues(cmd, credspec.FlagStorage, tokencache.Storages...)
@@ -127,7 +128,8 @@ func (k *KubeFlags) completionClient(ctx context.Context) (*rbac.Client, error) 
 }
 
 // CompleteNamespaces completes a namespace from the API server, bounded.
-func (k *KubeFlags) CompleteNamespaces(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+func (k *KubeFlags) CompleteNamespaces(c *cobra.Command, _ []string, toComplete string) ([]string,
+	cobra.ShellCompDirective) {
 	ctx, cancel := context.WithTimeout(c.Context(), CompletionTimeout)
 	defer cancel()
 	client, err := k.completionClient(ctx)
@@ -145,7 +147,8 @@ func (k *KubeFlags) CompleteNamespaces(c *cobra.Command, _ []string, toComplete 
 // resource.group, short name, kind; with a "/", the resource's
 // subresources) from kubectl's discovery cache, asking the server only
 // when the cache is cold (aggregated discovery: two requests).
-func (k *KubeFlags) CompleteResources(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+func (k *KubeFlags) CompleteResources(c *cobra.Command, _ []string, toComplete string) ([]string,
+	cobra.ShellCompDirective) {
 	ctx, cancel := context.WithTimeout(c.Context(), CompletionTimeout)
 	defer cancel()
 	client, err := k.completionClient(ctx)
@@ -171,7 +174,8 @@ func resourceNames(all []resource.Resource, toComplete string) []string {
 			continue
 		}
 		names = append(names, r.String())
-		if r.Group != "" && !slices.ContainsFunc(all, func(o resource.Resource) bool { return o.Group == "" && o.Name == r.Name }) {
+		if r.Group != "" &&
+			!slices.ContainsFunc(all, func(o resource.Resource) bool { return o.Group == "" && o.Name == r.Name }) {
 			names = append(names, r.Name)
 		}
 		names = append(names, r.ShortNames...)
@@ -185,7 +189,8 @@ func resourceNames(all []resource.Resource, toComplete string) []string {
 // Verbs are the verbs a completion offers: kubectl's, the escalation
 // verbs and constrained impersonation's.
 func Verbs() []string {
-	out := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "impersonate", "bind", "escalate", "use", "approve", "sign"}
+	out := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "impersonate",
+		"bind", "escalate", "use", "approve", "sign"}
 	for _, mode := range rbac.ImpersonationModes {
 		out = append(out, "impersonate:"+mode)
 		for _, v := range rbac.DefaultVerbs {
@@ -197,7 +202,8 @@ func Verbs() []string {
 
 // CompleteVerbResource completes the VERB RESOURCE arguments of why and
 // who-can.
-func (k *KubeFlags) CompleteVerbResource(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+func (k *KubeFlags) CompleteVerbResource(c *cobra.Command, args []string, toComplete string) ([]string,
+	cobra.ShellCompDirective) {
 	switch len(args) {
 	case 0:
 		return Values(Verbs()...)(c, args, toComplete)
@@ -219,13 +225,14 @@ func RegisterCompletions(cmd *cobra.Command, getenv func(string) string) {
 		for _, v := range f.Annotations[FormatsAnnotation] {
 			formats = append(formats, strings.TrimSuffix(v, "TEMPLATE"))
 		}
-		_ = cmd.RegisterFlagCompletionFunc("output", func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-			d := cobra.ShellCompDirectiveNoFileComp
-			if strings.HasPrefix(toComplete, "jsonpath=") {
-				d |= cobra.ShellCompDirectiveNoSpace
-			}
-			return prefixed(formats, toComplete), d
-		})
+		_ = cmd.RegisterFlagCompletionFunc("output",
+			func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+				d := cobra.ShellCompDirectiveNoFileComp
+				if strings.HasPrefix(toComplete, "jsonpath=") {
+					d |= cobra.ShellCompDirectiveNoSpace
+				}
+				return prefixed(formats, toComplete), d
+			})
 	}
 	RegisterAuthCompletions(cmd, getenv)
 	RegisterListCompletions(cmd, "verb", Values(Verbs()...))
@@ -261,17 +268,18 @@ func RegisterListCompletions(cmd *cobra.Command, name string, complete cobra.Com
 	if cmd.Flags().Lookup(name) == nil {
 		return
 	}
-	_ = cmd.RegisterFlagCompletionFunc(name, func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		done, last := "", toComplete
-		if i := strings.LastIndex(toComplete, ","); i >= 0 {
-			done, last = toComplete[:i+1], toComplete[i+1:]
-		}
-		names, directive := complete(c, args, last)
-		for i := range names {
-			names[i] = done + names[i]
-		}
-		return names, directive | cobra.ShellCompDirectiveNoSpace
-	})
+	_ = cmd.RegisterFlagCompletionFunc(name,
+		func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			done, last := "", toComplete
+			if i := strings.LastIndex(toComplete, ","); i >= 0 {
+				done, last = toComplete[:i+1], toComplete[i+1:]
+			}
+			names, directive := complete(c, args, last)
+			for i := range names {
+				names[i] = done + names[i]
+			}
+			return names, directive | cobra.ShellCompDirectiveNoSpace
+		})
 }
 
 // Candidates are the names a completion may offer: only characters a
@@ -299,7 +307,8 @@ func isCandidate(n string) bool {
 		return false // a leading "-" would be taken for a flag
 	}
 	for _, r := range n {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._:/=,@+-_", r)) {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+			strings.ContainsRune("._:/=,@+-_", r)) {
 			return false
 		}
 	}

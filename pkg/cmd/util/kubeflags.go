@@ -41,7 +41,8 @@ func (k *KubeFlags) getenv(name string) string { return k.Getenv(name) }
 func NewKubeFlags(fs *pflag.FlagSet, getenv func(string) string) *KubeFlags {
 	k := &KubeFlags{rules: defaultRules(), Getenv: getenv}
 	fs.StringVar(&k.rules.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file")
-	fs.Duration(FlagCommandTimeout, DefaultCommandTimeout, "The longest the whole command may take: every request, page and credential plugin in it (0: no limit)")
+	fs.Duration(FlagCommandTimeout, DefaultCommandTimeout, "The longest the whole command may take: every request, "+
+		"page and credential plugin in it (0: no limit)")
 	clientcmd.BindOverrideFlags(&k.overrides, fs, clientcmd.RecommendedConfigOverrideFlags(""))
 	return k
 }
@@ -162,9 +163,10 @@ func (k *KubeFlags) IdentityClients() (*IdentityClients, error) {
 	}
 	callerCfg := rest.CopyConfig(cfg)
 	callerCfg.Impersonate = rest.ImpersonationConfig{}
-	ic := &IdentityClients{Identity: "you", Impersonate: func(user string, groups []string, uid string, extra map[string][]string) (*rbac.Client, error) {
-		return k.impersonatingClient(cfg, user, groups, uid, extra)
-	}}
+	ic := &IdentityClients{Identity: "you",
+		Impersonate: func(user string, groups []string, uid string, extra map[string][]string) (*rbac.Client, error) {
+			return k.impersonatingClient(cfg, user, groups, uid, extra)
+		}}
 	if ic.Caller, err = k.rbacClient(callerCfg); err != nil {
 		return nil, err
 	}
@@ -180,7 +182,8 @@ func (k *KubeFlags) IdentityClients() (*IdentityClients, error) {
 
 // impersonatingClient is a client whose requests carry impersonation
 // headers for user and groups, on top of the kubeconfig's identity.
-func (k *KubeFlags) impersonatingClient(cfg *rest.Config, user string, groups []string, uid string, extra map[string][]string) (*rbac.Client, error) {
+func (k *KubeFlags) impersonatingClient(cfg *rest.Config, user string, groups []string, uid string,
+	extra map[string][]string) (*rbac.Client, error) {
 	c := rest.CopyConfig(cfg)
 	c.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups, UID: uid, Extra: extra}
 	return k.rbacClient(c)
@@ -201,7 +204,8 @@ func DescribeIdentity(user string, groups []string) string {
 // RegisterCompletions completes --context, --cluster, --user and
 // --namespace from the kubeconfig and the API server.
 func (k *KubeFlags) RegisterCompletions(cmd *cobra.Command) {
-	fromConfig := func(pick func(*clientcmdapi.Config) []string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	fromConfig := func(pick func(*clientcmdapi.Config) []string) func(*cobra.Command, []string, string) ([]string,
+		cobra.ShellCompDirective) {
 		return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			raw, err := k.ClientConfig().RawConfig()
 			if err != nil {
@@ -212,9 +216,12 @@ func (k *KubeFlags) RegisterCompletions(cmd *cobra.Command) {
 			return Candidates(names), cobra.ShellCompDirectiveNoFileComp
 		}
 	}
-	_ = cmd.RegisterFlagCompletionFunc("context", fromConfig(func(c *clientcmdapi.Config) []string { return keys(c.Contexts) }))
-	_ = cmd.RegisterFlagCompletionFunc("cluster", fromConfig(func(c *clientcmdapi.Config) []string { return keys(c.Clusters) }))
-	_ = cmd.RegisterFlagCompletionFunc("user", fromConfig(func(c *clientcmdapi.Config) []string { return keys(c.AuthInfos) }))
+	_ = cmd.RegisterFlagCompletionFunc("context",
+		fromConfig(func(c *clientcmdapi.Config) []string { return keys(c.Contexts) }))
+	_ = cmd.RegisterFlagCompletionFunc("cluster",
+		fromConfig(func(c *clientcmdapi.Config) []string { return keys(c.Clusters) }))
+	_ = cmd.RegisterFlagCompletionFunc("user",
+		fromConfig(func(c *clientcmdapi.Config) []string { return keys(c.AuthInfos) }))
 	_ = cmd.RegisterFlagCompletionFunc("namespace", k.CompleteNamespaces)
 }
 
@@ -245,7 +252,8 @@ func (k *KubeFlags) ExecCommand() string {
 
 // selection is the context, user and cluster the flags choose.
 func (k *KubeFlags) selection() session.Selection {
-	return session.Selection{Context: k.overrides.CurrentContext, User: k.overrides.Context.AuthInfo, Cluster: k.overrides.Context.Cluster}
+	return session.Selection{Context: k.overrides.CurrentContext, User: k.overrides.Context.AuthInfo,
+		Cluster: k.overrides.Context.Cluster}
 }
 
 // Session is the session of the context the flags select (kubectl's

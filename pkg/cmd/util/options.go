@@ -40,7 +40,8 @@ type GlobalOptions struct {
 // NewGlobalOptions are the options of a run of args, with kube-apiserver's
 // code where this binary links it (else nil).
 func NewGlobalOptions(code kubecode.Code, args []string) *GlobalOptions {
-	return &GlobalOptions{Getenv: environ.Getenv, IsTerminal: IsTerminalFile, ParentExe: execcred.ParentExecutable, OpenTerminal: OpenControllingTerminal, APIServer: code, args: args}
+	return &GlobalOptions{Getenv: environ.Getenv, IsTerminal: IsTerminalFile, ParentExe: execcred.ParentExecutable,
+		OpenTerminal: OpenControllingTerminal, APIServer: code, args: args}
 }
 
 // Env reads the environment with Getenv as it is when called (tests
@@ -149,7 +150,8 @@ func RunE(o Options) func(*cobra.Command, []string) error {
 		}
 		err := o.Run(ctx)
 		if err != nil && ctx.Err() == context.DeadlineExceeded {
-			return fmt.Errorf("the command did not end within its --%s (%s): %w", FlagCommandTimeout, commandTimeout(c), err)
+			return fmt.Errorf("the command did not end within its --%s (%s): %w", FlagCommandTimeout, commandTimeout(c),
+				err)
 		}
 		return err
 	}
@@ -189,7 +191,8 @@ var exit = os.Exit
 // context) does not hold the command past its deadline.
 func watchdog(d time.Duration, errOut io.Writer) (stop func()) {
 	t := time.AfterFunc(d+watchdogGrace, func() {
-		fmt.Fprintf(errOut, "kubectl-impersonate: the command did not end within its --%s (%s): a credential plugin or the API server did not answer; stopped\n", FlagCommandTimeout, d)
+		fmt.Fprintf(errOut, "kubectl-impersonate: the command did not end within its --%s (%s): a credential plugin "+
+			"or the API server did not answer; stopped\n", FlagCommandTimeout, d)
 		exit(1)
 	})
 	return func() { t.Stop() }

@@ -22,7 +22,8 @@ type VersionInfo struct {
 // Version returns the build's version: the ldflags stamp, else the module
 // version of a "go install", else "devel".
 func Version() VersionInfo {
-	v := VersionInfo{Version: version, Commit: commit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	v := VersionInfo{Version: version, Commit: commit, GoVersion: runtime.Version(),
+		Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if v.Version == "" {
 		v.Version = "devel"
 		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {

@@ -17,7 +17,8 @@ import (
 
 // claimsAuthnOptions builds the authenticator kube-apiserver would run:
 // the request's rules, else the token's own iss and aud (untrusted).
-func claimsAuthnOptions(r kubecode.PredictRequest, tok *jwtclaims.Token, res *kubecode.Prediction) (authn.Options, error) {
+func claimsAuthnOptions(r kubecode.PredictRequest, tok *jwtclaims.Token, res *kubecode.Prediction) (authn.Options,
+	error) {
 	opts, rule, err := authnOptions(r.Authentication, func(l *oidcflags.Legacy) {
 		if l.IssuerURL == "" {
 			l.IssuerURL = tok.String("iss")
@@ -54,10 +55,13 @@ func audienceNote(iss, aud string, cfg *authn.Config) string {
 			continue
 		}
 		if strings.HasPrefix(iss, identityPlatformIssuer) {
-			return fmt.Sprintf("Identity Platform tokens carry the project ID %q as aud, but this configuration expects %s (an OAuth client ID?): the API server refuses them; set the audience to %q (audiences: [%s], or kube-apiserver's --oidc-client-id=%s)",
+			return fmt.Sprintf("Identity Platform tokens carry the project ID %q as aud, but this configuration "+
+				"expects %s (an OAuth client ID?): the API server refuses them; set the audience to %q (audiences: "+
+				"[%s], or kube-apiserver's --oidc-client-id=%s)",
 				aud, strings.Join(j.Issuer.Audiences, ", "), aud, aud, aud)
 		}
-		return fmt.Sprintf("the tokens carry aud %q, but the configuration of issuer %q expects %s: the API server refuses them; add %q to its audiences (or kube-apiserver's --oidc-client-id=%s)",
+		return fmt.Sprintf("the tokens carry aud %q, but the configuration of issuer %q expects %s: the API server "+
+			"refuses them; add %q to its audiences (or kube-apiserver's --oidc-client-id=%s)",
 			aud, iss, strings.Join(j.Issuer.Audiences, ", "), aud, aud)
 	}
 	return ""

@@ -55,7 +55,8 @@ func upstreamConfig(o kubecode.ProxyConfig) (*rest.Config, *url.URL, error) {
 	}
 	imp := cfg.Impersonate
 	if imp.UserName != "" || imp.UID != "" || len(imp.Groups) > 0 || len(imp.Extra) > 0 {
-		return nil, nil, errors.New("the upstream kubeconfig impersonates (as, as-groups, as-uid or as-user-extra): remove it, the proxy impersonates each caller")
+		return nil, nil, errors.New("the upstream kubeconfig impersonates (as, as-groups, as-uid or as-user-extra): " +
+			"remove it, the proxy impersonates each caller")
 	}
 	upstream := cmp.Or(o.Upstream, cfg.Host)
 	u, err := url.Parse(upstream)
@@ -95,7 +96,8 @@ func (Code) ServeProxy(ctx context.Context, o kubecode.ProxyConfig) error {
 	// could only answer "not ready" (503, Retry-After).
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	if err := authenticator.WaitReady(wctx); err != nil && ctx.Err() == nil {
-		fmt.Fprintf(o.Log, "kubectl-impersonate: proxy: serving before the issuers' keys are loaded (/readyz fails until they are): %s\n", logging.OneLine(err.Error(), 500))
+		fmt.Fprintf(o.Log, "kubectl-impersonate: proxy: serving before the issuers' keys are loaded (/readyz fails "+
+			"until they are): %s\n", logging.OneLine(err.Error(), 500))
 	}
 	cancel()
 	audit, closeAudit, err := openAudit(o.AuditLog, o.Log)
@@ -115,7 +117,8 @@ func (Code) ServeProxy(ctx context.Context, o kubecode.ProxyConfig) error {
 		Transport:        proxy.HeaderTimeout(transport, o.UpstreamTimeout),
 		UpgradeTransport: proxy.HeaderTimeout(upgradeTransport, o.UpstreamTimeout),
 		Authenticator:    authenticator, AllowSystemIdentities: o.AllowSystemIdentities,
-		Ready:              proxy.ReadyCheck(u, proxy.HeaderTimeout(transport, o.UpstreamTimeout), authenticator.HealthCheck, time.Second),
+		Ready: proxy.ReadyCheck(u, proxy.HeaderTimeout(transport, o.UpstreamTimeout),
+			authenticator.HealthCheck, time.Second),
 		AuthenticatorReady: authenticator.HealthCheck,
 		Audit:              audit, Metrics: metrics, CacheTTL: o.CacheTTL, MaxInFlight: o.MaxInFlight,
 		Log: func(s string) { fmt.Fprintf(o.Log, "kubectl-impersonate: proxy: %s\n", s) }}
@@ -131,7 +134,8 @@ func (Code) ServeProxy(ctx context.Context, o kubecode.ProxyConfig) error {
 			if metrics != nil {
 				fmt.Fprintf(o.Log, "kubectl-impersonate: proxy metrics on http://%s/metrics\n", metrics)
 			}
-			fmt.Fprintf(o.Log, "kubectl-impersonate: proxy for %s listening on https://%s; identities: %s; system: identities %s\n",
+			fmt.Fprintf(o.Log, "kubectl-impersonate: proxy for %s listening on https://%s; identities: %s; system: "+
+				"identities %s\n",
 				u.Host, api, rule, map[bool]string{true: "allowed", false: "refused"}[o.AllowSystemIdentities])
 		}}
 	return srv.Run(ctx)
@@ -169,10 +173,14 @@ func callerImpersonationMode(ctx context.Context, mode string, upstream *url.URL
 	defer cancel()
 	v, err := upstreamVersion(ctx, upstream, rt)
 	if err != nil {
-		return false, "classic impersonation filter: the upstream's version is unknown (" + logging.OneLine(err.Error(), 200) + "); --caller-impersonation-mode=constrained for 1.36 and later"
+		return false,
+			"classic impersonation filter: the upstream's version is unknown (" + logging.OneLine(err.Error(), 200) +
+				"); --caller-impersonation-mode=constrained for 1.36 and later"
 	}
 	if v.AtLeast(version.MajorMinor(1, 36)) {
-		return true, "constrained impersonation filter (the upstream is " + v.String() + "; --caller-impersonation-mode=classic if its ConstrainedImpersonation gate is off)"
+		return true,
+			"constrained impersonation filter (the upstream is " + v.String() +
+				"; --caller-impersonation-mode=classic if its ConstrainedImpersonation gate is off)"
 	}
 	return false, "classic impersonation filter (the upstream is " + v.String() + ")"
 }

@@ -20,7 +20,8 @@ func (Code) CheckAuthConfig(path, issuer, audience string) (string, error) {
 		listed = listed || j.Issuer.URL == issuer
 	}
 	if !listed {
-		return fmt.Sprintf("the cluster's AuthenticationConfiguration (%s) has no jwt issuer %q: the API server refuses these tokens; add an entry with issuer.url: %s", path, issuer, issuer), nil
+		return fmt.Sprintf("the cluster's AuthenticationConfiguration (%s) has no jwt issuer %q: the API server "+
+			"refuses these tokens; add an entry with issuer.url: %s", path, issuer, issuer), nil
 	}
 	if audience == "" {
 		return "", nil
