@@ -52,7 +52,7 @@ unit: ## Unit and integration tests (in-process OIDC provider, the built binary)
 
 test: lint vulncheck unit wine-unit e2e demo-check release-test bench-check ## Everything CI runs: lint (vet and test builds for Windows and macOS too), the vulnerability check, unit (and the permission package's under Wine), integration, end-to-end (Kubernetes 1.37 and 1.35), the demo checked, the release verified and installed with Krew, the speed bound
 
-wine-unit: ## The permission package's tests (pkg/safefile) built for Windows and run under Wine (Debian's 8.0, installed when missing)
+wine-unit: ## The permission package's tests (pkg/host/safefile) built for Windows and run under Wine (Debian's 8.0, installed when missing)
 	hack/wine.sh unit
 
 cross: ## go vet and build every test for the other platforms shipped (windows, darwin); the e2e and release suites are the Linux harness (they drive Wine), vetted by lint

@@ -233,4 +233,4 @@ cat test/bench/results.md
 # Request counts of the access matrix (not a timing: from the unit test that
 # asserts them against a stand-in authorizer; the e2e figures are in
 # docs/inspection.md).
-go test -count=1 -run '^TestAccessRequestCounts$' -v ./pkg/rbac | grep -o 'access matrix.*'
+go test -count=1 -run '^TestAccessRequestCounts$' -v ./pkg/cluster/rbac | grep -o 'access matrix.*'

@@ -7,18 +7,18 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-60s}
 targets=(
-  "./pkg/authn FuzzDecodeJWT"
-  "./pkg/authn FuzzDecodeJWTStructured"
-  "./pkg/authn FuzzCELPrediction"
-  "./pkg/proxy FuzzProxyRequest"
-  "./pkg/execcred FuzzParseRequest"
-  "./pkg/config FuzzParse"
-  "./pkg/oauth FuzzTokenResponse"
-  "./pkg/exchange FuzzCloudSigmaResponses"
-  "./pkg/tokencache FuzzDecodeEntry"
-  "./pkg/kubeapi FuzzDiscoveryWrites"
-  "./pkg/kubeapi FuzzDiscoveryCacheDirsDistinct"
-  "./pkg/logging FuzzEscape"
+  "./pkg/server/authn FuzzDecodeJWT"
+  "./pkg/server/authn FuzzDecodeJWTStructured"
+  "./pkg/server/authn FuzzCELPrediction"
+  "./pkg/server/proxy FuzzProxyRequest"
+  "./pkg/host/execcred FuzzParseRequest"
+  "./pkg/credential/config FuzzParse"
+  "./pkg/idp/oauth FuzzTokenResponse"
+  "./pkg/idp/exchange FuzzCloudSigmaResponses"
+  "./pkg/token/tokencache FuzzDecodeEntry"
+  "./pkg/cluster/kubeapi FuzzDiscoveryWrites"
+  "./pkg/cluster/kubeapi FuzzDiscoveryCacheDirsDistinct"
+  "./pkg/host/logging FuzzEscape"
 )
 failed=0
 rows=()

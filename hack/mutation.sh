@@ -23,14 +23,14 @@ if [[ ! -x $bin/gremlins ]]; then
 fi
 # package: the files whose mutants count (the security rules it owns).
 targets=(
-  "pkg/safefile access.go access_unix.go read.go safefile.go"
-  "pkg/kubeapi validate.go decodecost.go client.go discovery.go"
-  "pkg/logging logging.go writer.go"
-  "pkg/settings trust.go"
-  "pkg/credspec servers.go gate.go cluster.go"
-  "pkg/execcred execcred.go caller.go procargs.go parent_linux.go"
+  "pkg/host/safefile access.go access_unix.go read.go safefile.go"
+  "pkg/cluster/kubeapi validate.go decodecost.go client.go discovery.go"
+  "pkg/host/logging logging.go writer.go"
+  "pkg/credential/settings trust.go"
+  "pkg/token/credspec servers.go gate.go cluster.go"
+  "pkg/host/execcred execcred.go caller.go procargs.go parent_linux.go"
   "pkg/cmd/util complete.go"
-  "pkg/session gate.go"
+  "pkg/credential/session gate.go"
 )
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -5,7 +5,7 @@
 #                            bcryptprimitives.dll (test/wine/bcryptdll):
 #                            Debian 12's Wine 8.0 lacks ProcessPrng, which
 #                            every Go >= 1.22 program loads at start.
-#   hack/wine.sh unit        runs pkg/safefile's tests built for Windows
+#   hack/wine.sh unit        runs pkg/host/safefile's tests built for Windows
 #                            under Wine, with another Unix user's file and
 #                            directory planted for the owner check.
 # Installs Debian's wine64 and wine (without recommends: those upgrade
@@ -42,7 +42,7 @@ unit() {
   work="$(mktemp -d)"
   trap 'WINEPREFIX="$work/prefix" wineserver -k 2>/dev/null || true; rm -rf "$work"' EXIT
   make_prefix "$work/prefix"
-  GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go test -c -o "$work/safefile.test.exe" ./pkg/safefile
+  GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go test -c -o "$work/safefile.test.exe" ./pkg/host/safefile
   # Another Unix user's file and directory: Wine reports their owner as
   # Anonymous (S-1-5-7), and keeps no owner a Windows program sets.
   local foreign=""
@@ -54,7 +54,7 @@ unit() {
   KI_TEST_FOREIGN="$foreign" WINEPREFIX="$work/prefix" WINEDEBUG=-all \
     timeout 300 wine "$work/safefile.test.exe" -test.v -test.count=1 2>&1 | tee "$work/safefile.log" | grep -E '^(---|===|ok|PASS|FAIL|\s+platform)' || true
   grep -q '^PASS$' "$work/safefile.log" || status=1
-  [ "$status" = 0 ] || { echo "wine: pkg/safefile's tests failed under Wine:" >&2; tail -40 "$work/safefile.log" >&2; }
+  [ "$status" = 0 ] || { echo "wine: pkg/host/safefile's tests failed under Wine:" >&2; tail -40 "$work/safefile.log" >&2; }
   return "$status"
 }
 

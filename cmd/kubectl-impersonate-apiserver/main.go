@@ -3,7 +3,7 @@
 // configuration types, for claims, proxy and setup --authentication-config.
 // kubectl-impersonate hands those commands to it, with the same arguments,
 // so that every other command starts without that code's package
-// initialisers; the proxy's image runs it directly. See pkg/install.
+// initialisers; the proxy's image runs it directly. See pkg/host/install.
 package main
 
 import (
@@ -15,7 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode/linked"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode/linked"
 )
 
 func main() {

@@ -3,7 +3,7 @@
 // it prints the ExecCredential when a valid token is cached and hands every
 // other case, with the same arguments, to kubectl-impersonate next to it.
 // Krew links kubectl-impersonate to this binary: run by that name, it also
-// hands every other command to the full binary. See pkg/fastpath.
+// hands every other command to the full binary. See pkg/credential/fastpath.
 package main
 
 import (
@@ -11,9 +11,9 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/environ"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/fastpath"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/fastpath"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/environ"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/install"
 )
 
 func main() {

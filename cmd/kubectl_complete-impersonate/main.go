@@ -6,15 +6,15 @@
 // --write-completion" copies this one beside Krew's link: a copy, not a
 // link, so that "kubectl krew upgrade" (which replaces the store) leaves it
 // working and "kubectl krew uninstall" leaves nothing dangling (with the
-// plugin gone it answers no candidates). It links nothing but pkg/install.
+// plugin gone it answers no candidates). It links nothing but pkg/host/install.
 package main
 
 import (
 	"fmt"
 	"os"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/environ"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/environ"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/install"
 )
 
 func main() {

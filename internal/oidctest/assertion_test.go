@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/idp/oauth"
 )
 
 // TestClientAssertions: the test provider checks client assertions as

@@ -1,5 +1,5 @@
 // Package proxyattacks is the impersonating proxy's attack table: one list,
-// driven in-process against a recording upstream (pkg/proxy's
+// driven in-process against a recording upstream (pkg/server/proxy's
 // TestProxyAttacks) and on the real stack against kube-apiserver and its
 // audit log (test/e2e's TestProxyAttacksOnTheRealStack), and the raw
 // clients that send each attack byte for byte (HTTP/1.1 and HTTP/2 frames

@@ -31,9 +31,9 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/doctest"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/install"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/authn"
 )
 
 // The doc tests take every fenced block of README.md and docs/*.md as a

@@ -29,7 +29,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 )
 
 // evil is hostileapi.Evil: terminal escapes, C1, DEL, bidi, a tab and a

@@ -22,10 +22,10 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/serve"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/setup"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/execcred"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/token/tokencache"
 )
 
 // NewRootCmd builds the command tree.
@@ -119,7 +119,7 @@ var errOnlyGetToken = errors.New("a Kubernetes client runs this plugin from a ku
 
 // Execute runs the command line and returns the exit code. main prints
 // nothing itself: errors are reported here, once, on stderr. code is
-// kube-apiserver's code where this binary links it (pkg/kubecode/linked),
+// kube-apiserver's code where this binary links it (pkg/server/kubecode/linked),
 // else nil: the commands that need it are handed to the binary that does.
 func Execute(ctx context.Context, args []string, streams genericiooptions.IOStreams, code kubecode.Code) int {
 	defer tokencache.CloseKeyring()

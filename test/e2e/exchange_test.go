@@ -24,7 +24,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/idp/oauth"
 )
 
 // The RFC 8693 path: a robot logs in with client credentials to Keycloak
@@ -125,7 +125,7 @@ func TestIdentityPlatformFirebaseEmulator(t *testing.T) {
 	// securetoken.google.com's keys, which this offline machine cannot
 	// reach: the login fails at discovery, before any token is accepted.
 	// (The refusal of an unsigned token itself is asserted offline by
-	// pkg/login's TestUnsignedTokenRefusedWithoutEmulator.)
+	// pkg/idp/login's TestUnsignedTokenRefusedWithoutEmulator.)
 	var strict []string
 	for _, a := range args {
 		if a != "--identity-platform-emulator" {

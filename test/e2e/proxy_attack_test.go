@@ -95,7 +95,7 @@ func TestProxyAttacksOnTheRealStack(t *testing.T) {
 	proxyURL := startProxyWith(t, "privileged", adminToken, "", "--authentication-config="+authConfig)
 	prefixed := startProxyWith(t, "prefixed", adminToken, "/c-1", "--authentication-config="+authConfig)
 
-	// The table pkg/proxy's TestProxyAttacks drives in-process: here each
+	// The table pkg/server/proxy's TestProxyAttacks drives in-process: here each
 	// forwarded request gets kube-apiserver's own answer for alice.
 	attacks, err := proxyattacks.Table(aliceMinter(is), "e2e-admin")
 	require.NoError(t, err)

@@ -183,7 +183,7 @@ for v in $versions; do
       # Secret Service (the disk variant runs with the unit tests); once,
       # with the first version: it does not depend on Kubernetes.
       if [ "${KI_E2E_FIRST:-}" = 1 ] && { [ "${KI_E2E_RUN:-.}" = "." ] || [[ "$KI_E2E_RUN" == *CrashSafety* ]]; }; then
-        (export KI_TEST_KEYRING=1; run_tests "$KI_E2E_LOGS/crash-safety.log" ./pkg/tokencache "^TestCrashSafety\$")
+        (export KI_TEST_KEYRING=1; run_tests "$KI_E2E_LOGS/crash-safety.log" ./pkg/token/tokencache "^TestCrashSafety\$")
       fi
       cd test/e2e
       run_tests "$KI_E2E_LOGS/go-test.log" . "${KI_E2E_RUN:-.}" -tags e2e -timeout 25m

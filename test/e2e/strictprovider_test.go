@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/oauth"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/idp/oauth"
 )
 
 // onFirstVersionOnly skips a test of a provider's or a client's behavior,

@@ -13,7 +13,7 @@ import (
 // processReads are the identifiers that read the process's globals: its
 // command line, its environment, the home directory (from the
 // environment) and kubectl's default kubeconfig (client-go reads
-// $KUBECONFIG and the home directory for it); pkg/environ's readers count
+// $KUBECONFIG and the home directory for it); pkg/host/environ's readers count
 // too, so that the seam is not a way around the rule.
 var processReads = map[string][]string{
 	"os":                               {"Args", "Getenv", "LookupEnv", "Environ", "ExpandEnv", "UserHomeDir"},
@@ -27,15 +27,15 @@ var processReads = map[string][]string{
 // why: everything else takes what it needs as parameters (a getenv, a
 // session.Process, an environment).
 var processReaders = map[string]string{
-	"pkg/environ/environ.go":  "the seam itself",
-	"pkg/cmd/util/options.go": "GlobalOptions: where the commands read the process (Getenv, the command line, the environment a hand-off passes on)",
+	"pkg/host/environ/environ.go": "the seam itself",
+	"pkg/cmd/util/options.go":     "GlobalOptions: where the commands read the process (Getenv, the command line, the environment a hand-off passes on)",
 	"pkg/cmd/util/kubeflags.go": "kubectl's own kubeconfig loading rules (clientcmd reads $KUBECONFIG and the home directory itself), " +
 		"bound as kubectl binds them",
-	"pkg/tokencache/keyring.go": "the fast get-token binary's hand-off of a keyring failure to the full one, " +
+	"pkg/token/tokencache/keyring.go": "the fast get-token binary's hand-off of a keyring failure to the full one, " +
 		"read where go-keyring is opened",
-	"pkg/tokencache/available_unix.go":      "the D-Bus session bus's address, read as godbus reads it for go-keyring",
-	"pkg/tokencache/secretservice_linux.go": "the D-Bus session bus's address, read as godbus reads it for go-keyring",
-	"pkg/settings/trust.go": "what a kubeconfig exec entry set is this process's environment less kubectl's: " +
+	"pkg/token/tokencache/available_unix.go":      "the D-Bus session bus's address, read as godbus reads it for go-keyring",
+	"pkg/token/tokencache/secretservice_linux.go": "the D-Bus session bus's address, read as godbus reads it for go-keyring",
+	"pkg/credential/settings/trust.go": "what a kubeconfig exec entry set is this process's environment less kubectl's: " +
 		"both are read where they are compared (Options.Environ replaces it in tests)",
 }
 

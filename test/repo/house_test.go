@@ -119,7 +119,7 @@ func TestHouseSizes(t *testing.T) {
 	}
 	// The rule reads what it should: a test that cannot fail proves nothing.
 	assert.Greater(t, len(perPackage), 20, "packages found")
-	assert.Greater(t, perPackage["pkg/rbac"], 1000, "pkg/rbac's lines counted")
+	assert.Greater(t, perPackage["pkg/cluster/rbac"], 1000, "pkg/cluster/rbac's lines counted")
 }
 
 // TestOneSourceRecipe: a token source (tokensource.Source) is made in one
@@ -130,7 +130,7 @@ func TestHouseSizes(t *testing.T) {
 // import name, and no field of a Source is assigned after it is made (a
 // second recipe by parts).
 func TestOneSourceRecipe(t *testing.T) {
-	const sourcePkg = "github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
+	const sourcePkg = "github.com/kubectl-impersonate/kubectl-impersonate/pkg/token/tokensource"
 	fields := map[string]bool{}
 	// How a source reports and whether a person is there, not which
 	// entry it reads or what it hands out: set by its caller.
@@ -138,7 +138,7 @@ func TestOneSourceRecipe(t *testing.T) {
 	var made, changed []string
 	files := productionFiles(t)
 	for _, f := range files {
-		if f.pkg == "pkg/tokensource" {
+		if f.pkg == "pkg/token/tokensource" {
 			ast.Inspect(f.file, func(n ast.Node) bool {
 				if ts, ok := n.(*ast.TypeSpec); ok && ts.Name.Name == "Source" {
 					for _, fl := range ts.Type.(*ast.StructType).Fields.List {
@@ -152,7 +152,7 @@ func TestOneSourceRecipe(t *testing.T) {
 		}
 	}
 	for _, f := range files {
-		if f.pkg == "pkg/tokensource" {
+		if f.pkg == "pkg/token/tokensource" {
 			continue
 		}
 		// The file's name for the tokensource package, whatever its import.
@@ -165,7 +165,7 @@ func TestOneSourceRecipe(t *testing.T) {
 				}
 			}
 		}
-		if local == "" || f.path == filepath.Join("pkg", "credspec", "source.go") {
+		if local == "" || f.path == filepath.Join("pkg", "token", "credspec", "source.go") {
 			continue
 		}
 		isSource := func(e ast.Expr) bool {
@@ -239,7 +239,7 @@ func TestOneSourceRecipe(t *testing.T) {
 }
 
 // TestOneAtomicWrite: files are replaced atomically in one place,
-// pkg/safefile (a temporary file beside the target, synced where asked,
+// pkg/host/safefile (a temporary file beside the target, synced where asked,
 // renamed over it under an os.Root): no other rename in production code.
 func TestOneAtomicWrite(t *testing.T) {
 	var renames []string
@@ -253,7 +253,7 @@ func TestOneAtomicWrite(t *testing.T) {
 			return true
 		})
 	}
-	assert.Equal(t, []string{"pkg/safefile/safefile.go: Rename"}, renames, "renames and temporary files in production code")
+	assert.Equal(t, []string{"pkg/host/safefile/safefile.go: Rename"}, renames, "renames and temporary files in production code")
 }
 
 // TestProtocolClientsLinkNoFlags: the protocol clients (login, the
@@ -261,7 +261,7 @@ func TestOneAtomicWrite(t *testing.T) {
 // parser: settings binds flags, they take values.
 func TestProtocolClientsLinkNoFlags(t *testing.T) {
 	const mod = "github.com/kubectl-impersonate/kubectl-impersonate/"
-	for _, pkg := range []string{"pkg/login", "pkg/exchange", "pkg/credspec", "pkg/tokensource"} {
+	for _, pkg := range []string{"pkg/idp/login", "pkg/idp/exchange", "pkg/token/credspec", "pkg/token/tokensource"} {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
 		require.NoError(t, err, pkg)
 		deps := strings.Fields(string(out))
@@ -273,14 +273,14 @@ func TestProtocolClientsLinkNoFlags(t *testing.T) {
 }
 
 // TestOnePermissionCheck: who owns a file and who else may read or write
-// it is judged in one place, pkg/safefile, per platform (Unix mode bits
+// it is judged in one place, pkg/host/safefile, per platform (Unix mode bits
 // and uid; Windows owner SID and DACL): Go's mode bits mean nothing there
 // (every file 0666), so no other production code reads them, the owner's
 // uid, or sets a mode.
 func TestOnePermissionCheck(t *testing.T) {
 	var found []string
 	for _, f := range productionFiles(t) {
-		if f.pkg == filepath.Join("pkg", "safefile") {
+		if f.pkg == filepath.Join("pkg", "host", "safefile") {
 			continue
 		}
 		ast.Inspect(f.file, func(n ast.Node) bool {
@@ -293,7 +293,7 @@ func TestOnePermissionCheck(t *testing.T) {
 			return true
 		})
 	}
-	assert.Empty(t, found, "permission reads and changes outside pkg/safefile")
+	assert.Empty(t, found, "permission reads and changes outside pkg/host/safefile")
 }
 
 // TestOneTokenGate: a cached token leaves the cache for a server through
@@ -305,12 +305,12 @@ func TestOnePermissionCheck(t *testing.T) {
 // read for a token (a Source's Cached, session's cachedToken) only there
 // and in the fast binary, and the three callers of Admit are these.
 func TestOneTokenGate(t *testing.T) {
-	gate := filepath.Join("pkg", "session", "gate.go")
+	gate := filepath.Join("pkg", "credential", "session", "gate.go")
 	allowed := map[string][]string{
 		"BearerToken": {gate},
 		"cachedToken": {gate},
-		"Cached":      {filepath.Join("pkg", "fastpath", "fastpath.go")},
-		"Admit":       {gate, filepath.Join("pkg", "fastpath", "fastpath.go"), filepath.Join("pkg", "cmd", "credential", "gettoken.go")},
+		"Cached":      {filepath.Join("pkg", "credential", "fastpath", "fastpath.go")},
+		"Admit":       {gate, filepath.Join("pkg", "credential", "fastpath", "fastpath.go"), filepath.Join("pkg", "cmd", "credential", "gettoken.go")},
 	}
 	found := map[string][]string{}
 	for _, f := range productionFiles(t) {

@@ -78,7 +78,7 @@ func TestPackageDocs(t *testing.T) {
 
 // TestNoSameNameImport: no package imports another of the module's
 // packages of its own name (issue 48: the access commands' package,
-// named inspect, imported pkg/inspect: a reader must tell them apart by
+// named inspect, imported pkg/cluster/inspect: a reader must tell them apart by
 // import path alone).
 func TestNoSameNameImport(t *testing.T) {
 	var same []string
@@ -192,8 +192,8 @@ func TestNamesInProseExist(t *testing.T) {
 	assert.Equal(t, []string{planted + ":3: " + moved}, staleNames(t, []string{planted}))
 }
 
-// TestOneOfEachHelper: one notice printer (pkg/logging's Notice: the
-// plugin's prefix, escaped, on one line), one JWT decoder (pkg/jwtclaims)
+// TestOneOfEachHelper: one notice printer (pkg/host/logging's Notice: the
+// plugin's prefix, escaped, on one line), one JWT decoder (pkg/idp/jwtclaims)
 // and one bounded-parallel helper (errgroup's SetLimit) in the production
 // code (issue 48: the notice was formatted in five places, one of them
 // unescaped; session.Subject decoded a JWT by hand; bounded loops were
@@ -205,18 +205,18 @@ func TestOneOfEachHelper(t *testing.T) {
 		owners  []string
 		pattern *regexp.Regexp
 	}{
-		{"the notice line", []string{"pkg/logging"}, regexp.MustCompile(`"kubectl-impersonate: %s`)},
-		{"a JWT's base64url decoding", []string{"pkg/jwtclaims"}, regexp.MustCompile(`RawURLEncoding\.DecodeString`)},
+		{"the notice line", []string{"pkg/host/logging"}, regexp.MustCompile(`"kubectl-impersonate: %s`)},
+		{"a JWT's base64url decoding", []string{"pkg/idp/jwtclaims"}, regexp.MustCompile(`RawURLEncoding\.DecodeString`)},
 		// The proxy's limit of requests in flight, and the window of
-		// namespaces whose answers stream in order (pkg/inspect's
+		// namespaces whose answers stream in order (pkg/cluster/inspect's
 		// matrices), are not parallel loops.
-		{"a semaphore of its own", []string{"pkg/proxy", "pkg/inspect"}, regexp.MustCompile(`make\(chan struct\{\}, `)},
-		// Discovery has one owner: pkg/resource reads it (kubeapi's
+		{"a semaphore of its own", []string{"pkg/server/proxy", "pkg/cluster/inspect"}, regexp.MustCompile(`make\(chan struct\{\}, `)},
+		// Discovery has one owner: pkg/cluster/resource reads it (kubeapi's
 		// ServerResources, kubectl's cache), warns of a partial answer and
 		// retries a miss in the cache (Resolve).
-		{"a read of discovery", []string{"pkg/resource", "pkg/kubeapi"}, regexp.MustCompile(`\.ServerResources\(`)},
-		{"discovery's retry", []string{"pkg/resource"}, regexp.MustCompile(`\.Invalidate\(\)`)},
-		{"discovery's partial answer", []string{"pkg/resource"}, regexp.MustCompile(`\*resource\.PartialDiscoveryError|\*PartialDiscoveryError`)},
+		{"a read of discovery", []string{"pkg/cluster/resource", "pkg/cluster/kubeapi"}, regexp.MustCompile(`\.ServerResources\(`)},
+		{"discovery's retry", []string{"pkg/cluster/resource"}, regexp.MustCompile(`\.Invalidate\(\)`)},
+		{"discovery's partial answer", []string{"pkg/cluster/resource"}, regexp.MustCompile(`\*resource\.PartialDiscoveryError|\*PartialDiscoveryError`)},
 	} {
 		var found []string
 		for _, f := range files {

@@ -21,15 +21,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/inspect"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
 )
 
 // fakeCluster stands in for the API server behind the inspection
-// commands' seams (pkg/inspect's WhoAmIClient, WhyClient, AccessClient, ListClient): it
+// commands' seams (pkg/cluster/inspect's WhoAmIClient, WhyClient, AccessClient, ListClient): it
 // answers what the test gives it and records what it was asked. The
 // answers' correctness against a real kube-apiserver is the e2e suite's
 // (test/e2e/rbac_diff_test.go); these tests check what Run does with them.

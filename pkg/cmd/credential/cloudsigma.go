@@ -11,12 +11,12 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/session"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/idp/login"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/token/credspec"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/token/tokensource"
 )
 
 // NewCmdCloudSigma groups the CloudSigma commands.

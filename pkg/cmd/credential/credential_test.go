@@ -22,11 +22,11 @@ import (
 	"k8s.io/client-go/rest"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/login"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/session"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/idp/login"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/token/tokencache"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/token/tokensource"
 )
 
 // The credential commands' Run, with fakes for what is outside this

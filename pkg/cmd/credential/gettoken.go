@@ -7,10 +7,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokensource"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/session"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/execcred"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/token/tokensource"
 )
 
 // GetTokenOptions is the credential plugin command.

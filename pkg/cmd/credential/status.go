@@ -15,12 +15,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/session"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/token/tokencache"
 )
 
 // StatusOptions is the status command: one row per kubeconfig context

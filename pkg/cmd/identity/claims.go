@@ -15,14 +15,14 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/inspect"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/jwtclaims"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/session"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/safefile"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/idp/jwtclaims"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
 )
 
 // ClaimsOptions is the claims command.

@@ -12,10 +12,10 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode/fake"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode/fake"
 )
 
 // fakeWhoAmI answers claims --compare's SelfSubjectReview.

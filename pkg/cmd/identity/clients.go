@@ -6,7 +6,7 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/session"
 )
 
 // The seams of the identity commands, in kubectl's shape:

@@ -2,5 +2,5 @@
 // cluster: whoami (the API server's SelfSubjectReview beside the token's
 // claims), groups, and claims (what kube-apiserver's authentication
 // configuration maps a token to, predicted with its own code through
-// pkg/kubecode).
+// pkg/server/kubecode).
 package identity

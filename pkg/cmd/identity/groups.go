@@ -11,11 +11,11 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/inspect"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/inspect"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/jwtclaims"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/idp/jwtclaims"
 )
 
 // GroupsOptions is the groups command.

@@ -1,4 +1,4 @@
 // Package serve holds the commands that serve: proxy, the impersonating
-// proxy (pkg/proxy), run by kubectl-impersonate-apiserver through
-// pkg/kubecode.
+// proxy (pkg/server/proxy), run by kubectl-impersonate-apiserver through
+// pkg/server/kubecode.
 package serve

@@ -14,7 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
 )
 
 // ProxyOptions is the proxy command.

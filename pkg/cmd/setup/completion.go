@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/install"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/safefile"
 )
 
 // maxCompletionBinary bounds the completion executable read for the copy.

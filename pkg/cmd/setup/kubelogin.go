@@ -14,12 +14,12 @@ import (
 
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeconfig"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/safefile"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/config"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/kubeconfig"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/safefile"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/token/credspec"
 )
 
 // kubelogin is int128/kubelogin (kubectl oidc-login). Its get-token flags

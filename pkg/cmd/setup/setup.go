@@ -17,14 +17,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeconfig"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kuberc"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/config"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/execcred"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/install"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/kubeconfig"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/kuberc"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/token/credspec"
 )
 
 // SetupOptions is the setup command.

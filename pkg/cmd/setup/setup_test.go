@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode/fake"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode/fake"
 )
 
 // setupRun runs setup's Complete, Validate and Run with args, in a home of
@@ -89,7 +89,7 @@ func TestSetupRunWrites(t *testing.T) {
 }
 
 // TestSetupRunChecksTheAuthenticationConfig: --authentication-config asks
-// kube-apiserver's code (behind pkg/kubecode) about the entry's issuer and
+// kube-apiserver's code (behind pkg/server/kubecode) about the entry's issuer and
 // audience; its note is one line on stderr, its refusal stops setup before
 // anything is written.
 func TestSetupRunChecksTheAuthenticationConfig(t *testing.T) {

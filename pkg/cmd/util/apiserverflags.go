@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/authn/oidcflags"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/settings"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/authn/oidcflags"
 )
 
 // OIDCFlags are kube-apiserver's legacy --oidc-* flags, under

@@ -10,12 +10,12 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/config"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credspec"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/tokencache"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/config"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/session"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/token/credspec"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/token/tokencache"
 )
 
 // Completion answers a shell's TAB through kubectl (kubectl_complete-

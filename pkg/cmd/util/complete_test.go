@@ -13,8 +13,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kuberc"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/resource"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/kuberc"
 )
 
 func TestResourceNames(t *testing.T) {

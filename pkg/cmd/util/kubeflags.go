@@ -14,10 +14,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubeapi"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kuberc"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/rbac"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/session"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/kuberc"
 )
 
 // KubeFlags are kubectl's own connection flags (--kubeconfig, --context,
@@ -281,7 +281,7 @@ func (k *KubeFlags) rbacClient(cfg *rest.Config) (*rbac.Client, error) {
 
 // defaultRules are kubectl's kubeconfig loading rules: client-go reads
 // $KUBECONFIG and the home directory itself, as it does for kubectl (the
-// one read of the process below cmd/ that is not pkg/environ's,
+// one read of the process below cmd/ that is not pkg/host/environ's,
 // TestProcessGlobals).
 func defaultRules() *clientcmd.ClientConfigLoadingRules {
 	return clientcmd.NewDefaultClientConfigLoadingRules()

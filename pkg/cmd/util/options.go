@@ -11,12 +11,12 @@ import (
 	"golang.org/x/term"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/environ"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/execcred"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/install"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/kubecode"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/session"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/session"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/environ"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/execcred"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/install"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
 )
 
 // GlobalOptions are the flags of every command.
@@ -29,7 +29,7 @@ type GlobalOptions struct {
 	ParentExe func() string
 	// OpenTerminal opens the controlling terminal (SessionEnv).
 	OpenTerminal func() (io.Writer, error)
-	// APIServer is kube-apiserver's own code (pkg/kubecode), injected by
+	// APIServer is kube-apiserver's own code (pkg/server/kubecode), injected by
 	// kubectl-impersonate-apiserver alone; nil in the other binaries, which
 	// hand the commands that need it to that one (RunE).
 	APIServer kubecode.Code

@@ -5,7 +5,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 )
 
 // alsoToTerminal writes to w and, from the first write on, to the

@@ -1,0 +1,164 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
+)
+
+// WhyResult is why's answer (-o json|yaml).
+type WhyResult struct {
+	Allowed  bool         `json:"allowed"`
+	Denied   bool         `json:"denied,omitempty"`
+	Reason   string       `json:"reason,omitempty"`
+	Username string       `json:"username"`
+	Groups   []string     `json:"groups"`
+	Grants   []rbac.Grant `json:"grants,omitempty"`
+	RBACNote string       `json:"rbacNote,omitempty"`
+	// Streaming is set for pods/exec, pods/attach and pods/portforward: the
+	// command works only with both verbs.
+	Streaming *StreamingAccess `json:"streaming,omitempty"`
+	// Escalation says what the permission asked about lets one do, when it
+	// is an escalation path (impersonate, bind, escalate, constrained
+	// impersonation).
+	Escalation string `json:"escalation,omitempty"`
+	// DecidedElsewhere: RBAC's bindings (readable) say otherwise than the
+	// answer: another authorizer of the chain (a webhook) decided.
+	DecidedElsewhere bool `json:"decidedElsewhere,omitempty"`
+	// Impersonation is set for impersonate-on:<mode>:<verb>: the mode's
+	// identity check asked too, since the path needs both.
+	Impersonation *ImpersonationPath `json:"impersonation,omitempty"`
+}
+
+// ImpersonationPath says whether a constrained impersonation path works:
+// impersonate-on:<mode>:<verb> on the resource, and impersonate:<mode> on
+// the identity (asked for any name: resourceNames may grant some).
+type ImpersonationPath struct {
+	Mode string `json:"mode"`
+	// Identity is the identity check asked: "impersonate:user-info users.authentication.k8s.io",
+	// for any name (a grant for some names only says no here), in
+	// Namespace for a service account (the request's, assumed).
+	Identity        string `json:"identity"`
+	Namespace       string `json:"namespace,omitempty"`
+	IdentityAllowed bool   `json:"identityAllowed"`
+	On              bool   `json:"impersonateOn"`
+	Works           bool   `json:"works"`
+}
+
+// StreamingAccess says whether kubectl exec, attach or port-forward works:
+// since Kubernetes 1.35 they go over WebSockets, which need get as well as
+// create on the subresource (SPDY needed create alone).
+type StreamingAccess struct {
+	Command string `json:"command"`
+	Get     bool   `json:"get"`
+	Create  bool   `json:"create"`
+	Works   bool   `json:"works"`
+}
+
+// WhyTarget resolves t through discovery (ResolveTarget) and says where
+// its RBAC objects are read: in the namespace asked about, even for a
+// check the server makes at cluster scope (a RoleBinding grants it
+// nowhere, and the grants say so), so that reading needs no more rights.
+func WhyTarget(ctx context.Context, d Discoverer, t rbac.Target, warn func(string)) (target rbac.Target, readNS string,
+	err error) {
+	if t, err = ResolveTarget(ctx, d, t, warn); err != nil {
+		return t, "", err
+	}
+	readNS = t.Namespace
+	if rbac.ClusterScoped(t) {
+		t.Namespace = ""
+	}
+	return t, readNS, nil
+}
+
+// Why asks the authorizer chain about t (resolved by WhyTarget) as the
+// client's identity, then what a person needs to understand the answer:
+// who the identity is, the other verb of a streaming command, the
+// identity check of a constrained impersonation path, and the RBAC
+// bindings behind it (read in readNS) when the identity may read them.
+func Why(ctx context.Context, c WhyClient, t rbac.Target, readNS string) (*WhyResult, error) {
+	st, err := c.Why(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	ui, _, err := c.WhoAmI(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &WhyResult{Allowed: st.Allowed, Denied: st.Denied, Reason: st.Reason, Username: ui.Username,
+		Groups: ui.Groups}
+	if res.Streaming, err = streaming(ctx, c, t, st.Allowed); err != nil {
+		return nil, err
+	}
+	res.Escalation = rbac.Escalation(t.Verb, t.Group, t.Resource)
+	if res.Impersonation, err = impersonationPath(ctx, c, t, st.Allowed); err != nil {
+		return nil, err
+	}
+	bindings, err := c.ReadRBAC(ctx, readNS)
+	var ae *kubeapi.APIError
+	switch {
+	case errors.As(err, &ae) && ae.Code == 403:
+		res.RBACNote = "you may not read RBAC objects here, so only the authorizer's reason is shown"
+	case err != nil && ctx.Err() == nil:
+		// The decision stands without the bindings behind it.
+		res.RBACNote = "could not read RBAC objects (" + logging.OneLine(err.Error(), 200) + "), so only the " +
+			"authorizer's reason is shown"
+	case err != nil:
+		return nil, err
+	default:
+		res.Grants = rbac.ForIdentity(bindings.WhoCan(t), ui.Username, ui.Groups)
+		res.DecidedElsewhere = (len(res.Grants) > 0) != res.Allowed
+	}
+	return res, nil
+}
+
+// streaming asks the other verb of kubectl exec, attach or port-forward's
+// subresource (nil for any other target): the command needs both.
+func streaming(ctx context.Context, c WhyClient, t rbac.Target, allowed bool) (*StreamingAccess, error) {
+	command := rbac.StreamingCommand(t.Resource + "/" + t.Subresource)
+	if command == "" || t.Group != "" || (t.Verb != "get" && t.Verb != "create") {
+		return nil, nil
+	}
+	other := t
+	other.Verb = map[string]string{"get": "create", "create": "get"}[t.Verb]
+	ost, err := c.Why(ctx, other)
+	if err != nil {
+		return nil, err
+	}
+	sa := &StreamingAccess{Command: command, Get: allowed, Create: ost.Allowed}
+	if t.Verb == "create" {
+		sa.Get, sa.Create = ost.Allowed, allowed
+	}
+	sa.Works = sa.Get && sa.Create
+	return sa, nil
+}
+
+// impersonationPath asks the identity check of impersonate-on:<mode>:<verb>
+// (nil for any other target).
+func impersonationPath(ctx context.Context, c WhyClient, t rbac.Target, on bool) (*ImpersonationPath, error) {
+	mode, _, ok := rbac.ParseImpersonateOn(t.Verb)
+	if !ok || t.NonResourceURL != "" {
+		return nil, nil
+	}
+	check := IdentityCheck(mode)
+	idt := rbac.Target{Verb: check.Verb, Group: check.Group, Resource: check.Resource, Name: check.Name}
+	if check.Namespaced {
+		idt.Namespace = t.Namespace
+	}
+	ist, err := c.Why(ctx, idt)
+	if err != nil {
+		return nil, err
+	}
+	return &ImpersonationPath{Mode: mode, Identity: check.String(), Namespace: idt.Namespace,
+		IdentityAllowed: ist.Allowed, On: on, Works: ist.Allowed && on}, nil
+}
+
+// IdentityCheck is mode's check on the identity impersonated.
+func IdentityCheck(mode string) rbac.EscalationCheck {
+	i := slices.IndexFunc(rbac.EscalationChecks, func(c rbac.EscalationCheck) bool { return c.Mode == mode })
+	return rbac.EscalationChecks[i]
+}

@@ -1,0 +1,808 @@
+// Package proxy is an impersonating proxy for API servers that cannot be
+// configured with OIDC. It authenticates each caller's bearer token with
+// kube-apiserver's own JWT authenticator (pkg/server/authn) and forwards the
+// request with the proxy's own credential plus Impersonate-User, -Group,
+// -Uid and -Extra-* headers, so that RBAC applies to the caller
+// (https://kubernetes.io/docs/reference/access-authn-authz/authentication/#user-impersonation).
+//
+// The proxy's credential is usually more powerful than any caller, so every
+// path by which a caller could make a request run as the proxy itself is
+// closed, and tested as an attack:
+//   - the impersonation headers are set by the last round tripper, after
+//     httputil.ReverseProxy has removed hop-by-hop headers (a caller who names
+//     Impersonate-User or Authorization in its Connection header would
+//     otherwise have them removed after they were set); such requests are
+//     refused outright;
+//   - callers' own Impersonate-* headers are refused (or, with
+//     CallerImpersonation, honoured only once kube-apiserver says the
+//     authenticated caller may impersonate each of them) and X-Remote-*
+//     headers (request-header authentication) are always removed;
+//   - identities that kube-apiserver would never produce from a token, or
+//     that HTTP/1.1 would alter in transit (leading or trailing white space,
+//     control characters), and system: identities, are refused;
+//   - paths with dot segments, which a prefixed upstream would resolve
+//     outside its prefix, are refused.
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	"k8s.io/apiserver/pkg/authentication/request/union"
+	"k8s.io/apiserver/pkg/authentication/request/websocket"
+	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
+	"k8s.io/apiserver/pkg/authentication/user"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/transport"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
+)
+
+// Authenticator is kube-apiserver's token authenticator (pkg/server/authn's):
+// the proxy reads the token from the request with k8s.io/apiserver's
+// bearer-token and WebSocket-protocol request authenticators, and caches
+// identities with its token cache, as kube-apiserver does.
+type Authenticator = authenticator.Token
+
+// Handler is the proxy.
+type Handler struct {
+	Upstream *url.URL
+	// Transport carries requests to the API server with the proxy's own
+	// credential.
+	Transport http.RoundTripper
+	// UpgradeTransport carries connection upgrades (SPDY, WebSocket); it
+	// must speak HTTP/1.1, since HTTP/2 has no Upgrade. Nil: Transport.
+	UpgradeTransport http.RoundTripper
+	Authenticator    Authenticator
+	// AllowSystemIdentities lets tokens map to system: users and groups.
+	AllowSystemIdentities bool
+	// Ready reports whether the proxy can serve (upstream and issuers);
+	// nil means always.
+	Ready func(ctx context.Context) error
+	// AuthenticatorReady reports whether every issuer's keys are loaded
+	// (pkg/server/authn's HealthCheck); nil means always. A token refused while
+	// they are not gets 503 with Retry-After, not 401: the token may be
+	// good, and the client should try again, not log in again.
+	AuthenticatorReady func() error
+	Audit              io.Writer
+	Metrics            *Metrics
+	// CacheTTL is how long an authenticated token's identity is reused
+	// (k8s.io/apiserver's token cache, as kube-apiserver's 10 s): 0 means
+	// DefaultCacheTTL, negative disables the cache.
+	CacheTTL time.Duration
+	// MaxInFlight bounds the requests served at once, long-running ones
+	// (watches, upgrades) aside, as kube-apiserver's
+	// --max-requests-inflight: more get 429. 0 means DefaultMaxInFlight,
+	// negative no limit.
+	MaxInFlight int
+	// Log receives what the proxy withholds from callers (why it is not
+	// ready); nil: dropped.
+	Log func(string)
+	// CallerImpersonation, when set (--allow-caller-impersonation), honours
+	// a caller's own Impersonate-* headers (kubectl --as) as kube-apiserver
+	// does: its impersonation filter (k8s.io/apiserver's) asks
+	// CallerImpersonation its questions about the authenticated caller,
+	// and the request then goes as the identity it allows, with the caller
+	// under OriginalUserExtra. Nil: such headers are refused (403).
+	CallerImpersonation CallerAuthorizer
+	// ConstrainedImpersonation runs kube-apiserver's constrained
+	// impersonation filter (1.36+: impersonate:user-info and the other
+	// modes, then the classic verb) rather than the classic one alone.
+	ConstrainedImpersonation bool
+
+	proxy *httputil.ReverseProxy
+	// impersonation is the filter in front of serveImpersonated.
+	impersonation http.Handler
+	once          sync.Once
+	inFlight      chan struct{}
+	auditMu       sync.Mutex
+	// requests authenticates a request: its bearer token, or a WebSocket
+	// client's (the base64url.bearer.authorization.k8s.io. subprotocol).
+	requests authenticator.Request
+	// verifications counts the tokens the authenticator itself checked;
+	// of them, verified those it accepted. authentications counts the
+	// requests authenticated: less verified, the cache's hits.
+	verifications, verified, authentications atomic.Int64
+}
+
+// identityKey carries the authenticated identity from ServeHTTP to the
+// last round tripper.
+type identityKey struct{}
+
+func (h *Handler) init() {
+	if h.Metrics == nil {
+		h.Metrics = NewMetrics()
+	}
+	switch {
+	case h.MaxInFlight == 0:
+		h.inFlight = make(chan struct{}, DefaultMaxInFlight)
+	case h.MaxInFlight > 0:
+		h.inFlight = make(chan struct{}, h.MaxInFlight)
+	}
+	var tokens authenticator.Token = authenticator.TokenFunc(func(ctx context.Context,
+		token string) (*authenticator.Response, bool, error) {
+		h.verifications.Add(1)
+		resp, ok, err := h.Authenticator.AuthenticateToken(ctx, token)
+		if ok {
+			h.verified.Add(1)
+		}
+		return resp, ok, err
+	})
+	if ttl := cmp.Or(h.CacheTTL, DefaultCacheTTL); ttl > 0 {
+		// kube-apiserver's: keyed by an HMAC of the token, failures not
+		// cached, concurrent lookups of one token made once.
+		tokens = tokencache.New(tokens, false, ttl, 0)
+	}
+	h.requests = union.New(bearertoken.New(tokens), websocket.NewProtocolAuthenticator(tokens))
+	if h.CallerImpersonation != nil {
+		h.impersonation = callerImpersonationFilter(http.HandlerFunc(h.serveImpersonated),
+			boundedAuthorizer{h.CallerImpersonation}, h.ConstrainedImpersonation)
+	}
+	h.Metrics.cacheHits(func() float64 { return float64(h.authentications.Load() - h.verified.Load()) })
+	h.proxy = &httputil.ReverseProxy{
+		// Rewrite runs after the hop-by-hop headers (and those the caller
+		// named in Connection) were removed from the outbound request.
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(h.Upstream)
+			r.Out.Host = h.Upstream.Host
+			stripIdentityHeaders(r.Out.Header)
+			stripWebSocketToken(r.Out.Header)
+			// The caller's address, as kube-apiserver's audit reads it
+			// (sourceIPs): X-Forwarded-For set from the connection, and no
+			// X-Real-Ip of the caller's choosing.
+			r.Out.Header.Del("X-Real-Ip")
+			r.SetXForwarded()
+		},
+		Transport: impersonate{upgradeSplit{plain: h.Transport, upgrade: h.UpgradeTransport}},
+		// Watches and logs stream: flush every write.
+		FlushInterval: -1,
+		ErrorLog:      h.errorLog(),
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			setReason(r, "upstream unavailable: "+err.Error())
+			status(w, textRefusal(r), http.StatusBadGateway, metav1.StatusReasonServiceUnavailable,
+				"the impersonating proxy could not reach the API server: upstream unavailable")
+		},
+	}
+}
+
+// errorLog is net/http's logger for the proxy's servers and upstream: its
+// lines (a TLS handshake's error, a caller's address) go to Log, one
+// escaped line each, or nowhere.
+func (h *Handler) errorLog() *log.Logger {
+	if h.Log == nil {
+		return log.New(io.Discard, "", 0)
+	}
+	return log.New(logFunc(h.Log), "", 0)
+}
+
+type logFunc func(string)
+
+func (f logFunc) Write(p []byte) (int, error) {
+	f(logging.OneLine(string(p), 0))
+	return len(p), nil
+}
+
+// stripIdentityHeaders removes every header that could carry an identity
+// upstream: the caller's credential, impersonation and request-header
+// authentication.
+func stripIdentityHeaders(h http.Header) {
+	for name := range h {
+		if identityHeader(name) {
+			delete(h, name)
+		}
+	}
+}
+
+// identityHeader is a header that carries an identity: Authorization,
+// Impersonate-* or X-Remote-* (request-header authentication), in any case
+// and with _ for - (CGI-style gateways and nginx's underscores_in_headers
+// turn Impersonate_User into Impersonate-User).
+func identityHeader(name string) bool {
+	l := normalHeader(name)
+	return l == "authorization" || strings.HasPrefix(l, "impersonate-") || strings.HasPrefix(l, "x-remote-")
+}
+
+// normalHeader is name as a gateway may read it: lower case, _ as -.
+func normalHeader(name string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimSpace(name)), "_", "-")
+}
+
+// DefaultMaxInFlight is kube-apiserver's default --max-requests-inflight.
+const DefaultMaxInFlight = kubecode.DefaultMaxInFlight
+
+// longRunning are the requests kube-apiserver leaves out of its in-flight
+// limit and its request timeout, decided as it decides them
+// (BasicLongRunningRequestCheck: the verbs watch and proxy, the
+// subresources attach, exec, proxy, log and portforward), from the request
+// as k8s.io/apiserver parses it: a query parameter or a header alone does
+// not make a request long-running.
+func longRunning(r *http.Request) bool {
+	ri, err := requestInfo.NewRequestInfo(r)
+	if err != nil || !ri.IsResourceRequest {
+		return false
+	}
+	switch {
+	case ri.Verb == "watch", ri.Verb == "proxy":
+		return true
+	}
+	switch ri.Subresource {
+	case "attach", "exec", "proxy", "log", "portforward":
+		return true
+	}
+	return false
+}
+
+var requestInfo = &apirequest.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"),
+	GrouplessAPIPrefixes: sets.NewString("api")}
+
+// refusalGrace is how long past RequestTimeout a refusal may still be
+// written.
+const refusalGrace = 5 * time.Second
+
+// RequestTimeout bounds a request that is not long-running, as
+// kube-apiserver's --request-timeout: it gives back its in-flight slot by
+// then, whatever the caller or the upstream does.
+var RequestTimeout = 60 * time.Second
+
+// impersonate is the last round tripper before the proxy's credential:
+// it sets the caller's identity with client-go's impersonating round
+// tripper, after which nothing removes headers. A request without an
+// identity is never sent.
+type impersonate struct{ next http.RoundTripper }
+
+func (i impersonate) RoundTrip(r *http.Request) (*http.Response, error) {
+	u, ok := r.Context().Value(identityKey{}).(user.Info)
+	if !ok || u.GetName() == "" {
+		return nil, errors.New("refusing to send a request without the caller's identity")
+	}
+	return transport.NewImpersonatingRoundTripper(transport.ImpersonationConfig{
+		UserName: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra(),
+	}, i.next).RoundTrip(r)
+}
+
+// upgradeSplit sends upgrade requests through their own transport.
+type upgradeSplit struct{ plain, upgrade http.RoundTripper }
+
+func (u upgradeSplit) RoundTrip(r *http.Request) (*http.Response, error) {
+	rt := u.plain
+	if u.upgrade != nil && r.Header.Get("Upgrade") != "" {
+		rt = u.upgrade
+	}
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	return rt.RoundTrip(r)
+}
+
+// status writes a Kubernetes Status, as the API server would, or its
+// message alone as text where kubectl decodes no Status (textRefusal).
+func status(w http.ResponseWriter, text bool, code int, reason metav1.StatusReason, msg string) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if text {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(code)
+		_, _ = io.WriteString(w, msg+"\n")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status: metav1.StatusFailure, Message: msg, Reason: reason, Code: int32(code)})
+}
+
+// textRefusal: client-go reads discovery (/api, /apis), /version and the
+// OpenAPI documents as raw bytes and decodes no Status from an error: from
+// a JSON body kubectl shows "Forbidden: unknown", from a text one the
+// message. The proxy's refusals there are the Status's message as text
+// (kube-apiserver's own Status would read "unknown" in kubectl).
+func textRefusal(r *http.Request) bool {
+	if r.Method != http.MethodGet {
+		return false
+	}
+	p := r.URL.Path
+	return p == "/api" || p == "/apis" || p == "/version" || strings.HasPrefix(p, "/openapi/")
+}
+
+// reasons are the Status reasons of the proxy's refusals, kube-apiserver's.
+var reasons = map[int]metav1.StatusReason{
+	http.StatusBadRequest: metav1.StatusReasonBadRequest, http.StatusUnauthorized: metav1.StatusReasonUnauthorized,
+	http.StatusForbidden:          metav1.StatusReasonForbidden,
+	http.StatusMethodNotAllowed:   metav1.StatusReasonMethodNotAllowed,
+	http.StatusTooManyRequests:    metav1.StatusReasonTooManyRequests,
+	http.StatusServiceUnavailable: metav1.StatusReasonServiceUnavailable,
+}
+
+// requestLog is what the audit line says of one request.
+type requestLog struct {
+	user user.Info
+	// original is the caller who impersonated user, if one did.
+	original user.Info
+	reason   string
+	// impersonated: the impersonation filter let the request through;
+	// asked, what the caller's headers asked; acceptEncoding, the caller's,
+	// kept from the filter.
+	impersonated   bool
+	asked          *callerImpersonation
+	acceptEncoding []string
+	// text: refusals are written as text (textRefusal).
+	text bool
+	// release gives back the request's in-flight slot.
+	release func()
+}
+
+type logKey struct{}
+
+func setReason(r *http.Request, reason string) {
+	if l, ok := r.Context().Value(logKey{}).(*requestLog); ok {
+		l.reason = reason
+	}
+}
+
+type recorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *recorder) WriteHeader(c int) { r.code = c; r.ResponseWriter.WriteHeader(c) }
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Hijack records an upgrade (httputil.ReverseProxy writes the 101 on the
+// hijacked connection itself, not through WriteHeader).
+func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(r.ResponseWriter).Hijack()
+	if err == nil {
+		r.code = http.StatusSwitchingProtocols
+	}
+	return c, rw, err
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.once.Do(h.init)
+	switch r.URL.Path {
+	case "/healthz", "/livez":
+		_, _ = io.WriteString(w, "ok")
+		return
+	case "/readyz":
+		h.serveReady(w, r)
+		return
+	}
+	start := time.Now()
+	rec := &recorder{ResponseWriter: w, code: http.StatusOK}
+	l := &requestLog{}
+	r = r.WithContext(context.WithValue(r.Context(), logKey{}, l))
+	l.release = func() {}
+	if h.inFlight != nil {
+		select {
+		case h.inFlight <- struct{}{}:
+			// Every request holds a slot until it is authenticated; a
+			// long-running one then gives it back (serve). Released by
+			// defer in any case: ReverseProxy panics (http.ErrAbortHandler)
+			// when the caller goes away mid-body.
+			var once sync.Once
+			l.release = func() { once.Do(func() { <-h.inFlight }) }
+			defer l.release()
+		default:
+			rec.Header().Set("Retry-After", "1")
+			h.refuse(rec, l, http.StatusTooManyRequests, "overload", "too many requests in flight",
+				"too many requests, please try again later")
+		}
+	}
+	if rec.code != http.StatusTooManyRequests {
+		h.serve(rec, r, l)
+	}
+	elapsed := time.Since(start)
+	h.Metrics.observe(rec.code, elapsed)
+	if h.Audit != nil {
+		line := map[string]any{"time": time.Now().UTC().Format(time.RFC3339Nano), "remote": r.RemoteAddr,
+			"verb": r.Method, "path": r.URL.Path, "code": rec.code, "latencyMs": elapsed.Milliseconds()}
+		if l.user != nil {
+			line["user"], line["groups"], line["uid"] = l.user.GetName(), l.user.GetGroups(), l.user.GetUID()
+		}
+		if l.original != nil {
+			line["originalUser"] = l.original.GetName()
+		}
+		if l.reason != "" {
+			line["reason"] = l.reason
+		}
+		b, _ := json.Marshal(line)
+		b = logging.EscapeJSON(b) // a path or a claim may hold what a terminal must not get
+		h.auditMu.Lock()
+		_, _ = h.Audit.Write(append(b, '\n'))
+		h.auditMu.Unlock()
+	}
+}
+
+func (h *Handler) serveReady(w http.ResponseWriter, r *http.Request) {
+	if h.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		if err := h.Ready(ctx); err != nil {
+			// The reason (the issuer's URL, network errors) is for the
+			// operator's log, not for anyone who can reach /readyz: as
+			// kube-apiserver, which answers "readyz check failed".
+			if h.Log != nil {
+				h.Log("not ready: " + logging.OneLine(err.Error(), 0))
+			}
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, "readyz check failed\n")
+			return
+		}
+	}
+	_, _ = io.WriteString(w, "ok")
+}
+
+// refuse answers a request the proxy will not forward.
+func (h *Handler) refuse(w http.ResponseWriter, l *requestLog, code int, failure, reason, msg string) {
+	l.reason = reason
+	if failure != "" {
+		h.Metrics.refused(failure)
+	}
+	status(w, l.text, code, cmp.Or(reasons[code], metav1.StatusReasonUnknown), msg)
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
+	l.text = textRefusal(r)
+	if r.Method == http.MethodConnect || r.Method == http.MethodTrace {
+		// CONNECT would tunnel through the proxy (and loses the
+		// upstream's path prefix); the Kubernetes API uses neither.
+		h.refuse(w, l, http.StatusMethodNotAllowed, "request", "method "+r.Method,
+			"the method "+r.Method+" is not served by the impersonating proxy")
+		return
+	}
+	for _, v := range r.Header.Values("Connection") {
+		for _, name := range strings.Split(v, ",") {
+			n := strings.ToLower(strings.TrimSpace(name))
+			if identityHeader(n) {
+				h.refuse(w, l, http.StatusForbidden, "request", "Connection names "+n,
+					fmt.Sprintf("the Connection header may not name %q through the impersonating proxy", n))
+				return
+			}
+		}
+	}
+	var asked *callerImpersonation
+	var askedErr error // refused once the caller is authenticated (401 first)
+	if h.CallerImpersonation == nil {
+		for name := range r.Header {
+			if strings.HasPrefix(normalHeader(name), "impersonate-") {
+				h.refuse(w, l, http.StatusForbidden, "request", "caller sent "+name,
+					"impersonation headers are not accepted through the impersonating proxy")
+				return
+			}
+		}
+	} else {
+		asked, askedErr = readCallerImpersonation(r.Header)
+	}
+	if hasDotSegment(r.URL) {
+		h.refuse(w, l, http.StatusBadRequest, "request", "dot segment in the path",
+			"the path may not contain dot segments (. or ..)")
+		return
+	}
+	if !hasCredential(r) {
+		h.refuse(w, l, http.StatusUnauthorized, "no_token", "no bearer token", "Unauthorized")
+		return
+	}
+	u := h.authenticate(w, r, l)
+	if u == nil {
+		return
+	}
+	l.user = u
+	if err := forwardable(u, h.AllowSystemIdentities); err != nil {
+		h.refuse(w, l, http.StatusForbidden, "identity", err.Error(),
+			"the token's identity cannot be impersonated through this proxy: "+err.Error())
+		return
+	}
+	if askedErr != nil {
+		h.refuse(w, l, http.StatusForbidden, "request", askedErr.Error(),
+			"impersonation refused: "+logging.OneLine(askedErr.Error(), 0))
+		return
+	}
+	if asked != nil {
+		// What could not be forwarded is refused before any question.
+		if err := forwardable(asked.asked(), h.AllowSystemIdentities); err != nil {
+			h.refuse(w, l, http.StatusForbidden, "identity", err.Error(),
+				"the impersonated identity cannot be forwarded through this proxy: "+err.Error())
+			return
+		}
+		l.asked = asked
+		h.impersonate(w, r, l, u)
+		return
+	}
+	h.forward(w, r, l, u)
+}
+
+// impersonate runs kubectl --as through kube-apiserver's impersonation
+// filter: it asks the caller's questions (SubjectAccessReviews about the
+// caller, never the proxy) and hands what it allows to
+// serveImpersonated; its refusals are kube-apiserver's Status answers.
+func (h *Handler) impersonate(w http.ResponseWriter, r *http.Request, l *requestLog, caller user.Info) {
+	ri, err := requestInfo.NewRequestInfo(r)
+	if err != nil {
+		h.refuse(w, l, http.StatusBadRequest, "request", "request info: "+err.Error(), "the request could not be read")
+		return
+	}
+	// The questions end by --request-timeout's time, and the connection's
+	// reads and writes a little later (the refusal must still be written)
+	// until the request is forwarded (forward sets its own).
+	deadline := time.Now().Add(RequestTimeout)
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(deadline.Add(refusalGrace))
+	_ = rc.SetWriteDeadline(deadline.Add(refusalGrace))
+	ctx := apirequest.WithRequestInfo(apirequest.WithUser(r.Context(), withAuthenticated(caller)), ri)
+	ctx = context.WithValue(ctx, deadlineKey{}, deadline)
+	// A refusal is written uncompressed (its message is the audit line's
+	// reason, and may become text); the caller's Accept-Encoding goes
+	// upstream with the request (serveImpersonated).
+	l.acceptEncoding = r.Header.Values("Accept-Encoding")
+	r.Header.Del("Accept-Encoding")
+	sw := &statusWriter{ResponseWriter: w, l: l, header: http.Header{}}
+	h.impersonation.ServeHTTP(sw, r.WithContext(ctx))
+	if msg, refused := sw.finish(); refused {
+		l.reason = "impersonation refused: " + logging.OneLine(msg, 0)
+		h.Metrics.refused("impersonation")
+	}
+}
+
+// serveImpersonated forwards a request the impersonation filter allowed,
+// as the identity it allowed (forwardedAs).
+func (h *Handler) serveImpersonated(w http.ResponseWriter, r *http.Request) {
+	l := r.Context().Value(logKey{}).(*requestLog)
+	l.impersonated = true
+	for _, v := range l.acceptEncoding {
+		r.Header.Add("Accept-Encoding", v)
+	}
+	got, _ := apirequest.UserFrom(r.Context())
+	target := forwardedAs(got, l.user, l.asked)
+	if err := forwardable(target, h.AllowSystemIdentities); err != nil {
+		h.refuse(w, l, http.StatusForbidden, "identity", err.Error(),
+			"the impersonated identity cannot be forwarded through this proxy: "+err.Error())
+		return
+	}
+	l.original, l.user = l.user, target
+	h.forward(w, r, l, target)
+}
+
+// forward sends the request upstream as u.
+func (h *Handler) forward(w http.ResponseWriter, r *http.Request, l *requestLog, u user.Info) {
+	ctx := r.Context()
+	if longRunning(r) {
+		l.release() // watches, exec, logs: not counted, not timed (kube-apiserver's rules)
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Time{}) // the impersonation filter's, if it ran
+		_ = rc.SetWriteDeadline(time.Time{})
+	} else {
+		// kube-apiserver's --request-timeout: the upstream request (an
+		// upgrade's connection included) ends with the context, and the
+		// deadlines cut a caller that stops reading or writing.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, RequestTimeout)
+		defer cancel()
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(RequestTimeout))
+		_ = rc.SetWriteDeadline(time.Now().Add(RequestTimeout))
+	}
+	h.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, identityKey{}, u)))
+}
+
+// statusWriter holds a refusal of the impersonation filter back, for the
+// audit line's reason, and writes it on as it was (kube-apiserver's
+// Status) or as its message in text (textRefusal); what the filter lets
+// through passes. The filter's headers are its own until it lets the
+// request through.
+type statusWriter struct {
+	http.ResponseWriter
+	l      *requestLog
+	code   int
+	body   bytes.Buffer
+	header http.Header
+}
+
+// Header is the filter's own until it lets the request through.
+func (t *statusWriter) Header() http.Header {
+	if t.l.impersonated {
+		return t.ResponseWriter.Header()
+	}
+	return t.header
+}
+
+func (t *statusWriter) WriteHeader(code int) {
+	if code >= 400 && !t.l.impersonated {
+		t.code = code
+		return
+	}
+	t.ResponseWriter.WriteHeader(code)
+}
+
+func (t *statusWriter) Write(b []byte) (int, error) {
+	if t.code != 0 {
+		return t.body.Write(b)
+	}
+	return t.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (t *statusWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+
+// finish writes the refusal held back, if any, and returns its message.
+func (t *statusWriter) finish() (string, bool) {
+	if t.code == 0 {
+		return "", false
+	}
+	var st metav1.Status
+	msg := http.StatusText(t.code) // a Status in another encoding (YAML, protobuf) says no more here
+	if json.Unmarshal(t.body.Bytes(), &st) == nil && st.Message != "" {
+		msg = st.Message
+	}
+	if t.l.text {
+		status(t.ResponseWriter, true, t.code, st.Reason, msg)
+		return msg, true
+	}
+	for k, v := range t.header {
+		t.ResponseWriter.Header()[k] = v
+	}
+	t.ResponseWriter.WriteHeader(t.code)
+	_, _ = t.ResponseWriter.Write(t.body.Bytes())
+	return msg, true
+}
+
+// authenticate returns the request's caller, or refuses it and returns
+// nil: 503 with Retry-After while the issuers' keys are not loaded (the
+// token may be good: the client should try again, not log in again), else
+// 401.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, l *requestLog) user.Info {
+	resp, ok, err := h.requests.AuthenticateRequest(r)
+	if ok && resp != nil && resp.User != nil {
+		h.authentications.Add(1)
+		return resp.User
+	}
+	reason := "no authenticator accepts the token"
+	if err != nil {
+		reason = logging.OneLine(err.Error(), 0)
+	}
+	if h.AuthenticatorReady != nil {
+		if nerr := h.AuthenticatorReady(); nerr != nil {
+			// Starting (or the issuer unreachable): say so, and when to
+			// try again, as kube-apiserver's not-ready answers do.
+			w.Header().Set("Retry-After", "1")
+			h.refuse(w, l, http.StatusServiceUnavailable, "not_ready", "token not checked: the issuers' keys are not "+
+				"loaded: "+logging.OneLine(nerr.Error(), 0),
+				"the impersonating proxy is not ready to authenticate yet, try again")
+			return nil
+		}
+	}
+	h.refuse(w, l, http.StatusUnauthorized, "invalid_token", "token refused: "+reason, "Unauthorized")
+	return nil
+}
+
+// hasCredential tells whether the request carries a token for the
+// request authenticators: an Authorization header, or a WebSocket bearer
+// subprotocol.
+func hasCredential(r *http.Request) bool {
+	if strings.TrimSpace(r.Header.Get("Authorization")) != "" {
+		return true
+	}
+	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
+		if strings.Contains(v, webSocketBearerPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// webSocketBearerPrefix is the subprotocol that carries a WebSocket
+// client's bearer token (k8s.io/apiserver's request/websocket).
+const webSocketBearerPrefix = "base64url.bearer.authorization.k8s.io."
+
+// stripWebSocketToken removes the bearer subprotocols from
+// Sec-WebSocket-Protocol: a caller's token never goes upstream, whichever
+// credential authenticated it.
+func stripWebSocketToken(h http.Header) {
+	values := h.Values("Sec-WebSocket-Protocol")
+	if len(values) == 0 {
+		return
+	}
+	var keep []string
+	for _, v := range values {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" && !strings.HasPrefix(p, webSocketBearerPrefix) {
+				keep = append(keep, p)
+			}
+		}
+	}
+	h.Del("Sec-WebSocket-Protocol")
+	if len(keep) > 0 {
+		h.Set("Sec-WebSocket-Protocol", strings.Join(keep, ", "))
+	}
+}
+
+// hasDotSegment reports "." or ".." path segments, raw or percent-encoded
+// (an encoded slash splits segments as the upstream would decode it).
+func hasDotSegment(u *url.URL) bool {
+	for _, p := range []string{u.Path, u.RawPath} {
+		for _, seg := range strings.Split(p, "/") {
+			if d, err := url.PathUnescape(seg); err == nil {
+				seg = d
+			}
+			for _, s := range strings.Split(strings.ReplaceAll(seg, `\`, "/"), "/") {
+				// "..;x" is ".." to servers that read path parameters.
+				s, _, _ = strings.Cut(s, ";")
+				if s == "." || s == ".." {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// forwardable refuses identities kube-apiserver would never produce from a
+// token, or that would change in transit: HTTP/1.1 trims white space around
+// header values, so " system:masters" would arrive as "system:masters".
+func forwardable(u user.Info, allowSystem bool) error {
+	check := func(what, v string) error {
+		if v != strings.TrimFunc(v, unicode.IsSpace) {
+			return fmt.Errorf("%s %q has leading or trailing white space", what, v)
+		}
+		for _, c := range v {
+			if unicode.IsControl(c) {
+				return fmt.Errorf("%s %q has a control character", what, v)
+			}
+		}
+		return nil
+	}
+	if err := check("username", u.GetName()); err != nil {
+		return err
+	}
+	if !allowSystem && strings.HasPrefix(u.GetName(), "system:") {
+		return fmt.Errorf("username %q is a system: identity (--allow-system-identities)", u.GetName())
+	}
+	if err := check("uid", u.GetUID()); err != nil {
+		return err
+	}
+	for _, g := range u.GetGroups() {
+		if err := check("group", g); err != nil {
+			return err
+		}
+		if !allowSystem && strings.HasPrefix(g, "system:") {
+			return fmt.Errorf("group %q is a system: identity (--allow-system-identities)", g)
+		}
+	}
+	for k, vs := range u.GetExtra() {
+		if err := check("extra key", k); err != nil {
+			return err
+		}
+		for _, v := range vs {
+			if err := check("extra value", v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
