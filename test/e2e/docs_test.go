@@ -241,7 +241,7 @@ func withoutAges(line string) string {
 // TestDocsOnTheStack runs every shell line of doctest.StackDocs in order,
 // as a reader going through them (one reader per docGroup): each must
 // exit 0, and each output a console block shows must be there (AGE aside;
-// "..." elides rows). The unit doc test (pkg/cmd TestDocs) leaves these
+// "..." elides rows). The unit doc test (test/integration TestDocs) leaves these
 // lines to this test.
 func TestDocsOnTheStack(t *testing.T) {
 	var covered []string
@@ -271,7 +271,7 @@ func TestDocsOnTheStack(t *testing.T) {
 }
 
 // docLines are the lines of doc's shell blocks a reader runs here: not
-// opted out, not make (pkg/cmd's TestDocs runs make install; CI runs make).
+// opted out, not make (test/integration's TestDocs runs make install; CI runs make).
 func docLines(t *testing.T, doc string) []doctest.Line {
 	blocks, err := doctest.Blocks(filepath.Join("../..", doc))
 	require.NoError(t, err)

@@ -1,7 +1,7 @@
 // Package repo checks the repository as a whole: what README and the docs
 // say against what the build files pin, and CI's lists against the code.
 // The checks that run commands (docs' examples, flag defaults) live with
-// the commands (pkg/cmd/docs_test.go).
+// the commands (test/integration/docs_test.go).
 package repo
 
 import (

@@ -1,4 +1,4 @@
-package cmd_test
+package integration
 
 // These tests run the built binary as kubectl would, against the in-process
 // OIDC provider of internal/oidctest, with "curl" standing in for the
