@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/doctest"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testkit"
 )
 
 // docReader is a person who pastes the docs into a shell: a fresh HOME,
@@ -129,7 +130,7 @@ func authConfigOf(doc string) func(t *testing.T, r *docReader) []string {
 
 func newDocReader(t *testing.T, name string, g docGroup) *docReader {
 	home := t.TempDir()
-	proxyPort, err := freePort()
+	proxyPort, err := testkit.FreePort()
 	require.NoError(t, err)
 	r := &docReader{t: t, home: home, proxy: proxyPort, subs: docSubstitutions(proxyPort)}
 	bin := filepath.Join(home, "bin")

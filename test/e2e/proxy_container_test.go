@@ -27,6 +27,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testkit"
 )
 
 // podman runs podman with its storage in dir (vfs) and the sandbox's
@@ -184,7 +186,7 @@ func TestProxyContainer(t *testing.T) {
 	require.NoError(t, err)
 	writeOwned(t, filepath.Join(files, "mapping"), "authentication-config.yaml", authnYAML)
 
-	port, err := freePort()
+	port, err := testkit.FreePort()
 	require.NoError(t, err)
 	var args []string
 	for _, a := range dig(container, "args").([]any) {

@@ -25,6 +25,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testkit"
 )
 
 // startProxy runs `kubectl-impersonate proxy` in front of the legacy API
@@ -58,7 +60,7 @@ func startProxyWith(t *testing.T, name, upstreamToken, upstreamPath string, auth
 	api := st.api["legacy"]
 	upstream := filepath.Join(t.TempDir(), "upstream.kubeconfig")
 	writeUpstreamKubeconfig(t, upstream, api, upstreamToken)
-	port, err := freePort()
+	port, err := testkit.FreePort()
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	logName := strings.ReplaceAll(t.Name(), "/", "_") + "-" + name
@@ -284,7 +286,7 @@ func loadTest(t *testing.T, base, token string, clients int, d time.Duration) lo
 // of any impersonating proxy's latency.
 func startFloorProxy(t *testing.T, upstream, user, group string) string {
 	t.Helper()
-	port, err := freePort()
+	port, err := testkit.FreePort()
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, st.floor, fmt.Sprintf("-listen=127.0.0.1:%d", port), "-upstream="+upstream, "-ca="+st.caFile,

@@ -48,6 +48,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/authzwebhook"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/doctest"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testkit"
 )
 
 // Users of the Dex password database.
@@ -276,15 +277,6 @@ func (s *stack) makeCerts() error {
 	return os.WriteFile(s.secretFile, []byte("e2e-confidential-secret\n"), 0o600)
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // start runs a process in its own process group, output to logs/name.log.
 func (s *stack) start(name string, argv ...string) error {
 	_, err := s.startCmd(name, argv...)
@@ -379,7 +371,7 @@ func (s *stack) tlsClient() *http.Client {
 }
 
 func (s *stack) startDex() error {
-	dexPort, err := freePort()
+	dexPort, err := testkit.FreePort()
 	if err != nil {
 		return err
 	}
@@ -493,7 +485,7 @@ func (s *stack) startFirebase() error {
 	}
 	var ports [3]int
 	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
+		if ports[i], err = testkit.FreePort(); err != nil {
 			return err
 		}
 	}
@@ -562,7 +554,7 @@ func (s *stack) startOIDCProvider() error {
 	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := testkit.FreePort()
 	if err != nil {
 		return err
 	}
@@ -585,11 +577,11 @@ func (s *stack) startOIDCProvider() error {
 }
 
 func (s *stack) startEtcdAndAPIServers() error {
-	clientPort, err := freePort()
+	clientPort, err := testkit.FreePort()
 	if err != nil {
 		return err
 	}
-	peerPort, err := freePort()
+	peerPort, err := testkit.FreePort()
 	if err != nil {
 		return err
 	}
@@ -701,7 +693,7 @@ func (s *stack) startEtcdAndAPIServers() error {
 // and audit log) with the stack's common flags and these. It does not wait
 // for it to be ready.
 func (s *stack) startAPIServer(mode string, flags []string) (*apiserver, *exec.Cmd, error) {
-	port, err := freePort()
+	port, err := testkit.FreePort()
 	if err != nil {
 		return nil, nil, err
 	}

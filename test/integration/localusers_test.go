@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testkit"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/token/tokencache"
 )
@@ -75,13 +76,6 @@ func publicCopy(t *testing.T) string {
 	return p
 }
 
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // TestLoopbackRedirectAgainstAnotherUser: the browser login redirects to
 // http://localhost:PORT and browsers try ::1 first. Another local user
 // listening on [::1]:PORT would receive the code and the state: the login
@@ -90,7 +84,7 @@ func freePort(t *testing.T) int {
 // the login (the plugin holds [::1]:PORT and forwards it).
 func TestLoopbackRedirectAgainstAnotherUser(t *testing.T) {
 	e := newEnv(t)
-	port := freePort(t)
+	port := testkit.MustFreePort(t)
 	args := func(browser string) []string {
 		return []string{"login", "--oidc-issuer-url=" + e.idp.Issuer(), "--oidc-client-id=" + e.idp.ClientID,
 			"--token-cache-storage=disk", "--token-cache-dir=" + e.cacheDir, "--listen-address=127.0.0.1:" + strconv.Itoa(port),

@@ -3,7 +3,6 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +18,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testkit"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/token/tokencache"
 )
 
@@ -177,10 +177,7 @@ func TestLogoutWithoutRevocationEndpoint(t *testing.T) {
 func TestLoginFlagsOverrideTheEntry(t *testing.T) {
 	e := newEnv(t)
 	kc := e.fleetKubeconfig("https://127.0.0.1:1")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
+	port := testkit.MustFreePort(t)
 	r := e.run(nil, "login", "--kubeconfig="+kc, "--force", fmt.Sprintf("--listen-address=127.0.0.1:%d", port))
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, e.idp.LastAuthParams().Get("redirect_uri"), fmt.Sprintf(":%d", port), "the flag is used")

@@ -288,3 +288,29 @@ func TestPackageMapIsCurrent(t *testing.T) {
 	}
 	assert.Equal(t, want, doc[i:j+len(mapEnd)], "docs/testing.md's package map is stale: make docs")
 }
+
+// TestOneTestHelper: what several packages' tests need is written once,
+// in internal/testkit: a free loopback port (listen on port 0, close,
+// keep the number) and a buffer safe for a writer and a reader at once.
+func TestOneTestHelper(t *testing.T) {
+	for _, tt := range []struct {
+		what    string
+		pattern *regexp.Regexp
+	}{
+		{"a free port of its own", regexp.MustCompile(`(?s)net\.Listen\("tcp", "127\.0\.0\.1:0"\)[^}]{0,120}\.Port[^}]{0,80}Close\(\)|(?s)net\.Listen\("tcp", "127\.0\.0\.1:0"\)[^}]{0,120}Close\(\)[^}]{0,120}\.Port`)},
+		{"a synchronised buffer of its own", regexp.MustCompile(`(?s)struct \{\s*mu\s+sync\.Mutex\s+b\s+(bytes\.Buffer|strings\.Builder)\s*\}`)},
+	} {
+		var found []string
+		for _, f := range trackedFiles(t, "*_test.go", "internal/*.go", "test/*.go") {
+			if strings.HasPrefix(f, "internal/testkit/") {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(docRoot, f))
+			require.NoError(t, err)
+			if tt.pattern.Match(b) {
+				found = append(found, f)
+			}
+		}
+		assert.Empty(t, found, "%s: use internal/testkit", tt.what)
+	}
+}

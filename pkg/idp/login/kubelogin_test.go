@@ -26,6 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testkit"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/idp/oauth"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/token/credspec"
 )
@@ -128,7 +129,7 @@ func TestPasswordGrant(t *testing.T) {
 func TestHTTPSLoopbackFixedRedirect(t *testing.T) {
 	srv := oidctest.New(t)
 	certFile, keyFile, pool := loopbackCert(t)
-	port := freePort(t)
+	port := testkit.MustFreePort(t)
 	var after atomic.Int32
 	landing := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { after.Add(1) }))
 	defer landing.Close()
@@ -142,13 +143,6 @@ func TestHTTPSLoopbackFixedRedirect(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, redirect, srv.LastAuthParams().Get("redirect_uri"))
 	require.Eventually(t, func() bool { return after.Load() == 1 }, 5*time.Second, 20*time.Millisecond, "the browser lands on the given URL")
-}
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // loopbackCert writes a self-signed certificate for localhost and

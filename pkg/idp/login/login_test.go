@@ -1,7 +1,6 @@
 package login
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/oidctest"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testkit"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/token/credspec"
 )
 
@@ -39,20 +38,8 @@ func browserWith(t *testing.T, hc *http.Client) func(string) error {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
-func newClient(t *testing.T, srv *oidctest.Server, mutate func(*Config)) (*Client, *syncBuffer) {
-	stderr := &syncBuffer{}
+func newClient(t *testing.T, srv *oidctest.Server, mutate func(*Config)) (*Client, *testkit.SyncBuffer) {
+	stderr := &testkit.SyncBuffer{}
 	cfg := Config{
 		OIDC: credspec.OIDC{IssuerURL: srv.Issuer(), ClientID: srv.ClientID, ExtraScopes: []string{"email", "groups"},
 			GrantType: credspec.GrantAuthCode, ListenAddresses: []string{"127.0.0.1:0"}, AuthTimeout: 10 * time.Second},

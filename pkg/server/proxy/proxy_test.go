@@ -24,6 +24,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/proxyattacks"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testkit"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/authn"
 )
 
@@ -61,19 +62,6 @@ func issuerAndAuthn(t testing.TB, cfg func(*testissuer.Issuer) authn.Options) (*
 	return is, a
 }
 
-// syncBuffer is an audit log the test may read while the proxy writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // recordingUpstream records every request that reaches the "API server".
 type recordingUpstream struct {
 	mu   sync.Mutex
@@ -108,7 +96,7 @@ func (u *recordingUpstream) take() []*http.Request {
 type testProxy struct {
 	url      string
 	upstream *recordingUpstream
-	audit    *syncBuffer
+	audit    *testkit.SyncBuffer
 	is       *testissuer.Issuer
 	handler  *Handler
 }
@@ -121,7 +109,7 @@ func newTestProxy(t testing.TB, cfg func(*testissuer.Issuer) authn.Options, allo
 	up := httptest.NewServer(rec)
 	t.Cleanup(up.Close)
 	u, _ := url.Parse(up.URL + "/clusters/c-1")
-	audit := &syncBuffer{}
+	audit := &testkit.SyncBuffer{}
 	h := &Handler{Upstream: u, Transport: http.DefaultTransport, Authenticator: a, Audit: audit, AllowSystemIdentities: allowSystem}
 	p := httptest.NewServer(h)
 	t.Cleanup(p.Close)
