@@ -31,6 +31,7 @@ targets=(
   "pkg/host/execcred execcred.go caller.go procargs.go parent_linux.go"
   "pkg/cmd/util complete.go"
   "pkg/credential/session gate.go"
+  "pkg/host/kuberc kuberc.go"
 )
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
