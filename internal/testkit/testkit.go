@@ -1,6 +1,7 @@
 // Package testkit is what the tests of several packages share and no
-// production code uses: a free loopback port and a buffer a test reads
-// while a server writes it. One of each (TestOneTestHelper, test/repo).
+// production code uses: a free loopback port, a buffer a test reads while
+// a server writes it, and a kubeconfig as kubelogin's README sets one up.
+// One of each (TestOneTestHelper, test/repo).
 package testkit
 
 import (

@@ -7,7 +7,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testkit"
 )
 
 // Scenarios 1, 2, 3 and 9: browser login through kubectl, the cached second
@@ -236,21 +237,10 @@ func TestFixedRedirectURL(t *testing.T) {
 // plugin, as the same identity.
 func TestSetupFromKubelogin(t *testing.T) {
 	alice := newPerson(t, "alice", st.api["structured"])
-	kubelogin := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters: [{name: e2e, cluster: {server: %q, certificate-authority: %q}}]
-contexts: [{name: e2e, context: {cluster: e2e, user: oidc}}]
-current-context: e2e
-users:
-- name: oidc
-  user:
-    exec:
-      apiVersion: client.authentication.k8s.io/v1
-      command: kubectl
-      args: [oidc-login, get-token, --oidc-issuer-url=%s, --oidc-client-id=%s, --oidc-extra-scope=email, --oidc-extra-scope=groups,
-        --certificate-authority=%s, --browser-command=%s, --authentication-timeout-sec=60, --token-cache-dir=/nonexistent]
-      interactiveMode: IfAvailable
-`, alice.api.url, st.caFile, st.issuer, publicClient, st.caFile, st.browser)
+	kubelogin := string(testkit.KubeloginKubeconfig(t, testkit.Kubelogin{Server: alice.api.url, CA: st.caFile,
+		Issuer: st.issuer, ClientID: publicClient, Extra: []string{"--oidc-extra-scope=email", "--oidc-extra-scope=groups",
+			"--certificate-authority=" + st.caFile, "--browser-command=" + st.browser, "--authentication-timeout-sec=60",
+			"--token-cache-dir=/nonexistent"}}, nil))
 	require.NoError(t, os.WriteFile(alice.kubeconfig, []byte(kubelogin), 0o640))
 	require.NoError(t, os.Chmod(alice.kubeconfig, 0o640))
 

@@ -29,6 +29,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/idp"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testkit"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 )
 
@@ -206,20 +207,10 @@ func TestHostileCloudSigmaAndKubelogin(t *testing.T) {
 	assert.Contains(t, r.stdout, "pwned")
 
 	path := filepath.Join(e.home, "kubelogin-kubeconfig")
-	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://k8s.example.com"}}]
-contexts: [{name: c, context: {cluster: c, user: oidc}}]
-current-context: c
-users:
-- name: oidc
-  user:
-    exec:
-      apiVersion: client.authentication.k8s.io/v1
-      command: kubectl
-      args: [oidc-login, get-token, --oidc-issuer-url=https://issuer.example.com, --oidc-client-id=k8s, %q, %q, %q]
-      env: [{name: %q, value: x}]
-`, "--oidc-extra-scope="+evil, "--username="+evil, "--no-such-flag-"+evil, "VAR_"+evil)), 0o600))
+	require.NoError(t, os.WriteFile(path, testkit.KubeloginKubeconfig(t,
+		testkit.Kubelogin{Extra: []string{"--oidc-extra-scope=" + evil, "--username=" + evil, "--no-such-flag-" + evil}}, func(c *clientcmdapi.Config) {
+			c.AuthInfos["oidc"].Exec.Env = []clientcmdapi.ExecEnvVar{{Name: "VAR_" + evil, Value: "x"}}
+		}), 0o600))
 	r = e.run(nil, "setup", "--from-kubelogin", "--kubeconfig="+path)
 	assertPrintable(t, "setup --from-kubelogin", r)
 	assert.Contains(t, r.stdout+r.stderr, "pwned")

@@ -291,13 +291,15 @@ func TestPackageMapIsCurrent(t *testing.T) {
 
 // TestOneTestHelper: what several packages' tests need is written once,
 // in internal/testkit: a free loopback port (listen on port 0, close,
-// keep the number) and a buffer safe for a writer and a reader at once.
+// keep the number), a buffer safe for a writer and a reader at once, and
+// kubelogin's kubeconfig (the migration's and the attack tests' input).
 func TestOneTestHelper(t *testing.T) {
 	for _, tt := range []struct {
 		what    string
 		pattern *regexp.Regexp
 	}{
 		{"a free port of its own", regexp.MustCompile(`(?s)net\.Listen\("tcp", "127\.0\.0\.1:0"\)[^}]{0,120}\.Port[^}]{0,80}Close\(\)|(?s)net\.Listen\("tcp", "127\.0\.0\.1:0"\)[^}]{0,120}Close\(\)[^}]{0,120}\.Port`)},
+		{"a kubelogin kubeconfig of its own", regexp.MustCompile(`args: \[oidc-login, get-token`)},
 		{"a synchronised buffer of its own", regexp.MustCompile(`(?s)struct \{\s*mu\s+sync\.Mutex\s+b\s+(bytes\.Buffer|strings\.Builder)\s*\}`)},
 	} {
 		var found []string

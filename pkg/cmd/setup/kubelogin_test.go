@@ -14,6 +14,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testfs"
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testkit"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 )
 
@@ -73,23 +74,12 @@ func TestMigrateKubelogin(t *testing.T) {
 func TestSetupFromKubeloginWrite(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config")
-	require.NoError(t, os.WriteFile(path, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://k8s.example.com"}}]
-contexts: [{name: c, context: {cluster: c, user: oidc}}]
-current-context: c
-users:
-- name: oidc
-  user:
-    exec:
-      apiVersion: client.authentication.k8s.io/v1
-      command: kubectl
-      args: [oidc-login, get-token, --oidc-issuer-url=https://issuer.example.com, --oidc-client-id=k8s, --oidc-client-secret=s3cret]
-      interactiveMode: Never
-      env: [{name: HTTPS_PROXY, value: "http://proxy:3128"}]
-- name: admin
-  user: {token: admin-token}
-`), 0o640))
+	require.NoError(t, os.WriteFile(path, testkit.KubeloginKubeconfig(t, testkit.Kubelogin{Extra: []string{"--oidc-client-secret=s3cret"}}, func(c *clientcmdapi.Config) {
+		e := c.AuthInfos["oidc"].Exec
+		e.InteractiveMode = clientcmdapi.NeverExecInteractiveMode
+		e.Env = []clientcmdapi.ExecEnvVar{{Name: "HTTPS_PROXY", Value: "http://proxy:3128"}}
+		c.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: "admin-token"}
+	}), 0o640))
 	var out bytes.Buffer
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg"))
 	root := NewCmdSetup(cmdutil.NewGlobalOptions(nil, nil), genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
@@ -137,16 +127,7 @@ users:
 func TestSetupFromKubeloginLocked(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config")
-	require.NoError(t, os.WriteFile(path, []byte(`apiVersion: v1
-kind: Config
-users:
-- name: oidc
-  user:
-    exec:
-      apiVersion: client.authentication.k8s.io/v1
-      command: kubectl
-      args: [oidc-login, get-token, --oidc-issuer-url=https://issuer.example.com, --oidc-client-id=k8s]
-`), 0o600))
+	require.NoError(t, os.WriteFile(path, testkit.KubeloginKubeconfig(t, testkit.Kubelogin{}, nil), 0o600))
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, ".kube"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, ".kube", "kuberc"), []byte("credentialPluginPolicy: Allowlist\ncredentialPluginAllowlist:\n- name: /bin/true\n"), 0o600))
 	t.Setenv("HOME", dir)
