@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,198 +26,6 @@ import (
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 )
 
-// fakeCluster stands in for the API server behind the inspection
-// commands' seams (pkg/cluster/inspect's WhoAmIClient, WhyClient, AccessClient, ListClient): it
-// answers what the test gives it and records what it was asked. The
-// answers' correctness against a real kube-apiserver is the e2e suite's
-// (test/e2e/rbac_diff_test.go); these tests check what Run does with them.
-type fakeCluster struct {
-	user      authnv1.UserInfo
-	why       authzv1.SubjectAccessReviewStatus
-	rbac      *rbac.RBAC
-	rbacErr   error
-	resources []resource.Resource
-	// allowed is the verbs allowed per resource name.
-	allowed    map[string][]string
-	namespaces []string
-	objects    []resource.Object
-
-	asked []string // "Access ns", "ReadRBAC ns", "List ns", ...
-	// denySubjects: the chain's denials for who-can --verify, by subject name.
-	denySubjects map[string]string
-	// whyVerbs, when set, decides Why by verb instead of why.
-	whyVerbs map[string]bool
-	// escalation is the matrices' escalation cells (the cluster's are
-	// reused from the first).
-	escalation []rbac.EscalationCell
-	// cachedResources, when set, is what kubectl's discovery cache holds
-	// until Invalidate; discoveries counts Discover calls.
-	// allowedIn adds, per namespace, verbs allowed per resource name.
-	allowedIn       map[string]map[string][]string
-	reviewRules     []authzv1.ResourceRule
-	cachedResources []resource.Resource
-	invalidated     bool
-	discoveries     int
-	mu              sync.Mutex
-	// delay is each matrix's time; inFlight and maxInFlight count the
-	// matrices built at once; reviewsPerMatrix is each one's access reviews.
-	delay            time.Duration
-	inFlight         atomic.Int32
-	maxInFlight      int32
-	reviewsPerMatrix int
-}
-
-func (f *fakeCluster) VerifySubject(_ context.Context, s rbacv1.Subject, t rbac.Target) (*authzv1.SubjectAccessReviewStatus, error) {
-	f.asked = append(f.asked, "Verify "+s.Kind+":"+s.Name+" "+t.Verb+" "+t.Resource+" in "+t.Namespace)
-	if reason, ok := f.denySubjects[s.Kind+":"+s.Name]; ok {
-		return &authzv1.SubjectAccessReviewStatus{Denied: true, Reason: reason}, nil
-	}
-	return &authzv1.SubjectAccessReviewStatus{Allowed: true}, nil
-}
-
-func (f *fakeCluster) WhoAmI(context.Context) (*authnv1.UserInfo, string, error) {
-	u := f.user
-	return &u, "v1", nil
-}
-
-func (f *fakeCluster) SelfSubjectReview(ctx context.Context) (*authnv1.SelfSubjectReview, string, error) {
-	ui, v, err := f.WhoAmI(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	ssr := &authnv1.SelfSubjectReview{Status: authnv1.SelfSubjectReviewStatus{UserInfo: *ui}}
-	ssr.APIVersion, ssr.Kind = "authentication.k8s.io/"+v, "SelfSubjectReview"
-	return ssr, v, nil
-}
-
-func (f *fakeCluster) Why(_ context.Context, t rbac.Target) (*authzv1.SubjectAccessReviewStatus, error) {
-	f.asked = append(f.asked, "Why "+t.Verb+" "+t.Resource+" "+t.Namespace)
-	st := f.why
-	if f.whyVerbs != nil {
-		st = authzv1.SubjectAccessReviewStatus{Allowed: f.whyVerbs[t.Verb]}
-	}
-	return &st, nil
-}
-
-func (f *fakeCluster) ReadRBAC(_ context.Context, ns string) (*rbac.RBAC, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.asked = append(f.asked, "ReadRBAC "+ns)
-	return f.rbac, f.rbacErr
-}
-
-func (f *fakeCluster) Discover(context.Context, bool) ([]resource.Resource, error) {
-	f.discoveries++
-	if f.cachedResources != nil && !f.invalidated {
-		return f.cachedResources, nil
-	}
-	return f.resources, nil
-}
-
-// RulesReview answers reviewRules as a complete review; without them, an
-// incomplete one (access -A then asks per namespace, as with a webhook).
-func (f *fakeCluster) RulesReview(context.Context, string) ([]authzv1.ResourceRule, bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.asked = append(f.asked, "RulesReview")
-	if f.reviewRules == nil {
-		return nil, true, nil
-	}
-	return f.reviewRules, false, nil
-}
-
-// Invalidate is kubectl's cached discovery after a miss: the next
-// Discover asks the server (resources instead of cachedResources).
-func (f *fakeCluster) Invalidate() bool {
-	wasCached := f.cachedResources != nil && !f.invalidated
-	f.invalidated = true
-	return wasCached
-}
-
-func (f *fakeCluster) Namespaces(context.Context) ([]string, error) { return f.namespaces, nil }
-
-func (f *fakeCluster) Access(ctx context.Context, resources []resource.Resource, o rbac.AccessOptions) (*rbac.Matrix, error) {
-	// access -A builds matrices 16 at a time.
-	n := f.inFlight.Add(1)
-	defer f.inFlight.Add(-1)
-	f.mu.Lock()
-	f.maxInFlight = max(f.maxInFlight, n)
-	if o.LocalRules != nil {
-		rules, _ := o.LocalRules(o.Namespace)
-		f.asked = append(f.asked, fmt.Sprintf("Access %s from %d local rules", o.Namespace, len(rules)))
-	} else {
-		f.asked = append(f.asked, "Access "+o.Namespace)
-	}
-	m := &rbac.Matrix{Namespace: o.Namespace, Verbs: o.Verbs, Requests: 1 + f.reviewsPerMatrix}
-	if o.Escalation {
-		m.Escalation = o.ClusterEscalation
-		if m.Escalation == nil {
-			f.asked = append(f.asked, "cluster escalation")
-			m.Escalation = f.escalation
-		}
-	}
-	f.mu.Unlock()
-	if o.Budget != nil {
-		if left, ok := o.Budget.Reserve(f.reviewsPerMatrix); !ok {
-			return nil, fmt.Errorf("%w: %d left", rbac.ErrTooManyReviews, left)
-		}
-	}
-	select {
-	case <-time.After(f.delay):
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	for _, r := range resources {
-		row := rbac.Row{Resource: r.String(), Cells: map[string]rbac.Cell{}}
-		for _, v := range o.Verbs {
-			allowed := f.allowed[r.Name]
-			if in, ok := f.allowedIn[o.Namespace]; ok {
-				allowed = append(slices.Clone(allowed), in[r.Name]...)
-			}
-			row.Cells[v] = rbac.Cell{Allowed: slices.Contains(allowed, v), Source: rbac.FromRules}
-		}
-		m.Rows = append(m.Rows, row)
-	}
-	return m, nil
-}
-
-func (f *fakeCluster) NamespacesWith(_ context.Context, selector string) ([]string, error) {
-	return f.namespaces, nil
-}
-
-func (f *fakeCluster) List(_ context.Context, r resource.Resource, ns, _ string, _ bool) ([]resource.Object, error) {
-	f.asked = append(f.asked, "List "+ns)
-	var out []resource.Object
-	for _, o := range f.objects {
-		if ns == "" || o.Namespace == ns {
-			out = append(out, o)
-		}
-	}
-	return out, nil
-}
-
-func (f *fakeCluster) Filter(_ context.Context, r resource.Resource, objs []resource.Object, o rbac.FilterOptions) ([]rbac.Decision, rbac.FilterStats, error) {
-	if o.LocalRules != nil {
-		f.asked = append(f.asked, "Filter from local rules")
-	} else {
-		f.asked = append(f.asked, "Filter")
-	}
-	var out []rbac.Decision
-	for _, obj := range objs {
-		d := rbac.Decision{Object: obj, Source: rbac.FromRules}
-		if o.LocalRules != nil {
-			// The RBAC objects decide: any rule in the object's namespace.
-			if rules, _ := o.LocalRules(obj.Namespace); len(rules) > 0 {
-				d.Allowed = o.Verbs
-			}
-		} else if strings.HasPrefix(obj.Name, f.user.Username) {
-			d.Allowed = o.Verbs
-		}
-		out = append(out, d)
-	}
-	return out, rbac.FilterStats{RulesReviews: 1}, nil
-}
-
 // without is asked without the entries equal to drop.
 func without(asked []string, drop string) []string {
 	return slices.DeleteFunc(slices.Clone(asked), func(a string) bool { return a == drop })
@@ -231,15 +37,18 @@ func testStreams() (genericiooptions.IOStreams, *strings.Builder, *strings.Build
 }
 
 func testGlobal() *cmdutil.GlobalOptions {
-	return &cmdutil.GlobalOptions{Getenv: func(string) string { return "" }, IsTerminal: func(any) bool { return false }}
+	return &cmdutil.GlobalOptions{Getenv: func(string) string { return "" },
+		IsTerminal: func(any) bool { return false }}
 }
 
 var (
-	alice    = authnv1.UserInfo{Username: "alice@example.com", Groups: []string{"dev", "system:authenticated"}}
-	pods     = resource.Resource{Version: "v1", Name: "pods", Namespaced: true, Verbs: []string{"get", "list"}, Kind: "Pod", SingularName: "pod", ShortNames: []string{"po"}}
+	alice = authnv1.UserInfo{Username: "alice@example.com", Groups: []string{"dev", "system:authenticated"}}
+	pods  = resource.Resource{Version: "v1", Name: "pods", Namespaced: true, Verbs: []string{"get", "list"},
+		Kind: "Pod", SingularName: "pod", ShortNames: []string{"po"}}
 	secrets  = resource.Resource{Version: "v1", Name: "secrets", Namespaced: true, Verbs: []string{"get", "list"}}
 	devGrant = &rbac.RBAC{
-		Roles: map[string][]rbacv1.PolicyRule{"team-a/pod-reader": {{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}},
+		Roles: map[string][]rbacv1.PolicyRule{"team-a/pod-reader": {{APIGroups: []string{""},
+			Resources: []string{"pods"}, Verbs: []string{"get"}}}},
 		RoleBindings: []rbacv1.RoleBinding{{ObjectMeta: metav1.ObjectMeta{Name: "devs-read-pods", Namespace: "team-a"},
 			RoleRef:  rbacv1.RoleRef{Kind: "Role", Name: "pod-reader"},
 			Subjects: []rbacv1.Subject{{Kind: "Group", Name: "dev"}}}},
@@ -260,48 +69,78 @@ func TestWhyRun(t *testing.T) {
 		wantCode int
 		asked    []string
 	}{
-		{name: "allowed, the binding named", args: []string{"get", "pods"}, why: authzv1.SubjectAccessReviewStatus{Allowed: true, Reason: `RBAC: allowed by RoleBinding "devs-read-pods/team-a"`},
-			rbac: devGrant, want: []string{"alice@example.com: may get pods in namespace team-a? yes", "Reason: RBAC: allowed by", "RoleBinding/devs-read-pods  team-a"}},
-		{name: "a short name, resolved by discovery", args: []string{"get", "po"}, why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbac: devGrant,
+		{name: "allowed, the binding named", args: []string{"get", "pods"},
+			why: authzv1.SubjectAccessReviewStatus{Allowed: true,
+				Reason: `RBAC: allowed by RoleBinding "devs-read-pods/team-a"`},
+			rbac: devGrant,
+			want: []string{"alice@example.com: may get pods in namespace team-a? yes", "Reason: RBAC: allowed by",
+				"RoleBinding/devs-read-pods  team-a"}},
+		{name: "a short name, resolved by discovery", args: []string{"get", "po"},
+			why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbac: devGrant,
 			want: []string{"may get pods in namespace team-a? yes", "RoleBinding/devs-read-pods"}},
-		{name: "a kind, resolved", args: []string{"get", "Pod"}, why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbac: devGrant,
+		{name: "a kind, resolved", args: []string{"get", "Pod"}, why: authzv1.SubjectAccessReviewStatus{Allowed: true},
+			rbac: devGrant,
 			want: []string{"may get pods in namespace team-a? yes"}},
-		{name: "denied: exit code 1, as kubectl auth can-i", args: []string{"get", "pods"}, why: authzv1.SubjectAccessReviewStatus{}, rbac: &rbac.RBAC{},
+		{name: "denied: exit code 1, as kubectl auth can-i", args: []string{"get", "pods"},
+			why: authzv1.SubjectAccessReviewStatus{}, rbac: &rbac.RBAC{},
 			want: []string{"may get pods in namespace team-a? no"}, wantCode: 1},
-		{name: "-q, allowed: nothing printed, nothing more asked", args: []string{"get", "pods"}, quiet: true, why: authzv1.SubjectAccessReviewStatus{Allowed: true},
+		{name: "-q, allowed: nothing printed, nothing more asked", args: []string{"get", "pods"}, quiet: true,
+			why:   authzv1.SubjectAccessReviewStatus{Allowed: true},
 			asked: []string{"Why get pods team-a"}},
-		{name: "-q, denied: exit code 1 alone", args: []string{"get", "pods"}, quiet: true, wantCode: 1, asked: []string{"Why get pods team-a"}},
-		{name: "an unknown resource: a warning naming the closest, asked as typed", args: []string{"get", "podz"}, rbac: &rbac.RBAC{},
-			want: []string{"may get podz in namespace team-a? no"}, wantErr: `the server does not serve a resource "podz" (did you mean "pods"?)`, wantCode: 1,
+		{name: "-q, denied: exit code 1 alone", args: []string{"get", "pods"}, quiet: true, wantCode: 1,
+			asked: []string{"Why get pods team-a"}},
+		{name: "an unknown resource: a warning naming the closest, asked as typed", args: []string{"get", "podz"},
+			rbac:    &rbac.RBAC{},
+			want:    []string{"may get podz in namespace team-a? no"},
+			wantErr: `the server does not serve a resource "podz" (did you mean "pods"?)`, wantCode: 1,
 			asked: []string{"Why get podz team-a", "ReadRBAC team-a"}},
-		{name: "kubectl exec needs get and create (1.35+): create alone", args: []string{"create", "pods/exec"}, rbac: &rbac.RBAC{},
-			whyVerbs: map[string]bool{"create": true}, want: []string{"may create pods/exec in namespace team-a? yes", "kubectl exec: fails (since Kubernetes 1.35 it needs get and create on pods/exec over WebSockets: get no, create yes)"},
+		{name: "kubectl exec needs get and create (1.35+): create alone", args: []string{"create", "pods/exec"},
+			rbac:     &rbac.RBAC{},
+			whyVerbs: map[string]bool{"create": true},
+			want: []string{"may create pods/exec in namespace team-a? yes",
+				"kubectl exec: fails (since Kubernetes 1.35 it needs get and create on pods/exec over WebSockets: get no, create yes)"},
 			asked: []string{"Why create pods team-a", "Why get pods team-a", "ReadRBAC team-a"}},
 		{name: "kubectl port-forward with both verbs", args: []string{"get", "pods/portforward"}, rbac: &rbac.RBAC{},
 			whyVerbs: map[string]bool{"create": true, "get": true}, want: []string{"kubectl port-forward: works"},
 			asked: []string{"Why get pods team-a", "Why create pods team-a", "ReadRBAC team-a"}},
-		{name: "an escalation verb, said so", args: []string{"impersonate", "users", "bob"}, why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbac: &rbac.RBAC{},
-			want:  []string{"may impersonate users bob at cluster scope? yes", "This is an escalation path: impersonating acts with the permissions"},
+		{name: "an escalation verb, said so", args: []string{"impersonate", "users", "bob"},
+			why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbac: &rbac.RBAC{},
+			want: []string{"may impersonate users bob at cluster scope? yes",
+				"This is an escalation path: impersonating acts with the permissions"},
 			asked: []string{"Why impersonate users ", "ReadRBAC team-a"}},
-		{name: "impersonate-on also asks the mode's identity check", args: []string{"impersonate-on:user-info:list", "pods"}, rbac: &rbac.RBAC{},
+		{name: "impersonate-on also asks the mode's identity check",
+			args: []string{"impersonate-on:user-info:list", "pods"}, rbac: &rbac.RBAC{},
 			whyVerbs: map[string]bool{"impersonate-on:user-info:list": true},
-			want:     []string{"? yes", "constrained impersonation", "Constrained impersonation path: fails (impersonate:user-info users.authentication.k8s.io, any name: no; impersonate-on:user-info:list: yes)"},
-			asked:    []string{"Why impersonate-on:user-info:list pods team-a", "Why impersonate:user-info users ", "ReadRBAC team-a"}},
-		{name: "the serviceaccount mode's identity check is the namespace's", args: []string{"impersonate-on:serviceaccount:get", "pods"}, rbac: &rbac.RBAC{},
+			want: []string{"? yes", "constrained impersonation",
+				"Constrained impersonation path: fails (impersonate:user-info users.authentication.k8s.io, any name: no; impersonate-on:user-info:list: yes)"},
+			asked: []string{"Why impersonate-on:user-info:list pods team-a", "Why impersonate:user-info users ",
+				"ReadRBAC team-a"}},
+		{name: "the serviceaccount mode's identity check is the namespace's",
+			args: []string{"impersonate-on:serviceaccount:get", "pods"}, rbac: &rbac.RBAC{},
 			whyVerbs: map[string]bool{"impersonate-on:serviceaccount:get": true, "impersonate:serviceaccount": true},
 			want:     []string{"Constrained impersonation path: works"},
-			asked:    []string{"Why impersonate-on:serviceaccount:get pods team-a", "Why impersonate:serviceaccount serviceaccounts team-a", "ReadRBAC team-a"}},
-		{name: "RBAC grants it, the chain denies it: decided elsewhere", args: []string{"get", "pods"}, why: authzv1.SubjectAccessReviewStatus{Denied: true, Reason: "webhook: no"},
-			rbac: devGrant, wantCode: 1, want: []string{"? no", "Reason: webhook: no", "another authorizer of the chain (such as a webhook) denied it", "RoleBinding/devs-read-pods"}},
-		{name: "no binding, yet allowed: decided elsewhere", args: []string{"get", "pods"}, why: authzv1.SubjectAccessReviewStatus{Allowed: true},
+			asked: []string{"Why impersonate-on:serviceaccount:get pods team-a",
+				"Why impersonate:serviceaccount serviceaccounts team-a", "ReadRBAC team-a"}},
+		{name: "RBAC grants it, the chain denies it: decided elsewhere", args: []string{"get", "pods"},
+			why:  authzv1.SubjectAccessReviewStatus{Denied: true, Reason: "webhook: no"},
+			rbac: devGrant, wantCode: 1,
+			want: []string{"? no", "Reason: webhook: no",
+				"another authorizer of the chain (such as a webhook) denied it", "RoleBinding/devs-read-pods"}},
+		{name: "no binding, yet allowed: decided elsewhere", args: []string{"get", "pods"},
+			why:  authzv1.SubjectAccessReviewStatus{Allowed: true},
 			rbac: &rbac.RBAC{}, want: []string{"? yes", "No RBAC binding grants it to you: another authorizer"}},
-		{name: "RBAC unreadable", args: []string{"get", "pods"}, why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbacErr: &kubeapi.APIError{Code: 403},
-			want: []string{"? yes", "you may not read RBAC objects here"}},
+		{name: "RBAC unreadable", args: []string{"get", "pods"}, why: authzv1.SubjectAccessReviewStatus{Allowed: true},
+			rbacErr: &kubeapi.APIError{Code: 403},
+			want:    []string{"? yes", "you may not read RBAC objects here"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			streams, out, errOut := testStreams()
-			f := &fakeCluster{user: alice, why: tt.why, whyVerbs: tt.whyVerbs, rbac: tt.rbac, rbacErr: tt.rbacErr, resources: []resource.Resource{pods, secrets}}
-			o := &WhyOptions{Output: &cmdutil.OutputFlags{Format: ""}, Quiet: tt.quiet, IOStreams: streams, global: testGlobal(), client: f,
+			f := newCluster(&fakeCluster{fakeIdentity: fakeIdentity{user: alice},
+				fakeDiscovery:  fakeDiscovery{resources: []resource.Resource{pods, secrets}},
+				fakeObjects:    fakeObjects{rbac: tt.rbac, rbacErr: tt.rbacErr},
+				fakeAuthorizer: fakeAuthorizer{why: tt.why, whyVerbs: tt.whyVerbs}})
+			o := &WhyOptions{Output: &cmdutil.OutputFlags{Format: ""}, Quiet: tt.quiet, IOStreams: streams,
+				global: testGlobal(), client: f,
 				target: parseTarget(tt.args, "team-a")}
 			err := completeAndRun(o)
 			if tt.wantCode == 0 {
@@ -329,8 +168,11 @@ func TestWhyRun(t *testing.T) {
 	}
 	t.Run("RBAC unreadable otherwise: the decision stands, said so", func(t *testing.T) {
 		streams, out, _ := testStreams()
-		o := &WhyOptions{Output: &cmdutil.OutputFlags{}, IOStreams: streams, global: testGlobal(), target: parseTarget([]string{"get", "pods"}, "x"),
-			client: &fakeCluster{user: alice, why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbacErr: errors.New("connection refused")}}
+		o := &WhyOptions{Output: &cmdutil.OutputFlags{}, IOStreams: streams, global: testGlobal(),
+			target: parseTarget([]string{"get", "pods"}, "x"),
+			client: newCluster(&fakeCluster{fakeIdentity: fakeIdentity{user: alice},
+				fakeObjects:    fakeObjects{rbacErr: errors.New("connection refused")},
+				fakeAuthorizer: fakeAuthorizer{why: authzv1.SubjectAccessReviewStatus{Allowed: true}}})}
 		require.NoError(t, completeAndRun(o))
 		assert.Contains(t, out.String(), "? yes")
 		assert.Contains(t, out.String(), "could not read RBAC objects (connection refused)")
@@ -347,8 +189,10 @@ func TestWhoCanRun(t *testing.T) {
 		{[]string{"delete", "pods"}, "No binding grants delete pods in namespace team-a."},
 	} {
 		streams, out, _ := testStreams()
-		f := &fakeCluster{rbac: devGrant, resources: []resource.Resource{pods}}
-		o := &WhoCanOptions{Output: &cmdutil.OutputFlags{}, IOStreams: streams, global: testGlobal(), client: f, target: parseTarget(tt.args, "team-a")}
+		f := newCluster(&fakeCluster{fakeDiscovery: fakeDiscovery{resources: []resource.Resource{pods}},
+			fakeObjects: fakeObjects{rbac: devGrant}})
+		o := &WhoCanOptions{Output: &cmdutil.OutputFlags{}, IOStreams: streams, global: testGlobal(), client: f,
+			target: parseTarget(tt.args, "team-a")}
 		require.NoError(t, completeAndRun(o))
 		assert.Contains(t, out.String(), tt.want)
 		assert.Contains(t, out.String(), "These are the RBAC bindings only", "said in the output, not only in --help")
@@ -359,16 +203,20 @@ func TestWhoCanRun(t *testing.T) {
 func TestAccessRun(t *testing.T) {
 	newOpts := func(f *fakeCluster, impersonated *[]string) (*AccessOptions, *strings.Builder) {
 		streams, out, _ := testStreams()
-		return &AccessOptions{Verbs: []string{"get", "list"}, Method: rbac.FromRules, RBACObjects: true, Output: &cmdutil.OutputFlags{Format: "json"}, IOStreams: streams,
+		return &AccessOptions{Verbs: []string{"get", "list"}, Method: rbac.FromRules, RBACObjects: true,
+			Output: &cmdutil.OutputFlags{Format: "json"}, IOStreams: streams,
 			global: testGlobal(), client: f, namespace: "team-a",
-			impersonate: func(user string, groups []string, _ string, _ map[string][]string) (inspect.AccessClient, error) {
+			impersonate: func(user string, groups []string, _ string, _ map[string][]string) (inspect.AccessClient,
+				error) {
 				*impersonated = append(*impersonated, cmdutil.DescribeIdentity(user, groups))
-				return &fakeCluster{allowed: map[string][]string{"pods": {"get"}, "secrets": {"get"}}}, nil
+				return newCluster(&fakeCluster{fakeAuthorizer: fakeAuthorizer{allowed: map[string][]string{"pods": {"get"}, "secrets": {"get"}}}}), nil
 			}}, out
 	}
 	cluster := func() *fakeCluster {
-		return &fakeCluster{user: alice, resources: []resource.Resource{pods, secrets}, namespaces: []string{"a", "b"},
-			allowed: map[string][]string{"pods": {"get", "list"}, "secrets": {"get"}}}
+		return newCluster(&fakeCluster{fakeIdentity: fakeIdentity{user: alice},
+			fakeDiscovery:  fakeDiscovery{resources: []resource.Resource{pods, secrets}},
+			fakeObjects:    fakeObjects{namespaces: []string{"a", "b"}},
+			fakeAuthorizer: fakeAuthorizer{allowed: map[string][]string{"pods": {"get", "list"}, "secrets": {"get"}}}})
 	}
 	t.Run("one namespace", func(t *testing.T) {
 		var imp []string
@@ -394,7 +242,8 @@ func TestAccessRun(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(out.String()), &ms))
 		assert.Len(t, ms, 2)
 		// The objects are read in the review's round trip, for nothing here.
-		assert.Equal(t, []string{"RulesReview", "Access a", "Access b"}, without(f.asked, "ReadRBAC "), "an incomplete review (a webhook): one rules review per namespace")
+		assert.Equal(t, []string{"RulesReview", "Access a", "Access b"}, without(f.asked, "ReadRBAC "),
+			"an incomplete review (a webhook): one rules review per namespace")
 	})
 	t.Run("escalation: the cluster's checks once per run, the paths held in the table", func(t *testing.T) {
 		var imp []string
@@ -406,7 +255,8 @@ func TestAccessRun(t *testing.T) {
 		o, out := newOpts(f, &imp)
 		o.AllNamespaces, o.Escalation, o.Output.Format = true, true, ""
 		require.NoError(t, completeAndRun(o))
-		assert.Equal(t, []string{"RulesReview", "Access a", "cluster escalation", "Access b"}, without(f.asked, "ReadRBAC "))
+		assert.Equal(t, []string{"RulesReview", "Access a", "cluster escalation", "Access b"},
+			without(f.asked, "ReadRBAC "))
 		assert.Contains(t, out.String(), "# escalation paths: 1 of the 2 checks allowed")
 		assert.Regexp(t, `impersonate +users +cluster +✔\*`, out.String())
 		assert.NotContains(t, out.String(), "bind ", "only the paths held are in the table")
@@ -417,25 +267,29 @@ func TestAccessRun(t *testing.T) {
 		f.namespaces = nil // the impersonated identity may not list them
 		o, out := newOpts(f, &imp)
 		o.AllNamespaces = true
-		o.caller = &fakeCluster{namespaces: []string{"a", "b"}}
+		o.caller = newCluster(&fakeCluster{fakeObjects: fakeObjects{namespaces: []string{"a", "b"}}})
 		require.NoError(t, completeAndRun(o))
 		var ms []rbac.Matrix
 		require.NoError(t, json.Unmarshal([]byte(out.String()), &ms))
 		assert.Len(t, ms, 2)
-		assert.Equal(t, []string{"RulesReview", "Access a", "Access b"}, f.asked, "the matrices are the impersonated identity's")
+		assert.Equal(t, []string{"RulesReview", "Access a", "Access b"}, f.asked,
+			"the matrices are the impersonated identity's")
 	})
 	t.Run("-A --as: the RBAC objects read once by the caller, evaluated for the identity", func(t *testing.T) {
 		var imp []string
 		f := cluster()
 		podsRule := rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}
-		f.reviewRules = []authzv1.ResourceRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}
+		f.reviewRules = []authzv1.ResourceRule{{Verbs: []string{"get"}, APIGroups: []string{""},
+			Resources: []string{"pods"}}}
 		o, _ := newOpts(f, &imp)
 		o.AllNamespaces = true
-		caller := &fakeCluster{namespaces: []string{"a", "b"}, rbac: &rbac.RBAC{
-			Roles: map[string][]rbacv1.PolicyRule{"a/reader": {podsRule}}, ClusterRoles: map[string][]rbacv1.PolicyRule{},
-			RoleBindings: []rbacv1.RoleBinding{{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "a"}, RoleRef: rbacv1.RoleRef{Kind: "Role", Name: "reader"},
+		caller := newCluster(&fakeCluster{fakeObjects: fakeObjects{namespaces: []string{"a", "b"}, rbac: &rbac.RBAC{
+			Roles:        map[string][]rbacv1.PolicyRule{"a/reader": {podsRule}},
+			ClusterRoles: map[string][]rbacv1.PolicyRule{},
+			RoleBindings: []rbacv1.RoleBinding{{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "a"},
+				RoleRef:  rbacv1.RoleRef{Kind: "Role", Name: "reader"},
 				Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: alice.Username}}}},
-		}}
+		}}})
 		o.caller = caller
 		require.NoError(t, completeAndRun(o))
 		assert.Equal(t, []string{"RulesReview", "Access a from 1 local rules", "Access b from 0 local rules"}, f.asked)
@@ -443,14 +297,16 @@ func TestAccessRun(t *testing.T) {
 
 		// Objects that do not give the server's rules: per namespace, said.
 		f = cluster()
-		f.reviewRules = []authzv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}}
+		f.reviewRules = []authzv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"},
+			Resources: []string{"*"}}}
 		o, _ = newOpts(f, &imp)
 		o.AllNamespaces, o.caller = true, caller
 		errOut := &strings.Builder{}
 		o.ErrOut = errOut
 		require.NoError(t, completeAndRun(o))
 		assert.Equal(t, []string{"RulesReview", "Access a", "Access b"}, f.asked)
-		assert.Contains(t, errOut.String(), "the RBAC objects do not give the rules the server reviews in a: one rules review per namespace")
+		assert.Contains(t, errOut.String(),
+			"the RBAC objects do not give the rules the server reviews in a: one rules review per namespace")
 	})
 	t.Run("--diff-as: only the differing cells, the other identity impersonated", func(t *testing.T) {
 		var imp []string
@@ -476,9 +332,13 @@ func TestAccessRun(t *testing.T) {
 
 func TestListRun(t *testing.T) {
 	streams, out, errOut := testStreams()
-	f := &fakeCluster{user: alice, resources: []resource.Resource{pods}, objects: []resource.Object{
-		{Namespace: "team-a", Name: "alice@example.com-web"}, {Namespace: "team-a", Name: "other"}, {Namespace: "team-b", Name: "alice@example.com-db"}}}
-	o := &ListOptions{Resource: "po", Verbs: []string{"get"}, Method: rbac.FromRules, Output: &cmdutil.OutputFlags{Format: ""}, IOStreams: streams,
+	f := newCluster(&fakeCluster{fakeIdentity: fakeIdentity{user: alice},
+		fakeDiscovery: fakeDiscovery{resources: []resource.Resource{pods}},
+		fakeObjects: fakeObjects{objects: []resource.Object{
+			{Namespace: "team-a", Name: "alice@example.com-web"}, {Namespace: "team-a", Name: "other"},
+			{Namespace: "team-b", Name: "alice@example.com-db"}}}})
+	o := &ListOptions{Resource: "po", Verbs: []string{"get"}, Method: rbac.FromRules,
+		Output: &cmdutil.OutputFlags{Format: ""}, IOStreams: streams,
 		global: testGlobal(), caller: f, target: f, identity: "you", namespace: "team-a", now: time.Now}
 	require.NoError(t, completeAndRun(o))
 	assert.Equal(t, []string{"List team-a", "Filter"}, f.asked)
@@ -493,7 +353,8 @@ func TestListRun(t *testing.T) {
 	podsGet := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}
 	snapshot := &rbac.RBAC{ClusterRoles: map[string][]rbacv1.PolicyRule{"reader": {podsGet}},
 		RoleBindings: []rbacv1.RoleBinding{{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a"},
-			RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "reader"}, Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, Name: "dev"}}}}}
+			RoleRef:  rbacv1.RoleRef{Kind: "ClusterRole", Name: "reader"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, Name: "dev"}}}}}
 	served := []authzv1.ResourceRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}
 	for _, tc := range []struct {
 		name        string
@@ -511,33 +372,50 @@ func TestListRun(t *testing.T) {
 	}{
 		{name: "system:masters: every object, whatever the review and the objects say (kube-apiserver allows it all first)", rbacObjects: true, rbacErr: errors.New("forbidden"),
 			targetUser: &authnv1.UserInfo{Username: "root", Groups: []string{"system:masters", "system:authenticated"}},
-			wantCaller: []string{"List ", "ReadRBAC "}, wantTarget: []string{"RulesReview", "Filter from local rules"}, wantKept: []string{"team-a/web", "team-b/alice@example.com-db"}},
+			wantCaller: []string{"List ", "ReadRBAC "}, wantTarget: []string{"RulesReview", "Filter from local rules"},
+			wantKept: []string{"team-a/web", "team-b/alice@example.com-db"}},
 		{name: "the RBAC objects give the server's rules", reviewRules: served, rbacObjects: true,
 			wantCaller: []string{"List ", "ReadRBAC "}, wantTarget: []string{"RulesReview", "Filter from local rules"},
 			wantKept: []string{"team-a/web"}},
 		{name: "--rbac-objects=false", reviewRules: served,
-			wantCaller: []string{"List "}, wantTarget: []string{"Filter"}, wantKept: []string{"team-b/alice@example.com-db"}},
+			wantCaller: []string{"List "}, wantTarget: []string{"Filter"},
+			wantKept: []string{"team-b/alice@example.com-db"}},
 		{name: "another authorizer in the chain (incomplete review)", rbacObjects: true,
-			wantCaller: []string{"List ", "ReadRBAC "}, wantTarget: []string{"RulesReview", "Filter"}, wantKept: []string{"team-b/alice@example.com-db"}},
-		{name: "the RBAC objects differ from the server's rules", reviewRules: append(slices.Clone(served), authzv1.ResourceRule{Verbs: []string{"list"}, Resources: []string{"pods"}}), rbacObjects: true,
-			wantCaller: []string{"List ", "ReadRBAC "}, wantTarget: []string{"RulesReview", "Filter"}, wantKept: []string{"team-b/alice@example.com-db"},
-			wantErr: "do not give the rules the server reviews in team-a: one rules review per namespace"},
-		{name: "the RBAC objects cannot be read", reviewRules: served, rbacObjects: true, rbacErr: errors.New("connection reset"),
-			wantCaller: []string{"List ", "ReadRBAC "}, wantTarget: []string{"RulesReview", "Filter"}, wantKept: []string{"team-b/alice@example.com-db"},
-			wantErr: "the RBAC objects cannot be read (connection reset): one rules review per namespace"},
-		{name: "the caller may not read RBAC (a project's admin): the same answers, no line", reviewRules: served, rbacObjects: true,
-			rbacErr:    fmt.Errorf("reading RBAC: %w", &kubeapi.APIError{Code: 403, Reason: "Forbidden", Message: "rolebindings is forbidden"}),
-			wantCaller: []string{"List ", "ReadRBAC "}, wantTarget: []string{"RulesReview", "Filter"}, wantKept: []string{"team-b/alice@example.com-db"}},
+			wantCaller: []string{"List ", "ReadRBAC "}, wantTarget: []string{"RulesReview", "Filter"},
+			wantKept: []string{"team-b/alice@example.com-db"}},
+		{name: "the RBAC objects differ from the server's rules",
+			reviewRules: append(slices.Clone(served),
+				authzv1.ResourceRule{Verbs: []string{"list"}, Resources: []string{"pods"}}), rbacObjects: true,
+			wantCaller: []string{"List ", "ReadRBAC "}, wantTarget: []string{"RulesReview", "Filter"},
+			wantKept: []string{"team-b/alice@example.com-db"},
+			wantErr:  "do not give the rules the server reviews in team-a: one rules review per namespace"},
+		{name: "the RBAC objects cannot be read", reviewRules: served, rbacObjects: true,
+			rbacErr:    errors.New("connection reset"),
+			wantCaller: []string{"List ", "ReadRBAC "}, wantTarget: []string{"RulesReview", "Filter"},
+			wantKept: []string{"team-b/alice@example.com-db"},
+			wantErr:  "the RBAC objects cannot be read (connection reset): one rules review per namespace"},
+		{name: "the caller may not read RBAC (a project's admin): the same answers, no line", reviewRules: served,
+			rbacObjects: true,
+			rbacErr: fmt.Errorf("reading RBAC: %w",
+				&kubeapi.APIError{Code: 403, Reason: "Forbidden", Message: "rolebindings is forbidden"}),
+			wantCaller: []string{"List ", "ReadRBAC "}, wantTarget: []string{"RulesReview", "Filter"},
+			wantKept: []string{"team-b/alice@example.com-db"}},
 		{name: "the caller may not read RBAC, -v=1: said", reviewRules: served, rbacObjects: true, verbose: true,
-			rbacErr:    fmt.Errorf("reading RBAC: %w", &kubeapi.APIError{Code: 403, Reason: "Forbidden", Message: "rolebindings is forbidden"}),
-			wantCaller: []string{"List ", "ReadRBAC "}, wantTarget: []string{"RulesReview", "Filter"}, wantKept: []string{"team-b/alice@example.com-db"},
-			wantErr: "the RBAC objects cannot be read (reading RBAC: Error from server (Forbidden): rolebindings is forbidden): one rules review per namespace"},
+			rbacErr: fmt.Errorf("reading RBAC: %w",
+				&kubeapi.APIError{Code: 403, Reason: "Forbidden", Message: "rolebindings is forbidden"}),
+			wantCaller: []string{"List ", "ReadRBAC "}, wantTarget: []string{"RulesReview", "Filter"},
+			wantKept: []string{"team-b/alice@example.com-db"},
+			wantErr:  "the RBAC objects cannot be read (reading RBAC: Error from server (Forbidden): rolebindings is forbidden): one rules review per namespace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			streams, out, errOut := testStreams()
-			caller := &fakeCluster{user: authnv1.UserInfo{Username: "admin"}, resources: []resource.Resource{pods}, rbac: snapshot, rbacErr: tc.rbacErr,
-				objects: []resource.Object{{Namespace: "team-a", Name: "web"}, {Namespace: "team-b", Name: "alice@example.com-db"}}}
-			target := &fakeCluster{user: alice, reviewRules: tc.reviewRules}
+			caller := newCluster(&fakeCluster{fakeIdentity: fakeIdentity{user: authnv1.UserInfo{Username: "admin"}},
+				fakeDiscovery: fakeDiscovery{resources: []resource.Resource{pods}},
+				fakeObjects: fakeObjects{rbac: snapshot, rbacErr: tc.rbacErr,
+					objects: []resource.Object{{Namespace: "team-a", Name: "web"},
+						{Namespace: "team-b", Name: "alice@example.com-db"}}}})
+			target := newCluster(&fakeCluster{fakeIdentity: fakeIdentity{user: alice},
+				fakeAuthorizer: fakeAuthorizer{reviewRules: tc.reviewRules}})
 			if tc.targetUser != nil {
 				target.user = *tc.targetUser
 			}
@@ -545,8 +423,10 @@ func TestListRun(t *testing.T) {
 			if tc.verbose {
 				global.Verbosity = 1
 			}
-			o := &ListOptions{Resource: "po", Verbs: []string{"get"}, Method: rbac.FromRules, AllNamespaces: true, RBACObjects: tc.rbacObjects,
-				Output: &cmdutil.OutputFlags{Format: ""}, IOStreams: streams, global: global, caller: caller, target: target, identity: "alice", now: time.Now}
+			o := &ListOptions{Resource: "po", Verbs: []string{"get"}, Method: rbac.FromRules, AllNamespaces: true,
+				RBACObjects: tc.rbacObjects,
+				Output:      &cmdutil.OutputFlags{Format: ""}, IOStreams: streams, global: global, caller: caller,
+				target: target, identity: "alice", now: time.Now}
 			require.NoError(t, completeAndRun(o))
 			assert.Equal(t, tc.wantCaller, caller.asked, "the caller's requests")
 			assert.Equal(t, tc.wantTarget, target.asked, "the reviewed identity's requests")
@@ -577,8 +457,10 @@ func TestWhoCanVerify(t *testing.T) {
 		want   string
 	}{
 		{name: "all confirmed", want: "Verified: the authorizer chain allows every subject listed"},
-		{name: "-A: a RoleBinding's subjects asked in its namespace", allNS: true, want: "Verified: the authorizer chain allows every subject listed"},
-		{name: "a webhook denies the group", deny: map[string]string{"Group:dev": "webhook: no pods for dev on Fridays"},
+		{name: "-A: a RoleBinding's subjects asked in its namespace", allNS: true,
+			want: "Verified: the authorizer chain allows every subject listed"},
+		{name: "a webhook denies the group",
+			deny: map[string]string{"Group:dev": "webhook: no pods for dev on Fridays"},
 			want: "DENIES these subjects although RBAC grants them:\n  Group:dev in team-a: webhook: no pods for dev on Fridays"},
 		{name: "json", deny: map[string]string{"Group:dev": "webhook says no"}, format: "json", want: `"deniedBySubject": {
             "Group:dev": "webhook says no"
@@ -586,12 +468,14 @@ func TestWhoCanVerify(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			streams, out, _ := testStreams()
-			f := &fakeCluster{rbac: devGrant, resources: []resource.Resource{pods}, denySubjects: tt.deny}
+			f := newCluster(&fakeCluster{fakeDiscovery: fakeDiscovery{resources: []resource.Resource{pods}},
+				fakeObjects: fakeObjects{rbac: devGrant}, fakeAuthorizer: fakeAuthorizer{denySubjects: tt.deny}})
 			ns := "team-a"
 			if tt.allNS {
 				ns = ""
 			}
-			o := &WhoCanOptions{Verify: true, AllNamespaces: tt.allNS, Output: &cmdutil.OutputFlags{Format: tt.format}, IOStreams: streams, global: testGlobal(), client: f,
+			o := &WhoCanOptions{Verify: true, AllNamespaces: tt.allNS, Output: &cmdutil.OutputFlags{Format: tt.format},
+				IOStreams: streams, global: testGlobal(), client: f,
 				target: parseTarget([]string{"get", "pods"}, ns)}
 			require.NoError(t, completeAndRun(o))
 			assert.Contains(t, out.String(), tt.want)
@@ -604,8 +488,10 @@ func TestWhoCanVerify(t *testing.T) {
 // not know (a CRD installed since kubectl wrote the cache) is looked up
 // again on the server, once; one it knows costs no second discovery.
 func TestResolveTargetInvalidatesTheCache(t *testing.T) {
-	pods := resource.Resource{Version: "v1", Name: "pods", Namespaced: true, Kind: "Pod", SingularName: "pod", ShortNames: []string{"po"}}
-	widgets := resource.Resource{Group: "example.com", Version: "v1", Name: "widgets", Namespaced: true, Kind: "Widget", SingularName: "widget", ShortNames: []string{"wd"}}
+	pods := resource.Resource{Version: "v1", Name: "pods", Namespaced: true, Kind: "Pod", SingularName: "pod",
+		ShortNames: []string{"po"}}
+	widgets := resource.Resource{Group: "example.com", Version: "v1", Name: "widgets", Namespaced: true, Kind: "Widget",
+		SingularName: "widget", ShortNames: []string{"wd"}}
 	for _, tt := range []struct {
 		name            string
 		typed           string
@@ -614,15 +500,21 @@ func TestResolveTargetInvalidatesTheCache(t *testing.T) {
 		wantDiscoveries int
 		wantWarning     bool
 	}{
-		{name: "in the cache", typed: "po", cached: []resource.Resource{pods}, fresh: []resource.Resource{pods, widgets}, wantDiscoveries: 1},
-		{name: "new since the cache", typed: "wd", cached: []resource.Resource{pods}, fresh: []resource.Resource{pods, widgets}, wantGroup: "example.com", wantDiscoveries: 2},
-		{name: "not served at all: asked as typed, with a warning", typed: "gadgets", cached: []resource.Resource{pods}, fresh: []resource.Resource{pods, widgets}, wantDiscoveries: 2, wantWarning: true},
-		{name: "answered by the server already: no second request", typed: "gadgets", fresh: []resource.Resource{pods}, wantDiscoveries: 1, wantWarning: true},
+		{name: "in the cache", typed: "po", cached: []resource.Resource{pods},
+			fresh: []resource.Resource{pods, widgets}, wantDiscoveries: 1},
+		{name: "new since the cache", typed: "wd", cached: []resource.Resource{pods},
+			fresh: []resource.Resource{pods, widgets}, wantGroup: "example.com", wantDiscoveries: 2},
+		{name: "not served at all: asked as typed, with a warning", typed: "gadgets", cached: []resource.Resource{pods},
+			fresh: []resource.Resource{pods, widgets}, wantDiscoveries: 2, wantWarning: true},
+		{name: "answered by the server already: no second request", typed: "gadgets", fresh: []resource.Resource{pods},
+			wantDiscoveries: 1, wantWarning: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &fakeCluster{resources: tt.fresh, cachedResources: tt.cached}
+			f := newCluster(&fakeCluster{fakeDiscovery: fakeDiscovery{resources: tt.fresh, cachedResources: tt.cached}})
 			var warnings []string
-			got, err := inspect.ResolveTarget(context.Background(), f, rbac.Target{Verb: "get", Resource: tt.typed}, func(s string) { warnings = append(warnings, s) })
+			got,
+				err := inspect.ResolveTarget(context.Background(), f, rbac.Target{Verb: "get", Resource: tt.typed},
+				func(s string) { warnings = append(warnings, s) })
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantDiscoveries, f.discoveries)
 			assert.Equal(t, tt.wantGroup, got.Group)
@@ -636,41 +528,50 @@ func TestResolveTargetInvalidatesTheCache(t *testing.T) {
 // --resource narrows the rows (resolved as kubectl resolves names) and
 // makes it one row per namespace and resource; -o wide is every matrix.
 func TestAccessAllNamespacesViews(t *testing.T) {
-	pods := resource.Resource{Version: "v1", Name: "pods", Namespaced: true, Kind: "Pod", SingularName: "pod", ShortNames: []string{"po"}}
-	secrets := resource.Resource{Version: "v1", Name: "secrets", Namespaced: true, Kind: "Secret", SingularName: "secret"}
+	pods := resource.Resource{Version: "v1", Name: "pods", Namespaced: true, Kind: "Pod", SingularName: "pod",
+		ShortNames: []string{"po"}}
+	secrets := resource.Resource{Version: "v1", Name: "secrets", Namespaced: true, Kind: "Secret",
+		SingularName: "secret"}
 	output := func(format string) *cmdutil.OutputFlags {
 		of := cmdutil.NewOutputFlags(pflag.NewFlagSet("t", pflag.ContinueOnError), "a table", "wide")
 		of.Format = format
 		return of
 	}
 	run := func(format string, resources ...string) (string, *fakeCluster) {
-		f := &fakeCluster{user: authnv1.UserInfo{Username: "alice"}, resources: []resource.Resource{pods, secrets}, namespaces: []string{"a", "b", "c"},
-			allowed:   map[string][]string{"pods": {"get"}},
-			allowedIn: map[string]map[string][]string{"b": {"secrets": {"get", "list"}, "pods": {"list"}}}}
+		f := newCluster(&fakeCluster{fakeIdentity: fakeIdentity{user: authnv1.UserInfo{Username: "alice"}},
+			fakeDiscovery: fakeDiscovery{resources: []resource.Resource{pods, secrets}},
+			fakeObjects:   fakeObjects{namespaces: []string{"a", "b", "c"}},
+			fakeAuthorizer: fakeAuthorizer{allowed: map[string][]string{"pods": {"get"}},
+				allowedIn: map[string]map[string][]string{"b": {"secrets": {"get", "list"}, "pods": {"list"}}}}})
 		streams, out, _ := testStreams()
-		o := &AccessOptions{Verbs: []string{"get", "list"}, Method: rbac.FromRules, AllNamespaces: true, Resources: resources,
-			Output: output(format), IOStreams: streams, global: testGlobal(), client: f}
+		o := &AccessOptions{Verbs: []string{"get", "list"}, Method: rbac.FromRules, AllNamespaces: true,
+			Resources: resources,
+			Output:    output(format), IOStreams: streams, global: testGlobal(), client: f}
 		require.NoError(t, completeAndRun(o))
 		return out.String(), f
 	}
 	summary, _ := run("")
-	assert.Contains(t, summary, "# 3 namespaces; cells allowed (some names at least) in every one, the baseline: pods(get)\n")
+	assert.Contains(t, summary,
+		"# 3 namespaces; cells allowed (some names at least) in every one, the baseline: pods(get)\n")
 	assert.Regexp(t, `(?m)^a +1 +-$`, summary)
 	assert.Regexp(t, `(?m)^b +4 +pods\(list\) secrets\(get,list\)$`, summary)
 	assert.NotContains(t, summary, "NAME ", "no matrix per namespace")
 
 	byNS, f := run("", "po")
-	assert.Equal(t, "NAMESPACE  RESOURCE  GET  LIST\na          pods      ✔    ✗\nb          pods      ✔    ✔\nc          pods      ✔    ✗\n", byNS)
+	assert.Equal(t,
+		"NAMESPACE  RESOURCE  GET  LIST\na          pods      ✔    ✗\nb          pods      ✔    ✔\nc          pods      ✔    ✗\n", byNS)
 	assert.Equal(t, 0, f.discoveries-1, "pods was in the discovery at hand")
 
 	wide, _ := run("wide")
 	assert.Equal(t, 3, strings.Count(wide, "# namespace "), "every matrix")
 
 	_, err := func() (string, error) {
-		f := &fakeCluster{resources: []resource.Resource{pods}, namespaces: []string{"a"}}
+		f := newCluster(&fakeCluster{fakeDiscovery: fakeDiscovery{resources: []resource.Resource{pods}},
+			fakeObjects: fakeObjects{namespaces: []string{"a"}}})
 		streams, _, _ := testStreams()
-		o := &AccessOptions{Verbs: []string{"get"}, Method: rbac.FromRules, AllNamespaces: true, Resources: []string{"gadgets"},
-			Output: &cmdutil.OutputFlags{Format: ""}, IOStreams: streams, global: testGlobal(), client: f}
+		o := &AccessOptions{Verbs: []string{"get"}, Method: rbac.FromRules, AllNamespaces: true,
+			Resources: []string{"gadgets"},
+			Output:    &cmdutil.OutputFlags{Format: ""}, IOStreams: streams, global: testGlobal(), client: f}
 		return "", completeAndRun(o)
 	}()
 	require.Error(t, err)
@@ -684,21 +585,27 @@ func TestAccessAllNamespacesViews(t *testing.T) {
 func TestWhoCanBySubject(t *testing.T) {
 	reader := []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}
 	rb := func(ns, name string, subjects ...rbacv1.Subject) rbacv1.RoleBinding {
-		return rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "reader"}, Subjects: subjects}
+		return rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "reader"}, Subjects: subjects}
 	}
 	alice := rbacv1.Subject{Kind: rbacv1.UserKind, Name: "alice"}
 	ops := rbacv1.Subject{Kind: rbacv1.GroupKind, Name: "ops"}
 	builder := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "builder"}
-	snap := &rbac.RBAC{Roles: map[string][]rbacv1.PolicyRule{}, ClusterRoles: map[string][]rbacv1.PolicyRule{"reader": reader},
-		RoleBindings:        []rbacv1.RoleBinding{rb("b", "r", alice), rb("a", "r", alice, builder), rb("c", "r", builder)},
-		ClusterRoleBindings: []rbacv1.ClusterRoleBinding{{ObjectMeta: metav1.ObjectMeta{Name: "ops-read"}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "reader"}, Subjects: []rbacv1.Subject{ops}}}}
-	pods := resource.Resource{Version: "v1", Name: "pods", Namespaced: true, Kind: "Pod", SingularName: "pod", ShortNames: []string{"po"}}
+	snap := &rbac.RBAC{Roles: map[string][]rbacv1.PolicyRule{},
+		ClusterRoles: map[string][]rbacv1.PolicyRule{"reader": reader},
+		RoleBindings: []rbacv1.RoleBinding{rb("b", "r", alice), rb("a", "r", alice, builder),
+			rb("c", "r", builder)},
+		ClusterRoleBindings: []rbacv1.ClusterRoleBinding{{ObjectMeta: metav1.ObjectMeta{Name: "ops-read"},
+			RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "reader"}, Subjects: []rbacv1.Subject{ops}}}}
+	pods := resource.Resource{Version: "v1", Name: "pods", Namespaced: true, Kind: "Pod", SingularName: "pod",
+		ShortNames: []string{"po"}}
 	run := func(format string) string {
 		streams, out, _ := testStreams()
 		of := cmdutil.NewOutputFlags(pflag.NewFlagSet("t", pflag.ContinueOnError), "a table")
 		of.Format = format
 		o := &WhoCanOptions{BySubject: true, AllNamespaces: true, Output: of, IOStreams: streams, global: testGlobal(),
-			client: &fakeCluster{rbac: snap, resources: []resource.Resource{pods}}, target: parseTarget([]string{"get", "pods"}, "")}
+			client: newCluster(&fakeCluster{fakeDiscovery: fakeDiscovery{resources: []resource.Resource{pods}},
+				fakeObjects: fakeObjects{rbac: snap}}), target: parseTarget([]string{"get", "pods"}, "")}
 		require.NoError(t, completeAndRun(o))
 		return out.String()
 	}
@@ -706,9 +613,12 @@ func TestWhoCanBySubject(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(run("json")), &got))
 	assert.Equal(t, []inspect.SubjectAccess{
 		{Kind: "Group", Name: "ops", ClusterWide: true, Bindings: []string{"ClusterRoleBinding ops-read"}},
-		{Kind: "ServiceAccount", Name: "builder", Namespace: "a", Namespaces: []string{"a"}, Bindings: []string{"RoleBinding a/r"}},
-		{Kind: "ServiceAccount", Name: "builder", Namespace: "c", Namespaces: []string{"c"}, Bindings: []string{"RoleBinding c/r"}},
-		{Kind: "User", Name: "alice", Namespaces: []string{"a", "b"}, Bindings: []string{"RoleBinding a/r", "RoleBinding b/r"}},
+		{Kind: "ServiceAccount", Name: "builder", Namespace: "a", Namespaces: []string{"a"},
+			Bindings: []string{"RoleBinding a/r"}},
+		{Kind: "ServiceAccount", Name: "builder", Namespace: "c", Namespaces: []string{"c"},
+			Bindings: []string{"RoleBinding c/r"}},
+		{Kind: "User", Name: "alice", Namespaces: []string{"a", "b"},
+			Bindings: []string{"RoleBinding a/r", "RoleBinding b/r"}},
 	}, got)
 	table := run("")
 	assert.Regexp(t, `(?m)^Group ops +every namespace +ClusterRoleBinding ops-read$`, table)
@@ -733,10 +643,13 @@ func TestAccessAllNamespacesConcurrently(t *testing.T) {
 		streams, out, _ := testStreams()
 		of := cmdutil.NewOutputFlags(pflag.NewFlagSet("t", pflag.ContinueOnError), "a table", "wide")
 		of.Format = "json"
-		return &AccessOptions{Verbs: []string{"get"}, Method: rbac.FromRules, AllNamespaces: true, MaxReviews: maxReviews,
-			Output: of, IOStreams: streams, global: testGlobal(), client: f}, out
+		return &AccessOptions{Verbs: []string{"get"}, Method: rbac.FromRules, AllNamespaces: true,
+			MaxReviews: maxReviews,
+			Output:     of, IOStreams: streams, global: testGlobal(), client: f}, out
 	}
-	f := &fakeCluster{resources: []resource.Resource{pods}, namespaces: names, allowed: map[string][]string{"pods": {"get"}}, delay: 20 * time.Millisecond}
+	f := newCluster(&fakeCluster{fakeDiscovery: fakeDiscovery{resources: []resource.Resource{pods}},
+		fakeObjects:    fakeObjects{namespaces: names},
+		fakeAuthorizer: fakeAuthorizer{allowed: map[string][]string{"pods": {"get"}}, delay: 20 * time.Millisecond}})
 	o, out := newRun(f, 0)
 	start := time.Now()
 	require.NoError(t, completeAndRun(o))
@@ -752,14 +665,16 @@ func TestAccessAllNamespacesConcurrently(t *testing.T) {
 
 	// --max-reviews is shared: 40 matrices of 10 reviews, 1 rules review
 	// each, against 200.
-	f = &fakeCluster{resources: []resource.Resource{pods}, namespaces: names, reviewsPerMatrix: 10}
+	f = newCluster(&fakeCluster{fakeDiscovery: fakeDiscovery{resources: []resource.Resource{pods}},
+		fakeObjects: fakeObjects{namespaces: names}, fakeAuthorizer: fakeAuthorizer{reviewsPerMatrix: 10}})
 	o, _ = newRun(f, 200)
 	err := completeAndRun(o)
 	require.ErrorIs(t, err, rbac.ErrTooManyReviews)
 	assert.Contains(t, err.Error(), "raise --max-reviews")
 
 	// Ctrl-C: the context ends; one line says how far it got.
-	f = &fakeCluster{resources: []resource.Resource{pods}, namespaces: names, delay: 50 * time.Millisecond}
+	f = newCluster(&fakeCluster{fakeDiscovery: fakeDiscovery{resources: []resource.Resource{pods}},
+		fakeObjects: fakeObjects{namespaces: names}, fakeAuthorizer: fakeAuthorizer{delay: 50 * time.Millisecond}})
 	o, _ = newRun(f, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Millisecond)
 	defer cancel()
