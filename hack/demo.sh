@@ -21,6 +21,18 @@ check=false
 say() { echo "demo: $*" >&2; }
 fail() { echo "demo: FAILED: $*" >&2; exit 1; }
 
+# naming SIGNAL|list DIR: the processes whose command line names DIR, as a
+# fixed string (pgrep and pkill take a regular expression, where DIR's "."
+# matches anything and a "[" in $TMPDIR would be an error): "list" prints
+# them, a signal is sent to them. An error of pgrep or pkill is the
+# script's, not "none".
+naming() {
+  local pat rc=0
+  pat=$(printf '%s' "$2" | sed 's/[][\.*^$+?(){}|]/\\&/g')
+  if [ "$1" = list ]; then pgrep -af -- "$pat" || rc=$?; else pkill "-$1" -f -- "$pat" || rc=$?; fi
+  [ "$rc" -le 1 ] || fail "pgrep/pkill failed (exit $rc) on the processes naming $2"
+}
+
 # --check-interrupt: Ctrl-C (SIGINT to the demo's process group, as a
 # terminal sends it) while building, while kube-apiserver starts and once
 # up: each run removes its directory and leaves no process. Each run gets
@@ -32,7 +44,7 @@ if [ "${1:-}" = "--check-interrupt" ]; then
   pid="" tmp=""
   reap() {
     if [ -n "$pid" ]; then kill -KILL -- "-$pid" 2>/dev/null || true; fi
-    if [ -n "$tmp" ]; then pkill -KILL -f "$tmp" 2>/dev/null || true; rm -rf "$tmp" "$tmp.log"; fi
+    if [ -n "$tmp" ]; then naming KILL "$tmp"; rm -rf "$tmp" "$tmp.log"; fi
   }
   trap reap EXIT
   for at in "building" "starting kube-apiserver" "running"; do
@@ -57,7 +69,7 @@ if [ "${1:-}" = "--check-interrupt" ]; then
     last=$(grep "^demo: phase: " "$log" | tail -1)
     [ "$last" = "demo: phase: $at" ] || fail "Ctrl-C meant for \"$at\" came at \"$last\""
     left_dirs=$(find "$tmp" -maxdepth 1 -name 'kubectl-impersonate-demo.*' | head -5)
-    left_procs=$(pgrep -af "$tmp" || true)
+    left_procs=$(naming list "$tmp")
     [ -z "$left_dirs" ] || fail "Ctrl-C while $at left $left_dirs"
     [ -z "$left_procs" ] || fail "Ctrl-C while $at left processes running: $left_procs"
     grep -q "stopped everything; nothing left running" "$log" || { cat "$log" >&2; fail "Ctrl-C while $at: the demo did not clean up"; }
@@ -92,10 +104,10 @@ cleanup() {
   # Then whatever else names the demo's directory (a login's browser, which
   # the plugin starts to outlive the login): TERM, then KILL, each waited for.
   for sig in TERM KILL; do
-    pkill "-$sig" -f "$demo" 2>/dev/null || true
-    for _ in $(seq 50); do pgrep -f "$demo" >/dev/null || break; sleep 0.1; done
+    naming "$sig" "$demo"
+    for _ in $(seq 50); do [ -n "$(naming list "$demo")" ] || break; sleep 0.1; done
   done
-  left=$(pgrep -af "$demo" || true)
+  left=$(naming list "$demo")
   rm -rf "$demo"
   if [ -n "$left" ]; then echo "demo: processes left running: $left" >&2; exit 1; fi
   say "stopped everything; nothing left running"
@@ -337,7 +349,7 @@ export E2E_BROWSER_LOG="$demo/logs/browser.log"
 # below waits for it, and its Chromium profile is inside the demo's folder.
 mkdir -p "$demo/tmp"
 browser_done() { # WHOSE
-  for _ in $(seq 900); do pgrep -f "$demo/bin/e2e-browser" >/dev/null || return 0; sleep 0.1; done
+  for _ in $(seq 900); do [ -n "$(naming list "$demo/bin/e2e-browser")" ] || return 0; sleep 0.1; done
   fail "$1's browser still runs 90 s after the login"
 }
 expect() { # WHAT PATTERN OUTPUT

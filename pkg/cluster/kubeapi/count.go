@@ -42,6 +42,9 @@ type counting struct {
 
 func (t counting) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := req.Context().Err(); err != nil {
+		if req.Body != nil {
+			_ = req.Body.Close() // a RoundTripper closes the body, sent or not
+		}
 		return nil, err // not sent, not counted
 	}
 	t.total.Add(1)

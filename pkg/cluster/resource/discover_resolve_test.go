@@ -17,6 +17,7 @@ type cachedDiscovery struct {
 	cacheErr      error
 	serverErr     error
 	fromCache     bool // the next answer comes from the cache
+	alwaysCached  bool // Invalidate says the answer was cached and does nothing (a hostile cache)
 	answers       []string
 }
 
@@ -30,6 +31,9 @@ func (d *cachedDiscovery) Discover(context.Context, bool) ([]Resource, error) {
 }
 
 func (d *cachedDiscovery) Invalidate() bool {
+	if d.alwaysCached {
+		return true
+	}
 	was := d.fromCache
 	d.fromCache = false
 	return was
@@ -59,6 +63,8 @@ func TestResolve(t *testing.T) {
 		{"not served, asked the server once", &cachedDiscovery{cache: []Resource{pods}, server: []Resource{pods}, fromCache: true},
 			"gadgets", "", `"gadgets"`, []string{"cache", "server"}, 0},
 		{"a miss in the server's own answer: not asked again", &cachedDiscovery{server: []Resource{pods}}, "gadgets", "", `"gadgets"`, []string{"server"}, 0},
+		{"a cache that claims every answer: still one retry", &cachedDiscovery{cache: []Resource{pods}, server: []Resource{pods},
+			fromCache: true, alwaysCached: true}, "gadgets", "", `"gadgets"`, []string{"cache", "cache"}, 0},
 		{"discovery down", &cachedDiscovery{serverErr: down}, "pods", "", "connection refused", []string{"server"}, 0},
 		{"one group down: a warning", &cachedDiscovery{server: []Resource{pods}, serverErr: partial}, "pods", "pods", "", []string{"server"}, 1},
 	} {
