@@ -87,19 +87,42 @@ func (a *Auto) Where() string { return a.found }
 
 func (a *Auto) Name() string { return StorageAuto }
 
-// Get reads the keyring first; when the keyring cannot be used, or holds
-// nothing, the disk (an earlier fallback may have written there).
+// Get reads the keyring and the disk, where a fallback wrote when the
+// keyring could not be used: of two entries, the one whose token was
+// obtained later (the keyring's when alike, or when the disk's does not
+// decode). A keyring write that failed (timed out under load) leaves the
+// keyring's older entry in place, whose refresh token the provider may
+// have rotated away since: read first, it would send the person back to a
+// browser. A keyring write that succeeds removes the disk's copy, so the
+// disk holds one only after a fallback: on the cached path, that is one
+// more file looked up.
 func (a *Auto) Get(ctx context.Context, id string) ([]byte, error) {
-	b, err := a.Keyring.Get(ctx, id)
-	if err == nil || errors.Is(err, ErrCorrupt) {
-		a.found = StorageKeyring
-		return b, err
-	}
-	b, err = a.Disk.Get(ctx, id)
-	if err == nil {
+	kb, kerr := a.Keyring.Get(ctx, id)
+	db, derr := a.Disk.Get(ctx, id)
+	keyring := kerr == nil || errors.Is(kerr, ErrCorrupt)
+	if derr == nil && (!keyring || newerEntry(db, kb)) {
 		a.found = StorageDisk
+		return db, nil
 	}
-	return b, err
+	if keyring {
+		a.found = StorageKeyring
+		return kb, kerr
+	}
+	return db, derr
+}
+
+// newerEntry says whether a's token was obtained after b's, or a decodes
+// and b does not.
+func newerEntry(a, b []byte) bool {
+	ea, err := DecodeEntry(a)
+	if err != nil {
+		return false
+	}
+	eb, err := DecodeEntry(b)
+	if err != nil {
+		return true
+	}
+	return ea.ObtainedAt.After(eb.ObtainedAt)
 }
 
 // Failure is why the keyring was found unusable in this process, if it was.

@@ -429,3 +429,70 @@ func TestLock(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 }
+
+// TestAutoPrefersTheNewerCopy: a keyring write that fails (it timed out
+// under load) leaves the keyring's older entry in place and writes the new
+// one to disk. The next process must read the new one: the older entry's
+// refresh token may have been rotated away by the provider (Dex answers
+// "refresh token claimed twice", and the person is sent to a browser).
+// A disk copy exists only when the last write fell back to it (a keyring
+// write that succeeds removes it), but the choice is by when each token
+// was obtained, not by that alone.
+func TestAutoPrefersTheNewerCopy(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	api := newFakeKeyring(0)
+	now := time.Date(2026, 11, 28, 2, 36, 0, 0, time.UTC)
+	entry := func(refresh string, obtained time.Time) []byte {
+		b, err := (&Entry{IDToken: "id", RefreshToken: refresh, ObtainedAt: obtained}).Encode()
+		require.NoError(t, err)
+		return b
+	}
+	process := func() *Auto {
+		return &Auto{Keyring: &Keyring{API: api, Timeout: time.Second}, Disk: NewDisk(dir), Notify: func(string) {}}
+	}
+	older, newer := entry("rotated-away", now), entry("current", now.Add(time.Minute))
+
+	require.NoError(t, process().Put(ctx, testID, older))
+	api.mu.Lock()
+	api.err = errors.New("the keyring did not answer within 2s")
+	api.mu.Unlock()
+	require.NoError(t, process().Put(ctx, testID, newer), "the new entry goes to disk")
+	api.mu.Lock()
+	api.err = nil
+	api.mu.Unlock()
+	got, err := process().Get(ctx, testID)
+	require.NoError(t, err)
+	assert.Equal(t, string(newer), string(got), "the next process reads the new entry, not the keyring's older one")
+
+	for _, tc := range []struct {
+		name           string
+		keyring, disk  []byte // nil: none
+		want           []byte
+		wantWhere      string
+	}{
+		{"the keyring's entry is older: the disk's", older, newer, newer, StorageDisk},
+		{"the disk's entry is older: the keyring's", newer, older, newer, StorageKeyring},
+		{"both alike: the keyring's", newer, newer, newer, StorageKeyring},
+		{"the keyring's entry is corrupt: the disk's", []byte("{not an entry"), newer, newer, StorageDisk},
+		{"the disk's entry is corrupt: the keyring's", newer, []byte("{not an entry"), newer, StorageKeyring},
+		{"only the keyring's", newer, nil, newer, StorageKeyring},
+		{"only the disk's", nil, newer, newer, StorageDisk},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := process()
+			require.NoError(t, a.Keyring.Delete(ctx, testID))
+			require.NoError(t, a.Disk.Delete(ctx, testID))
+			if tc.keyring != nil {
+				require.NoError(t, a.Keyring.Put(ctx, testID, tc.keyring))
+			}
+			if tc.disk != nil {
+				require.NoError(t, a.Disk.Put(ctx, testID, tc.disk))
+			}
+			got, err := a.Get(ctx, testID)
+			require.NoError(t, err)
+			assert.Equal(t, string(tc.want), string(got))
+			assert.Equal(t, tc.wantWhere, a.Where())
+		})
+	}
+}
