@@ -466,10 +466,10 @@ func TestAutoPrefersTheNewerCopy(t *testing.T) {
 	assert.Equal(t, string(newer), string(got), "the next process reads the new entry, not the keyring's older one")
 
 	for _, tc := range []struct {
-		name           string
-		keyring, disk  []byte // nil: none
-		want           []byte
-		wantWhere      string
+		name          string
+		keyring, disk []byte // nil: none
+		want          []byte
+		wantWhere     string
 	}{
 		{"the keyring's entry is older: the disk's", older, newer, newer, StorageDisk},
 		{"the disk's entry is older: the keyring's", newer, older, newer, StorageKeyring},
