@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -28,13 +29,13 @@ type Kubelogin struct {
 func KubeloginKubeconfig(t testing.TB, k Kubelogin, edit func(*clientcmdapi.Config)) []byte {
 	t.Helper()
 	c := clientcmdapi.NewConfig()
-	c.Clusters["c"] = &clientcmdapi.Cluster{Server: or(k.Server, "https://k8s.example.com"), CertificateAuthority: k.CA}
+	c.Clusters["c"] = &clientcmdapi.Cluster{Server: cmp.Or(k.Server, "https://k8s.example.com"), CertificateAuthority: k.CA}
 	c.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "oidc"}
 	c.CurrentContext = "c"
 	c.AuthInfos["oidc"] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
 		APIVersion: "client.authentication.k8s.io/v1", Command: "kubectl",
-		Args: append([]string{"oidc-login", "get-token", "--oidc-issuer-url=" + or(k.Issuer, "https://issuer.example.com"),
-			"--oidc-client-id=" + or(k.ClientID, "k8s")}, k.Extra...),
+		Args: append([]string{"oidc-login", "get-token", "--oidc-issuer-url=" + cmp.Or(k.Issuer, "https://issuer.example.com"),
+			"--oidc-client-id=" + cmp.Or(k.ClientID, "k8s")}, k.Extra...),
 		InteractiveMode: clientcmdapi.IfAvailableExecInteractiveMode,
 	}}
 	if edit != nil {
@@ -61,11 +62,4 @@ func KubeloginKubeconfig(t testing.TB, k Kubelogin, edit func(*clientcmdapi.Conf
 		out.WriteRune(r)
 	}
 	return []byte(out.String())
-}
-
-func or(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }
