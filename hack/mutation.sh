@@ -32,6 +32,7 @@ targets=(
   "pkg/cmd/util complete.go"
   "pkg/credential/session gate.go"
   "pkg/host/kuberc kuberc.go"
+  "pkg/server/recorder recorder.go"
 )
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -2,9 +2,10 @@
 // in packages by concern, as kubectl's do, each an options struct with
 // Complete(ctx, args), Validate and Run: credential (get-token, login, logout,
 // status, cloudsigma), setup, identity (whoami, claims, groups), authz
-// (access, list, why, who-can), serve (proxy); util holds what they share (global options, the
-// kubeconfig and output flags, the Complete/Validate/Run runner and the
-// hand-off to kubectl-impersonate-apiserver, whose code is apiserver's).
+// (access, list, why, who-can), privilege (record, least-privilege), serve
+// (proxy); util holds what they share (global options, the kubeconfig and
+// output flags, the Complete/Validate/Run runner and the hand-off to
+// kubectl-impersonate-apiserver, whose code is apiserver's).
 package cmd
 
 import (
@@ -19,6 +20,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/authz"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/credential"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/identity"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/privilege"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/serve"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/setup"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
@@ -56,6 +58,8 @@ var commands = []command{
 	{[]string{"list"}, authz.NewCmdList},
 	{[]string{"why"}, authz.NewCmdWhy},
 	{[]string{"who-can"}, authz.NewCmdWhoCan},
+	{[]string{"record"}, privilege.NewCmdRecord},
+	{[]string{"least-privilege"}, privilege.NewCmdLeastPrivilege},
 	{[]string{"proxy"}, serve.NewCmdProxy},
 	{[]string{"version"},
 		func(_ *cmdutil.GlobalOptions, s genericiooptions.IOStreams) *cobra.Command { return NewCmdVersion(s) }},

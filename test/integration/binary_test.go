@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv(envAttackerListen); addr != "" {
 		os.Exit(attackerListen(addr)) // this binary, run as another uid by localusers_test.go
 	}
+	if role := os.Getenv(envRecordRole); role != "" {
+		os.Exit(recordRole(role)) // this binary, record's command or another uid (record_test.go)
+	}
 	if os.Getenv(envMeasureRSS) != "" {
 		os.Exit(measureRSS(os.Args[1:])) // this binary, the small parent of a measured run (hostile_test.go)
 	}

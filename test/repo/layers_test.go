@@ -24,10 +24,12 @@ var layers = map[string][]string{
 	// the credential plugin: flags, profiles, exec entries, sessions, the
 	// fast binary's path
 	"credential": {"host", "token", "idp"},
-	// the Kubernetes API as a client sees it, and inspection
+	// the Kubernetes API as a client sees it, inspection, and what an
+	// identity used and needs
 	"cluster": {"host"},
-	// kube-apiserver's own code and the proxy built on it
-	"server": {"host", "token", "idp"},
+	// kube-apiserver's own code and what is built on it: the proxy, and
+	// record's endpoint (which writes pkg/cluster/usage's requests)
+	"server": {"host", "token", "idp", "cluster"},
 	// the commands: any layer
 	"cmd": {"host", "token", "idp", "credential", "cluster", "server"},
 }

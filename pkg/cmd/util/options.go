@@ -27,6 +27,9 @@ type GlobalOptions struct {
 	IsTerminal func(any) bool
 	// ParentExe is the parent process's executable (execcred.FromEnvironment).
 	ParentExe func() string
+	// Environ is the process's environment, for a child the command runs
+	// (record's command).
+	Environ func() []string
 	// OpenTerminal opens the controlling terminal (SessionEnv).
 	OpenTerminal func() (io.Writer, error)
 	// APIServer is kube-apiserver's own code (pkg/server/kubecode), injected by
@@ -41,7 +44,7 @@ type GlobalOptions struct {
 // code where this binary links it (else nil).
 func NewGlobalOptions(code kubecode.Code, args []string) *GlobalOptions {
 	return &GlobalOptions{Getenv: environ.Getenv, IsTerminal: IsTerminalFile, ParentExe: execcred.ParentExecutable,
-		OpenTerminal: OpenControllingTerminal, APIServer: code, args: args}
+		Environ: environ.Environ, OpenTerminal: OpenControllingTerminal, APIServer: code, args: args}
 }
 
 // Env reads the environment with Getenv as it is when called (tests

@@ -7,7 +7,8 @@
 // package initialisers cost every process about 10 ms) and hand the
 // commands that need it to that binary (pkg/cmd/util's RunE). Each command
 // lives whole in its own package: claims in pkg/cmd/identity, proxy in
-// pkg/cmd/serve, setup --authentication-config in pkg/cmd/setup.
+// pkg/cmd/serve, setup --authentication-config in pkg/cmd/setup, record in
+// pkg/cmd/privilege.
 package kubecode
 
 import (
@@ -18,6 +19,9 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"k8s.io/client-go/rest"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/authn/oidcflags"
 )
@@ -34,6 +38,35 @@ type Code interface {
 	CheckAuthConfig(path, issuer, audience string) (note string, err error)
 	// ServeProxy serves the impersonating proxy until ctx ends (proxy).
 	ServeProxy(ctx context.Context, c ProxyConfig) error
+	// StartRecorder starts record's endpoint on 127.0.0.1 (record).
+	StartRecorder(c RecordConfig) (Recorder, error)
+}
+
+// RecordConfig is record's endpoint: the cluster it forwards to and where
+// it writes.
+type RecordConfig struct {
+	// Upstream is the context's configuration: its server, TLS and
+	// credentials (an exec plugin, a client certificate, a token).
+	Upstream *rest.Config
+	// Log receives one audit.k8s.io/v1 Event line per authorizer check.
+	Log io.Writer
+	// Now is the clock of the events (time.Now when nil).
+	Now func() time.Time
+	// ErrorLog receives the endpoint's own errors, one line each (none
+	// when nil).
+	ErrorLog io.Writer
+}
+
+// Recorder is a running recording endpoint.
+type Recorder interface {
+	// Kubeconfig is the recorded command's kubeconfig: one context, the
+	// endpoint with its one-time CA and token, in namespace.
+	Kubeconfig(namespace string) *clientcmdapi.Config
+	// Counts are the checks written, and how many the cluster refused.
+	Counts() (written, refused int)
+	// Close stops the endpoint and what still runs through it, and says
+	// whether a write of the log failed.
+	Close() error
 }
 
 // Authentication selects the rules kube-apiserver authenticates tokens

@@ -21,6 +21,8 @@ type Code struct {
 	CheckErr   error
 	// Serve, when set, is what ServeProxy does.
 	Serve func(ctx context.Context, c kubecode.ProxyConfig) error
+	// Record, when set, is what StartRecorder does.
+	Record func(c kubecode.RecordConfig) (kubecode.Recorder, error)
 
 	// Predicted, Checked and Served record the calls.
 	Predicted []kubecode.PredictRequest
@@ -56,4 +58,12 @@ func (f *Code) ServeProxy(ctx context.Context, c kubecode.ProxyConfig) error {
 		return errors.New("this fake serves no proxy")
 	}
 	return serve(ctx, c)
+}
+
+// StartRecorder calls Record, or refuses.
+func (f *Code) StartRecorder(c kubecode.RecordConfig) (kubecode.Recorder, error) {
+	if f.Record == nil {
+		return nil, errors.New("fake: StartRecorder")
+	}
+	return f.Record(c)
 }

@@ -1,7 +1,8 @@
 // Package linked is kube-apiserver's own code behind the kubecode.Code
 // seam: claims predicts with its JWT authenticator, proxy serves with it,
 // setup --authentication-config checks a cluster's configuration as
-// kube-apiserver validates it. Only cmd/kubectl-impersonate-apiserver
+// kube-apiserver validates it, record parses requests with its request-info
+// code (pkg/server/recorder). Only cmd/kubectl-impersonate-apiserver
 // imports this package: the code's package initialisers (component-base's
 // metrics registry, CEL, the egress selector) would otherwise cost every
 // kubectl-impersonate process about 10 ms.
@@ -13,6 +14,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/authn"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/authn/oidcflags"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/recorder"
 )
 
 // Code is kubecode.Code on kube-apiserver's own code.
@@ -47,4 +49,9 @@ func authnOptions(a kubecode.Authentication, fill func(*oidcflags.Legacy)) (opts
 		rule += fmt.Sprintf(", groups = %q + claim %q", *m.Groups.Prefix, m.Groups.Claim)
 	}
 	return opts, rule, nil
+}
+
+// StartRecorder starts record's endpoint (pkg/server/recorder).
+func (Code) StartRecorder(c kubecode.RecordConfig) (kubecode.Recorder, error) {
+	return recorder.Start(c)
 }

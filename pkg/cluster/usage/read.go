@@ -1,0 +1,171 @@
+package usage
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+)
+
+// maxLine bounds one line of a log: a RequestResponse event holds whole
+// objects, but none is near this.
+const maxLine = 64 << 20
+
+// ReadOptions selects the requests of a log.
+type ReadOptions struct {
+	// User is whose requests are read: the user the authorizer was asked
+	// about (the impersonated one, for a request that impersonates); and the
+	// impersonate checks of the requests User sent as another identity. ""
+	// reads a recording's: every request not sent as another identity,
+	// and the impersonate checks.
+	User string
+}
+
+// Read reads a log of audit.k8s.io/v1 Events, one JSON object a line (as
+// kube-apiserver's --audit-log-path writes them, format json, and record
+// does): the requests o selects, one per audit ID (the response's stage
+// where the log has it, the stage the response started otherwise).
+func Read(r io.Reader, o ReadOptions) ([]Request, error) {
+	rd := bufio.NewReaderSize(r, 1<<20)
+	type entry struct {
+		stage auditv1.Stage
+		reqs  []Request
+	}
+	var order []*entry
+	byID := map[string]*entry{}
+	for n := 1; ; n++ {
+		line, err := readLine(rd)
+		if errors.Is(err, io.EOF) && len(line) == 0 {
+			break
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("reading line %d: %w", n, err)
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var ev auditv1.Event
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return nil, fmt.Errorf("line %d is not a JSON audit event (kube-apiserver's --audit-log-format=json): %w",
+				n, err)
+		}
+		if ev.Kind != "Event" || ev.APIVersion != auditv1.SchemeGroupVersion.String() {
+			return nil, fmt.Errorf("line %d is a %q of %q, not an audit.k8s.io/v1 Event", n, ev.Kind, ev.APIVersion)
+		}
+		if ev.Stage == auditv1.StageRequestReceived {
+			continue // no answer yet: the later stages of its audit ID have it
+		}
+		e := &entry{stage: ev.Stage, reqs: selected(ev, o)}
+		if prev, ok := byID[string(ev.AuditID)]; ok && ev.AuditID != "" {
+			// One request: the stage of its response replaces the stage it
+			// started streaming at (a watch, logs -f, exec).
+			if prev.stage == auditv1.StageResponseStarted {
+				*prev = *e
+			}
+			continue
+		}
+		if ev.AuditID != "" {
+			byID[string(ev.AuditID)] = e
+		}
+		order = append(order, e)
+	}
+	var out []Request
+	for _, e := range order {
+		out = append(out, e.reqs...)
+	}
+	return out, nil
+}
+
+// readLine is the next line of rd, without its end; an error past maxLine.
+func readLine(rd *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := rd.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > maxLine {
+			return nil, fmt.Errorf("a line is longer than %d MiB", maxLine>>20)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
+		}
+	}
+}
+
+// selected is what ev holds of the requests o selects.
+func selected(ev auditv1.Event, o ReadOptions) []Request {
+	impersonated := ""
+	if ev.ImpersonatedUser != nil {
+		impersonated = ev.ImpersonatedUser.Username
+	}
+	switch {
+	case o.User == "" && impersonated == "", impersonated != "" && impersonated == o.User,
+		impersonated == "" && ev.User.Username == o.User:
+		return []Request{fromEvent(ev)}
+	case impersonated != "" && o.User != "" && ev.User.Username == o.User:
+		// Sent by User as another identity: the impersonate checks were User's.
+		return impersonationOf(*ev.ImpersonatedUser, ev.ResponseStatus != nil && ev.ResponseStatus.Code == 401)
+	}
+	return nil
+}
+
+// impersonationOf is the impersonate checks of acting as u.
+func impersonationOf(u authnv1.UserInfo, refused bool) []Request {
+	h := map[string][]string{authnv1.ImpersonateUserHeader: {u.Username}}
+	if len(u.Groups) > 0 {
+		h[authnv1.ImpersonateGroupHeader] = u.Groups
+	}
+	if u.UID != "" {
+		h[authnv1.ImpersonateUIDHeader] = []string{u.UID}
+	}
+	for k, v := range u.Extra {
+		h[authnv1.ImpersonateUserExtraHeaderPrefix+url.PathEscape(k)] = v
+	}
+	reqs := Impersonation(h)
+	for i := range reqs {
+		reqs[i].User = ""
+		reqs[i].Refused = refused
+	}
+	return reqs
+}
+
+// fromEvent is the request ev records.
+func fromEvent(ev auditv1.Event) Request {
+	r := Request{User: ev.User.Username, Verb: ev.Verb}
+	if ev.ImpersonatedUser != nil {
+		r.User = ev.ImpersonatedUser.Username
+	}
+	switch {
+	case ev.ResponseStatus != nil:
+		r.Code = int(ev.ResponseStatus.Code)
+	case ev.Stage == auditv1.StagePanic:
+		r.Code = 500
+	default:
+		r.Code = 200 // kube-apiserver logs a response without a status as 200
+	}
+	r.Refused = r.Code == 401 || r.Code == 403 && ev.Annotations[decisionAnnotation] == "forbid"
+	if ev.ObjectRef == nil {
+		u, err := url.Parse(ev.RequestURI)
+		if err == nil {
+			r.Path = u.Path
+		} else {
+			r.Path = ev.RequestURI
+		}
+		return r
+	}
+	ref := ev.ObjectRef
+	r.APIGroup, r.Resource, r.Subresource, r.Namespace, r.Name = ref.APIGroup, ref.Resource, ref.Subresource,
+		ref.Namespace, ref.Name
+	if r.Verb == "create" && r.Subresource == "" {
+		// The audit log names the object created, from the response; the
+		// authorizer saw no name (the URL has none).
+		r.Name = ""
+	}
+	return r
+}

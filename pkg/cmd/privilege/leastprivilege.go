@@ -1,0 +1,358 @@
+package privilege
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/inspect"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
+)
+
+// LeastPrivilegeOptions is the least-privilege command.
+type LeastPrivilegeOptions struct {
+	Kube   *cmdutil.KubeFlags
+	Output *cmdutil.OutputFlags
+	// From are recordings (record -o); FromAudit kube-apiserver's audit
+	// logs, read for User's requests.
+	From, FromAudit []string
+	User            string
+	// Name names the generated objects; Subject is who they are bound to.
+	Name, Subject string
+	MaxNames      int
+	// Held compares with what the kubeconfig's identity (--as) holds.
+	Held bool
+
+	reqs    []usage.Request
+	subject *rbacv1.Subject
+	client  inspect.AccessClient
+	genericiooptions.IOStreams
+	global *cmdutil.GlobalOptions
+}
+
+// NewCmdLeastPrivilege builds least-privilege.
+func NewCmdLeastPrivilege(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &LeastPrivilegeOptions{IOStreams: streams, global: g}
+	cmd := &cobra.Command{
+		Use:   "least-privilege --from FILE | --from-audit FILE --audit-user NAME",
+		Short: "The Roles that allow exactly what a recording (or the audit log) shows an identity doing",
+		Long: `least-privilege reads what an identity did (recordings of "kubectl impersonate
+record", or kube-apiserver's audit log with --from-audit and --audit-user) and prints
+the least privilege that serves it, as YAML that kubectl apply takes: a Role
+for each namespace used and a ClusterRole for what was used at cluster scope
+(cluster-scoped resources, every namespace at once, non-resource URLs), with
+their bindings for --subject.
+
+The rules hold the exact verbs and resources used: watch only where watched,
+subresources apart, resourceNames where at most --max-names objects were
+named and never a list of them all. Requests the cluster refused are not
+granted; discovery (every user's already) is not either. A WebSocket exec,
+attach or port-forward gets get and create on its subresource, which
+Kubernetes 1.35 and later ask. Rules that are escalation paths (escalate,
+bind, impersonate, reading secrets, exec, creating pods, service account
+tokens, the nodes' proxy) are called out in the comments above the YAML.
+
+With --held (the default), it also counts what the kubeconfig's identity
+(--as to choose another) holds in the namespaces used, against what the use
+needed: "holds 240 cells, used 7".`,
+		Example: `  kubectl impersonate least-privilege --from ci.jsonl --subject ServiceAccount:ci:deployer
+  kubectl impersonate least-privilege --from-audit /var/log/kube-apiserver/audit.log \
+    --audit-user system:serviceaccount:ci:deployer --name deployer | kubectl apply -f -`,
+		Args: cobra.NoArgs,
+		RunE: cmdutil.RunE(o),
+	}
+	o.Kube = cmdutil.NewKubeFlags(cmd.Flags(), g.Env)
+	o.Kube.RegisterCompletions(cmd)
+	o.Output = cmdutil.NewOutputFlags(cmd.Flags(), "yaml with comments")
+	f := cmd.Flags()
+	f.StringArrayVar(&o.From, "from", nil, "A recording of kubectl impersonate record (repeatable)")
+	f.StringArrayVar(&o.FromAudit, "from-audit", nil, "A kube-apiserver audit log (--audit-log-path, format json; "+
+		"repeatable): the requests of --audit-user")
+	f.StringVar(&o.User, "audit-user", "", "Whose requests --from-audit reads: the user kube-apiserver authorized "+
+		"(system:serviceaccount:NS:NAME for a service account)")
+	f.StringVar(&o.Name, "name", "least-privilege", "The name of the generated Roles, ClusterRole and bindings")
+	f.StringVar(&o.Subject, "subject", "", "Who the bindings bind: User:NAME, Group:NAME or ServiceAccount:NS:NAME "+
+		"(default: --audit-user with --from-audit; none: no bindings)")
+	f.IntVar(&o.MaxNames, "max-names", usage.DefaultMaxNames, "A rule names the objects used when they are at "+
+		"most this many")
+	f.BoolVar(&o.Held, "held", true, "Count what the kubeconfig's identity (--as) holds in the namespaces used")
+	return cmd
+}
+
+// ValidateFlags checks the flags before anything is read.
+func (o *LeastPrivilegeOptions) ValidateFlags() error {
+	switch {
+	case len(o.From) == 0 && len(o.FromAudit) == 0:
+		return errors.New("nothing to read: give --from FILE (a recording of kubectl impersonate record) or " +
+			"--from-audit FILE --audit-user NAME")
+	case len(o.FromAudit) > 0 && o.User == "":
+		return errors.New("--from-audit needs --audit-user: whose requests to read from the audit log")
+	case o.MaxNames < 0:
+		return fmt.Errorf("--max-names %d: give 0 or more", o.MaxNames)
+	case o.Name == "":
+		return errors.New("--name is empty: give the generated objects' name")
+	}
+	return o.Output.Validate()
+}
+
+// Complete parses the subject, reads the files and, with --held, builds
+// the identity's client.
+func (o *LeastPrivilegeOptions) Complete(_ context.Context, _ []string) error {
+	subject := o.Subject
+	if subject == "" && o.User != "" {
+		subject = "User:" + o.User
+		if ns, name, ok := strings.Cut(strings.TrimPrefix(o.User, "system:serviceaccount:"), ":"); ok &&
+			strings.HasPrefix(o.User, "system:serviceaccount:") {
+			subject = "ServiceAccount:" + ns + ":" + name
+		}
+	}
+	if subject != "" {
+		s, err := ParseSubject(subject)
+		if err != nil {
+			return err
+		}
+		o.subject = &s
+	}
+	for _, f := range o.From {
+		reqs, err := readLog(f, usage.ReadOptions{})
+		if err != nil {
+			return err
+		}
+		o.reqs = append(o.reqs, reqs...)
+	}
+	for _, f := range o.FromAudit {
+		reqs, err := readLog(f, usage.ReadOptions{User: o.User})
+		if err != nil {
+			return err
+		}
+		o.reqs = append(o.reqs, reqs...)
+	}
+	if o.Held {
+		ic, err := o.Kube.IdentityClients()
+		if err != nil {
+			return err
+		}
+		o.client = ic.Target
+	}
+	return nil
+}
+
+// readLog reads one log.
+func readLog(path string, ro usage.ReadOptions) ([]usage.Request, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the requests: %w", err)
+	}
+	defer f.Close()
+	reqs, err := usage.Read(f, ro)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return reqs, nil
+}
+
+// ParseSubject reads User:NAME, Group:NAME or ServiceAccount:NS:NAME.
+func ParseSubject(s string) (rbacv1.Subject, error) {
+	kind, rest, _ := strings.Cut(s, ":")
+	switch {
+	case rest == "":
+	case kind == rbacv1.UserKind || kind == rbacv1.GroupKind:
+		return rbacv1.Subject{Kind: kind, APIGroup: rbacv1.GroupName, Name: rest}, nil
+	case kind == rbacv1.ServiceAccountKind:
+		if ns, name, ok := strings.Cut(rest, ":"); ok && ns != "" && name != "" {
+			return rbacv1.Subject{Kind: kind, Namespace: ns, Name: name}, nil
+		}
+	}
+	return rbacv1.Subject{}, fmt.Errorf("--subject %q: give User:NAME, Group:NAME or ServiceAccount:NAMESPACE:NAME", s)
+}
+
+// Result is least-privilege's answer: the policy, and the identity's held
+// cells when counted.
+type Result struct {
+	usage.Policy
+	// Held counts the cells the identity holds in the namespaces used
+	// (HeldIn), -1 when not counted.
+	Held   int      `json:"held"`
+	HeldIn []string `json:"heldIn,omitempty"`
+}
+
+// Run generates the policy, counts what is held, and prints.
+func (o *LeastPrivilegeOptions) Run(ctx context.Context) error {
+	res := Result{Policy: usage.Generate(o.reqs, usage.PolicyOptions{Name: o.Name, Subject: o.subject,
+		MaxNames: o.MaxNames}), Held: -1}
+	if o.client != nil {
+		if err := o.held(ctx, &res); err != nil {
+			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: least-privilege: not counting what is held (--held=false "+
+				"to skip): %s\n", logging.OneLine(err.Error(), 300))
+		}
+	}
+	if o.Output.Format == "json" || o.Output.Format == "yaml" {
+		fmt.Fprint(o.ErrOut, summary(res, "kubectl-impersonate: least-privilege: "))
+		return printList(o.Out, o.Output.Format, objects(res.Policy))
+	}
+	if !o.Output.Human() {
+		return o.Output.Print(o.Out, res, nil)
+	}
+	fmt.Fprint(o.Out, summary(res, "# "))
+	return printYAML(o.Out, objects(res.Policy))
+}
+
+// held counts the cells the identity holds in the namespaces the policy
+// uses, as access answers.
+func (o *LeastPrivilegeOptions) held(ctx context.Context, res *Result) error {
+	namespaces := map[string]bool{}
+	for _, c := range res.Used {
+		if c.Namespace != "" {
+			namespaces[c.Namespace] = true
+		}
+	}
+	if len(namespaces) == 0 {
+		return nil
+	}
+	resources, err := inspect.Resources(ctx, o.client, nil, true, false, cmdutil.Notifier(o.ErrOut))
+	if err != nil {
+		return err
+	}
+	res.HeldIn = slices.Sorted(maps.Keys(namespaces))
+	held := 0
+	err = inspect.Matrices(ctx, inspect.MatrixRequest{Client: o.client, Resources: resources,
+		Namespaces: res.HeldIn, Verbs: rbac.DefaultVerbs}, func(_ int, m *rbac.Matrix) {
+		for _, r := range m.Rows {
+			for _, c := range r.Cells {
+				if c.Held() {
+					held++
+				}
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	res.Held = held
+	return nil
+}
+
+// summary is the comments above the YAML: what was read, held against
+// used, the escalations.
+func summary(res Result, prefix string) string {
+	var b strings.Builder
+	used := len(res.Used)
+	fmt.Fprintf(&b, "%sleast privilege for %s used (verb, resource, namespace); not granted: %d refused by the "+
+		"cluster, %d discovery (every user's)\n", prefix, cells(used), len(res.Refused), res.Discovery)
+	if res.Held >= 0 && len(res.HeldIn) > 0 {
+		inNS := 0
+		for _, c := range res.Used {
+			if c.Namespace != "" {
+				inNS++
+			}
+		}
+		fmt.Fprintf(&b, "%sholds %s in %s, used %d\n", prefix, cells(res.Held), strings.Join(res.HeldIn, ", "), inNS)
+	}
+	for _, e := range res.Escalations {
+		c := usage.Cell{Namespace: e.Namespace, Verb: e.Verb, APIGroup: e.APIGroup, Resource: e.Resource}
+		fmt.Fprintf(&b, "%sescalation: %s: %s\n", prefix, logging.OneLine(c.String(), 200), e.Why)
+	}
+	if res.ClusterRoleBinding == nil && len(res.RoleBindings) == 0 && (res.ClusterRole != nil || len(res.Roles) > 0) {
+		fmt.Fprintf(&b, "%sno bindings: give --subject to bind the roles\n", prefix)
+	}
+	return b.String()
+}
+
+// cells is "N cells", or "1 cell".
+func cells(n int) string {
+	if n == 1 {
+		return "1 cell"
+	}
+	return fmt.Sprintf("%d cells", n)
+}
+
+// objects are the policy's objects in apply order: roles, then bindings.
+func objects(p usage.Policy) []runtime.Object {
+	var out []runtime.Object
+	if p.ClusterRole != nil {
+		out = append(out, p.ClusterRole)
+	}
+	for i := range p.Roles {
+		out = append(out, &p.Roles[i])
+	}
+	if p.ClusterRoleBinding != nil {
+		out = append(out, p.ClusterRoleBinding)
+	}
+	for i := range p.RoleBindings {
+		out = append(out, &p.RoleBindings[i])
+	}
+	return out
+}
+
+// printYAML writes objs as YAML documents.
+func printYAML(w io.Writer, objs []runtime.Object) error {
+	for i, obj := range objs {
+		b, err := yaml.Marshal(obj)
+		if err != nil {
+			return fmt.Errorf("encoding the output: %w", err)
+		}
+		if i > 0 {
+			if _, err := io.WriteString(w, "---\n"); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(withoutNullTimestamps(b)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printList writes objs as a v1 List (kubectl apply takes it).
+func printList(w io.Writer, format string, objs []runtime.Object) error {
+	list := struct {
+		metav1.TypeMeta `json:",inline"`
+		Items           []runtime.Object `json:"items"`
+	}{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}, Items: objs}
+	if list.Items == nil {
+		list.Items = []runtime.Object{}
+	}
+	var b []byte
+	var err error
+	if format == "json" {
+		b, err = json.MarshalIndent(list, "", "    ")
+		b = append(b, '\n')
+	} else {
+		b, err = yaml.Marshal(list)
+	}
+	if err != nil {
+		return fmt.Errorf("encoding the output: %w", err)
+	}
+	_, err = w.Write(withoutNullTimestamps(b))
+	return err
+}
+
+// withoutNullTimestamps drops the YAML lines "creationTimestamp: null"
+// (metav1.ObjectMeta's zero time), which a generated object has no use for.
+func withoutNullTimestamps(b []byte) []byte {
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	out := lines[:0]
+	for _, l := range lines {
+		if string(bytes.TrimSpace(l)) != "creationTimestamp: null" {
+			out = append(out, l)
+		}
+	}
+	return bytes.Join(out, nil)
+}

@@ -1,0 +1,250 @@
+package privilege
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode/linked"
+)
+
+// envChild makes the test binary record's command: it lists the pods of
+// its namespace through its kubeconfig, and exits with the code given.
+const envChild = "KI_TEST_PRIVILEGE_CHILD"
+
+func TestMain(m *testing.M) {
+	if code := os.Getenv(envChild); code != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(100)
+		}
+		ns, _, _ := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(),
+			nil).Namespace()
+		hc, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			os.Exit(100)
+		}
+		resp, err := hc.Get(cfg.Host + "/api/v1/namespaces/" + ns + "/pods")
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(100)
+		}
+		resp.Body.Close()
+		var n int
+		_, _ = fmt.Sscan(code, &n)
+		os.Exit(n)
+	}
+	os.Exit(m.Run())
+}
+
+func streams() (genericiooptions.IOStreams, *bytes.Buffer, *bytes.Buffer) {
+	var out, errOut bytes.Buffer
+	return genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, &out, &errOut
+}
+
+func TestRecordRunsTheCommandAndExitsWithItsCode(t *testing.T) {
+	var seen []string
+	up := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.URL.Path+" "+r.Header.Get("Authorization"))
+		_, _ = io.WriteString(w, `{"kind":"PodList","apiVersion":"v1","items":[]}`)
+	}))
+	defer up.Close()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	for _, code := range []int{0, 7} {
+		t.Run(fmt.Sprint(code), func(t *testing.T) {
+			seen = nil
+			file := filepath.Join(t.TempDir(), "rec.jsonl")
+			s, _, errOut := streams()
+			o := &RecordOptions{IOStreams: s, File: file, Command: []string{self, "--context=elsewhere"},
+				namespace: "team-a", upstream: &rest.Config{Host: up.URL, BearerToken: "ctx",
+					TLSClientConfig: rest.TLSClientConfig{Insecure: true}},
+				global: &cmdutil.GlobalOptions{APIServer: linked.Code{}, Environ: func() []string {
+					return []string{envChild + "=" + fmt.Sprint(code), "KUBECONFIG=/the/user/s", "NO_PROXY=corp"}
+				}}}
+			require.NoError(t, o.Validate())
+			err := o.Run(context.Background())
+			if code == 0 {
+				require.NoError(t, err, errOut.String())
+			} else {
+				assert.Equal(t, cmdutil.ExitCode(code), err)
+			}
+			assert.Equal(t, []string{"/api/v1/namespaces/team-a/pods Bearer ctx"}, seen)
+			assert.Contains(t, errOut.String(), "the command's own --context bypasses the recording")
+			assert.Contains(t, errOut.String(), "1 requests recorded (0 refused by the cluster) in "+file)
+			f, err := os.Open(file)
+			require.NoError(t, err)
+			defer f.Close()
+			reqs, err := usage.Read(f, usage.ReadOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, []usage.Request{{Verb: "list", Resource: "pods", Namespace: "team-a", Code: 200}}, reqs)
+		})
+	}
+}
+
+func TestRecordCommandNotFound(t *testing.T) {
+	s, _, errOut := streams()
+	o := &RecordOptions{IOStreams: s, File: filepath.Join(t.TempDir(), "r"), Command: []string{"/nonexistent/cmd"},
+		upstream: &rest.Config{Host: "https://127.0.0.1:1"},
+		global:   &cmdutil.GlobalOptions{APIServer: linked.Code{}, Environ: func() []string { return nil }}}
+	err := o.Run(context.Background())
+	require.ErrorContains(t, err, "running /nonexistent/cmd")
+	assert.Contains(t, errOut.String(), "0 requests recorded")
+}
+
+func TestChildEnv(t *testing.T) {
+	got := childEnv([]string{"HOME=/h", "KUBECONFIG=/secret/kc", "kubecachedir=/c", "NO_PROXY=corp", "TOKEN=x"},
+		"/tmp/d/kubeconfig", "/tmp/d/cache")
+	assert.Equal(t, []string{"HOME=/h", "TOKEN=x", "NO_PROXY=corp,127.0.0.1,localhost",
+		"no_proxy=127.0.0.1,localhost", "KUBECONFIG=/tmp/d/kubeconfig", "KUBECACHEDIR=/tmp/d/cache"}, got)
+}
+
+func TestParseSubject(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    rbacv1.Subject
+		wantErr bool
+	}{
+		{in: "User:alice@example.com", want: rbacv1.Subject{Kind: "User", APIGroup: rbacv1.GroupName,
+			Name: "alice@example.com"}},
+		{in: "Group:team:a", want: rbacv1.Subject{Kind: "Group", APIGroup: rbacv1.GroupName, Name: "team:a"}},
+		{in: "ServiceAccount:ci:deployer", want: rbacv1.Subject{Kind: "ServiceAccount", Namespace: "ci",
+			Name: "deployer"}},
+		{in: "ServiceAccount:deployer", wantErr: true},
+		{in: "ServiceAccount::x", wantErr: true},
+		{in: "user:alice", wantErr: true},
+		{in: "User:", wantErr: true},
+		{in: "alice", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseSubject(tt.in)
+			if tt.wantErr {
+				assert.ErrorContains(t, err, "give User:NAME, Group:NAME or ServiceAccount:NAMESPACE:NAME")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestLeastPrivilegeValidate(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{nil, "nothing to read: give --from FILE"},
+		{[]string{"--from-audit=a.log"}, "--from-audit needs --audit-user"},
+		{[]string{"--from=r", "--max-names=-1"}, "--max-names -1: give 0 or more"},
+		{[]string{"--from=r", "--name="}, "--name is empty"},
+		{[]string{"--from=r", "-o", "wide"}, `--output "wide" is not one of`},
+		{[]string{"--from=/nonexistent/r", "--held=false"}, "reading the requests: open /nonexistent/r"},
+		{[]string{"--from=r", "--subject=Robot:x", "--held=false"}, `--subject "Robot:x"`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			s, out, _ := streams()
+			g := &cmdutil.GlobalOptions{Getenv: func(string) string { return "" }}
+			cmd := NewCmdLeastPrivilege(g, s)
+			cmd.SetArgs(tt.args)
+			cmd.SetOut(io.Discard)
+			cmd.SetErr(io.Discard)
+			cmd.SilenceUsage, cmd.SilenceErrors = true, true
+			err := cmd.Execute()
+			assert.ErrorContains(t, err, tt.want)
+			assert.Empty(t, out.String(), "nothing printed")
+		})
+	}
+}
+
+// recording writes events of reqs into a file.
+func recording(t *testing.T, reqs ...usage.Request) string {
+	var b bytes.Buffer
+	for _, r := range reqs {
+		line, err := json.Marshal(r.Event(cmp.Or(r.Path, "/a-resource"), "", time.Now()))
+		require.NoError(t, err)
+		b.Write(append(line, '\n'))
+	}
+	path := filepath.Join(t.TempDir(), "rec.jsonl")
+	require.NoError(t, os.WriteFile(path, b.Bytes(), 0o600))
+	return path
+}
+
+func TestLeastPrivilegePrints(t *testing.T) {
+	file := recording(t,
+		usage.Request{Verb: "get", Path: "/api", Code: 200},
+		usage.Request{Verb: "list", Resource: "pods", Namespace: "a", Code: 200},
+		usage.Request{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "a", Name: "web", Code: 101},
+		usage.Request{Verb: "list", Resource: "secrets", Namespace: "a", Code: 403, Refused: true},
+		usage.Request{Verb: "get", Resource: "nodes", Name: "n1", Code: 200},
+	)
+	run := func(args ...string) (string, string) {
+		t.Helper()
+		s, out, errOut := streams()
+		g := &cmdutil.GlobalOptions{Getenv: func(string) string { return "" }}
+		cmd := NewCmdLeastPrivilege(g, s)
+		cmd.SetArgs(append([]string{"--from", file, "--held=false", "--name=ci"}, args...))
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		require.NoError(t, cmd.Execute())
+		return out.String(), errOut.String()
+	}
+
+	out, _ := run("--subject=ServiceAccount:a:robot")
+	assert.True(t, strings.HasPrefix(out, "# least privilege for 4 cells used (verb, resource, namespace); "+
+		"not granted: 1 refused by the cluster, 1 discovery (every user's)\n"), out)
+	assert.Contains(t, out, "# escalation: create pods/exec in a: runs commands in pods")
+	assert.NotContains(t, out, "creationTimestamp")
+	docs := strings.Split(out, "---\n")
+	require.Len(t, docs, 4, "ClusterRole, Role, ClusterRoleBinding, RoleBinding")
+	var role rbacv1.Role
+	require.NoError(t, yaml.UnmarshalStrict([]byte(docs[1]), &role))
+	assert.Equal(t, "Role", role.Kind)
+	assert.Equal(t, "a", role.Namespace)
+	assert.Equal(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/exec"}, ResourceNames: []string{"web"},
+			Verbs: []string{"get", "create"}},
+	}, role.Rules)
+	var binding rbacv1.RoleBinding
+	require.NoError(t, yaml.UnmarshalStrict([]byte(docs[3]), &binding))
+	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "a", Name: "robot"}}, binding.Subjects)
+
+	out, _ = run()
+	assert.Contains(t, out, "# no bindings: give --subject to bind the roles")
+	assert.Len(t, strings.Split(out, "---\n"), 2)
+
+	out, errOut := run("-o", "json")
+	var list struct {
+		Kind  string            `json:"kind"`
+		Items []json.RawMessage `json:"items"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &list))
+	assert.Equal(t, "List", list.Kind)
+	assert.Len(t, list.Items, 2)
+	assert.Contains(t, errOut, "kubectl-impersonate: least-privilege: least privilege for 4 cells used")
+
+	out, _ = run("-o", "jsonpath={.refused[0].resource} {.used[*].verb}")
+	assert.Equal(t, "secrets get list get create", out)
+}

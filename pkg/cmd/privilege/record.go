@@ -1,0 +1,210 @@
+package privilege
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
+)
+
+// RecordOptions is the record command.
+type RecordOptions struct {
+	Kube *cmdutil.KubeFlags
+	// File is where the requests are appended (-o).
+	File string
+	// Command is the program run and its arguments.
+	Command   []string
+	namespace string
+	upstream  *rest.Config
+	genericiooptions.IOStreams
+	global *cmdutil.GlobalOptions
+}
+
+// DefaultRecordFile is -o's default.
+const DefaultRecordFile = "recording.jsonl"
+
+// NewCmdRecord builds record.
+func NewCmdRecord(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &RecordOptions{IOStreams: streams, global: g}
+	cmd := &cobra.Command{
+		Use:   "record [-o FILE] -- COMMAND [ARGS...]",
+		Short: "Run a command against the cluster and record each request it makes, as the cluster authorizes it",
+		Long: `record runs COMMAND (kubectl, helm, a Python or JavaScript client, a test
+suite) with a kubeconfig of its own, whose one context reaches the selected
+context's cluster through an endpoint on 127.0.0.1: the endpoint forwards each
+request with the context's own credentials and appends it to FILE as the
+cluster's authorizer sees it (verb, API group, resource, subresource,
+namespace, name or non-resource URL, and the answer's code), parsed with
+kube-apiserver's own request-info code. No audit log access is needed.
+
+FILE holds audit.k8s.io/v1 Event lines, as kube-apiserver's audit log:
+record several commands into one file, then run
+"kubectl impersonate least-privilege --from FILE".
+
+Only COMMAND reaches the endpoint: it serves TLS with a CA made for this run
+and wants a bearer token made for this run, both in COMMAND's kubeconfig
+(readable by you alone, removed at the end). The context's own credentials
+stay in this process. COMMAND runs in the context's namespace (-n to change
+it); a --context, --kubeconfig, --server or --token of its own bypasses the
+recording. record exits with COMMAND's exit code.`,
+		Example: `  kubectl impersonate record -o ci.jsonl -- kubectl apply -f deploy/
+  kubectl impersonate record -o ci.jsonl -n team-a -- helm upgrade --install web ./chart
+  kubectl impersonate record -o ci.jsonl -- python3 tests/smoke.py
+  kubectl impersonate least-privilege --from ci.jsonl --subject ServiceAccount:ci:deployer`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: cmdutil.RunE(o),
+	}
+	o.Kube = cmdutil.NewKubeFlags(cmd.Flags(), g.Env)
+	o.Kube.RegisterCompletions(cmd)
+	// A recorded test suite runs as long as it runs: no bound by default.
+	timeout := cmd.Flags().Lookup(cmdutil.FlagCommandTimeout)
+	_ = timeout.Value.Set("0")
+	timeout.DefValue = "0"
+	cmd.Flags().StringVarP(&o.File, "output", "o", DefaultRecordFile, "The file the requests are appended to "+
+		"(audit.k8s.io/v1 Event lines; created readable by you alone)")
+	return cmd
+}
+
+// Complete reads the command and builds the context's configuration.
+func (o *RecordOptions) Complete(_ context.Context, args []string) error {
+	o.Command = args
+	ns, _, err := o.Kube.ClientConfig().Namespace()
+	if err != nil {
+		return fmt.Errorf("reading the context's namespace: %w", err)
+	}
+	o.namespace = ns
+	o.upstream, err = o.Kube.Config()
+	return err
+}
+
+// Validate refuses an empty output name.
+func (o *RecordOptions) Validate() error {
+	if o.File == "" {
+		return errors.New("-o names no file: give the file the requests are appended to")
+	}
+	return nil
+}
+
+// NeedsAPIServer: record parses requests with kube-apiserver's own code.
+func (o *RecordOptions) NeedsAPIServer() *cmdutil.GlobalOptions { return o.global }
+
+// bypassFlags are the child's own flags that make it skip the recording.
+var bypassFlags = []string{"--kubeconfig", "--context", "--server", "-s", "--token", "--cluster", "--user"}
+
+// Run starts the endpoint, runs the command against it, and says what it
+// recorded.
+func (o *RecordOptions) Run(ctx context.Context) error {
+	for _, a := range o.Command[1:] {
+		name, _, _ := strings.Cut(a, "=")
+		if slices.Contains(bypassFlags, name) {
+			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: record: warning: the command's own %s bypasses the "+
+				"recording: leave it out (record's --context and -n select the cluster)\n", name)
+		}
+	}
+	f, err := os.OpenFile(o.File, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("opening the recording: %w", err)
+	}
+	defer f.Close()
+	ep, err := o.global.APIServer.StartRecorder(kubecode.RecordConfig{Upstream: o.upstream, Log: f, ErrorLog: o.ErrOut})
+	if err != nil {
+		return err
+	}
+	code, runErr := o.runChild(ctx, ep)
+	closeErr := ep.Close()
+	if err := f.Close(); err != nil && closeErr == nil {
+		closeErr = fmt.Errorf("writing the recording: %w", err)
+	}
+	written, refused := ep.Counts()
+	fmt.Fprintf(o.ErrOut, "kubectl-impersonate: record: %d requests recorded (%d refused by the cluster) in %s; "+
+		"next: kubectl impersonate least-privilege --from %s\n", written, refused, o.File, o.File)
+	if err := errors.Join(runErr, closeErr); err != nil {
+		return err
+	}
+	if code != 0 {
+		return cmdutil.ExitCode(code)
+	}
+	return nil
+}
+
+// stopGrace is how long the command has to end once record is
+// interrupted (the terminal's Ctrl-C reaches it too) before it is killed.
+const stopGrace = 10 * time.Second
+
+// runChild runs the command with its kubeconfig, and returns its exit code.
+func (o *RecordOptions) runChild(ctx context.Context, ep kubecode.Recorder) (int, error) {
+	dir, err := os.MkdirTemp("", "kubectl-impersonate-record-")
+	if err != nil {
+		return 0, fmt.Errorf("making the command's folder: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*ep.Kubeconfig(o.namespace), kubeconfig); err != nil {
+		return 0, fmt.Errorf("writing the command's kubeconfig: %w", err)
+	}
+	c := exec.Command(o.Command[0], o.Command[1:]...)
+	c.Env = childEnv(o.global.Environ(), kubeconfig, filepath.Join(dir, "cache"))
+	c.Stdin, c.Stdout, c.Stderr = o.In, o.Out, o.ErrOut
+	if err := c.Start(); err != nil {
+		return 0, fmt.Errorf("running %s: %w", o.Command[0], err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		select {
+		case err = <-done:
+		case <-time.After(stopGrace):
+			_ = c.Process.Kill()
+			err = <-done
+		}
+	}
+	if exit, ok := errors.AsType[*exec.ExitError](err); ok {
+		return max(exit.ExitCode(), 1), nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("running %s: %w", o.Command[0], err)
+	}
+	return 0, nil
+}
+
+// childEnv is env with the command's kubeconfig and discovery cache (a
+// cache of its own: the endpoint's port changes on every run), and
+// 127.0.0.1 kept away from any HTTP proxy.
+func childEnv(env []string, kubeconfig, cache string) []string {
+	out := make([]string, 0, len(env)+4)
+	noProxy := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch strings.ToUpper(k) {
+		case "KUBECONFIG", "KUBECACHEDIR":
+			continue
+		case "NO_PROXY":
+			noProxy[k] = v
+			continue
+		}
+		out = append(out, kv)
+	}
+	for _, k := range []string{"NO_PROXY", "no_proxy"} {
+		v := noProxy[k]
+		if v != "" {
+			v += ","
+		}
+		out = append(out, k+"="+v+"127.0.0.1,localhost")
+	}
+	return append(out, "KUBECONFIG="+kubeconfig, "KUBECACHEDIR="+cache)
+}

@@ -1,0 +1,463 @@
+// Package recorder is record's endpoint: a reverse proxy on 127.0.0.1 that
+// one child process reaches (TLS with a one-time CA, a one-time bearer
+// token), that forwards each request to the context's cluster with the
+// context's own credentials, and that writes each request as kube-apiserver's
+// authorizer sees it, parsed with k8s.io/apiserver's own request-info code,
+// with the cluster's answer (pkg/cluster/usage's Event lines). It links
+// kube-apiserver's request and authentication packages, so only
+// kubectl-impersonate-apiserver imports it (pkg/server/kubecode/linked).
+package recorder
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	"k8s.io/apiserver/pkg/authentication/request/union"
+	"k8s.io/apiserver/pkg/authentication/request/websocket"
+	"k8s.io/apiserver/pkg/authentication/user"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/rest"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
+)
+
+// Endpoint is a running recording endpoint.
+type Endpoint struct {
+	// URL is https://127.0.0.1:PORT.
+	URL string
+	// CA is the one-time CA's certificate (PEM), the only one that signed
+	// the endpoint's.
+	CA []byte
+	// Token is the one-time bearer token the child sends.
+	Token string
+
+	srv    *http.Server
+	h      *handler
+	cancel context.CancelFunc
+	ln     net.Listener
+	done   chan struct{}
+	rec    *writer
+}
+
+// Options are an endpoint's upstream and where it writes
+// (kubecode.RecordConfig).
+type Options = kubecode.RecordConfig
+
+// Start listens on 127.0.0.1 and serves until Close.
+func Start(o Options) (*Endpoint, error) {
+	// The server's URL as client-go reads it (https by default).
+	upstream, _, err := rest.DefaultServerUrlFor(o.Upstream)
+	if err != nil {
+		return nil, fmt.Errorf("reading the context's server: %w", err)
+	}
+	plain, err := rest.TransportFor(o.Upstream)
+	if err != nil {
+		return nil, fmt.Errorf("building the transport to the cluster: %w", err)
+	}
+	// Upgrades (exec, attach, port-forward over SPDY) need HTTP/1.1.
+	h1 := rest.CopyConfig(o.Upstream)
+	h1.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	upgrade, err := rest.TransportFor(h1)
+	if err != nil {
+		return nil, fmt.Errorf("building the transport to the cluster for upgrades: %w", err)
+	}
+	caPEM, cert, err := oneTimeCert()
+	if err != nil {
+		return nil, err
+	}
+	token, err := randomToken()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listening on 127.0.0.1: %w", err)
+	}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	e := &Endpoint{URL: "https://" + ln.Addr().String(), CA: caPEM, Token: token, ln: ln,
+		done: make(chan struct{}), rec: &writer{w: o.Log, now: now}}
+	errorLog := log.New(io.Discard, "", 0)
+	if o.ErrorLog != nil {
+		errorLog = log.New(o.ErrorLog, "kubectl-impersonate: record: ", 0)
+	}
+	base, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	h := &handler{authn: oneTimeToken([]byte(token)), rec: e.rec, proxy: &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(upstream)
+			pr.Out.Host = upstream.Host
+		},
+		Transport:      upgradeSplit{plain: plain, upgrade: upgrade},
+		FlushInterval:  -1,
+		ErrorLog:       errorLog,
+		ModifyResponse: modifyResponse,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			errorLog.Printf("forwarding %s %s: %v", r.Method, r.URL.Path, err)
+			recordOf(r, http.StatusBadGateway, false, false)
+			writeStatus(w, http.StatusBadGateway, metav1.StatusReasonServiceUnavailable,
+				"kubectl impersonate record could not reach the cluster")
+		},
+	}}
+	e.h = h
+	e.srv = &http.Server{Handler: h, ErrorLog: errorLog, ReadHeaderTimeout: 30 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return base },
+		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert},
+			NextProtos: []string{"h2", "http/1.1"}}}
+	go func() {
+		defer close(e.done)
+		_ = e.srv.ServeTLS(ln, "", "")
+	}()
+	return e, nil
+}
+
+// closeWait bounds Close's wait for the requests still running.
+const closeWait = 10 * time.Second
+
+// Close stops the endpoint and the requests still running (a watch, an
+// exec: the hijacked connections too), waits for them to be written (at
+// most closeWait), and says whether a write of the log failed.
+func (e *Endpoint) Close() error {
+	e.cancel()
+	err := e.srv.Close()
+	<-e.done
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	waited := make(chan struct{})
+	go func() { e.h.inflight.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(closeWait):
+	}
+	e.rec.mu.Lock()
+	e.rec.closed = true
+	e.rec.mu.Unlock()
+	return errors.Join(err, e.rec.failed())
+}
+
+// Counts are how many checks the endpoint wrote, and how many of them the
+// cluster refused.
+func (e *Endpoint) Counts() (written, refused int) {
+	e.rec.mu.Lock()
+	defer e.rec.mu.Unlock()
+	return e.rec.written, e.rec.refused
+}
+
+// Kubeconfig is the child's kubeconfig: one context, the endpoint with its
+// CA and token, in namespace.
+func (e *Endpoint) Kubeconfig(namespace string) *clientcmdapi.Config {
+	c := clientcmdapi.NewConfig()
+	c.Clusters["record"] = &clientcmdapi.Cluster{Server: e.URL, CertificateAuthorityData: e.CA}
+	c.AuthInfos["record"] = &clientcmdapi.AuthInfo{Token: e.Token}
+	c.Contexts["record"] = &clientcmdapi.Context{Cluster: "record", AuthInfo: "record", Namespace: namespace}
+	c.CurrentContext = "record"
+	return c
+}
+
+// requestInfo is kube-apiserver's own resolver of request attributes, with
+// its prefixes (k8s.io/apiserver/pkg/server: /api is the legacy, groupless
+// prefix, /apis the groups').
+var requestInfo = &apirequest.RequestInfoFactory{
+	APIPrefixes:          sets.NewString("api", "apis"),
+	GrouplessAPIPrefixes: sets.NewString("api"),
+}
+
+// FromHTTP is what kube-apiserver's authorizer is asked for r: the request
+// itself, then one impersonate request for each identity its
+// Impersonate-* headers name (kube-apiserver asks those first).
+func FromHTTP(r *http.Request) []usage.Request {
+	out := usage.Impersonation(r.Header)
+	info, _ := requestInfo.NewRequestInfo(r) // on an error, info holds what was parsed, as kube-apiserver's
+	if info == nil {
+		return append(out, usage.Request{Verb: strings.ToLower(r.Method), Path: r.URL.Path})
+	}
+	if !info.IsResourceRequest {
+		return append(out, usage.Request{Verb: info.Verb, Path: info.Path})
+	}
+	return append(out, usage.Request{Verb: info.Verb, APIGroup: info.APIGroup, Resource: info.Resource,
+		Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name})
+}
+
+// handler checks the one-time token, strips it, records and forwards.
+type handler struct {
+	authn    authenticator.Request
+	rec      *writer
+	proxy    *httputil.ReverseProxy
+	inflight sync.WaitGroup
+}
+
+// bearerProtocol begins the WebSocket subprotocol that carries a bearer
+// token (browsers cannot set Authorization on a WebSocket).
+const bearerProtocol = "base64url.bearer.authorization.k8s.io."
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, ok, err := h.authn.AuthenticateRequest(r); !ok || err != nil {
+		writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized,
+			"Unauthorized: this endpoint serves the command kubectl impersonate record runs, with its one-time token")
+		return
+	}
+	h.inflight.Add(1)
+	defer h.inflight.Done()
+	r.Header.Del("Authorization")
+	dropBearerProtocol(r.Header)
+	st := &state{rec: h.rec, reqs: FromHTTP(r), uri: r.URL.RequestURI(),
+		impersonated: r.Header.Get("Impersonate-User")}
+	// Written when the answer's headers come (a watch or an exec is
+	// recorded while it runs), or when the handler ends without one.
+	defer st.record(http.StatusOK, false, false)
+	h.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
+}
+
+// oneTimeToken authenticates the one-time token as kube-apiserver
+// authenticates a bearer token, with its own request authenticators: the
+// Authorization header, or the WebSocket subprotocol that carries it where
+// a client cannot set headers (kubectl exec over WebSockets). Compared in
+// constant time.
+func oneTimeToken(token []byte) authenticator.Request {
+	tokens := authenticator.TokenFunc(func(_ context.Context, tok string) (*authenticator.Response, bool, error) {
+		if subtle.ConstantTimeCompare([]byte(tok), token) != 1 {
+			return nil, false, nil
+		}
+		return &authenticator.Response{User: &user.DefaultInfo{Name: "kubectl-impersonate-record"}}, true, nil
+	})
+	return union.New(bearertoken.New(tokens), websocket.NewProtocolAuthenticator(tokens))
+}
+
+func protocols(h http.Header) []string {
+	var out []string
+	for _, v := range h.Values("Sec-WebSocket-Protocol") {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// dropBearerProtocol removes the token's subprotocol: the cluster gets the
+// context's credential, never the child's.
+func dropBearerProtocol(h http.Header) {
+	ps := protocols(h)
+	if len(ps) == 0 {
+		return
+	}
+	var keep []string
+	for _, p := range ps {
+		if !strings.HasPrefix(p, bearerProtocol) {
+			keep = append(keep, p)
+		}
+	}
+	h.Del("Sec-WebSocket-Protocol")
+	if len(keep) > 0 {
+		h.Set("Sec-WebSocket-Protocol", strings.Join(keep, ", "))
+	}
+}
+
+// state is a request being forwarded: its checks, written once with the
+// answer.
+type state struct {
+	rec          *writer
+	reqs         []usage.Request
+	uri          string
+	impersonated string
+	once         sync.Once
+}
+
+type stateKey struct{}
+
+// record writes the request's checks with the answer's code; refused: the
+// authorizer refused (impersonation: the impersonation itself).
+func (st *state) record(code int, refused, impersonation bool) {
+	st.once.Do(func() { st.rec.write(st.reqs, st.uri, st.impersonated, code, refused, impersonation) })
+}
+
+func recordOf(r *http.Request, code int, refused, impersonation bool) {
+	if st, ok := r.Context().Value(stateKey{}).(*state); ok {
+		st.record(code, refused, impersonation)
+	}
+}
+
+// maxStatus bounds the refusal read to tell RBAC's 403 from admission's.
+const maxStatus = 1 << 20
+
+// modifyResponse notes the response's code, and whether the authorizer
+// refused: a 401, or a 403 whose Status is the authorizer's ('User "X"
+// cannot VERB resource ...'; an admission 403 is not: RBAC allowed it).
+func modifyResponse(resp *http.Response) error {
+	r := resp.Request
+	refused, impersonation := resp.StatusCode == http.StatusUnauthorized, false
+	if resp.StatusCode == http.StatusForbidden && resp.Body != nil {
+		b, err := io.ReadAll(io.LimitReader(resp.Body, maxStatus))
+		if err != nil {
+			return fmt.Errorf("reading the cluster's refusal: %w", err)
+		}
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(b), resp.Body), resp.Body}
+		var st metav1.Status
+		if json.Unmarshal(b, &st) == nil && st.Reason == metav1.StatusReasonForbidden &&
+			strings.Contains(st.Message, `User "`) && strings.Contains(st.Message, " cannot ") {
+			refused = true
+			impersonation = strings.Contains(st.Message, " cannot impersonate ")
+		}
+	}
+	recordOf(r, resp.StatusCode, refused, impersonation)
+	return nil
+}
+
+// writer writes the events, one line each, whole lines only.
+type writer struct {
+	mu               sync.Mutex
+	w                io.Writer
+	now              func() time.Time
+	err              error
+	closed           bool
+	written, refused int
+}
+
+// write records reqs (impersonate checks first, then the request) with
+// the answer st holds.
+func (w *writer) write(reqs []usage.Request, uri, impersonated string, code int, refusedMain, impersonation bool) {
+	var buf bytes.Buffer
+	n, refused := 0, 0
+	for i, r := range reqs {
+		main := i == len(reqs)-1
+		r.Code = code
+		switch {
+		case code == http.StatusUnauthorized:
+			r.Refused = true
+		case !main: // an impersonate check
+			r.Refused = impersonation
+			if !impersonation {
+				r.Code = http.StatusOK
+			}
+		default:
+			r.Refused = refusedMain
+		}
+		who := ""
+		if main {
+			who = impersonated
+		}
+		b, err := json.Marshal(r.Event(uri, who, w.now()))
+		if err != nil {
+			continue
+		}
+		buf.Write(append(b, '\n'))
+		n++
+		if r.Refused {
+			refused++
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil || w.closed {
+		return
+	}
+	if _, err := w.w.Write(buf.Bytes()); err != nil {
+		w.err = fmt.Errorf("writing the recording: %w", err)
+		return
+	}
+	w.written += n
+	w.refused += refused
+}
+
+func (w *writer) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// upgradeSplit sends upgrade requests through their own transport.
+type upgradeSplit struct{ plain, upgrade http.RoundTripper }
+
+func (u upgradeSplit) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("Upgrade") != "" {
+		return u.upgrade.RoundTrip(r)
+	}
+	return u.plain.RoundTrip(r)
+}
+
+// writeStatus writes a Kubernetes Status, as kube-apiserver would.
+func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status: metav1.StatusFailure, Message: msg, Reason: reason, Code: int32(code)})
+}
+
+// randomToken is 32 random bytes, base64url.
+func randomToken() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("making the one-time token: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// oneTimeCert is a CA made for this run (its key never leaves memory) and
+// the endpoint's certificate for 127.0.0.1, signed by it.
+func oneTimeCert() (caPEM []byte, cert tls.Certificate, err error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, cert, fmt.Errorf("making the one-time CA: %w", err)
+	}
+	now := time.Now()
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1),
+		Subject:   pkix.Name{CommonName: "kubectl impersonate record (one-time CA)"},
+		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(7 * 24 * time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true, MaxPathLenZero: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, cert, fmt.Errorf("making the one-time CA: %w", err)
+	}
+	if ca, err = x509.ParseCertificate(caDER); err != nil {
+		return nil, cert, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, cert, fmt.Errorf("making the endpoint's key: %w", err)
+	}
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: now.Add(-time.Minute),
+		NotAfter: now.Add(7 * 24 * time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, cert, fmt.Errorf("making the endpoint's certificate: %w", err)
+	}
+	caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	return caPEM, tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}

@@ -1,0 +1,295 @@
+package recorder
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
+)
+
+const upstreamToken = "the-context-s-own-token"
+
+// upstream is the cluster: it wants the context's token, refuses secrets
+// as RBAC does and pods creation as admission does, and keeps what it got.
+type upstream struct {
+	mu      sync.Mutex
+	seen    []string // method path Authorization Sec-WebSocket-Protocol
+	protos  []string // the HTTP version and how many Sec-WebSocket-Protocol headers
+	srv     *httptest.Server
+	refuseI bool
+}
+
+func newUpstream(t *testing.T) *upstream {
+	u := &upstream{}
+	u.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		u.seen = append(u.seen, strings.Join([]string{r.Method, r.URL.Path, r.Header.Get("Authorization"),
+			r.Header.Get("Sec-WebSocket-Protocol")}, " "))
+		u.protos = append(u.protos, fmt.Sprintf("%s %d", r.Proto, len(r.Header.Values("Sec-WebSocket-Protocol"))))
+		u.mu.Unlock()
+		if r.Header.Get("Authorization") != "Bearer "+upstreamToken {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		forbid := func(msg string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,`+
+				`"message":%q}`, msg)
+		}
+		switch {
+		case r.Header.Get("Impersonate-User") != "" && u.refuseI:
+			forbid(`users "bob" is forbidden: User "ci" cannot impersonate resource "users" in API group "" at the ` +
+				`cluster scope`)
+		case strings.HasSuffix(r.URL.Path, "/secrets"):
+			forbid(`secrets is forbidden: User "ci" cannot list resource "secrets" in API group "" in the namespace "a"`)
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/pods"):
+			forbid(`pods "p" is forbidden: violates PodSecurity "restricted:latest": privileged`)
+		default:
+			_, _ = io.WriteString(w, `{"kind":"PodList","apiVersion":"v1","items":[]}`)
+		}
+	}))
+	u.srv.EnableHTTP2 = true
+	u.srv.StartTLS()
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+func (u *upstream) requests() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.seen...)
+}
+
+func start(t *testing.T, u *upstream) (*Endpoint, *bytes.Buffer) {
+	var log bytes.Buffer
+	cfg := &rest.Config{Host: u.srv.URL, BearerToken: upstreamToken,
+		TLSClientConfig: rest.TLSClientConfig{CAData: pemOf(u.srv.Certificate())}}
+	e, err := Start(Options{Upstream: cfg, Log: &log})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	return e, &log
+}
+
+func pemOf(c *x509.Certificate) []byte {
+	return []byte("-----BEGIN CERTIFICATE-----\n" + base64.StdEncoding.EncodeToString(c.Raw) +
+		"\n-----END CERTIFICATE-----\n")
+}
+
+// client is the child's, from its kubeconfig.
+func client(t *testing.T, e *Endpoint) *http.Client {
+	b, err := clientcmd.Write(*e.Kubeconfig("a"))
+	require.NoError(t, err)
+	cc, err := clientcmd.NewClientConfigFromBytes(b)
+	require.NoError(t, err)
+	cfg, err := cc.ClientConfig()
+	require.NoError(t, err)
+	hc, err := rest.HTTPClientFor(cfg)
+	require.NoError(t, err)
+	return hc
+}
+
+func do(t *testing.T, c *http.Client, method, url string, h http.Header) int {
+	req, err := http.NewRequest(method, url, nil)
+	require.NoError(t, err)
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	resp, err := c.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func read(t *testing.T, e *Endpoint, log *bytes.Buffer) []usage.Request {
+	require.NoError(t, e.Close())
+	reqs, err := usage.Read(bytes.NewReader(log.Bytes()), usage.ReadOptions{})
+	require.NoError(t, err)
+	return reqs
+}
+
+// TestRecordsWhatTheClusterAuthorizes: each request is written as the
+// authorizer sees it, with the cluster's answer; RBAC's 403 is refused,
+// admission's is not; the cluster gets the context's token alone.
+func TestRecordsWhatTheClusterAuthorizes(t *testing.T) {
+	u := newUpstream(t)
+	e, log := start(t, u)
+	c := client(t, e)
+	assert.Equal(t, 200, do(t, c, "GET", e.URL+"/api/v1/namespaces/a/pods?watch=1", nil))
+	assert.Equal(t, 403, do(t, c, "GET", e.URL+"/api/v1/namespaces/a/secrets", nil))
+	assert.Equal(t, 403, do(t, c, "POST", e.URL+"/api/v1/namespaces/a/pods", nil))
+	assert.Equal(t, 200, do(t, c, "GET", e.URL+"/version", nil))
+	assert.Equal(t, 200, do(t, c, "GET", e.URL+"/api/v1/namespaces/a/pods/p", http.Header{
+		"Impersonate-User": {"bob"}}))
+	u.refuseI = true
+	assert.Equal(t, 403, do(t, c, "GET", e.URL+"/api/v1/namespaces/a/pods/q", http.Header{
+		"Impersonate-User": {"bob"}}))
+	written, refused := e.Counts()
+	assert.Equal(t, 8, written)
+	assert.Equal(t, 3, refused)
+	assert.Equal(t, []usage.Request{
+		{Verb: "watch", Resource: "pods", Namespace: "a", Code: 200},
+		{Verb: "list", Resource: "secrets", Namespace: "a", Code: 403, Refused: true},
+		{Verb: "create", Resource: "pods", Namespace: "a", Code: 403},
+		{Verb: "get", Path: "/version", Code: 200},
+		{Verb: "impersonate", Resource: "users", Name: "bob", Code: 200},
+		{Verb: "impersonate", Resource: "users", Name: "bob", Code: 403, Refused: true},
+	}, read(t, e, log), "the requests sent as bob are bob's, not the recording's")
+	for _, s := range u.requests() {
+		assert.Contains(t, s, " Bearer "+upstreamToken, "the cluster got the context's credential")
+		assert.NotContains(t, s, e.Token)
+	}
+	assert.Len(t, u.requests(), 6)
+}
+
+// TestRefusesWithoutTheOneTimeToken: the attacks of a local program that
+// is not the command: no token, another token, the token of the context,
+// a WebSocket subprotocol with a wrong token, no TLS trust in the CA.
+// Nothing reaches the cluster, nothing is recorded.
+func TestRefusesWithoutTheOneTimeToken(t *testing.T) {
+	u := newUpstream(t)
+	e, log := start(t, u)
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	t.Cleanup(insecure.CloseIdleConnections)
+	for name, h := range map[string]http.Header{
+		"no token":            nil,
+		"a guessed token":     {"Authorization": {"Bearer guess"}},
+		"the context's token": {"Authorization": {"Bearer " + upstreamToken}},
+		"a token prefix":      {"Authorization": {"Bearer " + e.Token[:10]}},
+		"basic":               {"Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte("a:"+e.Token))}},
+		"a WebSocket subprotocol with another token": {"Sec-WebSocket-Protocol": {
+			bearerProtocol + base64.RawURLEncoding.EncodeToString([]byte("guess")) + ", v5.channel.k8s.io"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, http.StatusUnauthorized, do(t, insecure, "GET", e.URL+"/api/v1/namespaces/a/secrets", h))
+		})
+	}
+	_, err := http.Get(e.URL + "/version") // the system's roots do not hold the one-time CA
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "certificate")
+	assert.Empty(t, u.requests(), "nothing reached the cluster")
+	assert.Empty(t, read(t, e, log), "nothing was recorded")
+}
+
+// TestWebSocketTokenIsStripped: the one-time token in a WebSocket's
+// subprotocols (as kubectl exec sends it where headers cannot go) lets the
+// request in, and the cluster gets the other subprotocols without it.
+func TestWebSocketTokenIsStripped(t *testing.T) {
+	u := newUpstream(t)
+	e, log := start(t, u)
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	t.Cleanup(insecure.CloseIdleConnections)
+	tok := bearerProtocol + base64.RawURLEncoding.EncodeToString([]byte(e.Token))
+	ws := http.Header{"Connection": {"Upgrade"}, "Upgrade": {"websocket"}, "Sec-Websocket-Version": {"13"},
+		"Sec-Websocket-Key": {"dGhlIHNhbXBsZSBub25jZQ=="}, "Sec-WebSocket-Protocol": {tok + ", v5.channel.k8s.io"}}
+	plain := http.Header{"Sec-WebSocket-Protocol": {tok + ", v5.channel.k8s.io"}}
+	assert.Equal(t, http.StatusUnauthorized, do(t, insecure, "GET", e.URL+"/api/v1/namespaces/a/pods/p/exec", plain),
+		"the subprotocol carries a token on a WebSocket only, as kube-apiserver reads it")
+	assert.Equal(t, 200, do(t, insecure, "GET", e.URL+"/api/v1/namespaces/a/pods/p/exec?command=ls", ws))
+	// The one-time token in the header, another in the subprotocols: that
+	// one does not go on either; nor does an empty protocol list.
+	ws2 := ws.Clone()
+	ws2["Authorization"] = []string{"Bearer " + e.Token}
+	ws2["Sec-WebSocket-Protocol"] = []string{bearerProtocol + "b3RoZXI, , v4.channel.k8s.io"}
+	assert.Equal(t, 200, do(t, insecure, "GET", e.URL+"/api/v1/namespaces/a/pods/p/attach", ws2))
+	ws2["Sec-WebSocket-Protocol"] = []string{bearerProtocol + "b3RoZXI"}
+	assert.Equal(t, 200, do(t, insecure, "GET", e.URL+"/api/v1/namespaces/a/pods/p/attach", ws2))
+	assert.Equal(t, 200, do(t, client(t, e), "GET", e.URL+"/api/v1/namespaces/a/pods", nil))
+	assert.Equal(t, []string{
+		"GET /api/v1/namespaces/a/pods/p/exec Bearer " + upstreamToken + " v5.channel.k8s.io",
+		"GET /api/v1/namespaces/a/pods/p/attach Bearer " + upstreamToken + " v4.channel.k8s.io",
+		"GET /api/v1/namespaces/a/pods/p/attach Bearer " + upstreamToken + " ",
+		"GET /api/v1/namespaces/a/pods Bearer " + upstreamToken + " ",
+	}, u.requests())
+	u.mu.Lock()
+	assert.Equal(t, []string{"HTTP/1.1 1", "HTTP/1.1 1", "HTTP/1.1 0", "HTTP/2.0 0"}, u.protos,
+		"upgrades over HTTP/1.1 (SPDY cannot go over HTTP/2), the others over HTTP/2; no empty protocol header")
+	u.mu.Unlock()
+	assert.Len(t, read(t, e, log), 4)
+}
+
+// TestEventsAreWholeLines: many requests at once, each event one whole
+// JSON line.
+func TestEventsAreWholeLines(t *testing.T) {
+	u := newUpstream(t)
+	e, log := start(t, u)
+	c := client(t, e)
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() { do(t, c, "GET", fmt.Sprintf("%s/api/v1/namespaces/n%d/configmaps", e.URL, i), nil) })
+	}
+	wg.Wait()
+	require.NoError(t, e.Close())
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	require.Len(t, lines, 40)
+	for _, l := range lines {
+		assert.True(t, json.Valid([]byte(l)), l)
+	}
+}
+
+func TestFromHTTP(t *testing.T) {
+	tests := []struct {
+		method, url string
+		header      http.Header
+		want        []usage.Request
+	}{
+		{"GET", "/api/v1/namespaces/a/pods", nil,
+			[]usage.Request{{Verb: "list", Resource: "pods", Namespace: "a"}}},
+		{"GET", "/api/v1/namespaces/a/pods?watch=true", nil,
+			[]usage.Request{{Verb: "watch", Resource: "pods", Namespace: "a"}}},
+		{"GET", "/api/v1/namespaces/a/pods?fieldSelector=metadata.name%3Dweb&watch=1", nil,
+			[]usage.Request{{Verb: "watch", Resource: "pods", Namespace: "a", Name: "web"}}},
+		{"POST", "/api/v1/namespaces/a/pods/web/exec?command=ls", nil,
+			[]usage.Request{{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "a", Name: "web"}}},
+		{"PATCH", "/apis/apps/v1/namespaces/a/deployments/d/scale", nil,
+			[]usage.Request{{Verb: "patch", APIGroup: "apps", Resource: "deployments", Subresource: "scale",
+				Namespace: "a", Name: "d"}}},
+		{"DELETE", "/api/v1/namespaces/a/configmaps", nil,
+			[]usage.Request{{Verb: "deletecollection", Resource: "configmaps", Namespace: "a"}}},
+		{"GET", "/api/v1/nodes/n1/proxy/metrics", nil,
+			[]usage.Request{{Verb: "get", Resource: "nodes", Subresource: "proxy", Name: "n1"}}},
+		{"GET", "/api/v1/namespaces/a", nil,
+			[]usage.Request{{Verb: "get", Resource: "namespaces", Namespace: "a", Name: "a"}}},
+		{"GET", "/apis/apps/v1", nil, []usage.Request{{Verb: "get", Path: "/apis/apps/v1"}}},
+		{"GET", "/metrics", nil, []usage.Request{{Verb: "get", Path: "/metrics"}}},
+		{"GET", "/api/v1/namespaces/a/pods", http.Header{
+			"Impersonate-User": {"system:serviceaccount:ci:robot"}, "Impersonate-Group": {"g1", "g2"},
+			"Impersonate-Uid": {"u-1"}, "Impersonate-Extra-Scopes%2Fx": {"view"}},
+			[]usage.Request{
+				{Verb: "impersonate", Resource: "serviceaccounts", Namespace: "ci", Name: "robot"},
+				{Verb: "impersonate", Resource: "groups", Name: "g1"},
+				{Verb: "impersonate", Resource: "groups", Name: "g2"},
+				{Verb: "impersonate", APIGroup: "authentication.k8s.io", Resource: "uids", Name: "u-1"},
+				{Verb: "impersonate", APIGroup: "authentication.k8s.io", Resource: "userextras",
+					Subresource: "scopes/x", Name: "view"},
+				{Verb: "list", Resource: "pods", Namespace: "a"},
+			}},
+		{"GET", "/api/v1/pods", http.Header{"Impersonate-User": {"bob"}},
+			[]usage.Request{{Verb: "impersonate", Resource: "users", Name: "bob"}, {Verb: "list", Resource: "pods"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.url, func(t *testing.T) {
+			r := httptest.NewRequest(tt.method, tt.url, nil)
+			for k, v := range tt.header {
+				r.Header[k] = v
+			}
+			assert.Equal(t, tt.want, FromHTTP(r))
+		})
+	}
+}

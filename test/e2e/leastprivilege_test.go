@@ -1,0 +1,232 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+// lpSession is the kubectl session record runs and the fresh identity
+// replays: get, list, watch, create, patch, logs and exec (WebSocket, and
+// SPDY), then the Python client's list, in $NS with $KUBECONFIG.
+const lpSession = `set -e
+kubectl get configmap settings -o name
+kubectl get pods -o name
+timeout 3 kubectl get pods --watch-only -o name || [ $? = 124 ]
+kubectl create configmap made-by-session --from-literal=k=v -o name
+kubectl patch configmap settings --type=merge -p '{"data":{"k":"v2"}}' -o name
+kubectl logs shell | head -n 1
+kubectl exec shell -- echo websocket
+KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false kubectl exec shell -- echo spdy
+/usr/bin/python3 "$CLIENT" "$KUBECONFIG" "$NS" 1
+`
+
+// TestLeastPrivilegeFromARecording: record a kubectl session and the
+// Python client as an identity that holds everything in the namespace
+// (cluster-admin through a RoleBinding: no controller aggregates admin here);
+// least-privilege prints Roles; kube-apiserver, with them bound to a
+// fresh identity, lets the same session pass and refuses its
+// neighbourhood (another verb, another object, another namespace, a
+// secret). The audit log of the same session gives the same Roles.
+func TestLeastPrivilegeFromARecording(t *testing.T) {
+	api := st.api["legacy"]
+	admin, err := st.adminKubeconfig(api)
+	require.NoError(t, err)
+	home := t.TempDir()
+	env := baseEnv(home)
+	ns, other := "least-priv", "least-priv-other"
+	kubelet, err := startFakeKubelet(st.certFile, st.keyFile)
+	require.NoError(t, err)
+	t.Cleanup(kubelet.close)
+	kubectlApply(t, admin, fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata: {name: %[1]s}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: %[2]s}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: least-priv-node}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: default, namespace: %[1]s}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: recorder, namespace: %[1]s}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: fresh, namespace: %[1]s}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: shell, namespace: %[1]s}
+spec:
+  nodeName: least-priv-node
+  containers: [{name: app, image: registry.k8s.io/pause:3.10}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: %[1]s}
+data: {k: v}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: %[2]s}
+data: {k: v}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: unrelated, namespace: %[1]s}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: keys, namespace: %[1]s}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: recorder-admin, namespace: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+subjects: [{kind: ServiceAccount, name: recorder, namespace: %[1]s}]
+`, ns, other))
+	kubectl := func(args ...string) result {
+		t.Helper()
+		return run(t, env, false, append([]string{st.kubectl, "--kubeconfig=" + admin}, args...)...)
+	}
+	r := kubectl("patch", "node", "least-priv-node", "--subresource=status", "--type=merge", "-p", fmt.Sprintf(
+		`{"status":{"addresses":[{"type":"InternalIP","address":"127.0.0.1"}],"daemonEndpoints":{"kubeletEndpoint":{"Port":%d}}}}`,
+		kubelet.port))
+	require.Equal(t, 0, r.code, r.stderr)
+	r = kubectl("patch", "pod", "shell", "-n", ns, "--subresource=status", "--type=merge", "-p",
+		`{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}`)
+	require.Equal(t, 0, r.code, r.stderr)
+
+	// A kubeconfig of a service account's token, in ns.
+	saKubeconfig := func(sa string) string {
+		t.Helper()
+		r := kubectl("create", "token", sa, "-n", ns, "--duration=1h")
+		require.Equal(t, 0, r.code, r.stderr)
+		path := filepath.Join(home, sa+".kubeconfig")
+		require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: e2e, cluster: {server: %s, certificate-authority: %s}}]
+users: [{name: %s, user: {token: %s}}]
+contexts: [{name: e2e, context: {cluster: e2e, user: %s, namespace: %s}}]
+current-context: e2e
+`, api.url, st.caFile, sa, strings.TrimSpace(r.stdout), sa, ns)), 0o600))
+		return path
+	}
+	client, err := filepath.Abs("clients/list_pods.py")
+	require.NoError(t, err)
+	// kubectl on PATH is the pinned one; the session's own variables.
+	bin := t.TempDir()
+	require.NoError(t, os.Symlink(st.kubectl, filepath.Join(bin, "kubectl")))
+	sessionEnv := append(append([]string{}, env...), "PATH="+bin+":"+os.Getenv("PATH"), "NS="+ns, "CLIENT="+client)
+
+	// Record, as the recorder.
+	recorderKC := saKubeconfig("recorder")
+	recording := filepath.Join(home, "session.jsonl")
+	r = run(t, sessionEnv, false, st.ki, "record", "--kubeconfig="+recorderKC, "-o", recording, "--", "sh", "-c", lpSession)
+	require.Equal(t, 0, r.code, "the recorded session: %s %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout, "websocket\n")
+	assert.Contains(t, r.stdout, "spdy\n")
+	assert.Contains(t, r.stdout, `"ok": true`, "the Python client")
+	assert.Contains(t, r.stderr, "(0 refused by the cluster) in "+recording)
+	b, err := os.ReadFile(recording)
+	require.NoError(t, err)
+	t.Logf("the recording: %d events", strings.Count(string(b), "\n"))
+
+	// kube-apiserver's audit log of the same session gives the same Roles
+	// (read before least-privilege --held asks the cluster as the recorder).
+	var fromAudit struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	subject := "--subject=ServiceAccount:" + ns + ":fresh"
+	r = run(t, env, false, st.ki, "least-privilege", "--from", recording, subject, "--name=session", "--held=false",
+		"-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var fromRecording struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &fromRecording))
+	require.NotEmpty(t, fromRecording.Items)
+	rolesOf := func(items []json.RawMessage) map[string][]rbacv1.PolicyRule {
+		out := map[string][]rbacv1.PolicyRule{}
+		for _, raw := range items {
+			var role rbacv1.Role
+			require.NoError(t, json.Unmarshal(raw, &role))
+			if role.Kind == "Role" || role.Kind == "ClusterRole" {
+				out[role.Kind+"/"+role.Namespace] = role.Rules
+			}
+		}
+		return out
+	}
+	// The audit log's lines of a watch are written when kube-apiserver
+	// ends it: read it again until they are there (bounded).
+	want := rolesOf(fromRecording.Items)
+	var got map[string][]rbacv1.PolicyRule
+	for range 50 {
+		r = run(t, env, false, st.ki, "least-privilege", "--from-audit", api.auditLog,
+			"--audit-user=system:serviceaccount:"+ns+":recorder", subject, "--name=session", "--held=false", "-o", "json")
+		require.Equal(t, 0, r.code, r.stderr)
+		fromAudit.Items = nil
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &fromAudit))
+		if got = rolesOf(fromAudit.Items); assert.ObjectsAreEqual(want, got) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	assert.Equal(t, want, got, "the audit log's Roles are the recording's")
+
+	// The least privilege, bound to fresh.
+	r = run(t, env, false, st.ki, "least-privilege", "--kubeconfig="+recorderKC, "--from", recording, subject,
+		"--name=session")
+	require.Equal(t, 0, r.code, r.stderr)
+	generated := r.stdout
+	t.Logf("least-privilege:\n%s", generated)
+	assert.Regexp(t, `# holds \d+ cells in `+ns+`, used \d+`, generated)
+	var held, used int
+	_, err = fmt.Sscanf(generated[strings.Index(generated, "# holds "):], "# holds %d cells in "+ns+", used %d", &held, &used)
+	require.NoError(t, err)
+	assert.Greater(t, held, 3*used, "the admin role holds far more than the session used")
+	assert.Contains(t, generated, "# escalation: create pods/exec in "+ns)
+	require.NoError(t, adminKubectl(t, admin, generated, 60*time.Second, "apply", "-f", "-"))
+	r = kubectl("delete", "configmap", "made-by-session", "-n", ns)
+	require.Equal(t, 0, r.code, r.stderr)
+
+	// The same session as fresh: it passes.
+	freshKC := saKubeconfig("fresh")
+	freshEnv := append(append([]string{}, sessionEnv...), "KUBECONFIG="+freshKC)
+	r = run(t, freshEnv, false, "sh", "-c", lpSession)
+	require.Equal(t, 0, r.code, "the session replayed as fresh: %s %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout, `"ok": true`, "the Python client, as fresh")
+
+	// Its neighbourhood: refused by kube-apiserver.
+	for _, probe := range [][]string{
+		{"delete", "configmap", "settings"},                                   // another verb
+		{"get", "configmap", "unrelated"},                                     // another object
+		{"get", "configmap", "settings", "-n", other},                         // another namespace
+		{"get", "secret", "keys"},                                             // a secret
+		{"get", "pods", "-A"},                                                 // every namespace
+		{"create", "deployment", "web", "--image=registry.k8s.io/pause:3.10"}, // another resource
+	} {
+		r = run(t, freshEnv, false, append([]string{st.kubectl}, probe...)...)
+		assert.NotEqual(t, 0, r.code, "%v", probe)
+		assert.Contains(t, r.stderr, `User "system:serviceaccount:`+ns+`:fresh" cannot`, "%v", probe)
+	}
+
+}
