@@ -112,7 +112,7 @@ for v in $versions; do
     GOPATH="$(go env GOPATH)" GOCACHE="$(go env GOCACHE)" GOMODCACHE="$(go env GOMODCACHE)" GOFLAGS="${GOFLAGS:-}" \
     GOPROXY="$(go env GOPROXY)" KI_E2E_TOOLS="${tools[$v]}" KI_E2E_LOGS="$vlogs" KI_E2E_SESSION="$session" \
     E2E_CHROMIUM="$(command -v chromium)" KI_E2E_RUN="${KI_E2E_RUN:-.}" KI_E2E_FIRST="$KI_E2E_FIRST" KI_E2E_WINDOWS="$KI_E2E_FIRST" KI_E2E_K8S="$v" \
-    KI_E2E_FIREBASE="$firebase_dir/node_modules/.bin/firebase" KI_E2E_NODE_MODULES="$node_dir/node_modules" KI_IMAGE_DIST="${KI_IMAGE_DIST:-}" KI_E2E_SCALE_NAMESPACES="${KI_E2E_SCALE_NAMESPACES:-}" \
+    KI_E2E_FIREBASE="$firebase_dir/node_modules/.bin/firebase" KI_E2E_NODE_MODULES="$node_dir/node_modules" KI_IMAGE_DIST="${KI_IMAGE_DIST:-}" KI_E2E_SCALE_NAMESPACES="${KI_E2E_SCALE_NAMESPACES:-}" KI_E2E_UPDATE_IMAGES="${KI_E2E_UPDATE_IMAGES:-}" \
     dbus-run-session --config-file="$PWD/test/e2e/dbus-session.conf" -- bash -c '
       set -euo pipefail
       # gnome-keyring-daemon, unlocked, in the foreground under a

@@ -34,7 +34,7 @@ func (r *RBAC) RulesFor(user string, groups []string, namespace string) (rules [
 		}
 	}
 	for _, b := range r.ClusterRoleBindings {
-		if b.RoleRef.Kind == "ClusterRole" && appliesTo(b.Subjects, user, groups, "") {
+		if b.RoleRef.Kind == "ClusterRole" && AppliesTo(b.Subjects, user, groups, "") {
 			add(r.ClusterRoles[b.RoleRef.Name])
 		}
 	}
@@ -42,7 +42,7 @@ func (r *RBAC) RulesFor(user string, groups []string, namespace string) (rules [
 		return rules, false
 	}
 	for _, b := range r.RoleBindings {
-		if b.Namespace != namespace || !appliesTo(b.Subjects, user, groups, namespace) {
+		if b.Namespace != namespace || !AppliesTo(b.Subjects, user, groups, namespace) {
 			continue
 		}
 		switch b.RoleRef.Kind {
@@ -55,10 +55,15 @@ func (r *RBAC) RulesFor(user string, groups []string, namespace string) (rules [
 	return rules, false
 }
 
-// appliesTo is kube-apiserver's appliesToUser over subjects: a User by
+// RulesOf are the rules of the role g binds.
+func (r *RBAC) RulesOf(g Grant) []rbacv1.PolicyRule {
+	return r.rulesOf(rbacv1.RoleRef{Kind: g.RoleKind, Name: g.Role}, g.Namespace)
+}
+
+// AppliesTo is kube-apiserver's appliesToUser over subjects: a User by
 // name, a Group among the identity's groups, a ServiceAccount by its
 // username, the subject's namespace defaulting to the binding's.
-func appliesTo(subjects []rbacv1.Subject, user string, groups []string, bindingNamespace string) bool {
+func AppliesTo(subjects []rbacv1.Subject, user string, groups []string, bindingNamespace string) bool {
 	return slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool {
 		switch s.Kind {
 		case rbacv1.UserKind:

@@ -151,7 +151,7 @@ func Generate(reqs []Request, o PolicyOptions) Policy {
 	for _, k := range slices.SortedFunc(maps.Keys(used), compareKeys) {
 		p.Used = append(p.Used, Cell{Namespace: k.namespace, Verb: k.verb, APIGroup: k.group, Resource: k.resource,
 			Path: k.path})
-		if why := escalation(k); why != "" {
+		if why := Reaches(k.verb, k.group, k.resource); why != "" {
 			p.Escalations = append(p.Escalations, Escalation{Namespace: k.namespace, Verb: k.verb, APIGroup: k.group,
 				Resource: k.resource, Why: why})
 		}
@@ -255,36 +255,6 @@ func rules(keys []ruleKey, used map[ruleKey]*names, maxNames int) []rbacv1.Polic
 	return append(out, paths...)
 }
 
-// escalation says why holding k lets its holder gain more than it names,
-// "" when it does not (rbac.Escalation: escalate, bind, impersonate; and
-// the reads and writes that reach other identities' credentials).
-func escalation(k ruleKey) string {
-	res, sub, _ := strings.Cut(k.resource, "/")
-	if sub == "" {
-		if why := rbac.Escalation(k.verb, k.group, res); why != "" {
-			return why
-		}
-	}
-	if k.group != "" {
-		return ""
-	}
-	switch {
-	case res == "secrets" && sub == "" && slices.Contains([]string{"get", "list", "watch"}, k.verb):
-		return "reads Secrets: service account tokens and other credentials"
-	case res == "pods" && (sub == "exec" || sub == "attach") && k.verb == "create":
-		return "runs commands in pods: with their service accounts' tokens and mounted secrets"
-	case res == "pods" && sub == "" && k.verb == "create":
-		return "creates pods: a pod may run as any service account of its namespace and mount any of its secrets"
-	case res == "serviceaccounts" && sub == "token" && k.verb == "create":
-		return "issues tokens of service accounts: acts as them"
-	case res == "nodes" && sub == "proxy":
-		return "reaches the kubelet's API: exec in every pod of the node"
-	case res == "persistentvolumes" && k.verb == "create":
-		return "creates persistent volumes: a hostPath volume reads the node's files"
-	}
-	return ""
-}
-
 // String is the cell as "verb resource.group in namespace".
 func (c Cell) String() string {
 	what := c.Path
@@ -298,4 +268,36 @@ func (c Cell) String() string {
 		return fmt.Sprintf("%s %s", c.Verb, what)
 	}
 	return fmt.Sprintf("%s %s in %s", c.Verb, what, c.Namespace)
+}
+
+// Reaches says why holding verb on resource ("resource" or
+// "resource/subresource") of group lets its holder gain more than it names,
+// "" when it does not: the escalation paths (rbac.Escalation: escalate, bind,
+// impersonate), and the reads and writes that reach other identities'
+// credentials (least-privilege's and the graph's call-outs).
+func Reaches(verb, group, resource string) string {
+	res, sub, _ := strings.Cut(resource, "/")
+	if sub == "" {
+		if why := rbac.Escalation(verb, group, res); why != "" {
+			return why
+		}
+	}
+	if group != "" {
+		return ""
+	}
+	switch {
+	case res == "secrets" && sub == "" && slices.Contains([]string{"get", "list", "watch"}, verb):
+		return "reads Secrets: service account tokens and other credentials"
+	case res == "pods" && (sub == "exec" || sub == "attach") && verb == "create":
+		return "runs commands in pods: with their service accounts' tokens and mounted secrets"
+	case res == "pods" && sub == "" && verb == "create":
+		return "creates pods: a pod may run as any service account of its namespace and mount any of its secrets"
+	case res == "serviceaccounts" && sub == "token" && verb == "create":
+		return "issues tokens of service accounts: acts as them"
+	case res == "nodes" && sub == "proxy":
+		return "reaches the kubelet's API: exec in every pod of the node"
+	case res == "persistentvolumes" && verb == "create":
+		return "creates persistent volumes: a hostPath volume reads the node's files"
+	}
+	return ""
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbacgraph"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/settings"
@@ -44,6 +45,8 @@ type AccessOptions struct {
 	// RBACObjects: with -A, evaluate the RBAC objects read once instead of
 	// one rules review per namespace, where that gives the server's answer.
 	RBACObjects bool
+	// Graph draws the identity's RBAC instead (rbacgraph).
+	Graph bool
 	// client, caller (the kubeconfig's own identity, --as aside: it lists
 	// the namespaces for -A), impersonate (a client acting as another
 	// identity), namespace and resources (the rows, resolved through
@@ -120,7 +123,11 @@ prints every namespace's matrix, -o json every cell.`,
 	f.BoolVar(&o.Subresources, "subresources", false, "Include subresources (pods/log, deployments/scale, ...)")
 	f.StringVar((*string)(&o.Method), "method", string(rbac.FromRules), "rules (a rules review, then access reviews "+
 		"where needed) or ssar (one access review per cell)")
-	o.Output = cmdutil.NewOutputFlags(f, "a table; with -A a summary per namespace", "wide")
+	o.Output = cmdutil.NewOutputFlags(f, "a table; with -A a summary per namespace",
+		append([]string{"wide"}, rbacgraph.Formats...)...)
+	f.BoolVar(&o.Graph, "graph", false, "Draw the identity, its groups, the bindings that apply to them (of the "+
+		"namespace, -A every namespace's, --cluster-scope none), their roles and what they grant, escalation paths "+
+		"in red: -o dot (the default), svg, html (a page that pans and zooms offline) or json")
 	f.BoolVar(&o.TokenIdentity, "token-identity", false, "Impersonate exactly the username, groups, UID and extra "+
 		"the API server reports for the current credentials (what --as alone loses; needs the impersonate permission)")
 	f.StringVar(&o.DiffAs, "diff-as", "", "Also build the matrix as this user (impersonation) and show only the "+
@@ -173,6 +180,9 @@ func (o *AccessOptions) ValidateFlags() error {
 	if err := validateVerbs(o.Verbs); err != nil {
 		return err
 	}
+	if err := rbacgraph.CheckFormat(o.Graph, o.Output.Format); err != nil {
+		return err
+	}
 	return o.Output.Validate()
 }
 
@@ -194,6 +204,9 @@ func validateVerbs(verbs []string) error {
 // (access's use case) and prints each as it comes: -o wide at once, the
 // -A summary folded namespace by namespace, the rest whole at the end.
 func (o *AccessOptions) Run(ctx context.Context) error {
+	if o.Graph {
+		return o.graph(ctx)
+	}
 	q, err := o.resolve(ctx)
 	if err != nil {
 		return err
@@ -226,6 +239,24 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 		return err
 	}
 	return sink.end()
+}
+
+// graph draws the identity's RBAC: who it is (SelfSubjectReview, --as
+// included) and the RBAC objects, read with your own rights.
+func (o *AccessOptions) graph(ctx context.Context) error {
+	ui, _, err := o.client.WhoAmI(ctx)
+	if err != nil {
+		return err
+	}
+	ns := o.namespace
+	if o.ClusterScope {
+		ns = rbacgraph.NoNamespace
+	}
+	r, err := o.caller.ReadRBAC(ctx, strings.TrimPrefix(ns, rbacgraph.NoNamespace))
+	if err != nil {
+		return fmt.Errorf("--graph draws the RBAC objects, read with your own rights: %w", err)
+	}
+	return rbacgraph.ForIdentity(r, ui.Username, ui.Groups, ns).Write(o.Out, o.Output.Format)
 }
 
 // resolve is the request of the run: the identity asked about

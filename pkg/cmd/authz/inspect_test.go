@@ -699,3 +699,38 @@ func completeAndRun(o resolvingOptions) error {
 	}
 	return o.Run(ctx)
 }
+
+// TestGraphRun: --graph draws who the server says you are (or --as) and
+// the RBAC objects read with your own rights; who-can --graph the grants.
+func TestGraphRun(t *testing.T) {
+	streams, out, _ := testStreams()
+	f := newCluster(&fakeCluster{fakeIdentity: fakeIdentity{user: alice}, fakeObjects: fakeObjects{rbac: devGrant}})
+	o := &AccessOptions{Graph: true, Output: &cmdutil.OutputFlags{Format: "dot"}, IOStreams: streams,
+		global: testGlobal(), client: f, caller: f, namespace: "team-a"}
+	require.NoError(t, o.Run(context.Background()))
+	assert.Contains(t, out.String(), `"binding:RoleBinding/team-a/devs-read-pods" -> "role:Role/team-a/pod-reader";`)
+	assert.Contains(t, out.String(), `"identity:alice@example.com" -> "group:dev";`, "who the server says")
+	assert.Equal(t, []string{"ReadRBAC team-a"}, f.asked)
+
+	streams, out, _ = testStreams()
+	f = newCluster(&fakeCluster{fakeDiscovery: fakeDiscovery{resources: []resource.Resource{pods}},
+		fakeObjects: fakeObjects{rbac: devGrant}})
+	w := &WhoCanOptions{Graph: true, Output: &cmdutil.OutputFlags{Format: "svg"}, IOStreams: streams,
+		global: testGlobal(), client: f, target: parseTarget([]string{"get", "pods"}, "team-a")}
+	require.NoError(t, completeAndRun(w))
+	assert.Contains(t, out.String(), `data-node="group:Group//dev"`)
+	assert.Contains(t, out.String(), `data-node="target:get pods in namespace team-a"`)
+
+	for _, tt := range []struct {
+		o    cmdutil.FlagValidator
+		want string
+	}{
+		{&AccessOptions{Verbs: []string{"get"}, Method: rbac.FromRules, Output: &cmdutil.OutputFlags{Format: "svg"}},
+			"-o svg draws the graph: add --graph"},
+		{&AccessOptions{Graph: true, Verbs: []string{"get"}, Method: rbac.FromRules,
+			Output: &cmdutil.OutputFlags{Format: "wide"}}, `not "wide"`},
+		{&WhoCanOptions{Output: &cmdutil.OutputFlags{Format: "html"}}, "-o html draws the graph"},
+	} {
+		assert.ErrorContains(t, tt.o.ValidateFlags(), tt.want)
+	}
+}

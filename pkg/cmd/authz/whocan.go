@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbacgraph"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 )
@@ -25,10 +26,12 @@ type WhoCanOptions struct {
 	Verify bool
 	// BySubject groups the answer by subject, with where each may act.
 	BySubject bool
-	Output    *cmdutil.OutputFlags
-	target    rbac.Target
-	readNS    string
-	client    inspect.WhoCanClient
+	// Graph draws the grants instead (rbacgraph).
+	Graph  bool
+	Output *cmdutil.OutputFlags
+	target rbac.Target
+	readNS string
+	client inspect.WhoCanClient
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
 }
@@ -63,7 +66,10 @@ needs create on subjectaccessreviews) and reports those it denies.`,
 		"each subject may do it")
 	cmd.Flags().BoolVar(&o.Verify, "verify", false, "Ask the authorizer chain (SubjectAccessReview) about each "+
 		"subject listed, and report those another authorizer denies")
-	o.Output = cmdutil.NewOutputFlags(cmd.Flags(), "a table")
+	o.Output = cmdutil.NewOutputFlags(cmd.Flags(), "a table", rbacgraph.Formats...)
+	cmd.Flags().BoolVar(&o.Graph, "graph", false, "Draw the subjects, their bindings and roles, and the request "+
+		"they grant, an escalation path in red: -o dot (the default), svg, html (a page that pans and zooms "+
+		"offline) or json")
 	return cmd
 }
 
@@ -92,7 +98,12 @@ func (o *WhoCanOptions) resolveArgs(ctx context.Context) (err error) {
 }
 
 // ValidateFlags checks -o, before anything is read.
-func (o *WhoCanOptions) ValidateFlags() error { return o.Output.Validate() }
+func (o *WhoCanOptions) ValidateFlags() error {
+	if err := rbacgraph.CheckFormat(o.Graph, o.Output.Format); err != nil {
+		return err
+	}
+	return o.Output.Validate()
+}
 
 // Run reads the target's grants (who-can's use case) and
 // prints them.
@@ -101,6 +112,9 @@ func (o *WhoCanOptions) Run(ctx context.Context) error {
 	grants, err := inspect.WhoCan(ctx, o.client, t, o.readNS, o.Verify)
 	if err != nil {
 		return err
+	}
+	if o.Graph {
+		return rbacgraph.ForGrants(t, grants).Write(o.Out, o.Output.Format)
 	}
 	var v any = grants
 	table := func(w io.Writer) { printGrants(w, grants) }
