@@ -29,7 +29,7 @@ type ReadOptions struct {
 
 // Read reads a log of audit.k8s.io/v1 Events, one JSON object a line (as
 // kube-apiserver's --audit-log-path writes them, format json, and record
-// does): the requests o selects, one per audit ID (the response's stage
+// does), or the impersonating proxy's --audit-log: the requests o selects, one per audit ID (the response's stage
 // where the log has it, the stage the response started otherwise).
 func Read(r io.Reader, o ReadOptions) ([]Request, error) {
 	rd := bufio.NewReaderSize(r, 1<<20)
@@ -49,6 +49,22 @@ func Read(r io.Reader, o ReadOptions) ([]Request, error) {
 		}
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
+			continue
+		}
+		var kind struct {
+			Kind string `json:"kind"`
+		}
+		if err := json.Unmarshal(line, &kind); err != nil {
+			return nil, fmt.Errorf("line %d is not a JSON audit event (kube-apiserver's --audit-log-format=json): %w",
+				n, err)
+		}
+		if kind.Kind == "" {
+			// A line of the impersonating proxy's --audit-log.
+			reqs, err := proxyLine(line, o)
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %w", n, err)
+			}
+			order = append(order, &entry{stage: auditv1.StageResponseComplete, reqs: reqs})
 			continue
 		}
 		var ev auditv1.Event
@@ -81,6 +97,36 @@ func Read(r io.Reader, o ReadOptions) ([]Request, error) {
 		out = append(out, e.reqs...)
 	}
 	return out, nil
+}
+
+// proxyLine is the request of a line of the impersonating proxy's audit log
+// (kubectl-impersonate proxy --audit-log) when o selects its user: the
+// attributes the cluster's authorizer was asked, as that user. The proxy
+// cannot tell an admission's 403 from the authorizer's: every 403 is
+// taken as refused (nothing is granted for it).
+func proxyLine(line []byte, o ReadOptions) ([]Request, error) {
+	var l struct {
+		User    string   `json:"user"`
+		Code    int      `json:"code"`
+		Request *Request `json:"request"`
+	}
+	if err := json.Unmarshal(line, &l); err != nil {
+		return nil, err
+	}
+	if l.Request == nil {
+		if l.User == "" {
+			return nil, nil // refused before it was authenticated: no one's
+		}
+		return nil, errors.New("a proxy's line without the request's attributes (a proxy older than " +
+			"least-privilege): record the use again with a newer proxy")
+	}
+	if o.User != "" && l.User != o.User {
+		return nil, nil
+	}
+	r := *l.Request
+	r.User, r.Code = l.User, l.Code
+	r.Refused = l.Code == 401 || l.Code == 403
+	return []Request{r}, nil
 }
 
 // readLine is the next line of rd, without its end; an error past maxLine.

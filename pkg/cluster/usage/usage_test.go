@@ -166,3 +166,26 @@ func TestGenerate(t *testing.T) {
 	assert.Empty(t, none.Roles)
 	assert.Nil(t, none.ClusterRole)
 }
+
+// TestReadProxyLog: the impersonating proxy's audit lines are read as the
+// audit log's: the request's attributes as the user, a 403 refused (the
+// proxy cannot tell admission's), a line refused before authentication
+// no one's, a line without the attributes an error.
+func TestReadProxyLog(t *testing.T) {
+	log := strings.Join([]string{
+		`{"time":"t","remote":"127.0.0.1:1","verb":"GET","path":"/api/v1/namespaces/a/pods","code":200,"latencyMs":1,` +
+			`"user":"alice","groups":["dev"],"request":{"verb":"watch","resource":"pods","namespace":"a","code":0}}`,
+		`{"time":"t","remote":"127.0.0.1:1","verb":"DELETE","path":"/api/v1/namespaces/a/secrets/s","code":403,` +
+			`"user":"alice","request":{"verb":"delete","resource":"secrets","namespace":"a","name":"s","code":0}}`,
+		`{"time":"t","remote":"127.0.0.1:1","verb":"GET","path":"/api","code":401,"reason":"token refused"}`,
+		`{"time":"t","verb":"GET","path":"/api","code":200,"user":"bob","request":{"verb":"get","path":"/api"}}`,
+	}, "\n")
+	got, err := Read(strings.NewReader(log), ReadOptions{User: "alice"})
+	require.NoError(t, err)
+	assert.Equal(t, []Request{
+		{User: "alice", Verb: "watch", Resource: "pods", Namespace: "a", Code: 200},
+		{User: "alice", Verb: "delete", Resource: "secrets", Namespace: "a", Name: "s", Code: 403, Refused: true},
+	}, got)
+	_, err = Read(strings.NewReader(`{"verb":"GET","path":"/api","code":200,"user":"bob"}`), ReadOptions{User: "bob"})
+	assert.ErrorContains(t, err, "line 1: a proxy's line without the request's attributes")
+}

@@ -54,7 +54,9 @@ func NewCmdLeastPrivilege(g *cmdutil.GlobalOptions, streams genericiooptions.IOS
 		Use:   "least-privilege --from FILE | --from-audit FILE --audit-user NAME",
 		Short: "The Roles that allow exactly what a recording (or the audit log) shows an identity doing",
 		Long: `least-privilege reads what an identity did (recordings of "kubectl impersonate
-record", or kube-apiserver's audit log with --from-audit and --audit-user) and prints
+record", or with --from-audit and --audit-user kube-apiserver's audit log or the
+impersonating proxy's, which cannot tell an admission's 403 from the
+authorizer's and so grants neither) and prints
 the least privilege that serves it, as YAML that kubectl apply takes: a Role
 for each namespace used and a ClusterRole for what was used at cluster scope
 (cluster-scoped resources, every namespace at once, non-resource URLs), with
@@ -83,8 +85,8 @@ needed: "holds 240 cells, used 7".`,
 	o.Output = cmdutil.NewOutputFlags(cmd.Flags(), "yaml with comments")
 	f := cmd.Flags()
 	f.StringArrayVar(&o.From, "from", nil, "A recording of kubectl impersonate record (repeatable)")
-	f.StringArrayVar(&o.FromAudit, "from-audit", nil, "A kube-apiserver audit log (--audit-log-path, format json; "+
-		"repeatable): the requests of --audit-user")
+	f.StringArrayVar(&o.FromAudit, "from-audit", nil, "A kube-apiserver audit log (--audit-log-path, format json), "+
+		"or the impersonating proxy's --audit-log (repeatable): the requests of --audit-user")
 	f.StringVar(&o.User, "audit-user", "", "Whose requests --from-audit reads: the user kube-apiserver authorized "+
 		"(system:serviceaccount:NS:NAME for a service account)")
 	f.StringVar(&o.Name, "name", "least-privilege", "The name of the generated Roles, ClusterRole and bindings")

@@ -45,7 +45,6 @@ import (
 	"unicode"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	"k8s.io/apiserver/pkg/authentication/request/union"
@@ -56,6 +55,7 @@ import (
 	"k8s.io/client-go/transport"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/attributes"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
 )
 
@@ -238,7 +238,7 @@ const DefaultMaxInFlight = kubecode.DefaultMaxInFlight
 // as k8s.io/apiserver parses it: a query parameter or a header alone does
 // not make a request long-running.
 func longRunning(r *http.Request) bool {
-	ri, err := requestInfo.NewRequestInfo(r)
+	ri, err := attributes.Resolver.NewRequestInfo(r)
 	if err != nil || !ri.IsResourceRequest {
 		return false
 	}
@@ -252,9 +252,6 @@ func longRunning(r *http.Request) bool {
 	}
 	return false
 }
-
-var requestInfo = &apirequest.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"),
-	GrouplessAPIPrefixes: sets.NewString("api")}
 
 // refusalGrace is how long past RequestTimeout a refusal may still be
 // written.
@@ -425,6 +422,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"verb": r.Method, "path": r.URL.Path, "code": rec.code, "latencyMs": elapsed.Milliseconds()}
 		if l.user != nil {
 			line["user"], line["groups"], line["uid"] = l.user.GetName(), l.user.GetGroups(), l.user.GetUID()
+			// What the cluster's authorizer is asked for it, as the user:
+			// least-privilege --from-audit reads it.
+			checks := attributes.Of(r)
+			line["request"] = checks[len(checks)-1]
 		}
 		if l.original != nil {
 			line["originalUser"] = l.original.GetName()
@@ -543,7 +544,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 // caller, never the proxy) and hands what it allows to
 // serveImpersonated; its refusals are kube-apiserver's Status answers.
 func (h *Handler) impersonate(w http.ResponseWriter, r *http.Request, l *requestLog, caller user.Info) {
-	ri, err := requestInfo.NewRequestInfo(r)
+	ri, err := attributes.Resolver.NewRequestInfo(r)
 	if err != nil {
 		h.refuse(w, l, http.StatusBadRequest, "request", "request info: "+err.Error(), "the request could not be read")
 		return

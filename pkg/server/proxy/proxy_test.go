@@ -260,6 +260,8 @@ func TestProxyForwardsTheIdentity(t *testing.T) {
 	}
 	assert.Contains(t, p.audit.String(), `"user":"alice@example.com"`)
 	assert.NotContains(t, p.audit.String(), tok)
+	// And what the cluster's authorizer is asked, for least-privilege.
+	assert.Contains(t, p.audit.String(), `"request":{"verb":"list","resource":"pods","namespace":"a","code":0}`)
 }
 
 // --allow-system-identities lets a system: group through, unchanged.

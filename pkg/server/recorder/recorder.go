@@ -2,8 +2,7 @@
 // one child process reaches (TLS with a one-time CA, a one-time bearer
 // token), that forwards each request to the context's cluster with the
 // context's own credentials, and that writes each request as kube-apiserver's
-// authorizer sees it, parsed with k8s.io/apiserver's own request-info code,
-// with the cluster's answer (pkg/cluster/usage's Event lines). It links
+// authorizer sees it (pkg/server/attributes), with the cluster's answer (pkg/cluster/usage's Event lines). It links
 // kube-apiserver's request and authentication packages, so only
 // kubectl-impersonate-apiserver imports it (pkg/server/kubecode/linked).
 package recorder
@@ -34,17 +33,16 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	"k8s.io/apiserver/pkg/authentication/request/union"
 	"k8s.io/apiserver/pkg/authentication/request/websocket"
 	"k8s.io/apiserver/pkg/authentication/user"
-	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/attributes"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
 )
 
@@ -184,30 +182,6 @@ func (e *Endpoint) Kubeconfig(namespace string) *clientcmdapi.Config {
 	return c
 }
 
-// requestInfo is kube-apiserver's own resolver of request attributes, with
-// its prefixes (k8s.io/apiserver/pkg/server: /api is the legacy, groupless
-// prefix, /apis the groups').
-var requestInfo = &apirequest.RequestInfoFactory{
-	APIPrefixes:          sets.NewString("api", "apis"),
-	GrouplessAPIPrefixes: sets.NewString("api"),
-}
-
-// FromHTTP is what kube-apiserver's authorizer is asked for r: the request
-// itself, then one impersonate request for each identity its
-// Impersonate-* headers name (kube-apiserver asks those first).
-func FromHTTP(r *http.Request) []usage.Request {
-	out := usage.Impersonation(r.Header)
-	info, _ := requestInfo.NewRequestInfo(r) // on an error, info holds what was parsed, as kube-apiserver's
-	if info == nil {
-		return append(out, usage.Request{Verb: strings.ToLower(r.Method), Path: r.URL.Path})
-	}
-	if !info.IsResourceRequest {
-		return append(out, usage.Request{Verb: info.Verb, Path: info.Path})
-	}
-	return append(out, usage.Request{Verb: info.Verb, APIGroup: info.APIGroup, Resource: info.Resource,
-		Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name})
-}
-
 // handler checks the one-time token, strips it, records and forwards.
 type handler struct {
 	authn    authenticator.Request
@@ -230,7 +204,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.inflight.Done()
 	r.Header.Del("Authorization")
 	dropBearerProtocol(r.Header)
-	st := &state{rec: h.rec, reqs: FromHTTP(r), uri: r.URL.RequestURI(),
+	st := &state{rec: h.rec, reqs: attributes.Of(r), uri: r.URL.RequestURI(),
 		impersonated: r.Header.Get("Impersonate-User")}
 	// Written when the answer's headers come (a watch or an exec is
 	// recorded while it runs), or when the handler ends without one.

@@ -1,0 +1,62 @@
+package attributes
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
+)
+
+func TestOf(t *testing.T) {
+	tests := []struct {
+		method, url string
+		header      http.Header
+		want        []usage.Request
+	}{
+		{"GET", "/api/v1/namespaces/a/pods", nil,
+			[]usage.Request{{Verb: "list", Resource: "pods", Namespace: "a"}}},
+		{"GET", "/api/v1/namespaces/a/pods?watch=true", nil,
+			[]usage.Request{{Verb: "watch", Resource: "pods", Namespace: "a"}}},
+		{"GET", "/api/v1/namespaces/a/pods?fieldSelector=metadata.name%3Dweb&watch=1", nil,
+			[]usage.Request{{Verb: "watch", Resource: "pods", Namespace: "a", Name: "web"}}},
+		{"POST", "/api/v1/namespaces/a/pods/web/exec?command=ls", nil,
+			[]usage.Request{{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "a", Name: "web"}}},
+		{"PATCH", "/apis/apps/v1/namespaces/a/deployments/d/scale", nil,
+			[]usage.Request{{Verb: "patch", APIGroup: "apps", Resource: "deployments", Subresource: "scale",
+				Namespace: "a", Name: "d"}}},
+		{"DELETE", "/api/v1/namespaces/a/configmaps", nil,
+			[]usage.Request{{Verb: "deletecollection", Resource: "configmaps", Namespace: "a"}}},
+		{"GET", "/api/v1/nodes/n1/proxy/metrics", nil,
+			[]usage.Request{{Verb: "get", Resource: "nodes", Subresource: "proxy", Name: "n1"}}},
+		{"GET", "/api/v1/namespaces/a", nil,
+			[]usage.Request{{Verb: "get", Resource: "namespaces", Namespace: "a", Name: "a"}}},
+		{"GET", "/apis/apps/v1", nil, []usage.Request{{Verb: "get", Path: "/apis/apps/v1"}}},
+		{"GET", "/metrics", nil, []usage.Request{{Verb: "get", Path: "/metrics"}}},
+		{"GET", "/api/v1/namespaces/a/pods", http.Header{
+			"Impersonate-User": {"system:serviceaccount:ci:robot"}, "Impersonate-Group": {"g1", "g2"},
+			"Impersonate-Uid": {"u-1"}, "Impersonate-Extra-Scopes%2Fx": {"view"}},
+			[]usage.Request{
+				{Verb: "impersonate", Resource: "serviceaccounts", Namespace: "ci", Name: "robot"},
+				{Verb: "impersonate", Resource: "groups", Name: "g1"},
+				{Verb: "impersonate", Resource: "groups", Name: "g2"},
+				{Verb: "impersonate", APIGroup: "authentication.k8s.io", Resource: "uids", Name: "u-1"},
+				{Verb: "impersonate", APIGroup: "authentication.k8s.io", Resource: "userextras",
+					Subresource: "scopes/x", Name: "view"},
+				{Verb: "list", Resource: "pods", Namespace: "a"},
+			}},
+		{"GET", "/api/v1/pods", http.Header{"Impersonate-User": {"bob"}},
+			[]usage.Request{{Verb: "impersonate", Resource: "users", Name: "bob"}, {Verb: "list", Resource: "pods"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.url, func(t *testing.T) {
+			r := httptest.NewRequest(tt.method, tt.url, nil)
+			for k, v := range tt.header {
+				r.Header[k] = v
+			}
+			assert.Equal(t, tt.want, Of(r))
+		})
+	}
+}
