@@ -18,7 +18,8 @@ import (
 
 // lpSession is the kubectl session record runs and the fresh identity
 // replays: get, list, watch, create, patch, logs and exec (WebSocket, and
-// SPDY), then the Python client's list, in $NS with $KUBECONFIG.
+// SPDY), a Helm install, then the Python client's list, in $NS with
+// $KUBECONFIG.
 const lpSession = `set -e
 kubectl get configmap settings -o name
 kubectl get pods -o name
@@ -28,6 +29,7 @@ kubectl patch configmap settings --type=merge -p '{"data":{"k":"v2"}}' -o name
 kubectl logs shell | head -n 1
 kubectl exec shell -- echo websocket
 KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false kubectl exec shell -- echo spdy
+helm upgrade --install web "$CHART_DIR"
 /usr/bin/python3 "$CLIENT" "$KUBECONFIG" "$NS" 1
 `
 
@@ -132,10 +134,14 @@ current-context: e2e
 	}
 	client, err := filepath.Abs("clients/list_pods.py")
 	require.NoError(t, err)
-	// kubectl on PATH is the pinned one; the session's own variables.
+	chart, err := filepath.Abs("testdata/chart-web")
+	require.NoError(t, err)
+	// kubectl and helm on PATH are the pinned ones; the session's own variables.
 	bin := t.TempDir()
 	require.NoError(t, os.Symlink(st.kubectl, filepath.Join(bin, "kubectl")))
-	sessionEnv := append(append([]string{}, env...), "PATH="+bin+":"+os.Getenv("PATH"), "NS="+ns, "CLIENT="+client)
+	require.NoError(t, os.Symlink(filepath.Join(st.tools, "helm"), filepath.Join(bin, "helm")))
+	sessionEnv := append(append([]string{}, env...), "PATH="+bin+":"+os.Getenv("PATH"), "NS="+ns, "CLIENT="+client,
+		"CHART_DIR="+chart)
 
 	// Record, as the recorder.
 	recorderKC := saKubeconfig("recorder")
@@ -144,6 +150,7 @@ current-context: e2e
 	require.Equal(t, 0, r.code, "the recorded session: %s %s", r.stdout, r.stderr)
 	assert.Contains(t, r.stdout, "websocket\n")
 	assert.Contains(t, r.stdout, "spdy\n")
+	assert.Contains(t, r.stdout, `Release "web" does not exist. Installing it now.`, "Helm")
 	assert.Contains(t, r.stdout, `"ok": true`, "the Python client")
 	assert.Contains(t, r.stderr, "(0 refused by the cluster) in "+recording)
 	b, err := os.ReadFile(recording)
@@ -205,7 +212,12 @@ current-context: e2e
 	assert.Greater(t, held, 3*used, "the admin role holds far more than the session used")
 	assert.Contains(t, generated, "# escalation: create pods/exec in "+ns)
 	require.NoError(t, adminKubectl(t, admin, generated, 60*time.Second, "apply", "-f", "-"))
-	r = kubectl("delete", "configmap", "made-by-session", "-n", ns)
+	// What the session made goes, so that its replay makes it again.
+	r = kubectl("delete", "configmap", "made-by-session", "web-settings", "-n", ns)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = kubectl("delete", "serviceaccount", "web", "-n", ns)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = kubectl("delete", "secret", "-l", "owner=helm", "-n", ns)
 	require.Equal(t, 0, r.code, r.stderr)
 
 	// The same session as fresh: it passes.
@@ -214,6 +226,7 @@ current-context: e2e
 	r = run(t, freshEnv, false, "sh", "-c", lpSession)
 	require.Equal(t, 0, r.code, "the session replayed as fresh: %s %s", r.stdout, r.stderr)
 	assert.Contains(t, r.stdout, `"ok": true`, "the Python client, as fresh")
+	assert.Contains(t, r.stdout, `Release "web" does not exist. Installing it now.`, "Helm, as fresh")
 
 	// Its neighbourhood: refused by kube-apiserver.
 	for _, probe := range [][]string{

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"html"
 	"os"
 	"path/filepath"
@@ -114,6 +115,28 @@ subjects: [{kind: ServiceAccount, name: ci, namespace: graph}]
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile("../../docs/img/access-graph.png", b, 0o644))
 	}
+
+	// A person logged in through Dex: the claims that made her identity
+	// (email, groups) point to it, as the server answered.
+	kubectlApply(t, admin, fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: graph-rbac-reader}
+rules: [{apiGroups: [rbac.authorization.k8s.io], resources: ["*"], verbs: [list]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: graph-alice-reads-rbac}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: graph-rbac-reader}
+subjects: [{kind: User, name: "%salice@example.com", apiGroup: rbac.authorization.k8s.io}]
+`, api.usernamePrefix))
+	alice := newPerson(t, "alice", api)
+	r = alice.kubectl("get", "pods", "-n", "team-a")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = alice.plugin(nil, "access", "--graph", "-o", "dot", "-n", "team-a", "--kubeconfig="+alice.kubeconfig)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, fmt.Sprintf(`"claim:email=alice@example.com" -> "identity:%salice@example.com";`,
+		api.usernamePrefix))
+	assert.Regexp(t, `"claim:groups=\w+" -> "group:`, r.stdout)
 
 	r = run(t, env, false, st.ki, "who-can", "impersonate", "users", "bob", "--graph", "-o", "svg",
 		"--kubeconfig="+admin)

@@ -8,7 +8,7 @@ import (
 
 // shapes and colours of the kinds, in DOT and SVG alike.
 var (
-	fills = []string{"#dbeafe", "#e0e7ff", "#fef3c7", "#dcfce7", "#f3f4f6", "#fce7f3"}
+	fills = []string{"#f5f3ff", "#dbeafe", "#e0e7ff", "#fef3c7", "#dcfce7", "#f3f4f6", "#fce7f3"}
 	// escalationFill and escalationStroke mark an escalation path.
 	escalationFill   = "#fee2e2"
 	escalationStroke = "#dc2626"
@@ -29,7 +29,7 @@ func (g *Graph) WriteDOT(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "  %s [%s];\n", dotString(n.ID), attrs)
 	}
-	for k := Identity; k <= Target; k++ {
+	for k := Claim; k <= Target; k++ {
 		var ids []string
 		for _, n := range g.Nodes {
 			if n.Kind == k {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -24,7 +25,8 @@ import (
 type Kind int
 
 const (
-	Identity Kind = iota
+	Claim Kind = iota
+	Identity
 	Group
 	Binding
 	Role
@@ -32,7 +34,7 @@ const (
 	Target
 )
 
-var kindNames = []string{"identity", "group", "binding", "role", "grant", "target"}
+var kindNames = []string{"claim", "identity", "group", "binding", "role", "grant", "target"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -179,6 +181,34 @@ func ForGrants(t rbac.Target, grants []rbac.Grant) *Graph {
 		g.edge(rid, target)
 	}
 	return g
+}
+
+// Claims adds the token's claims that made the identity ForIdentity drew:
+// a claim whose value is the username or a group, or is it after a prefix
+// (kube-apiserver's claim mappings prefix them: "oidc:", "<issuer>#"),
+// points to it. What the server answered is matched, not predicted: the
+// claims command predicts with the cluster's authentication
+// configuration.
+func (g *Graph) Claims(claims map[string][]string, user string, groups []string) {
+	made := func(value, name string) bool {
+		if value == "" || !strings.HasSuffix(name, value) {
+			return false
+		}
+		prefix := strings.TrimSuffix(name, value)
+		return prefix == "" || strings.HasSuffix(prefix, ":") || strings.HasSuffix(prefix, "#")
+	}
+	for _, claim := range slices.Sorted(maps.Keys(claims)) {
+		for _, v := range claims[claim] {
+			if made(v, user) {
+				g.edge(g.node(Claim, claim+"="+v, "claim "+claim+": "+v, ""), Identity.String()+":"+user)
+			}
+			for _, grp := range groups {
+				if made(v, grp) {
+					g.edge(g.node(Claim, claim+"="+v, "claim "+claim+": "+v, ""), Group.String()+":"+grp)
+				}
+			}
+		}
+	}
 }
 
 func (g *Graph) binding(b rbac.Grant) string {

@@ -219,3 +219,13 @@ func TestHTMLIsSelfContained(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "fixture.html"), b.Bytes(), 0o600))
 	}
 }
+
+func TestClaims(t *testing.T) {
+	g := ForIdentity(fixture(), "oidc:alice", []string{"oidc:dev", "system:authenticated"}, "team-a")
+	g.Claims(map[string][]string{"email": {"alice"}, "groups": {"dev", "ops"}, "sub": {"lice"},
+		"name": {"Alice"}}, "oidc:alice", []string{"oidc:dev", "system:authenticated"})
+	assert.Equal(t, []string{"claim claim email: alice", "claim claim groups: dev"}, labels(g)[len(g.Nodes)-2:],
+		"the claims the identity holds, after a prefix; not a suffix of a name (lice)")
+	assert.Contains(t, g.Edges, Edge{From: "claim:email=alice", To: "identity:oidc:alice"})
+	assert.Contains(t, g.Edges, Edge{From: "claim:groups=dev", To: "group:oidc:dev"})
+}

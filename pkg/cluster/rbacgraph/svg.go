@@ -38,7 +38,7 @@ type box struct {
 func (g *Graph) layout() (boxes []*box, byID map[string]*box, width, height float64) {
 	byID = map[string]*box{}
 	var columns [][]*box
-	for k := Identity; k <= Target; k++ {
+	for k := Claim; k <= Target; k++ {
 		var col []*box
 		for _, n := range g.Nodes {
 			if n.Kind == k {

@@ -21,6 +21,7 @@ import (
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/idp/jwtclaims"
 )
 
 // AccessOptions is the access command (alias can-i-matrix).
@@ -56,6 +57,8 @@ type AccessOptions struct {
 	impersonate func(user string, groups []string, uid string, extra map[string][]string) (inspect.AccessClient, error)
 	namespace   string
 	resources   []resource.Resource
+	// claims reads the cached token's claims for --graph (nil: none).
+	claims func(ctx context.Context) map[string][]string
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
 }
@@ -153,6 +156,12 @@ func (o *AccessOptions) Complete(ctx context.Context, args []string) error {
 		if o.namespace, _, err = o.Kube.ClientConfig().Namespace(); err != nil {
 			return err
 		}
+	}
+	if o.Graph {
+		if !o.Kube.Impersonates() {
+			o.claims = func(ctx context.Context) map[string][]string { return tokenClaims(ctx, o.Kube) }
+		}
+		return nil // the graph needs no discovery
 	}
 	return o.resolveArgs(ctx)
 }
@@ -256,7 +265,32 @@ func (o *AccessOptions) graph(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("--graph draws the RBAC objects, read with your own rights: %w", err)
 	}
-	return rbacgraph.ForIdentity(r, ui.Username, ui.Groups, ns).Write(o.Out, o.Output.Format)
+	g := rbacgraph.ForIdentity(r, ui.Username, ui.Groups, ns)
+	if o.claims != nil {
+		g.Claims(o.claims(ctx), ui.Username, ui.Groups)
+	}
+	return g.Write(o.Out, o.Output.Format)
+}
+
+// tokenClaims are the claims of the token this plugin cached for the
+// context (none when the context's user does not run it, or none is
+// cached): their string values, by name.
+func tokenClaims(ctx context.Context, kube *cmdutil.KubeFlags) map[string][]string {
+	cfg, _, err := kube.GatedConfig(ctx)
+	if err != nil {
+		return nil
+	}
+	tok, err := jwtclaims.Decode(cfg.BearerToken)
+	if err != nil {
+		return nil
+	}
+	out := map[string][]string{}
+	for name := range tok.Claims {
+		if vs := tok.Strings(name); len(vs) > 0 {
+			out[name] = vs
+		}
+	}
+	return out
 }
 
 // resolve is the request of the run: the identity asked about

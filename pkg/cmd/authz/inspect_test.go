@@ -706,8 +706,13 @@ func TestGraphRun(t *testing.T) {
 	streams, out, _ := testStreams()
 	f := newCluster(&fakeCluster{fakeIdentity: fakeIdentity{user: alice}, fakeObjects: fakeObjects{rbac: devGrant}})
 	o := &AccessOptions{Graph: true, Output: &cmdutil.OutputFlags{Format: "dot"}, IOStreams: streams,
-		global: testGlobal(), client: f, caller: f, namespace: "team-a"}
+		global: testGlobal(), client: f, caller: f, namespace: "team-a",
+		claims: func(context.Context) map[string][]string {
+			return map[string][]string{"email": {"alice@example.com"}, "groups": {"dev"}}
+		}}
 	require.NoError(t, o.Run(context.Background()))
+	assert.Contains(t, out.String(), `"claim:email=alice@example.com" -> "identity:alice@example.com";`)
+	assert.Contains(t, out.String(), `"claim:groups=dev" -> "group:dev";`)
 	assert.Contains(t, out.String(), `"binding:RoleBinding/team-a/devs-read-pods" -> "role:Role/team-a/pod-reader";`)
 	assert.Contains(t, out.String(), `"identity:alice@example.com" -> "group:dev";`, "who the server says")
 	assert.Equal(t, []string{"ReadRBAC team-a"}, f.asked)
