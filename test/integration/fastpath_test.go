@@ -98,7 +98,7 @@ func TestOutputFormats(t *testing.T) {
 		{cmd: []string{"whoami"}, output: "xml", wantErrSubstr: `--output "xml" is not one of`},
 		{cmd: []string{"whoami"}, output: "jsonpath={.username", wantErrSubstr: "unclosed action"},
 		{cmd: []string{"list", "pods"}, output: "wide"}, {cmd: []string{"list", "pods"}, output: "name"},
-		{cmd: []string{"who-can", "get", "pods"}, output: "name", wantErrSubstr: `--output "name" is not one of json, yaml, jsonpath=TEMPLATE`},
+		{cmd: []string{"who-can", "get", "pods"}, output: "name", wantErrSubstr: `--output "name" is not one of dot, svg, html, json, yaml, jsonpath=TEMPLATE`},
 		{cmd: []string{"access"}, output: "jsonpath={.rows}"},
 		{cmd: []string{"why", "get", "pods"}, output: "table", wantErrSubstr: `--output "table" is not one of`},
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
@@ -119,7 +120,12 @@ func (o *RecordOptions) Run(ctx context.Context) error {
 		return fmt.Errorf("opening the recording: %w", err)
 	}
 	defer f.Close()
-	ep, err := o.global.APIServer.StartRecorder(kubecode.RecordConfig{Upstream: o.upstream, Log: f, ErrorLog: o.ErrOut})
+	rc, err := upstream(o.upstream)
+	if err != nil {
+		return err
+	}
+	rc.Log, rc.ErrorLog = f, o.ErrOut
+	ep, err := o.global.APIServer.StartRecorder(rc)
 	if err != nil {
 		return err
 	}
@@ -140,6 +146,39 @@ func (o *RecordOptions) Run(ctx context.Context) error {
 	return nil
 }
 
+// upstream is the context's server and client-go's transports to it, with
+// the context's TLS and credentials: one over HTTP/2 where the server
+// offers it, one over HTTP/1.1 for upgrades (SPDY cannot go over HTTP/2).
+func upstream(cfg *rest.Config) (kubecode.RecordConfig, error) {
+	u, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return kubecode.RecordConfig{}, fmt.Errorf("reading the context's server: %w", err)
+	}
+	plain, err := rest.TransportFor(cfg)
+	if err != nil {
+		return kubecode.RecordConfig{}, fmt.Errorf("building the transport to the cluster: %w", err)
+	}
+	h1 := rest.CopyConfig(cfg)
+	h1.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	upgrade, err := rest.TransportFor(h1)
+	if err != nil {
+		return kubecode.RecordConfig{}, fmt.Errorf("building the transport to the cluster for upgrades: %w", err)
+	}
+	return kubecode.RecordConfig{Upstream: u, Transport: plain, UpgradeTransport: upgrade}, nil
+}
+
+// childKubeconfig is the command's kubeconfig: one context, the endpoint
+// with its one-time CA and token, in namespace.
+func childKubeconfig(ep kubecode.Recorder, namespace string) *clientcmdapi.Config {
+	url, ca, token := ep.Endpoint()
+	c := clientcmdapi.NewConfig()
+	c.Clusters["record"] = &clientcmdapi.Cluster{Server: url, CertificateAuthorityData: ca}
+	c.AuthInfos["record"] = &clientcmdapi.AuthInfo{Token: token}
+	c.Contexts["record"] = &clientcmdapi.Context{Cluster: "record", AuthInfo: "record", Namespace: namespace}
+	c.CurrentContext = "record"
+	return c
+}
+
 // stopGrace is how long the command has to end once record is
 // interrupted (the terminal's Ctrl-C reaches it too) before it is killed.
 const stopGrace = 10 * time.Second
@@ -152,7 +191,7 @@ func (o *RecordOptions) runChild(ctx context.Context, ep kubecode.Recorder) (int
 	}
 	defer os.RemoveAll(dir)
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := clientcmd.WriteToFile(*ep.Kubeconfig(o.namespace), kubeconfig); err != nil {
+	if err := clientcmd.WriteToFile(*childKubeconfig(ep, o.namespace), kubeconfig); err != nil {
 		return 0, fmt.Errorf("writing the command's kubeconfig: %w", err)
 	}
 	c := exec.Command(o.Command[0], o.Command[1:]...)

@@ -16,12 +16,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"time"
-
-	"k8s.io/client-go/rest"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/authn/oidcflags"
 )
@@ -45,9 +44,12 @@ type Code interface {
 // RecordConfig is record's endpoint: the cluster it forwards to and where
 // it writes.
 type RecordConfig struct {
-	// Upstream is the context's configuration: its server, TLS and
-	// credentials (an exec plugin, a client certificate, a token).
-	Upstream *rest.Config
+	// Upstream is the context's server; Transport sends to it with the
+	// context's TLS and credentials (an exec plugin, a client certificate,
+	// a token), UpgradeTransport the same over HTTP/1.1 (an SPDY upgrade
+	// cannot go over HTTP/2): client-go's, built by the command.
+	Upstream                    *url.URL
+	Transport, UpgradeTransport http.RoundTripper
 	// Log receives one audit.k8s.io/v1 Event line per authorizer check.
 	Log io.Writer
 	// Now is the clock of the events (time.Now when nil).
@@ -59,9 +61,10 @@ type RecordConfig struct {
 
 // Recorder is a running recording endpoint.
 type Recorder interface {
-	// Kubeconfig is the recorded command's kubeconfig: one context, the
-	// endpoint with its one-time CA and token, in namespace.
-	Kubeconfig(namespace string) *clientcmdapi.Config
+	// Endpoint is what the recorded command's kubeconfig holds: the
+	// endpoint's URL (https://127.0.0.1:PORT), its one-time CA (PEM) and
+	// its one-time bearer token.
+	Endpoint() (url string, caPEM []byte, token string)
 	// Counts are the checks written, and how many the cluster refused.
 	Counts() (written, refused int)
 	// Close stops the endpoint and what still runs through it, and says

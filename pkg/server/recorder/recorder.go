@@ -38,8 +38,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/request/union"
 	"k8s.io/apiserver/pkg/authentication/request/websocket"
 	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/client-go/rest"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/attributes"
@@ -70,22 +68,11 @@ type Options = kubecode.RecordConfig
 
 // Start listens on 127.0.0.1 and serves until Close.
 func Start(o Options) (*Endpoint, error) {
-	// The server's URL as client-go reads it (https by default).
-	upstream, _, err := rest.DefaultServerUrlFor(o.Upstream)
-	if err != nil {
-		return nil, fmt.Errorf("reading the context's server: %w", err)
+	if o.Upstream == nil || o.Transport == nil || o.UpgradeTransport == nil {
+		return nil, errors.New("record's endpoint needs the cluster's URL and transports")
 	}
-	plain, err := rest.TransportFor(o.Upstream)
-	if err != nil {
-		return nil, fmt.Errorf("building the transport to the cluster: %w", err)
-	}
-	// Upgrades (exec, attach, port-forward over SPDY) need HTTP/1.1.
-	h1 := rest.CopyConfig(o.Upstream)
-	h1.TLSClientConfig.NextProtos = []string{"http/1.1"}
-	upgrade, err := rest.TransportFor(h1)
-	if err != nil {
-		return nil, fmt.Errorf("building the transport to the cluster for upgrades: %w", err)
-	}
+	upstream := o.Upstream
+	plain, upgrade := o.Transport, o.UpgradeTransport
 	caPEM, cert, err := oneTimeCert()
 	if err != nil {
 		return nil, err
@@ -171,16 +158,9 @@ func (e *Endpoint) Counts() (written, refused int) {
 	return e.rec.written, e.rec.refused
 }
 
-// Kubeconfig is the child's kubeconfig: one context, the endpoint with its
-// CA and token, in namespace.
-func (e *Endpoint) Kubeconfig(namespace string) *clientcmdapi.Config {
-	c := clientcmdapi.NewConfig()
-	c.Clusters["record"] = &clientcmdapi.Cluster{Server: e.URL, CertificateAuthorityData: e.CA}
-	c.AuthInfos["record"] = &clientcmdapi.AuthInfo{Token: e.Token}
-	c.Contexts["record"] = &clientcmdapi.Context{Cluster: "record", AuthInfo: "record", Namespace: namespace}
-	c.CurrentContext = "record"
-	return c
-}
+// Endpoint is what the child's kubeconfig holds: the URL, the one-time CA
+// and the one-time token.
+func (e *Endpoint) Endpoint() (url string, caPEM []byte, token string) { return e.URL, e.CA, e.Token }
 
 // handler checks the one-time token, strips it, records and forwards.
 type handler struct {

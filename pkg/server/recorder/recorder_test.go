@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
 )
@@ -80,7 +81,15 @@ func start(t *testing.T, u *upstream) (*Endpoint, *bytes.Buffer) {
 	var log bytes.Buffer
 	cfg := &rest.Config{Host: u.srv.URL, BearerToken: upstreamToken,
 		TLSClientConfig: rest.TLSClientConfig{CAData: pemOf(u.srv.Certificate())}}
-	e, err := Start(Options{Upstream: cfg, Log: &log})
+	server, _, err := rest.DefaultServerUrlFor(cfg)
+	require.NoError(t, err)
+	plain, err := rest.TransportFor(cfg)
+	require.NoError(t, err)
+	h1 := rest.CopyConfig(cfg)
+	h1.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	upgrade, err := rest.TransportFor(h1)
+	require.NoError(t, err)
+	e, err := Start(Options{Upstream: server, Transport: plain, UpgradeTransport: upgrade, Log: &log})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Close() })
 	return e, &log
@@ -93,7 +102,12 @@ func pemOf(c *x509.Certificate) []byte {
 
 // client is the child's, from its kubeconfig.
 func client(t *testing.T, e *Endpoint) *http.Client {
-	b, err := clientcmd.Write(*e.Kubeconfig("a"))
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["r"] = &clientcmdapi.Cluster{Server: e.URL, CertificateAuthorityData: e.CA}
+	kc.AuthInfos["r"] = &clientcmdapi.AuthInfo{Token: e.Token}
+	kc.Contexts["r"] = &clientcmdapi.Context{Cluster: "r", AuthInfo: "r", Namespace: "a"}
+	kc.CurrentContext = "r"
+	b, err := clientcmd.Write(*kc)
 	require.NoError(t, err)
 	cc, err := clientcmd.NewClientConfigFromBytes(b)
 	require.NoError(t, err)
