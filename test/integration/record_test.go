@@ -171,7 +171,7 @@ func TestRecordAgainstAnotherUser(t *testing.T) {
 	exit, ok := errors.AsType[*exec.ExitError](err)
 	require.True(t, ok, "record: %v %s %s", err, rest, stderr.String())
 	assert.Equal(t, 3, exit.ExitCode(), "the command's exit code")
-	assert.Contains(t, stderr.String(), "2 requests recorded (1 refused by the cluster) in "+recording)
+	assert.Contains(t, stderr.String(), "2 requests recorded (1 refused or unanswered) in "+recording)
 	_, err = os.Stat(childKubeconfig)
 	assert.True(t, os.IsNotExist(err), "the command's kubeconfig is removed")
 

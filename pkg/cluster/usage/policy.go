@@ -40,8 +40,13 @@ type Policy struct {
 	// Used are the cells used (namespace, verb, resource), the refused
 	// and discovery's aside.
 	Used []Cell `json:"used"`
-	// Refused are the requests the cluster refused: not granted.
+	// Refused are the requests the cluster refused, or did not answer:
+	// not granted.
 	Refused []Request `json:"refused,omitempty"`
+	// Wildcards are the requests that name "*" (a verb, group, resource or
+	// path of it): the cluster answered what no such object is (404), and
+	// a rule of them would grant everything: not granted.
+	Wildcards []Request `json:"wildcards,omitempty"`
 	// Discovery counts the discovery requests (every authenticated user's,
 	// system:discovery): not granted.
 	Discovery int `json:"discovery"`
@@ -129,6 +134,9 @@ func Generate(reqs []Request, o PolicyOptions) Policy {
 		case r.Refused:
 			p.Refused = append(p.Refused, r)
 			continue
+		case wildcard(r):
+			p.Wildcards = append(p.Wildcards, r)
+			continue
 		case r.Resource == "" && discoveryPath(r.Verb, r.Path):
 			p.Discovery++
 			continue
@@ -181,6 +189,13 @@ func Generate(reqs []Request, o PolicyOptions) Policy {
 		}
 	}
 	return p
+}
+
+// wildcard tells whether r names "*" anywhere a rule would read it as
+// every verb, group, resource or path.
+func wildcard(r Request) bool {
+	return slices.ContainsFunc([]string{r.Verb, r.APIGroup, r.Resource, r.Subresource, r.Path},
+		func(s string) bool { return strings.Contains(s, "*") })
 }
 
 func typeMeta(kind string) metav1.TypeMeta {

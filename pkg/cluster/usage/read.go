@@ -8,9 +8,16 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	authnv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 )
 
 // maxLine bounds one line of a log: a RequestResponse event holds whole
@@ -61,6 +68,9 @@ func Read(r io.Reader, o ReadOptions) ([]Request, error) {
 		if kind.Kind == "" {
 			// A line of the impersonating proxy's --audit-log.
 			reqs, err := proxyLine(line, o)
+			if err == nil {
+				err = checkAll(reqs)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("line %d: %w", n, err)
 			}
@@ -79,6 +89,9 @@ func Read(r io.Reader, o ReadOptions) ([]Request, error) {
 			continue // no answer yet: the later stages of its audit ID have it
 		}
 		e := &entry{stage: ev.Stage, reqs: selected(ev, o)}
+		if err := checkAll(e.reqs); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
 		if prev, ok := byID[string(ev.AuditID)]; ok && ev.AuditID != "" {
 			// One request: the stage of its response replaces the stage it
 			// started streaming at (a watch, logs -f, exec).
@@ -128,6 +141,46 @@ func proxyLine(line []byte, o ReadOptions) ([]Request, error) {
 	r.Refused = l.Code == 401 || l.Code == 403
 	return []Request{r}, nil
 }
+
+// checkAll refuses a request no API server could have authorized as it
+// reads: a namespace that is not a DNS label, an API group that is not a
+// DNS subdomain, a verb that is not one, or a name, resource or path with
+// a character that may not reach a terminal as it is (a control, a
+// newline, a bidirectional override). A log written by someone else must
+// not put such text in the YAML kubectl applies, or in the comments
+// above it.
+func checkAll(reqs []Request) error {
+	for _, r := range reqs {
+		if err := check(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func check(r Request) error {
+	if r.Namespace != "" && len(validation.IsDNS1123Label(r.Namespace)) > 0 {
+		return fmt.Errorf("the namespace %s is not one", logging.OneLine(strconv.Quote(r.Namespace), 100))
+	}
+	if r.APIGroup != "" && len(validation.IsDNS1123Subdomain(r.APIGroup)) > 0 {
+		return fmt.Errorf("the API group %s is not one", logging.OneLine(strconv.Quote(r.APIGroup), 100))
+	}
+	if !verbPattern.MatchString(r.Verb) {
+		return fmt.Errorf("the verb %s is not one", logging.OneLine(strconv.Quote(r.Verb), 100))
+	}
+	for what, v := range map[string]string{"resource": r.Resource, "subresource": r.Subresource, "name": r.Name,
+		"path": r.Path} {
+		if len(v) > 1024 || strings.ContainsFunc(v, logging.Unsafe) || !utf8.ValidString(v) {
+			return fmt.Errorf("the %s %s holds characters no API server takes", what,
+				logging.OneLine(strconv.Quote(v), 100))
+		}
+	}
+	return nil
+}
+
+// verbPattern is a verb as kube-apiserver's authorizer gets one: a
+// lowercase HTTP method or an API verb, impersonate:MODE's included.
+var verbPattern = regexp.MustCompile(`^[a-z][a-z:-]{0,63}$|^\*$`)
 
 // readLine is the next line of rd, without its end; an error past maxLine.
 func readLine(rd *bufio.Reader) ([]byte, error) {
@@ -195,7 +248,9 @@ func fromEvent(ev auditv1.Event) Request {
 	default:
 		r.Code = 200 // kube-apiserver logs a response without a status as 200
 	}
-	r.Refused = r.Code == 401 || r.Code == 403 && ev.Annotations[decisionAnnotation] == "forbid"
+	// kube-apiserver's authorizer writes "forbid" on a 403 it refused;
+	// record writes it on a request that got no answer too.
+	r.Refused = r.Code == 401 || ev.Annotations[decisionAnnotation] == "forbid"
 	if ev.ObjectRef == nil {
 		u, err := url.Parse(ev.RequestURI)
 		if err == nil {

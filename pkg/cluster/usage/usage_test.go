@@ -189,3 +189,53 @@ func TestReadProxyLog(t *testing.T) {
 	_, err = Read(strings.NewReader(`{"verb":"GET","path":"/api","code":200,"user":"bob"}`), ReadOptions{User: "bob"})
 	assert.ErrorContains(t, err, "line 1: a proxy's line without the request's attributes")
 }
+
+// TestReadRefusesWhatNoServerAuthorizes: a log someone else wrote must not
+// put a newline (a YAML document of its own), a control or a bidirectional
+// override into what kubectl applies or the comments above it.
+func TestReadRefusesWhatNoServerAuthorizes(t *testing.T) {
+	for _, tt := range []struct{ ref, verb, want string }{
+		{"|configmaps||a\napiVersion: v1\n---\n#|", "get", "the namespace"},
+		{"|configmaps||A|", "get", "the namespace"},
+		{"ex ample|widgets||a|", "get", "the API group"},
+		{"|configmaps||a|x\u202ey", "get", "the name"},
+		{"|config\u001bmaps||a|", "get", "the resource"},
+		{"|configmaps||a|", "get\nlist", "the verb"},
+	} {
+		_, err := Read(strings.NewReader(event("1", "ResponseComplete", "a", "", tt.verb, "/x", tt.ref, 200, "allow")),
+			ReadOptions{})
+		assert.ErrorContains(t, err, "line 1: "+tt.want, tt.ref)
+	}
+	_, err := Read(strings.NewReader(`{"verb":"GET","code":200,"user":"bob","request":{"verb":"get",`+
+		`"resource":"pods","namespace":"a\nb"}}`), ReadOptions{User: "bob"})
+	assert.ErrorContains(t, err, "line 1: the namespace", "the proxy's lines too")
+}
+
+// TestWildcardsAreNotGranted: a request naming "*" got a 404 (no such
+// object), yet a rule of it would grant everything.
+func TestWildcardsAreNotGranted(t *testing.T) {
+	p := Generate([]Request{
+		{Verb: "list", APIGroup: "*", Resource: "*", Code: 404},
+		{Verb: "create", Resource: "*", Namespace: "a", Code: 404},
+		{Verb: "get", Path: "/*", Code: 404},
+		{Verb: "*", Resource: "secrets", Namespace: "a"},
+		{Verb: "get", Resource: "pods", Subresource: "*", Namespace: "a", Name: "p"},
+		{Verb: "get", Resource: "pods", Namespace: "a", Name: "p"},
+	}, PolicyOptions{})
+	assert.Len(t, p.Wildcards, 5)
+	assert.Nil(t, p.ClusterRole)
+	require.Len(t, p.Roles, 1)
+	assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"},
+		ResourceNames: []string{"p"}, Verbs: []string{"get"}}}, p.Roles[0].Rules)
+}
+
+// TestUnansweredIsRefused: record writes "forbid" on a request that got no
+// answer; it is read as refused whatever its code.
+func TestUnansweredIsRefused(t *testing.T) {
+	b, err := json.Marshal(Request{Verb: "deletecollection", Resource: "secrets", Namespace: "a", Code: 502,
+		Refused: true}.Event("/api/v1/namespaces/a/secrets", "", time.Now()))
+	require.NoError(t, err)
+	got, err := Read(bytes.NewReader(b), ReadOptions{})
+	require.NoError(t, err)
+	assert.True(t, got[0].Refused)
+}

@@ -256,8 +256,12 @@ func (o *LeastPrivilegeOptions) held(ctx context.Context, res *Result) error {
 func summary(res Result, prefix string) string {
 	var b strings.Builder
 	used := len(res.Used)
-	fmt.Fprintf(&b, "%sleast privilege for %s used (verb, resource, namespace); not granted: %d refused by the "+
-		"cluster, %d discovery (every user's)\n", prefix, cells(used), len(res.Refused), res.Discovery)
+	fmt.Fprintf(&b, "%sleast privilege for %s used (verb, resource, namespace); not granted: %d refused or "+
+		"unanswered by the cluster, %d discovery (every user's)", prefix, cells(used), len(res.Refused), res.Discovery)
+	if len(res.Wildcards) > 0 {
+		fmt.Fprintf(&b, ", %d naming a wildcard (*)", len(res.Wildcards))
+	}
+	b.WriteString("\n")
 	if res.Held >= 0 && len(res.HeldIn) > 0 {
 		inNS := 0
 		for _, c := range res.Used {
@@ -265,11 +269,12 @@ func summary(res Result, prefix string) string {
 				inNS++
 			}
 		}
-		fmt.Fprintf(&b, "%sholds %s in %s, used %d\n", prefix, cells(res.Held), strings.Join(res.HeldIn, ", "), inNS)
+		fmt.Fprintf(&b, "%sholds %s in %s, used %d\n", prefix, cells(res.Held),
+			logging.OneLine(strings.Join(res.HeldIn, ", "), 300), inNS)
 	}
 	for _, e := range res.Escalations {
 		c := usage.Cell{Namespace: e.Namespace, Verb: e.Verb, APIGroup: e.APIGroup, Resource: e.Resource}
-		fmt.Fprintf(&b, "%sescalation: %s: %s\n", prefix, logging.OneLine(c.String(), 200), e.Why)
+		fmt.Fprintf(&b, "%sescalation: %s: %s\n", prefix, logging.OneLine(c.String(), 200), logging.OneLine(e.Why, 300))
 	}
 	if res.ClusterRoleBinding == nil && len(res.RoleBindings) == 0 && (res.ClusterRole != nil || len(res.Roles) > 0) {
 		fmt.Fprintf(&b, "%sno bindings: give --subject to bind the roles\n", prefix)

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode/linked"
 )
 
@@ -92,7 +94,7 @@ func TestRecordRunsTheCommandAndExitsWithItsCode(t *testing.T) {
 			}
 			assert.Equal(t, []string{"/api/v1/namespaces/team-a/pods Bearer ctx"}, seen)
 			assert.Contains(t, errOut.String(), "the command's own --context bypasses the recording")
-			assert.Contains(t, errOut.String(), "1 requests recorded (0 refused by the cluster) in "+file)
+			assert.Contains(t, errOut.String(), "1 requests recorded (0 refused or unanswered) in "+file)
 			f, err := os.Open(file)
 			require.NoError(t, err)
 			defer f.Close()
@@ -213,7 +215,7 @@ func TestLeastPrivilegePrints(t *testing.T) {
 
 	out, _ := run("--subject=ServiceAccount:a:robot")
 	assert.True(t, strings.HasPrefix(out, "# least privilege for 4 cells used (verb, resource, namespace); "+
-		"not granted: 1 refused by the cluster, 1 discovery (every user's)\n"), out)
+		"not granted: 1 refused or unanswered by the cluster, 1 discovery (every user's)\n"), out)
 	assert.Contains(t, out, "# escalation: create pods/exec in a: runs commands in pods")
 	assert.NotContains(t, out, "creationTimestamp")
 	docs := strings.Split(out, "---\n")
@@ -247,4 +249,37 @@ func TestLeastPrivilegePrints(t *testing.T) {
 
 	out, _ = run("-o", "jsonpath={.refused[0].resource} {.used[*].verb}")
 	assert.Equal(t, "secrets get list get create", out)
+}
+
+// TestSummaryIsCommentLines: every line above the YAML is a comment, and
+// nothing there may reach a terminal unescaped, whatever the namespaces
+// held in (the cluster answered for them; their names come from a log).
+func TestSummaryIsCommentLines(t *testing.T) {
+	res := Result{Held: 3, HeldIn: []string{"a\napiVersion: v1\nkind: ClusterRoleBinding\n---\n#", "b\x1b]0;x\a"},
+		Policy: usage.Policy{Used: []usage.Cell{{Namespace: "a", Verb: "get", Resource: "pods"}},
+			Escalations: []usage.Escalation{{Namespace: "a", Verb: "get", Resource: "secrets", Why: "x\ny"}}}}
+	out := summary(res, "# ")
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		assert.True(t, strings.HasPrefix(l, "# "), "%q", l)
+	}
+	assert.Equal(t, -1, func() int { i, _ := logging.SafeOutput(out); return i }(), out)
+}
+
+func TestOpenRecording(t *testing.T) {
+	dir := t.TempDir()
+	f, err := openRecording(filepath.Join(dir, "new.jsonl"))
+	require.NoError(t, err)
+	f.Close()
+	require.NoError(t, os.Symlink(filepath.Join(dir, "new.jsonl"), filepath.Join(dir, "link")))
+	_, err = openRecording(filepath.Join(dir, "link"))
+	assert.ErrorContains(t, err, "is a symbolic link")
+	_, err = openRecording(dir)
+	assert.Error(t, err, "a directory")
+	if runtime.GOOS != "windows" {
+		shared := filepath.Join(dir, "shared.jsonl")
+		require.NoError(t, os.WriteFile(shared, nil, 0o600))
+		require.NoError(t, os.Chmod(shared, 0o666))
+		_, err = openRecording(shared)
+		assert.ErrorContains(t, err, "is writable by others")
+	}
 }

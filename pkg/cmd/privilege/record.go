@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/safefile"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
 )
 
@@ -115,9 +117,9 @@ func (o *RecordOptions) Run(ctx context.Context) error {
 				"recording: leave it out (record's --context and -n select the cluster)\n", name)
 		}
 	}
-	f, err := os.OpenFile(o.File, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := openRecording(o.File)
 	if err != nil {
-		return fmt.Errorf("opening the recording: %w", err)
+		return err
 	}
 	defer f.Close()
 	rc, err := upstream(o.upstream)
@@ -135,7 +137,7 @@ func (o *RecordOptions) Run(ctx context.Context) error {
 		closeErr = fmt.Errorf("writing the recording: %w", err)
 	}
 	written, refused := ep.Counts()
-	fmt.Fprintf(o.ErrOut, "kubectl-impersonate: record: %d requests recorded (%d refused by the cluster) in %s; "+
+	fmt.Fprintf(o.ErrOut, "kubectl-impersonate: record: %d requests recorded (%d refused or unanswered) in %s; "+
 		"next: kubectl impersonate least-privilege --from %s\n", written, refused, o.File, o.File)
 	if err := errors.Join(runErr, closeErr); err != nil {
 		return err
@@ -144,6 +146,34 @@ func (o *RecordOptions) Run(ctx context.Context) error {
 		return cmdutil.ExitCode(code)
 	}
 	return nil
+}
+
+// openRecording opens the file to append to: yours, private, not a
+// symbolic link (another user's file or link in a shared directory would
+// receive the recording, or hand it on).
+func openRecording(path string) (*os.File, error) {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, fmt.Errorf("the recording %s is a symbolic link: give the file itself", path)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the recording: %w", err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("the recording %s is not a regular file", path)
+	}
+	if err == nil {
+		var a safefile.Access
+		if a, err = safefile.AccessOf(f, fi); err == nil {
+			err = safefile.Private.Check("the recording", path, a, false)
+		}
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // upstream is the context's server and client-go's transports to it, with
@@ -164,7 +194,9 @@ func upstream(cfg *rest.Config) (kubecode.RecordConfig, error) {
 	if err != nil {
 		return kubecode.RecordConfig{}, fmt.Errorf("building the transport to the cluster for upgrades: %w", err)
 	}
-	return kubecode.RecordConfig{Upstream: u, Transport: plain, UpgradeTransport: upgrade}, nil
+	imp := cfg.Impersonate
+	return kubecode.RecordConfig{Upstream: u, Transport: plain, UpgradeTransport: upgrade,
+		Impersonates: imp.UserName != "" || imp.UID != "" || len(imp.Groups) > 0 || len(imp.Extra) > 0}, nil
 }
 
 // childKubeconfig is the command's kubeconfig: one context, the endpoint

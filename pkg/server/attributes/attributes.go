@@ -6,6 +6,7 @@ package attributes
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -36,4 +37,26 @@ func Of(r *http.Request) []usage.Request {
 	}
 	return append(out, usage.Request{Verb: info.Verb, APIGroup: info.APIGroup, Resource: info.Resource,
 		Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name})
+}
+
+// HasDotSegment reports "." or ".." path segments, raw or percent-encoded
+// (an encoded slash splits segments as the upstream would decode it): a
+// path an upstream or a gateway before it may resolve elsewhere than the
+// attributes read from it say; the proxy and record's endpoint refuse it.
+func HasDotSegment(u *url.URL) bool {
+	for _, p := range []string{u.Path, u.RawPath} {
+		for _, seg := range strings.Split(p, "/") {
+			if d, err := url.PathUnescape(seg); err == nil {
+				seg = d
+			}
+			for _, s := range strings.Split(strings.ReplaceAll(seg, `\`, "/"), "/") {
+				// "..;x" is ".." to servers that read path parameters.
+				s, _, _ = strings.Cut(s, ";")
+				if s == "." || s == ".." {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

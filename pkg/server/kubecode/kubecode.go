@@ -50,6 +50,9 @@ type RecordConfig struct {
 	// cannot go over HTTP/2): client-go's, built by the command.
 	Upstream                    *url.URL
 	Transport, UpgradeTransport http.RoundTripper
+	// Impersonates says the context impersonates (--as, a kubeconfig's
+	// as:): the command's own impersonation is then refused.
+	Impersonates bool
 	// Log receives one audit.k8s.io/v1 Event line per authorizer check.
 	Log io.Writer
 	// Now is the clock of the events (time.Now when nil).

@@ -501,7 +501,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 	} else {
 		asked, askedErr = readCallerImpersonation(r.Header)
 	}
-	if hasDotSegment(r.URL) {
+	if attributes.HasDotSegment(r.URL) {
 		h.refuse(w, l, http.StatusBadRequest, "request", "dot segment in the path",
 			"the path may not contain dot segments (. or ..)")
 		return
@@ -741,26 +741,6 @@ func stripWebSocketToken(h http.Header) {
 	if len(keep) > 0 {
 		h.Set("Sec-WebSocket-Protocol", strings.Join(keep, ", "))
 	}
-}
-
-// hasDotSegment reports "." or ".." path segments, raw or percent-encoded
-// (an encoded slash splits segments as the upstream would decode it).
-func hasDotSegment(u *url.URL) bool {
-	for _, p := range []string{u.Path, u.RawPath} {
-		for _, seg := range strings.Split(p, "/") {
-			if d, err := url.PathUnescape(seg); err == nil {
-				seg = d
-			}
-			for _, s := range strings.Split(strings.ReplaceAll(seg, `\`, "/"), "/") {
-				// "..;x" is ".." to servers that read path parameters.
-				s, _, _ = strings.Cut(s, ";")
-				if s == "." || s == ".." {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }
 
 // forwardable refuses identities kube-apiserver would never produce from a

@@ -40,6 +40,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/attributes"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
 )
@@ -97,7 +98,8 @@ func Start(o Options) (*Endpoint, error) {
 	}
 	base, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
-	h := &handler{authn: oneTimeToken([]byte(token)), rec: e.rec, proxy: &httputil.ReverseProxy{
+	h := &handler{impersonates: o.Impersonates, authn: oneTimeToken([]byte(token)), rec: e.rec}
+	h.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(upstream)
 			pr.Out.Host = upstream.Host
@@ -107,14 +109,17 @@ func Start(o Options) (*Endpoint, error) {
 		ErrorLog:       errorLog,
 		ModifyResponse: modifyResponse,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			errorLog.Printf("forwarding %s %s: %v", r.Method, r.URL.Path, err)
-			recordOf(r, http.StatusBadGateway, false, false)
+			errorLog.Printf("forwarding %s %s: %s", r.Method, logging.OneLine(r.URL.Path, 200),
+				logging.OneLine(err.Error(), 300))
+			// No answer: nothing says the cluster allowed it.
+			recordOf(r, http.StatusBadGateway, true, false)
 			writeStatus(w, http.StatusBadGateway, metav1.StatusReasonServiceUnavailable,
 				"kubectl impersonate record could not reach the cluster")
 		},
-	}}
+	}
 	e.h = h
 	e.srv = &http.Server{Handler: h, ErrorLog: errorLog, ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout: idleTimeout,
 		BaseContext: func(net.Listener) context.Context { return base },
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert},
 			NextProtos: []string{"h2", "http/1.1"}}}
@@ -124,6 +129,10 @@ func Start(o Options) (*Endpoint, error) {
 	}()
 	return e, nil
 }
+
+// idleTimeout closes a connection that sends nothing more (one refused
+// for want of the token included).
+const idleTimeout = 90 * time.Second
 
 // closeWait bounds Close's wait for the requests still running.
 const closeWait = 10 * time.Second
@@ -164,10 +173,12 @@ func (e *Endpoint) Endpoint() (url string, caPEM []byte, token string) { return 
 
 // handler checks the one-time token, strips it, records and forwards.
 type handler struct {
-	authn    authenticator.Request
-	rec      *writer
-	proxy    *httputil.ReverseProxy
-	inflight sync.WaitGroup
+	// impersonates: the context impersonates (refusal).
+	impersonates bool
+	authn        authenticator.Request
+	rec          *writer
+	proxy        *httputil.ReverseProxy
+	inflight     sync.WaitGroup
 }
 
 // bearerProtocol begins the WebSocket subprotocol that carries a bearer
@@ -184,12 +195,42 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.inflight.Done()
 	r.Header.Del("Authorization")
 	dropBearerProtocol(r.Header)
+	if code, msg := h.refusal(r); code != 0 {
+		writeStatus(w, code, metav1.StatusReasonBadRequest, msg)
+		return
+	}
 	st := &state{rec: h.rec, reqs: attributes.Of(r), uri: r.URL.RequestURI(),
 		impersonated: r.Header.Get("Impersonate-User")}
 	// Written when the answer's headers come (a watch or an exec is
-	// recorded while it runs), or when the handler ends without one.
-	defer st.record(http.StatusOK, false, false)
+	// recorded while it runs), or when the handler ends without one: then
+	// unanswered (the command went away first), and not granted.
+	defer st.record(0, true, false)
 	h.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
+}
+
+// refusal is why the endpoint refuses r itself (0 when it does not):
+// CONNECT and TRACE (a tunnel with the context's credential; the API uses
+// neither); a "." or ".." segment (a gateway before the API server may
+// resolve it elsewhere than the attributes say); and, when the context
+// itself impersonates (--as, a kubeconfig's as:), the command's own
+// Impersonate-* headers: client-go's impersonation would give way to them
+// or add their groups, and the request would not be the context's.
+func (h *handler) refusal(r *http.Request) (int, string) {
+	switch {
+	case r.Method == http.MethodConnect || r.Method == http.MethodTrace:
+		return http.StatusMethodNotAllowed, "kubectl impersonate record does not forward " + r.Method
+	case attributes.HasDotSegment(r.URL):
+		return http.StatusBadRequest, "kubectl impersonate record does not forward a path with . or .. segments"
+	}
+	if h.impersonates {
+		for name := range r.Header {
+			if strings.HasPrefix(strings.ToLower(name), "impersonate-") {
+				return http.StatusForbidden, "the recorded context already impersonates (--as, or the kubeconfig's " +
+					"as:): the command may not impersonate as well"
+			}
+		}
+	}
+	return 0, ""
 }
 
 // oneTimeToken authenticates the one-time token as kube-apiserver
@@ -266,12 +307,16 @@ func recordOf(r *http.Request, code int, refused, impersonation bool) {
 const maxStatus = 1 << 20
 
 // modifyResponse notes the response's code, and whether the authorizer
-// refused: a 401, or a 403 whose Status is the authorizer's ('User "X"
-// cannot VERB resource ...'; an admission 403 is not: RBAC allowed it).
+// refused: a 401, or a 403 unless its body is plainly a JSON Status that
+// is not the authorizer's ('User "X" cannot VERB resource ...'): an
+// admission's 403, which RBAC allowed. A 403 in another encoding (the
+// command asked for protobuf or CBOR) or compressed counts as refused:
+// nothing is granted that the cluster may have refused.
 func modifyResponse(resp *http.Response) error {
 	r := resp.Request
 	refused, impersonation := resp.StatusCode == http.StatusUnauthorized, false
-	if resp.StatusCode == http.StatusForbidden && resp.Body != nil {
+	if resp.StatusCode == http.StatusForbidden {
+		refused = true
 		b, err := io.ReadAll(io.LimitReader(resp.Body, maxStatus))
 		if err != nil {
 			return fmt.Errorf("reading the cluster's refusal: %w", err)
@@ -281,10 +326,10 @@ func modifyResponse(resp *http.Response) error {
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(b), resp.Body), resp.Body}
 		var st metav1.Status
-		if json.Unmarshal(b, &st) == nil && st.Reason == metav1.StatusReasonForbidden &&
-			strings.Contains(st.Message, `User "`) && strings.Contains(st.Message, " cannot ") {
-			refused = true
-			impersonation = strings.Contains(st.Message, " cannot impersonate ")
+		if resp.Header.Get("Content-Encoding") == "" && json.Unmarshal(b, &st) == nil && st.Kind == "Status" {
+			authorizer := strings.Contains(st.Message, `User "`) && strings.Contains(st.Message, " cannot ")
+			refused = authorizer
+			impersonation = authorizer && strings.Contains(st.Message, " cannot impersonate ")
 		}
 	}
 	recordOf(r, resp.StatusCode, refused, impersonation)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -54,6 +55,13 @@ func newUpstream(t *testing.T) *upstream {
 				`"message":%q}`, msg)
 		}
 		switch {
+		case strings.HasSuffix(r.URL.Path, "/slow"):
+			time.Sleep(300 * time.Millisecond)
+			forbid(`slow is forbidden: User "ci" cannot get resource "slow"`)
+		case r.Header.Get("Accept") == "application/vnd.kubernetes.protobuf" && strings.HasSuffix(r.URL.Path, "/secrets"):
+			w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte("k8s\x00\n\x0c\n\x02v1\x12\x06Status\x12\x03..."))
 		case r.Header.Get("Impersonate-User") != "" && u.refuseI:
 			forbid(`users "bob" is forbidden: User "ci" cannot impersonate resource "users" in API group "" at the ` +
 				`cluster scope`)
@@ -77,10 +85,16 @@ func (u *upstream) requests() []string {
 	return append([]string(nil), u.seen...)
 }
 
-func start(t *testing.T, u *upstream) (*Endpoint, *bytes.Buffer) {
+func start(t *testing.T, u *upstream) (*Endpoint, *bytes.Buffer) { return startWith(t, u, nil) }
+
+// startWith starts an endpoint to u, its context's configuration edited.
+func startWith(t *testing.T, u *upstream, edit func(*rest.Config)) (*Endpoint, *bytes.Buffer) {
 	var log bytes.Buffer
 	cfg := &rest.Config{Host: u.srv.URL, BearerToken: upstreamToken,
 		TLSClientConfig: rest.TLSClientConfig{CAData: pemOf(u.srv.Certificate())}}
+	if edit != nil {
+		edit(cfg)
+	}
 	server, _, err := rest.DefaultServerUrlFor(cfg)
 	require.NoError(t, err)
 	plain, err := rest.TransportFor(cfg)
@@ -89,7 +103,9 @@ func start(t *testing.T, u *upstream) (*Endpoint, *bytes.Buffer) {
 	h1.TLSClientConfig.NextProtos = []string{"http/1.1"}
 	upgrade, err := rest.TransportFor(h1)
 	require.NoError(t, err)
-	e, err := Start(Options{Upstream: server, Transport: plain, UpgradeTransport: upgrade, Log: &log})
+	imp := cfg.Impersonate
+	e, err := Start(Options{Upstream: server, Transport: plain, UpgradeTransport: upgrade, Log: &log,
+		Impersonates: imp.UserName != "" || len(imp.Groups) > 0})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Close() })
 	return e, &log
@@ -255,4 +271,64 @@ func TestEventsAreWholeLines(t *testing.T) {
 	for _, l := range lines {
 		assert.True(t, json.Valid([]byte(l)), l)
 	}
+}
+
+// TestAttacksOnTheRecording: what the command sends must not make the
+// recording grant what the cluster refused, or reach the cluster otherwise
+// than as the context (the attacks of the review of issue 49).
+func TestAttacksOnTheRecording(t *testing.T) {
+	t.Run("a request the command abandons before the refusal is not granted", func(t *testing.T) {
+		u := newUpstream(t)
+		e, log := start(t, u)
+		c := client(t, e)
+		c.Timeout = 50 * time.Millisecond
+		_, err := c.Get(e.URL + "/api/v1/namespaces/a/slow")
+		require.Error(t, err)
+		reqs := read(t, e, log)
+		require.Len(t, reqs, 1)
+		assert.True(t, reqs[0].Refused, "unanswered: %+v", reqs[0])
+	})
+	t.Run("an authorizer's 403 in protobuf is refused", func(t *testing.T) {
+		u := newUpstream(t)
+		e, log := start(t, u)
+		assert.Equal(t, 403, do(t, client(t, e), "GET", e.URL+"/api/v1/namespaces/a/secrets",
+			http.Header{"Accept": {"application/vnd.kubernetes.protobuf"}}))
+		assert.Equal(t, []usage.Request{{Verb: "list", Resource: "secrets", Namespace: "a", Code: 403, Refused: true}},
+			read(t, e, log))
+	})
+	t.Run("the command may not impersonate when the context does", func(t *testing.T) {
+		u := newUpstream(t)
+		e, log := startWith(t, u, func(c *rest.Config) { c.Impersonate.UserName = "ci-bot" })
+		c := client(t, e)
+		for _, h := range []http.Header{{"Impersonate-Group": {"system:masters"}}, {"Impersonate-User": {"admin"}},
+			{"impersonate-extra-scopes": {"x"}}, {"Impersonate-Uid": {"1"}}} {
+			assert.Equal(t, http.StatusForbidden, do(t, c, "GET", e.URL+"/api/v1/namespaces/a/pods", h), "%v", h)
+		}
+		assert.Equal(t, 200, do(t, c, "GET", e.URL+"/api/v1/namespaces/a/pods", nil))
+		assert.Len(t, u.requests(), 1, "only the request without impersonation reached the cluster")
+		assert.Len(t, read(t, e, log), 1)
+	})
+	t.Run("dot segments, CONNECT and TRACE do not reach the cluster", func(t *testing.T) {
+		u := newUpstream(t)
+		e, log := start(t, u)
+		c := client(t, e)
+		for _, tt := range []struct {
+			method, path string
+			code         int
+		}{
+			{"GET", "/api/v1/namespaces/a/pods/../../../../v3/tokens", 400},
+			{"GET", "/api/v1/namespaces/a/pods/%2e%2e/x", 400},
+			{"TRACE", "/api/v1/namespaces/a/pods", 405},
+		} {
+			req, err := http.NewRequest(tt.method, e.URL+tt.path, nil)
+			require.NoError(t, err)
+			req.URL.Opaque = tt.path // sent as written, not cleaned by the client
+			resp, err := c.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, tt.code, resp.StatusCode, tt.path)
+		}
+		assert.Empty(t, u.requests())
+		assert.Empty(t, read(t, e, log))
+	})
 }
