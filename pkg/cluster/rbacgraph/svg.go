@@ -3,7 +3,6 @@ package rbacgraph
 import (
 	"bytes"
 	"cmp"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"slices"
@@ -166,10 +165,34 @@ func (g *Graph) svg() []byte {
 	return b.Bytes()
 }
 
-// escape is s as XML text or attribute value; characters XML cannot hold
-// become U+FFFD.
+// escape is s as XML text or attribute value, as encoding/xml's
+// EscapeText writes it (whose package initialisers every start of the
+// binary would pay): the five markup characters as references, a newline
+// and a tab as character references, and what XML cannot hold (other
+// controls, invalid UTF-8) as U+FFFD.
 func escape(s string) string {
 	var b strings.Builder
-	_ = xml.EscapeText(&b, []byte(s))
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		switch {
+		case r == '&':
+			b.WriteString("&amp;")
+		case r == '<':
+			b.WriteString("&lt;")
+		case r == '>':
+			b.WriteString("&gt;")
+		case r == '"':
+			b.WriteString("&#34;")
+		case r == '\'':
+			b.WriteString("&#39;")
+		case r == '\n':
+			b.WriteString("&#xA;")
+		case r == '\t':
+			b.WriteString("&#x9;")
+		case r < 0x20 || r == 0xfffe || r == 0xffff || (r >= 0xd800 && r <= 0xdfff):
+			b.WriteRune('\uFFFD')
+		default:
+			b.WriteRune(r)
+		}
+	}
 	return b.String()
 }
