@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/safefile"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
@@ -176,23 +177,16 @@ func openRecording(path string) (*os.File, error) {
 	return f, nil
 }
 
-// upstream is the context's server and client-go's transports to it, with
-// the context's TLS and credentials: one over HTTP/2 where the server
-// offers it, one over HTTP/1.1 for upgrades (SPDY cannot go over HTTP/2).
+// upstream is the context's server and client-go's transports to it
+// (kubeapi.UpstreamTransports), and whether the context impersonates.
 func upstream(cfg *rest.Config) (kubecode.RecordConfig, error) {
 	u, _, err := rest.DefaultServerUrlFor(cfg)
 	if err != nil {
 		return kubecode.RecordConfig{}, fmt.Errorf("reading the context's server: %w", err)
 	}
-	plain, err := rest.TransportFor(cfg)
+	plain, upgrade, err := kubeapi.UpstreamTransports(cfg)
 	if err != nil {
-		return kubecode.RecordConfig{}, fmt.Errorf("building the transport to the cluster: %w", err)
-	}
-	h1 := rest.CopyConfig(cfg)
-	h1.TLSClientConfig.NextProtos = []string{"http/1.1"}
-	upgrade, err := rest.TransportFor(h1)
-	if err != nil {
-		return kubecode.RecordConfig{}, fmt.Errorf("building the transport to the cluster for upgrades: %w", err)
+		return kubecode.RecordConfig{}, err
 	}
 	imp := cfg.Impersonate
 	return kubecode.RecordConfig{Upstream: u, Transport: plain, UpgradeTransport: upgrade,

@@ -167,14 +167,14 @@ func (h *Handler) init() {
 			r.SetURL(h.Upstream)
 			r.Out.Host = h.Upstream.Host
 			stripIdentityHeaders(r.Out.Header)
-			stripWebSocketToken(r.Out.Header)
+			StripWebSocketToken(r.Out.Header)
 			// The caller's address, as kube-apiserver's audit reads it
 			// (sourceIPs): X-Forwarded-For set from the connection, and no
 			// X-Real-Ip of the caller's choosing.
 			r.Out.Header.Del("X-Real-Ip")
 			r.SetXForwarded()
 		},
-		Transport: impersonate{upgradeSplit{plain: h.Transport, upgrade: h.UpgradeTransport}},
+		Transport: impersonate{UpgradeSplit{Plain: h.Transport, Upgrade: h.UpgradeTransport}},
 		// Watches and logs stream: flush every write.
 		FlushInterval: -1,
 		ErrorLog:      h.errorLog(),
@@ -220,7 +220,13 @@ func stripIdentityHeaders(h http.Header) {
 // turn Impersonate_User into Impersonate-User).
 func identityHeader(name string) bool {
 	l := normalHeader(name)
-	return l == "authorization" || strings.HasPrefix(l, "impersonate-") || strings.HasPrefix(l, "x-remote-")
+	return l == "authorization" || ImpersonationHeader(name) || strings.HasPrefix(l, "x-remote-")
+}
+
+// ImpersonationHeader tells an Impersonate-* header, in any spelling a
+// gateway may read as one (case, _ for -).
+func ImpersonationHeader(name string) bool {
+	return strings.HasPrefix(normalHeader(name), "impersonate-")
 }
 
 // normalHeader is name as a gateway may read it: lower case, _ as -.
@@ -278,13 +284,15 @@ func (i impersonate) RoundTrip(r *http.Request) (*http.Response, error) {
 	}, i.next).RoundTrip(r)
 }
 
-// upgradeSplit sends upgrade requests through their own transport.
-type upgradeSplit struct{ plain, upgrade http.RoundTripper }
+// UpgradeSplit sends upgrade requests (exec, attach, port-forward) through
+// Upgrade, an HTTP/1.1 transport (SPDY cannot go over HTTP/2), and the
+// others through Plain: the proxy's and record's endpoint's upstream.
+type UpgradeSplit struct{ Plain, Upgrade http.RoundTripper }
 
-func (u upgradeSplit) RoundTrip(r *http.Request) (*http.Response, error) {
-	rt := u.plain
-	if u.upgrade != nil && r.Header.Get("Upgrade") != "" {
-		rt = u.upgrade
+func (u UpgradeSplit) RoundTrip(r *http.Request) (*http.Response, error) {
+	rt := u.Plain
+	if u.Upgrade != nil && r.Header.Get("Upgrade") != "" {
+		rt = u.Upgrade
 	}
 	if rt == nil {
 		rt = http.DefaultTransport
@@ -721,10 +729,10 @@ func hasCredential(r *http.Request) bool {
 // client's bearer token (k8s.io/apiserver's request/websocket).
 const webSocketBearerPrefix = "base64url.bearer.authorization.k8s.io."
 
-// stripWebSocketToken removes the bearer subprotocols from
+// StripWebSocketToken removes the bearer subprotocols from
 // Sec-WebSocket-Protocol: a caller's token never goes upstream, whichever
 // credential authenticated it.
-func stripWebSocketToken(h http.Header) {
+func StripWebSocketToken(h http.Header) {
 	values := h.Values("Sec-WebSocket-Protocol")
 	if len(values) == 0 {
 		return

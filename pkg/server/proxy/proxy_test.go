@@ -526,7 +526,7 @@ func TestUpgradeSplit(t *testing.T) {
 			if tc.upgrade != "" {
 				req.Header.Set("Upgrade", tc.upgrade)
 			}
-			resp, err := upgradeSplit{plain: plain, upgrade: upgr}.RoundTrip(req)
+			resp, err := UpgradeSplit{Plain: plain, Upgrade: upgr}.RoundTrip(req)
 			require.NoError(t, err)
 			resp.Body.Close()
 			assert.Equal(t, tc.wantPlain, plain.n)

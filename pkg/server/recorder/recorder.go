@@ -43,6 +43,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/attributes"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/proxy"
 )
 
 // Endpoint is a running recording endpoint.
@@ -58,7 +59,6 @@ type Endpoint struct {
 	srv    *http.Server
 	h      *handler
 	cancel context.CancelFunc
-	ln     net.Listener
 	done   chan struct{}
 	rec    *writer
 }
@@ -90,7 +90,7 @@ func Start(o Options) (*Endpoint, error) {
 	if now == nil {
 		now = time.Now
 	}
-	e := &Endpoint{URL: "https://" + ln.Addr().String(), CA: caPEM, Token: token, ln: ln,
+	e := &Endpoint{URL: "https://" + ln.Addr().String(), CA: caPEM, Token: token,
 		done: make(chan struct{}), rec: &writer{w: o.Log, now: now}}
 	errorLog := log.New(io.Discard, "", 0)
 	if o.ErrorLog != nil {
@@ -104,7 +104,7 @@ func Start(o Options) (*Endpoint, error) {
 			pr.SetURL(upstream)
 			pr.Out.Host = upstream.Host
 		},
-		Transport:      upgradeSplit{plain: plain, upgrade: upgrade},
+		Transport:      proxy.UpgradeSplit{Plain: plain, Upgrade: upgrade},
 		FlushInterval:  -1,
 		ErrorLog:       errorLog,
 		ModifyResponse: modifyResponse,
@@ -181,10 +181,6 @@ type handler struct {
 	inflight     sync.WaitGroup
 }
 
-// bearerProtocol begins the WebSocket subprotocol that carries a bearer
-// token (browsers cannot set Authorization on a WebSocket).
-const bearerProtocol = "base64url.bearer.authorization.k8s.io."
-
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, ok, err := h.authn.AuthenticateRequest(r); !ok || err != nil {
 		writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized,
@@ -194,9 +190,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.inflight.Add(1)
 	defer h.inflight.Done()
 	r.Header.Del("Authorization")
-	dropBearerProtocol(r.Header)
-	if code, msg := h.refusal(r); code != 0 {
-		writeStatus(w, code, metav1.StatusReasonBadRequest, msg)
+	proxy.StripWebSocketToken(r.Header)
+	if code, reason, msg := h.refusal(r); code != 0 {
+		writeStatus(w, code, reason, msg)
 		return
 	}
 	st := &state{rec: h.rec, reqs: attributes.Of(r), uri: r.URL.RequestURI(),
@@ -215,22 +211,24 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // itself impersonates (--as, a kubeconfig's as:), the command's own
 // Impersonate-* headers: client-go's impersonation would give way to them
 // or add their groups, and the request would not be the context's.
-func (h *handler) refusal(r *http.Request) (int, string) {
+func (h *handler) refusal(r *http.Request) (int, metav1.StatusReason, string) {
 	switch {
 	case r.Method == http.MethodConnect || r.Method == http.MethodTrace:
-		return http.StatusMethodNotAllowed, "kubectl impersonate record does not forward " + r.Method
+		return http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed,
+			"kubectl impersonate record does not forward " + r.Method
 	case attributes.HasDotSegment(r.URL):
-		return http.StatusBadRequest, "kubectl impersonate record does not forward a path with . or .. segments"
+		return http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			"kubectl impersonate record does not forward a path with . or .. segments"
 	}
 	if h.impersonates {
 		for name := range r.Header {
-			if strings.HasPrefix(strings.ToLower(name), "impersonate-") {
-				return http.StatusForbidden, "the recorded context already impersonates (--as, or the kubeconfig's " +
-					"as:): the command may not impersonate as well"
+			if proxy.ImpersonationHeader(name) {
+				return http.StatusForbidden, metav1.StatusReasonForbidden, "the recorded context already " +
+					"impersonates (--as, or the kubeconfig's as:): the command may not impersonate as well"
 			}
 		}
 	}
-	return 0, ""
+	return 0, "", ""
 }
 
 // oneTimeToken authenticates the one-time token as kube-apiserver
@@ -246,37 +244,6 @@ func oneTimeToken(token []byte) authenticator.Request {
 		return &authenticator.Response{User: &user.DefaultInfo{Name: "kubectl-impersonate-record"}}, true, nil
 	})
 	return union.New(bearertoken.New(tokens), websocket.NewProtocolAuthenticator(tokens))
-}
-
-func protocols(h http.Header) []string {
-	var out []string
-	for _, v := range h.Values("Sec-WebSocket-Protocol") {
-		for _, p := range strings.Split(v, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
-}
-
-// dropBearerProtocol removes the token's subprotocol: the cluster gets the
-// context's credential, never the child's.
-func dropBearerProtocol(h http.Header) {
-	ps := protocols(h)
-	if len(ps) == 0 {
-		return
-	}
-	var keep []string
-	for _, p := range ps {
-		if !strings.HasPrefix(p, bearerProtocol) {
-			keep = append(keep, p)
-		}
-	}
-	h.Del("Sec-WebSocket-Protocol")
-	if len(keep) > 0 {
-		h.Set("Sec-WebSocket-Protocol", strings.Join(keep, ", "))
-	}
 }
 
 // state is a request being forwarded: its checks, written once with the
@@ -396,16 +363,6 @@ func (w *writer) failed() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.err
-}
-
-// upgradeSplit sends upgrade requests through their own transport.
-type upgradeSplit struct{ plain, upgrade http.RoundTripper }
-
-func (u upgradeSplit) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Header.Get("Upgrade") != "" {
-		return u.upgrade.RoundTrip(r)
-	}
-	return u.plain.RoundTrip(r)
 }
 
 // writeStatus writes a Kubernetes Status, as kube-apiserver would.

@@ -21,10 +21,15 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
 )
 
 const upstreamToken = "the-context-s-own-token"
+
+// bearerProtocol begins the WebSocket subprotocol that carries a bearer
+// token, as kubectl and kube-apiserver spell it.
+const bearerProtocol = "base64url.bearer.authorization.k8s.io."
 
 // upstream is the cluster: it wants the context's token, refuses secrets
 // as RBAC does and pods creation as admission does, and keeps what it got.
@@ -97,11 +102,7 @@ func startWith(t *testing.T, u *upstream, edit func(*rest.Config)) (*Endpoint, *
 	}
 	server, _, err := rest.DefaultServerUrlFor(cfg)
 	require.NoError(t, err)
-	plain, err := rest.TransportFor(cfg)
-	require.NoError(t, err)
-	h1 := rest.CopyConfig(cfg)
-	h1.TLSClientConfig.NextProtos = []string{"http/1.1"}
-	upgrade, err := rest.TransportFor(h1)
+	plain, upgrade, err := kubeapi.UpstreamTransports(cfg)
 	require.NoError(t, err)
 	imp := cfg.Impersonate
 	e, err := Start(Options{Upstream: server, Transport: plain, UpgradeTransport: upgrade, Log: &log,
@@ -301,7 +302,7 @@ func TestAttacksOnTheRecording(t *testing.T) {
 		e, log := startWith(t, u, func(c *rest.Config) { c.Impersonate.UserName = "ci-bot" })
 		c := client(t, e)
 		for _, h := range []http.Header{{"Impersonate-Group": {"system:masters"}}, {"Impersonate-User": {"admin"}},
-			{"impersonate-extra-scopes": {"x"}}, {"Impersonate-Uid": {"1"}}} {
+			{"impersonate-extra-scopes": {"x"}}, {"Impersonate-Uid": {"1"}}, {"Impersonate_User": {"admin"}}} {
 			assert.Equal(t, http.StatusForbidden, do(t, c, "GET", e.URL+"/api/v1/namespaces/a/pods", h), "%v", h)
 		}
 		assert.Equal(t, 200, do(t, c, "GET", e.URL+"/api/v1/namespaces/a/pods", nil))

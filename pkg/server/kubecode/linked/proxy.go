@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/authn"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
@@ -72,16 +73,9 @@ func (Code) ServeProxy(ctx context.Context, o kubecode.ProxyConfig) error {
 	if err != nil {
 		return err
 	}
-	transport, err := rest.TransportFor(cfg)
+	transport, upgradeTransport, err := kubeapi.UpstreamTransports(cfg)
 	if err != nil {
-		return fmt.Errorf("building the upstream transport: %w", err)
-	}
-	// Upgrades (exec, attach, port-forward) need HTTP/1.1 to the API server.
-	upCfg := rest.CopyConfig(cfg)
-	upCfg.TLSClientConfig.NextProtos = []string{"http/1.1"}
-	upgradeTransport, err := rest.TransportFor(upCfg)
-	if err != nil {
-		return fmt.Errorf("building the upstream transport for upgrades: %w", err)
+		return err
 	}
 	opts, rule, err := proxyAuthnOptions(o)
 	if err != nil {
