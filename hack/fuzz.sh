@@ -19,6 +19,7 @@ targets=(
   "./pkg/cluster/kubeapi FuzzDiscoveryWrites"
   "./pkg/cluster/kubeapi FuzzDiscoveryCacheDirsDistinct"
   "./pkg/host/logging FuzzEscape"
+  "./pkg/cluster/usage FuzzGenerateGrantsOnlyWhatWasAllowed"
 )
 failed=0
 rows=()

@@ -33,6 +33,8 @@ targets=(
   "pkg/credential/session gate.go"
   "pkg/host/kuberc kuberc.go"
   "pkg/server/recorder recorder.go"
+  "pkg/cluster/usage policy.go read.go request.go"
+  "pkg/cluster/risk risk.go checks.go"
 )
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -3,10 +3,14 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +18,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testkit"
 )
 
 // lpSession is the kubectl session record runs and the fresh identity
@@ -117,21 +123,7 @@ subjects: [{kind: ServiceAccount, name: recorder, namespace: %[1]s}]
 		`{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}`)
 	require.Equal(t, 0, r.code, r.stderr)
 
-	// A kubeconfig of a service account's token, in ns.
-	saKubeconfig := func(sa string) string {
-		t.Helper()
-		r := kubectl("create", "token", sa, "-n", ns, "--duration=1h")
-		require.Equal(t, 0, r.code, r.stderr)
-		path := filepath.Join(home, sa+".kubeconfig")
-		require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters: [{name: e2e, cluster: {server: %s, certificate-authority: %s}}]
-users: [{name: %s, user: {token: %s}}]
-contexts: [{name: e2e, context: {cluster: e2e, user: %s, namespace: %s}}]
-current-context: e2e
-`, api.url, st.caFile, sa, strings.TrimSpace(r.stdout), sa, ns)), 0o600))
-		return path
-	}
+	saKubeconfig := func(sa string) string { return serviceAccountKubeconfig(t, admin, api, home, ns, sa) }
 	client, err := filepath.Abs("clients/list_pods.py")
 	require.NoError(t, err)
 	chart, err := filepath.Abs("testdata/chart-web")
@@ -152,7 +144,7 @@ current-context: e2e
 	assert.Contains(t, r.stdout, "spdy\n")
 	assert.Contains(t, r.stdout, `Release "web" does not exist. Installing it now.`, "Helm")
 	assert.Contains(t, r.stdout, `"ok": true`, "the Python client")
-	assert.Contains(t, r.stderr, "(0 refused or unanswered) in "+recording)
+	assert.Contains(t, r.stderr, "(0 not seen allowed: refused, or undecided) in "+recording)
 	b, err := os.ReadFile(recording)
 	require.NoError(t, err)
 	t.Logf("the recording: %d events", strings.Count(string(b), "\n"))
@@ -210,7 +202,7 @@ current-context: e2e
 	_, err = fmt.Sscanf(generated[strings.Index(generated, "# holds "):], "# holds %d cells in "+ns+", used %d", &held, &used)
 	require.NoError(t, err)
 	assert.Greater(t, held, 3*used, "the admin role holds far more than the session used")
-	assert.Contains(t, generated, "# escalation: create pods/exec in "+ns)
+	assert.Contains(t, generated, "# risk: create pods/exec in "+ns+": credentials: ")
 	require.NoError(t, adminKubectl(t, admin, generated, 60*time.Second, "apply", "-f", "-"))
 	// What the session made goes, so that its replay makes it again.
 	r = kubectl("delete", "configmap", "made-by-session", "web-settings", "-n", ns)
@@ -241,5 +233,187 @@ current-context: e2e
 		assert.NotEqual(t, 0, r.code, "%v", probe)
 		assert.Contains(t, r.stderr, `User "system:serviceaccount:`+ns+`:fresh" cannot`, "%v", probe)
 	}
+}
 
+// serviceAccountKubeconfig writes a kubeconfig of service account sa's
+// token (an hour), in ns, and returns its path.
+func serviceAccountKubeconfig(t *testing.T, admin string, api *apiserver, dir, ns, sa string) string {
+	t.Helper()
+	r := run(t, baseEnv(dir), false, st.kubectl, "--kubeconfig="+admin, "create", "token", sa, "-n", ns,
+		"--duration=1h")
+	require.Equal(t, 0, r.code, r.stderr)
+	path := filepath.Join(dir, sa+".kubeconfig")
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: e2e, cluster: {server: %s, certificate-authority: %s}}]
+users: [{name: %s, user: {token: %s}}]
+contexts: [{name: e2e, context: {cluster: e2e, user: %s, namespace: %s}}]
+current-context: e2e
+`, api.url, st.caFile, sa, strings.TrimSpace(r.stdout), sa, ns)), 0o600))
+	return path
+}
+
+// evidenceSession is what the profiled robot runs under record: an allowed
+// list; kubectl --as it may not use (kube-apiserver's impersonation
+// refuses it before its authorizer decides, in kube-system too); and,
+// with curl over HTTP/1.1, its own Impersonate-* headers named in
+// Connection (dropped in transit by a reverse proxy that reads them first).
+const evidenceSession = `set -e
+kubectl get pods -o name
+if kubectl get pods --as=admin -o name 2>/dev/null; then echo "impersonated?"; exit 9; fi
+if kubectl create deployment x -n kube-system --image=registry.k8s.io/pause:3.10 --as=admin 2>/dev/null; then exit 9; fi
+server=$(kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
+kubectl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' | base64 -d > "$HOME/record-ca.pem"
+token=$(kubectl config view --raw --minify -o jsonpath='{.users[0].user.token}')
+code=$(curl -s -o /dev/null -w '%{http_code}' --http1.1 --cacert "$HOME/record-ca.pem" \
+  -H "Authorization: Bearer $token" -H "Impersonate-User: admin" -H "Impersonate-Group: system:masters" \
+  -H "Connection: close, Impersonate-User, Impersonate-Group" "$server/api/v1/namespaces/kube-system/secrets")
+echo "connection trick: $code"
+`
+
+// TestLeastPrivilegeGrantsOnlyWhatTheClusterAllowed (issue 56): what the
+// profiled identity tries and the cluster refuses or never decides is
+// granted by none of least-privilege's inputs: a recording with a refused
+// kubectl --as and the Connection: trick (refused by record's endpoint),
+// kube-apiserver's audit log with the same impersonated requests (403
+// before the authorizer: no decision), and the impersonating proxy's log
+// of a request its caller abandoned. The allowed list is granted, so the
+// run proves it can grant.
+func TestLeastPrivilegeGrantsOnlyWhatTheClusterAllowed(t *testing.T) {
+	api := st.api["legacy"]
+	admin, err := st.adminKubeconfig(api)
+	require.NoError(t, err)
+	home := t.TempDir()
+	env := baseEnv(home)
+	const ns = "lp-evidence"
+	kubectlApply(t, admin, `apiVersion: v1
+kind: Namespace
+metadata: {name: lp-evidence}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: robot, namespace: lp-evidence}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: list-pods, namespace: lp-evidence}
+rules: [{apiGroups: [""], resources: [pods], verbs: [list]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: robot-list-pods, namespace: lp-evidence}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: list-pods}
+subjects: [{kind: ServiceAccount, name: robot, namespace: lp-evidence}]
+`)
+	robot := serviceAccountKubeconfig(t, admin, api, home, ns, "robot")
+	bin := t.TempDir()
+	require.NoError(t, os.Symlink(st.kubectl, filepath.Join(bin, "kubectl")))
+	sessionEnv := append(append([]string{}, env...), "PATH="+bin+":"+os.Getenv("PATH"))
+	recording := filepath.Join(home, "evidence.jsonl")
+	r := run(t, sessionEnv, false, st.ki, "record", "--kubeconfig="+robot, "-o", recording, "--", "sh", "-c",
+		evidenceSession)
+	require.Equal(t, 0, r.code, "the recorded session: %s %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout, "connection trick: 403", "record's endpoint refuses the Connection: trick")
+
+	type policy struct {
+		Items []struct {
+			Kind     string                     `json:"kind"`
+			Metadata struct{ Namespace string } `json:"metadata"`
+			Rules    []rbacv1.PolicyRule        `json:"rules"`
+		} `json:"items"`
+	}
+	onlyListPods := func(what string, args ...string) string {
+		t.Helper()
+		r := run(t, env, false, append([]string{st.ki, "least-privilege", "--held=false", "-o", "json"}, args...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		var p policy
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &p), r.stdout)
+		var roles []string
+		for _, it := range p.Items {
+			if it.Kind == "Role" || it.Kind == "ClusterRole" {
+				b, _ := json.Marshal(it.Rules)
+				roles = append(roles, it.Kind+"/"+it.Metadata.Namespace+" "+string(b))
+			}
+		}
+		assert.Equal(t, []string{`Role/` + ns + ` [{"verbs":["list"],"apiGroups":[""],"resources":["pods"]}]`}, roles,
+			"%s: the allowed list alone is granted", what)
+		t.Logf("%s: %s", what, strings.TrimSpace(r.stderr))
+		return r.stderr
+	}
+	summary := onlyListPods("the recording", "--from", recording)
+	assert.Regexp(t, `not granted: [1-9]\d* refused by the cluster, [1-9]\d* undecided`, summary)
+
+	// kube-apiserver's own audit log of the same session: the impersonated
+	// requests were refused before its authorizer decided (no decision).
+	var audit string
+	for range 50 { // the blocking audit log has them once answered; bounded
+		audit = onlyListPods("the audit log", "--from-audit", api.auditLog,
+			"--audit-user=system:serviceaccount:"+ns+":robot")
+		if regexp.MustCompile(`[1-9]\d* undecided`).MatchString(audit) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	assert.Regexp(t, `[1-9]\d* undecided`, audit, "the refused impersonations are undecided")
+
+	// The impersonating proxy, its upstream a black hole: alice's request,
+	// abandoned after 2 s, is the proxy's own 502, never the cluster's.
+	hole, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = hole.Close() })
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				_ = c.Close()
+			}
+		}()
+		for {
+			c, err := hole.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c) // accepted, never answered
+		}
+	}()
+	upstream := filepath.Join(t.TempDir(), "upstream.kubeconfig")
+	writeUpstreamKubeconfig(t, upstream, &apiserver{url: "https://" + hole.Addr().String()}, proxyToken)
+	port, err := testkit.FreePort()
+	require.NoError(t, err)
+	proxyAudit := filepath.Join(st.logs, "TestLeastPrivilegeGrantsOnlyWhatTheClusterAllowed-proxy-audit.log")
+	ctx, cancel := context.WithCancel(context.Background())
+	proxy := exec.CommandContext(ctx, st.ki, "proxy", fmt.Sprintf("--listen=127.0.0.1:%d", port),
+		"--tls-cert-file="+st.certFile, "--tls-private-key-file="+st.keyFile, "--upstream-kubeconfig="+upstream,
+		"--audit-log="+proxyAudit, "--oidc-issuer-url="+st.issuer, "--oidc-certificate-authority="+st.caFile,
+		"--oidc-client-id="+publicClient, "--oidc-username-claim=email", "--oidc-username-prefix=proxy:")
+	logf, err := os.Create(filepath.Join(st.logs, "TestLeastPrivilegeGrantsOnlyWhatTheClusterAllowed-proxy.log"))
+	require.NoError(t, err)
+	proxy.Stdout, proxy.Stderr = logf, logf
+	require.NoError(t, proxy.Start())
+	t.Cleanup(func() { cancel(); _ = proxy.Wait(); _ = logf.Close() })
+	proxyURL := fmt.Sprintf("https://127.0.0.1:%d", port)
+	require.NoError(t, waitHTTP(proxyURL+"/healthz", nil, 30*time.Second, st.tlsClient()))
+	alice := newPerson(t, "alice", &apiserver{mode: "proxy", url: proxyURL})
+	r = alice.kubectl("delete", "--raw", "/api/v1/namespaces/team-a/pods/web", "--request-timeout=2s")
+	assert.NotEqual(t, 0, r.code, "abandoned: %s", r.stderr)
+	var line []byte
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(proxyAudit)
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, `"path":"/api/v1/namespaces/team-a/pods/web"`) {
+				line = []byte(l)
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 100*time.Millisecond, "the proxy writes its line once the caller is gone")
+	assert.Contains(t, string(line), `"code":502`)
+	assert.Contains(t, string(line), `"answered":false`)
+	r = run(t, env, false, st.ki, "least-privilege", "--held=false", "-o", "json", "--from-audit", proxyAudit,
+		"--audit-user=proxy:alice@example.com")
+	require.Equal(t, 0, r.code, r.stderr)
+	var p policy
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &p))
+	assert.Empty(t, p.Items, "the abandoned delete is granted nothing")
+	assert.Contains(t, r.stderr, "1 undecided", "and counted")
 }

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -171,7 +172,8 @@ func TestRecordAgainstAnotherUser(t *testing.T) {
 	exit, ok := errors.AsType[*exec.ExitError](err)
 	require.True(t, ok, "record: %v %s %s", err, rest, stderr.String())
 	assert.Equal(t, 3, exit.ExitCode(), "the command's exit code")
-	assert.Contains(t, stderr.String(), "2 requests recorded (1 refused or unanswered) in "+recording)
+	assert.Contains(t, stderr.String(), "2 requests recorded (1 not seen allowed: refused, or undecided) in "+
+		recording)
 	_, err = os.Stat(childKubeconfig)
 	assert.True(t, os.IsNotExist(err), "the command's kubeconfig is removed")
 
@@ -185,8 +187,63 @@ func TestRecordAgainstAnotherUser(t *testing.T) {
 	f, err := os.Open(recording)
 	require.NoError(t, err)
 	defer f.Close()
-	reqs, err := usage.Read(f, usage.ReadOptions{})
+	l, err := usage.Read(f, usage.ReadOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, []usage.Request{{Verb: "list", Resource: "pods", Namespace: "default", Code: 200},
-		{Verb: "list", Resource: "secrets", Namespace: "default", Code: 403, Refused: true}}, reqs)
+	assert.Equal(t, []usage.Request{{Verb: "list", Resource: "pods", Namespace: "default", Code: 200,
+		Decision: usage.Allow}, {Verb: "list", Resource: "secrets", Namespace: "default", Code: 403,
+		Decision: usage.Forbid}}, l.Requests)
+}
+
+// TestRecordStoppedBySignal: record itself hung up (its terminal closed)
+// or terminated, while the command runs: the command's process group is
+// stopped, its kubeconfig and folder removed, and record ends (issue 56:
+// the command was orphaned and its kubeconfig left behind).
+func TestRecordStoppedBySignal(t *testing.T) {
+	up := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, `{"kind":"PodList","apiVersion":"v1","items":[]}`)
+	}))
+	t.Cleanup(up.Close)
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			kc := clientcmdapi.NewConfig()
+			kc.Clusters["c"] = &clientcmdapi.Cluster{Server: up.URL, CertificateAuthorityData: pem.EncodeToMemory(
+				&pem.Block{Type: "CERTIFICATE", Bytes: up.Certificate().Raw})}
+			kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: "t"}
+			kc.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u", Namespace: "default"}
+			kc.CurrentContext = "x"
+			kubeconfig := filepath.Join(dir, "kubeconfig")
+			require.NoError(t, clientcmd.WriteToFile(*kc, kubeconfig))
+			self, err := os.Executable()
+			require.NoError(t, err)
+			tmp := t.TempDir()
+			rec := exec.Command(binary, "record", "--kubeconfig="+kubeconfig, "-o", filepath.Join(dir, "r.jsonl"),
+				"--", self)
+			// The command waits for a file that never comes (30 s at most).
+			rec.Env = append(os.Environ(), envRecordRole+"=child", "KI_TEST_GO="+filepath.Join(dir, "never"),
+				"TMPDIR="+tmp)
+			out, err := rec.StdoutPipe()
+			require.NoError(t, err)
+			var stderr strings.Builder
+			rec.Stderr = &stderr
+			require.NoError(t, rec.Start())
+			t.Cleanup(func() { _ = rec.Process.Kill(); _ = rec.Wait() })
+			lines := bufio.NewScanner(out)
+			lines.Buffer(make([]byte, 1<<20), 1<<20)
+			for lines.Scan() && lines.Text() != "ready" {
+			}
+			folders, err := filepath.Glob(filepath.Join(tmp, "kubectl-impersonate-record-*"))
+			require.NoError(t, err)
+			require.Len(t, folders, 1, "the command runs with its folder")
+			start := time.Now()
+			require.NoError(t, rec.Process.Signal(sig))
+			_, _ = io.Copy(io.Discard, out)
+			err = rec.Wait()
+			assert.Error(t, err, "record ends with the command stopped: %s", stderr.String())
+			assert.Less(t, time.Since(start), 5*time.Second, "stopped within the grace, not after the command's 30 s")
+			_, err = os.Stat(folders[0])
+			assert.True(t, os.IsNotExist(err), "the command's folder and kubeconfig are removed: %v", err)
+			assert.Contains(t, stderr.String(), "requests recorded", "record said what it recorded")
+		})
+	}
 }

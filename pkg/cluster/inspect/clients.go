@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 )
 
 // WhoAmIClient asks the API server who the credentials are
@@ -174,7 +175,7 @@ func ExtraOf[V ~[]string](extra map[string]V) map[string][]string {
 func resolveTarget(all []resource.Resource, t rbac.Target) (rbac.Target, error) {
 	if t.NonResourceURL != "" || t.Resource == "*" ||
 		(t.Group == "" && slices.Contains([]string{"users", "groups", "serviceaccounts/token"}, t.Resource)) ||
-		(t.Group == rbac.ImpersonationGroup &&
+		(t.Group == risk.ImpersonationGroup &&
 			slices.Contains([]string{"uids", "userextras", "users", "groups", "serviceaccounts", "nodes"},
 				t.Resource)) {
 		return t, nil

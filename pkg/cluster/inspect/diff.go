@@ -1,6 +1,9 @@
 package inspect
 
-import "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+import (
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
+)
 
 // diffMatrices keeps the rows and cells where a and b answer differently; the cell
 // is b's answer (so ✔ means: the other identity may, this one may not).
@@ -14,7 +17,7 @@ func diffMatrices(a, b *rbac.Matrix) *rbac.Matrix {
 			d.Escalation = append(d.Escalation, b.Escalation[i])
 		}
 	}
-	for _, mode := range rbac.ImpersonationModes {
+	for _, mode := range risk.ImpersonationModes {
 		ra, rb := a.ImpersonateOn[mode], b.ImpersonateOn[mode]
 		if ra == nil && rb == nil {
 			continue

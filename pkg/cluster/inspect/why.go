@@ -7,6 +7,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 )
 
@@ -22,10 +23,9 @@ type WhyResult struct {
 	// Streaming is set for pods/exec, pods/attach and pods/portforward: the
 	// command works only with both verbs.
 	Streaming *StreamingAccess `json:"streaming,omitempty"`
-	// Escalation says what the permission asked about lets one do, when it
-	// is an escalation path (impersonate, bind, escalate, constrained
-	// impersonation).
-	Escalation string `json:"escalation,omitempty"`
+	// Risk says what the permission asked about lets one gain beyond what
+	// it names, when it does (risk.Of).
+	Risk risk.Risk `json:"risk,omitzero"`
 	// DecidedElsewhere: RBAC's bindings (readable) say otherwise than the
 	// answer: another authorizer of the chain (a webhook) decided.
 	DecidedElsewhere bool `json:"decidedElsewhere,omitempty"`
@@ -69,7 +69,7 @@ func WhyTarget(ctx context.Context, d Discoverer, t rbac.Target, warn func(strin
 		return t, "", err
 	}
 	readNS = t.Namespace
-	if rbac.ClusterScoped(t) {
+	if t.ClusterScoped() {
 		t.Namespace = ""
 	}
 	return t, readNS, nil
@@ -94,7 +94,9 @@ func Why(ctx context.Context, c WhyClient, t rbac.Target, readNS string) (*WhyRe
 	if res.Streaming, err = streaming(ctx, c, t, st.Allowed); err != nil {
 		return nil, err
 	}
-	res.Escalation = rbac.Escalation(t.Verb, t.Group, t.Resource)
+	if t.NonResourceURL == "" {
+		res.Risk = risk.Of(t.Verb, t.Group, t.ResourceWithSub())
+	}
 	if res.Impersonation, err = impersonationPath(ctx, c, t, st.Allowed); err != nil {
 		return nil, err
 	}
@@ -119,12 +121,13 @@ func Why(ctx context.Context, c WhyClient, t rbac.Target, readNS string) (*WhyRe
 // streaming asks the other verb of kubectl exec, attach or port-forward's
 // subresource (nil for any other target): the command needs both.
 func streaming(ctx context.Context, c WhyClient, t rbac.Target, allowed bool) (*StreamingAccess, error) {
-	command := rbac.StreamingCommand(t.Resource + "/" + t.Subresource)
-	if command == "" || t.Group != "" || (t.Verb != "get" && t.Verb != "create") {
+	otherVerb := risk.StreamingPair(t.Verb, t.Group, t.Resource+"/"+t.Subresource)
+	if otherVerb == "" {
 		return nil, nil
 	}
+	command := risk.StreamingCommand(t.Resource + "/" + t.Subresource)
 	other := t
-	other.Verb = map[string]string{"get": "create", "create": "get"}[t.Verb]
+	other.Verb = otherVerb
 	ost, err := c.Why(ctx, other)
 	if err != nil {
 		return nil, err
@@ -140,7 +143,7 @@ func streaming(ctx context.Context, c WhyClient, t rbac.Target, allowed bool) (*
 // impersonationPath asks the identity check of impersonate-on:<mode>:<verb>
 // (nil for any other target).
 func impersonationPath(ctx context.Context, c WhyClient, t rbac.Target, on bool) (*ImpersonationPath, error) {
-	mode, _, ok := rbac.ParseImpersonateOn(t.Verb)
+	mode, _, ok := risk.ParseImpersonateOn(t.Verb)
 	if !ok || t.NonResourceURL != "" {
 		return nil, nil
 	}
@@ -158,7 +161,7 @@ func impersonationPath(ctx context.Context, c WhyClient, t rbac.Target, on bool)
 }
 
 // IdentityCheck is mode's check on the identity impersonated.
-func IdentityCheck(mode string) rbac.EscalationCheck {
-	i := slices.IndexFunc(rbac.EscalationChecks, func(c rbac.EscalationCheck) bool { return c.Mode == mode })
-	return rbac.EscalationChecks[i]
+func IdentityCheck(mode string) risk.EscalationCheck {
+	i := slices.IndexFunc(risk.EscalationChecks, func(c risk.EscalationCheck) bool { return c.Mode == mode })
+	return risk.EscalationChecks[i]
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 )
 
 // DefaultVerbs are the columns of the access matrix.
@@ -76,6 +77,9 @@ type Matrix struct {
 	// port-forward work (with subresources): since Kubernetes 1.35 they go
 	// over WebSockets and need get and create on the subresource.
 	Streaming map[string]bool `json:"streaming,omitempty"`
+	// Risks are the cells held (for some names at least) that are risks
+	// (risk.Of), in the rows' order.
+	Risks []RiskCell `json:"risks,omitempty"`
 	// Escalation answers the escalation checks (EscalationChecks): the
 	// cluster's, and the namespace's for a namespace's matrix.
 	Escalation []EscalationCell `json:"escalation,omitempty"`
@@ -90,14 +94,6 @@ type Matrix struct {
 // objects (RBAC.RulesFor) instead of a rules review.
 const RulesFromObjects = "rbac-objects"
 
-// StreamingCommand is the kubectl command that streams over the core
-// resource/subresource resource ("pods/exec": "kubectl exec"), "" for none:
-// since Kubernetes 1.35 it needs get and create on it (WebSockets).
-func StreamingCommand(resource string) string {
-	return map[string]string{"pods/exec": "kubectl exec", "pods/attach": "kubectl attach",
-		"pods/portforward": "kubectl port-forward"}[resource]
-}
-
 // setStreaming fills m.Streaming from its rows: a command works with get
 // and create allowed on its subresource.
 func (m *Matrix) setStreaming() {
@@ -105,7 +101,7 @@ func (m *Matrix) setStreaming() {
 		return
 	}
 	for _, r := range m.Rows {
-		if command := StreamingCommand(r.Resource); command != "" {
+		if command := risk.StreamingCommand(r.Resource); command != "" {
 			if m.Streaming == nil {
 				m.Streaming = map[string]bool{}
 			}
@@ -234,7 +230,32 @@ func (c *Client) Access(ctx context.Context, resources []resource.Resource, o Ac
 		o.Budget.Spent(m.Requests - reserved)
 	}
 	m.setStreaming()
+	m.SetRisks()
 	return m, nil
+}
+
+// RiskCell is a cell held that is a risk.
+type RiskCell struct {
+	Verb string `json:"verb"`
+	// Resource is the row's: resource[/subresource][.group].
+	Resource string `json:"resource"`
+	risk.Risk
+}
+
+// SetRisks fills m.Risks from its rows (Access does).
+func (m *Matrix) SetRisks() {
+	m.Risks = nil
+	for _, r := range m.Rows {
+		res, group, _ := strings.Cut(r.Resource, ".")
+		for _, v := range m.Verbs {
+			if !r.Cells[v].Held() {
+				continue
+			}
+			if rk := risk.Of(v, group, res); rk.Risky() {
+				m.Risks = append(m.Risks, RiskCell{Verb: v, Resource: r.Resource, Risk: rk})
+			}
+		}
+	}
 }
 
 // newPlanner is the planner of m's cells: from access reviews alone
@@ -273,7 +294,7 @@ func (p *planner) modeRows(m *Matrix, resources []resource.Resource, o AccessOpt
 	if !o.Escalation {
 		return modes
 	}
-	for _, mode := range ImpersonationModes {
+	for _, mode := range risk.ImpersonationModes {
 		if maybeHeld(m.Escalation, jobs, mode) {
 			var mp modePlan
 			mp.rows = p.rows(resources, m.Verbs, o.Namespace, mode, &mp.jobs)
@@ -406,7 +427,7 @@ func (p *planner) rows(resources []resource.Resource, verbs []string, namespace,
 			}
 			asked := v
 			if mode != "" {
-				asked = ImpersonateOnVerb(mode, v)
+				asked = risk.ImpersonateOnVerb(mode, v)
 			}
 			cell := p.fromRules(r.Group, r.Name, asked)
 			if p.ask(cell) {

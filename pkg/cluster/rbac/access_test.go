@@ -14,6 +14,7 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 )
 
 func TestRuleAllows(t *testing.T) {
@@ -197,10 +198,10 @@ func TestAccessEscalation(t *testing.T) {
 	rules := []authzv1.ResourceRule{
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles"}, Verbs: []string{"bind"}},
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}, ResourceNames: []string{"deployer"}},
-		{APIGroups: []string{ImpersonationGroup}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate:serviceaccount"}},
+		{APIGroups: []string{risk.ImpersonationGroup}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate:serviceaccount"}},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"impersonate-on:serviceaccount:get", "impersonate-on:user-info:list"}},
 		// As a RoleBinding of team-a would list it: the server says no.
-		{APIGroups: []string{ImpersonationGroup}, Resources: []string{"users"}, Verbs: []string{"impersonate:user-info"}},
+		{APIGroups: []string{risk.ImpersonationGroup}, Resources: []string{"users"}, Verbs: []string{"impersonate:user-info"}},
 	}
 	f := &fakeAuthz{rules: map[string][]authzv1.ResourceRule{"team-a": rules}}
 	srv := httptest.NewServer(f)
@@ -209,7 +210,7 @@ func TestAccessEscalation(t *testing.T) {
 	m, err := newClient(t, srv.URL).Access(context.Background(), []resource.Resource{pods},
 		AccessOptions{Namespace: "team-a", Verbs: []string{"get", "list"}, Escalation: true})
 	require.NoError(t, err)
-	require.Len(t, m.Escalation, len(EscalationChecks))
+	require.Len(t, m.Escalation, len(risk.EscalationChecks))
 	got := map[string]Cell{}
 	for _, e := range m.Escalation {
 		if e.Allowed || e.Partial || e.Source == FromAccessReview {
@@ -225,8 +226,8 @@ func TestAccessEscalation(t *testing.T) {
 	}, got, "impersonate:user-info: the cluster's rules (reviewed apart) do not grant it")
 	// user-info is not held at cluster scope: its impersonate-on cells are
 	// not asked, although RBAC names one.
-	require.Equal(t, []string{ModeServiceAccount}, slices.Collect(maps.Keys(m.ImpersonateOn)))
-	assert.Equal(t, map[string]Cell{"get": {Allowed: true, Source: FromRules}, "list": {Source: FromRules}}, m.ImpersonateOn[ModeServiceAccount][0].Cells)
+	require.Equal(t, []string{risk.ModeServiceAccount}, slices.Collect(maps.Keys(m.ImpersonateOn)))
+	assert.Equal(t, map[string]Cell{"get": {Allowed: true, Source: FromRules}, "list": {Source: FromRules}}, m.ImpersonateOn[risk.ModeServiceAccount][0].Cells)
 	ssrr, ssar := f.counts()
 	assert.Equal(t, 2, ssrr, "the namespace's rules, and the cluster's (a rule of the first might grant a cluster check)")
 	assert.Equal(t, 1, ssar, "the one check the rules leave open")
@@ -242,16 +243,16 @@ func TestAccessEscalation(t *testing.T) {
 	assert.Equal(t, 1+1, ssar, "the namespace's open check alone")
 
 	// The cluster's rules grant impersonate:user-info for some names: ~.
-	f.rules[ClusterScopeNamespace] = []authzv1.ResourceRule{{APIGroups: []string{ImpersonationGroup}, Resources: []string{"users"}, Verbs: []string{"impersonate:user-info"}, ResourceNames: []string{"alice"}}}
+	f.rules[ClusterScopeNamespace] = []authzv1.ResourceRule{{APIGroups: []string{risk.ImpersonationGroup}, Resources: []string{"users"}, Verbs: []string{"impersonate:user-info"}, ResourceNames: []string{"alice"}}}
 	m, err = newClient(t, srv.URL).Access(context.Background(), []resource.Resource{pods}, AccessOptions{Namespace: "team-a", Verbs: []string{"get", "list"}, Escalation: true})
 	require.NoError(t, err)
-	i := slices.IndexFunc(m.Escalation, func(e EscalationCell) bool { return e.Mode == ModeUserInfo })
+	i := slices.IndexFunc(m.Escalation, func(e EscalationCell) bool { return e.Mode == risk.ModeUserInfo })
 	assert.Equal(t, Cell{Source: FromAccessReview, Partial: true}, m.Escalation[i].Cell)
-	assert.Contains(t, m.ImpersonateOn, ModeUserInfo, "held for some names: its impersonate-on cells are shown")
+	assert.Contains(t, m.ImpersonateOn, risk.ModeUserInfo, "held for some names: its impersonate-on cells are shown")
 
 	// An incomplete review: every cell asked, impersonate-on ones included.
 	f = &fakeAuthz{rules: map[string][]authzv1.ResourceRule{"team-a": rules}, incomplete: map[string]bool{"team-a": true, ClusterScopeNamespace: true},
-		allow: map[string]bool{allowKey("team-a", "impersonate:serviceaccount", ImpersonationGroup, "serviceaccounts", ""): true,
+		allow: map[string]bool{allowKey("team-a", "impersonate:serviceaccount", risk.ImpersonationGroup, "serviceaccounts", ""): true,
 			allowKey("team-a", "impersonate-on:serviceaccount:list", "", "pods", ""): true}}
 	srv2 := httptest.NewServer(f)
 	defer srv2.Close()
@@ -259,22 +260,22 @@ func TestAccessEscalation(t *testing.T) {
 		AccessOptions{Namespace: "team-a", Verbs: []string{"get", "list"}, Escalation: true, MaxReviews: 27})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]Cell{"get": {Source: FromAccessReview, DecidedElsewhere: true}, "list": {Allowed: true, Source: FromAccessReview, DecidedElsewhere: true}},
-		m.ImpersonateOn[ModeServiceAccount][0].Cells)
+		m.ImpersonateOn[risk.ModeServiceAccount][0].Cells)
 	_, ssar = f.counts()
-	assert.Equal(t, 2+len(EscalationChecks)+2, ssar, "the rows, every escalation check, the impersonate-on cells")
+	assert.Equal(t, 2+len(risk.EscalationChecks)+2, ssar, "the rows, every escalation check, the impersonate-on cells")
 	_, err = newClient(t, srv2.URL).Access(context.Background(), []resource.Resource{pods},
 		AccessOptions{Namespace: "team-a", Verbs: []string{"get", "list"}, Escalation: true, MaxReviews: 26})
 	assert.ErrorIs(t, err, ErrTooManyReviews, "the impersonate-on cells of every mode that may be held count, before any review is sent")
 	_, ssar = f.counts()
-	assert.Equal(t, 2+len(EscalationChecks)+2, ssar, "none sent")
+	assert.Equal(t, 2+len(risk.EscalationChecks)+2, ssar, "none sent")
 }
 
 // TestClusterEscalation: at cluster scope (no rules review) every
 // cluster-scoped check is an access review, asked as kube-apiserver's
 // impersonation filter asks it.
 func TestClusterEscalation(t *testing.T) {
-	f := &fakeAuthz{allow: map[string]bool{allowKey("", "impersonate:associated-node", ImpersonationGroup, "nodes", "*"): true,
-		allowKey("", "impersonate", ImpersonationGroup, "uids", ""): true}}
+	f := &fakeAuthz{allow: map[string]bool{allowKey("", "impersonate:associated-node", risk.ImpersonationGroup, "nodes", "*"): true,
+		allowKey("", "impersonate", risk.ImpersonationGroup, "uids", ""): true}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	m, err := newClient(t, srv.URL).Access(context.Background(), nil, AccessOptions{ForceSSAR: true, Escalation: true})
@@ -288,36 +289,9 @@ func TestClusterEscalation(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"impersonate uids.authentication.k8s.io", "impersonate:associated-node nodes.authentication.k8s.io"}, allowed)
-	assert.Equal(t, []string{ModeAssociatedNode}, slices.Collect(maps.Keys(m.ImpersonateOn)))
+	assert.Equal(t, []string{risk.ModeAssociatedNode}, slices.Collect(maps.Keys(m.ImpersonateOn)))
 	_, err = newClient(t, srv.URL).Access(context.Background(), nil, AccessOptions{ForceSSAR: true, Escalation: true, MaxReviews: 11})
 	assert.ErrorIs(t, err, ErrTooManyReviews)
-}
-
-func TestEscalationDescribed(t *testing.T) {
-	for _, tt := range []struct {
-		verb, group, resource string
-		want                  string
-	}{
-		{"impersonate", "", "users", "kubectl --as"},
-		{"impersonate", "", "serviceaccounts", "kubectl --as"},
-		{"impersonate", ImpersonationGroup, "userextras", "kubectl --as"},
-		{"impersonate", "", "pods", ""},
-		{"bind", "rbac.authorization.k8s.io", "clusterroles", "binding a role"},
-		{"escalate", "rbac.authorization.k8s.io", "roles", "permissions you do not hold"},
-		{"escalate", "", "roles", ""},
-		{"impersonate:user-info", ImpersonationGroup, "users", "impersonate-on:user-info:VERB"},
-		{"impersonate:user-info", "", "users", ""},
-		{"impersonate-on:serviceaccount:list", "", "pods", "needs impersonate:serviceaccount"},
-		{"impersonate-on:nonsense:list", "", "pods", ""},
-		{"get", "", "pods", ""},
-	} {
-		got := Escalation(tt.verb, tt.group, tt.resource)
-		if tt.want == "" {
-			assert.Empty(t, got, tt.verb)
-		} else {
-			assert.Contains(t, got, tt.want, tt.verb)
-		}
-	}
 }
 
 func TestClusterScoped(t *testing.T) {
@@ -339,7 +313,7 @@ func TestClusterScoped(t *testing.T) {
 		{"get", "users", false},
 		{"impersonate-on:user-info:list", "pods", false},
 	} {
-		assert.Equal(t, tt.want, ClusterScoped(ParseTarget(tt.verb, tt.resource, "", "team-a")), "%s %s", tt.verb, tt.resource)
+		assert.Equal(t, tt.want, ParseTarget(tt.verb, tt.resource, "", "team-a").ClusterScoped(), "%s %s", tt.verb, tt.resource)
 	}
 }
 
@@ -347,9 +321,9 @@ func TestClusterScoped(t *testing.T) {
 // as the server asks a large set: a rule for some keys grants some of it,
 // a bare "userextras" rule none (RBAC matches "userextras/KEY").
 func TestEscalationUserExtras(t *testing.T) {
-	i := slices.IndexFunc(EscalationChecks, func(e EscalationCheck) bool { return e.Verb == "impersonate" && e.Resource == "userextras" })
-	check := EscalationChecks[i]
-	assert.Equal(t, authzv1.ResourceAttributes{Verb: "impersonate", Group: ImpersonationGroup, Resource: "userextras", Subresource: "*", Name: "*"}, check.attributes("team-a"))
+	i := slices.IndexFunc(risk.EscalationChecks, func(e risk.EscalationCheck) bool { return e.Verb == "impersonate" && e.Resource == "userextras" })
+	check := risk.EscalationChecks[i]
+	assert.Equal(t, authzv1.ResourceAttributes{Verb: "impersonate", Group: risk.ImpersonationGroup, Resource: "userextras", Subresource: "*", Name: "*"}, checkAttributes(check, "team-a"))
 	for _, tt := range []struct {
 		resources []string
 		want      Cell
@@ -360,7 +334,7 @@ func TestEscalationUserExtras(t *testing.T) {
 		{[]string{"userextras/*"}, Cell{Source: FromRules, Allowed: true}},
 		{[]string{"*"}, Cell{Source: FromRules, Allowed: true}},
 	} {
-		p := &planner{rules: []authzv1.ResourceRule{{APIGroups: []string{ImpersonationGroup}, Resources: tt.resources, Verbs: []string{"impersonate"}}}}
-		assert.Equal(t, tt.want, check.answer(p), "%v", tt.resources)
+		p := &planner{rules: []authzv1.ResourceRule{{APIGroups: []string{risk.ImpersonationGroup}, Resources: tt.resources, Verbs: []string{"impersonate"}}}}
+		assert.Equal(t, tt.want, checkAnswer(check, p), "%v", tt.resources)
 	}
 }

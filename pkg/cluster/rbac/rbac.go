@@ -10,6 +10,8 @@ import (
 	"golang.org/x/sync/errgroup"
 	authzv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 )
 
 // Target is what a question is about: a verb on a resource (resource.group,
@@ -40,7 +42,14 @@ func ParseTarget(verb, resource, name, namespace string) Target {
 	return t
 }
 
-func (t Target) resourceWithSub() string {
+// ClusterScoped tells whether kube-apiserver asks t at cluster scope
+// whatever its namespace (risk.ClusterScoped).
+func (t Target) ClusterScoped() bool {
+	return t.NonResourceURL == "" && risk.ClusterScoped(t.Verb, t.Group, t.Resource)
+}
+
+// ResourceWithSub is "resource/subresource", or the resource alone.
+func (t Target) ResourceWithSub() string {
 	if t.Subresource != "" {
 		return t.Resource + "/" + t.Subresource
 	}
@@ -57,7 +66,7 @@ func PolicyRuleAllows(rule rbacv1.PolicyRule, t Target) bool {
 	}
 	a,
 		_ := RuleAllows(authzv1.ResourceRule{Verbs: rule.Verbs, APIGroups: rule.APIGroups, Resources: rule.Resources},
-		t.Group, t.resourceWithSub(), t.Verb)
+		t.Group, t.ResourceWithSub(), t.Verb)
 	if !a {
 		return false
 	}
@@ -150,7 +159,7 @@ func (r *RBAC) WhoCan(t Target) []Grant {
 	// Non-resource URLs have no namespace: only ClusterRoleBindings grant
 	// them, as in kube-apiserver's RBAC authorizer.
 	for _, b := range r.RoleBindings {
-		if t.NonResourceURL != "" || ClusterScoped(t) {
+		if t.NonResourceURL != "" || t.ClusterScoped() {
 			break
 		}
 		if t.Namespace != "" && b.Namespace != t.Namespace {
@@ -304,11 +313,25 @@ func (t Target) Where() string {
 	if t.NonResourceURL != "" {
 		return "(a non-resource URL)"
 	}
-	if ClusterScoped(t) {
+	if t.ClusterScoped() {
 		return "at cluster scope"
 	}
 	if t.Namespace == "" {
 		return "in any namespace"
 	}
 	return "in namespace " + t.Namespace
+}
+
+// serviceAccountPrefix begins a service account's username.
+const serviceAccountPrefix = "system:serviceaccount:"
+
+// SplitServiceAccount reads system:serviceaccount:NS:NAME, as
+// kube-apiserver's serviceaccount.SplitUsername reads it.
+func SplitServiceAccount(user string) (ns, name string, ok bool) {
+	rest, ok := strings.CutPrefix(user, serviceAccountPrefix)
+	if !ok {
+		return "", "", false
+	}
+	ns, name, ok = strings.Cut(rest, ":")
+	return ns, name, ok && ns != "" && name != "" && !strings.Contains(name, ":")
 }

@@ -18,7 +18,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 )
 
 // Kind is a node's column, left to right.
@@ -166,7 +166,7 @@ func ForGrants(t rbac.Target, grants []rbac.Grant) *Graph {
 	if t.Subresource != "" {
 		res += "/" + t.Subresource
 	}
-	target := g.node(Target, what, what, usage.Reaches(t.Verb, t.Group, res))
+	target := g.node(Target, what, what, risk.Of(t.Verb, t.Group, res).String())
 	for _, b := range grants {
 		bid := g.binding(b)
 		for _, s := range b.Subjects {
@@ -230,7 +230,7 @@ func (g *Graph) role(r *rbac.RBAC, b rbac.Grant, bid string) {
 	}
 	for i, rule := range rules {
 		g.edge(rid, g.node(Grant, fmt.Sprintf("%s/%d", roleID(b), i), ruleLabel(rule, b.Namespace),
-			ruleEscalation(rule)))
+			risk.OfRule(rule).String()))
 	}
 }
 
@@ -277,27 +277,6 @@ func ruleLabel(p rbacv1.PolicyRule, namespace string) string {
 		label += "\nin " + namespace
 	}
 	return label
-}
-
-// ruleEscalation says why a rule is an escalation path, "" when it is not:
-// a wildcard verb or resource holds them all.
-func ruleEscalation(p rbacv1.PolicyRule) string {
-	if len(p.Resources) == 0 {
-		return ""
-	}
-	if slices.Contains(p.Verbs, "*") || slices.Contains(p.Resources, "*") {
-		return "a wildcard: every verb or resource, the escalation paths included"
-	}
-	for _, grp := range p.APIGroups {
-		for _, res := range p.Resources {
-			for _, v := range p.Verbs {
-				if why := usage.Reaches(v, grp, res); why != "" {
-					return v + " " + res + ": " + why
-				}
-			}
-		}
-	}
-	return ""
 }
 
 // bindingsFor are the bindings that apply to the identity (user, its

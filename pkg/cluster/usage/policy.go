@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 )
 
 // DefaultMaxNames is PolicyOptions.MaxNames' default: a rule names the
@@ -40,9 +41,11 @@ type Policy struct {
 	// Used are the cells used (namespace, verb, resource), the refused
 	// and discovery's aside.
 	Used []Cell `json:"used"`
-	// Refused are the requests the cluster refused, or did not answer:
-	// not granted.
+	// Refused are the requests the cluster refused: not granted.
 	Refused []Request `json:"refused,omitempty"`
+	// Undecided are the requests nothing shows the authorizer allowed (no
+	// answer, an answer given before it decided): not granted.
+	Undecided []Request `json:"undecided,omitempty"`
 	// Wildcards are the requests that name "*" (a verb, group, resource or
 	// path of it): the cluster answered what no such object is (404), and
 	// a rule of them would grant everything: not granted.
@@ -66,13 +69,13 @@ type Cell struct {
 }
 
 // Escalation is a generated rule that lets its holder gain more than it
-// names.
+// names (risk.Of).
 type Escalation struct {
 	Namespace string `json:"namespace,omitempty"`
 	Verb      string `json:"verb"`
 	APIGroup  string `json:"apiGroup,omitempty"`
 	Resource  string `json:"resource"`
-	Why       string `json:"why"`
+	risk.Risk
 }
 
 // discoveryPaths are the non-resource URLs every user may get (the
@@ -94,11 +97,6 @@ func discoveryPath(verb, path string) bool {
 	return false
 }
 
-// streaming are the subresources a WebSocket reaches with get and an SPDY
-// upgrade with create: since Kubernetes 1.35 kube-apiserver asks both for
-// a WebSocket (AuthorizePodWebsocketUpgradeCreatePermission).
-var streaming = []string{"exec", "attach", "portforward"}
-
 // ruleKey is one verb on one resource of one group in one scope.
 type ruleKey struct {
 	namespace, group, resource, path, verb string
@@ -116,52 +114,14 @@ func Generate(reqs []Request, o PolicyOptions) Policy {
 	o.MaxNames = cmp.Or(o.MaxNames, DefaultMaxNames)
 	o.Name = cmp.Or(o.Name, "least-privilege")
 	var p Policy
-	used := map[ruleKey]*names{}
-	add := func(k ruleKey, name string) {
-		n := used[k]
-		if n == nil {
-			n = &names{names: map[string]bool{}}
-			used[k] = n
-		}
-		if name == "" {
-			n.unnamed = true
-		} else {
-			n.names[name] = true
-		}
-	}
-	for _, r := range reqs {
-		switch {
-		case r.Refused:
-			p.Refused = append(p.Refused, r)
-			continue
-		case wildcard(r):
-			p.Wildcards = append(p.Wildcards, r)
-			continue
-		case r.Resource == "" && discoveryPath(r.Verb, r.Path):
-			p.Discovery++
-			continue
-		case r.Resource == "":
-			add(ruleKey{path: r.Path, verb: r.Verb}, "")
-			continue
-		}
-		k := ruleKey{namespace: r.Namespace, group: r.APIGroup, resource: r.ResourceWithSub(), verb: r.Verb}
-		if rbac.ClusterScoped(rbac.Target{Verb: r.Verb, Group: r.APIGroup, Resource: r.Resource}) {
-			k.namespace = "" // asked at cluster scope whatever the namespace
-		}
-		add(k, r.Name)
-		if r.APIGroup == "" && r.Resource == "pods" && slices.Contains(streaming, r.Subresource) &&
-			(r.Verb == "get" || r.Verb == "create") {
-			k.verb = map[string]string{"get": "create", "create": "get"}[r.Verb]
-			add(k, r.Name)
-		}
-	}
+	used := p.sort(reqs)
 	byScope := map[string][]rbacv1.PolicyRule{}
 	for _, k := range slices.SortedFunc(maps.Keys(used), compareKeys) {
 		p.Used = append(p.Used, Cell{Namespace: k.namespace, Verb: k.verb, APIGroup: k.group, Resource: k.resource,
 			Path: k.path})
-		if why := Reaches(k.verb, k.group, k.resource); why != "" {
+		if rk := risk.Of(k.verb, k.group, k.resource); rk.Risky() && k.path == "" {
 			p.Escalations = append(p.Escalations, Escalation{Namespace: k.namespace, Verb: k.verb, APIGroup: k.group,
-				Resource: k.resource, Why: why})
+				Resource: k.resource, Risk: rk})
 		}
 	}
 	for scope, keys := range groupBy(slices.Collect(maps.Keys(used)), func(k ruleKey) string { return k.namespace }) {
@@ -189,6 +149,55 @@ func Generate(reqs []Request, o PolicyOptions) Policy {
 		}
 	}
 	return p
+}
+
+// sort puts each request where it goes: refused, undecided, a wildcard,
+// discovery, or used (what the rules grant, by cell, with the names used).
+func (p *Policy) sort(reqs []Request) map[ruleKey]*names {
+	used := map[ruleKey]*names{}
+	add := func(k ruleKey, name string) {
+		n := used[k]
+		if n == nil {
+			n = &names{names: map[string]bool{}}
+			used[k] = n
+		}
+		if name == "" {
+			n.unnamed = true
+		} else {
+			n.names[name] = true
+		}
+	}
+	for _, r := range reqs {
+		switch {
+		case r.Decision == Forbid:
+			p.Refused = append(p.Refused, r)
+			continue
+		case r.Decision != Allow:
+			p.Undecided = append(p.Undecided, r)
+			continue
+		case wildcard(r):
+			p.Wildcards = append(p.Wildcards, r)
+			continue
+		case r.Resource == "" && discoveryPath(r.Verb, r.Path):
+			p.Discovery++
+			continue
+		case r.Resource == "":
+			add(ruleKey{path: r.Path, verb: r.Verb}, "")
+			continue
+		}
+		k := ruleKey{namespace: r.Namespace, group: r.APIGroup, resource: r.ResourceWithSub(), verb: r.Verb}
+		if risk.ClusterScoped(r.Verb, r.APIGroup, r.Resource) {
+			k.namespace = "" // asked at cluster scope whatever the namespace
+		}
+		add(k, r.Name)
+		if other := risk.StreamingPair(r.Verb, r.APIGroup, r.ResourceWithSub()); other != "" {
+			// A WebSocket reaches it with get, an SPDY upgrade with create:
+			// since Kubernetes 1.35 kube-apiserver asks both for a WebSocket.
+			k.verb = other
+			add(k, r.Name)
+		}
+	}
+	return used
 }
 
 // wildcard tells whether r names "*" anywhere a rule would read it as
@@ -283,36 +292,4 @@ func (c Cell) String() string {
 		return fmt.Sprintf("%s %s", c.Verb, what)
 	}
 	return fmt.Sprintf("%s %s in %s", c.Verb, what, c.Namespace)
-}
-
-// Reaches says why holding verb on resource ("resource" or
-// "resource/subresource") of group lets its holder gain more than it names,
-// "" when it does not: the escalation paths (rbac.Escalation: escalate, bind,
-// impersonate), and the reads and writes that reach other identities'
-// credentials (least-privilege's and the graph's call-outs).
-func Reaches(verb, group, resource string) string {
-	res, sub, _ := strings.Cut(resource, "/")
-	if sub == "" {
-		if why := rbac.Escalation(verb, group, res); why != "" {
-			return why
-		}
-	}
-	if group != "" {
-		return ""
-	}
-	switch {
-	case res == "secrets" && sub == "" && slices.Contains([]string{"get", "list", "watch"}, verb):
-		return "reads Secrets: service account tokens and other credentials"
-	case res == "pods" && (sub == "exec" || sub == "attach") && verb == "create":
-		return "runs commands in pods: with their service accounts' tokens and mounted secrets"
-	case res == "pods" && sub == "" && verb == "create":
-		return "creates pods: a pod may run as any service account of its namespace and mount any of its secrets"
-	case res == "serviceaccounts" && sub == "token" && verb == "create":
-		return "issues tokens of service accounts: acts as them"
-	case res == "nodes" && sub == "proxy":
-		return "reaches the kubelet's API: exec in every pod of the node"
-	case res == "persistentvolumes" && verb == "create":
-		return "creates persistent volumes: a hostPath volume reads the node's files"
-	}
-	return ""
 }

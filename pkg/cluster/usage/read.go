@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
-	authnv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
@@ -33,25 +33,55 @@ type ReadOptions struct {
 	User string
 }
 
+// Log is what Read read: the requests, and the lines it skipped.
+type Log struct {
+	Requests []Request
+	// Skipped counts the lines that are no request a server could have
+	// authorized (not JSON, not an audit event, a name no API server
+	// takes); Skips says why, for the first maxSkips of them.
+	Skipped int
+	Skips   []string
+}
+
+// maxSkips bounds the reasons Log keeps.
+const maxSkips = 3
+
+// skip counts line n as skipped, for why.
+func (l *Log) skip(n int, why string) {
+	l.Skipped++
+	if len(l.Skips) < maxSkips {
+		l.Skips = append(l.Skips, fmt.Sprintf("line %d: %s", n, logging.OneLine(why, 200)))
+	}
+}
+
 // Read reads a log of audit.k8s.io/v1 Events, one JSON object a line (as
 // kube-apiserver's --audit-log-path writes them, format json, and record
-// does), or the impersonating proxy's --audit-log: the requests o selects, one per audit ID (the response's stage
-// where the log has it, the stage the response started otherwise).
-func Read(r io.Reader, o ReadOptions) ([]Request, error) {
+// does), or the impersonating proxy's --audit-log: the requests o selects,
+// one per audit ID (the response's stage where the log has it, the stage
+// the response started otherwise). A line that is no such request is
+// skipped and counted, never fatal: the identity profiled writes the
+// requests, and must not stop its own profile with one bad line. Only a
+// failed read is an error.
+func Read(r io.Reader, o ReadOptions) (Log, error) {
 	rd := bufio.NewReaderSize(r, 1<<20)
 	type entry struct {
 		stage auditv1.Stage
 		reqs  []Request
 	}
 	var order []*entry
+	var l Log
 	byID := map[string]*entry{}
 	for n := 1; ; n++ {
-		line, err := readLine(rd)
-		if errors.Is(err, io.EOF) && len(line) == 0 {
+		line, tooLong, err := readLine(rd)
+		if errors.Is(err, io.EOF) && len(line) == 0 && !tooLong {
 			break
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("reading line %d: %w", n, err)
+			return l, fmt.Errorf("reading line %d: %w", n, err)
+		}
+		if tooLong {
+			l.skip(n, fmt.Sprintf("longer than %d MiB", maxLine>>20))
+			continue
 		}
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
@@ -61,8 +91,8 @@ func Read(r io.Reader, o ReadOptions) ([]Request, error) {
 			Kind string `json:"kind"`
 		}
 		if err := json.Unmarshal(line, &kind); err != nil {
-			return nil, fmt.Errorf("line %d is not a JSON audit event (kube-apiserver's --audit-log-format=json): %w",
-				n, err)
+			l.skip(n, "not a JSON audit event (kube-apiserver's --audit-log-format=json)")
+			continue
 		}
 		if kind.Kind == "" {
 			// A line of the impersonating proxy's --audit-log.
@@ -71,25 +101,28 @@ func Read(r io.Reader, o ReadOptions) ([]Request, error) {
 				err = checkAll(reqs)
 			}
 			if err != nil {
-				return nil, fmt.Errorf("line %d: %w", n, err)
+				l.skip(n, err.Error())
+				continue
 			}
 			order = append(order, &entry{stage: auditv1.StageResponseComplete, reqs: reqs})
 			continue
 		}
 		var ev auditv1.Event
 		if err := json.Unmarshal(line, &ev); err != nil {
-			return nil, fmt.Errorf("line %d is not a JSON audit event (kube-apiserver's --audit-log-format=json): %w",
-				n, err)
+			l.skip(n, "not a JSON audit event (kube-apiserver's --audit-log-format=json)")
+			continue
 		}
 		if ev.Kind != "Event" || ev.APIVersion != auditv1.SchemeGroupVersion.String() {
-			return nil, fmt.Errorf("line %d is a %q of %q, not an audit.k8s.io/v1 Event", n, ev.Kind, ev.APIVersion)
+			l.skip(n, fmt.Sprintf("a %q of %q, not an audit.k8s.io/v1 Event", ev.Kind, ev.APIVersion))
+			continue
 		}
 		if ev.Stage == auditv1.StageRequestReceived {
 			continue // no answer yet: the later stages of its audit ID have it
 		}
 		e := &entry{stage: ev.Stage, reqs: selected(ev, o)}
 		if err := checkAll(e.reqs); err != nil {
-			return nil, fmt.Errorf("line %d: %w", n, err)
+			l.skip(n, err.Error())
+			continue
 		}
 		if prev, ok := byID[string(ev.AuditID)]; ok && ev.AuditID != "" {
 			// One request: the stage of its response replaces the stage it
@@ -104,26 +137,48 @@ func Read(r io.Reader, o ReadOptions) ([]Request, error) {
 		}
 		order = append(order, e)
 	}
-	var out []Request
 	for _, e := range order {
-		out = append(out, e.reqs...)
+		l.Requests = append(l.Requests, e.reqs...)
 	}
-	return out, nil
+	return l, nil
+}
+
+// ProxyLine is a line of the impersonating proxy's --audit-log: the proxy
+// writes it, least-privilege --from-audit reads it.
+type ProxyLine struct {
+	Time   string `json:"time"`
+	Remote string `json:"remote,omitempty"`
+	// Method and Path are the caller's request line.
+	Method    string `json:"verb"`
+	Path      string `json:"path"`
+	Code      int    `json:"code"`
+	LatencyMs int64  `json:"latencyMs"`
+	// Answered: the code is the cluster's answer; false when the proxy
+	// refused the request itself, or had no answer (its 502).
+	Answered bool `json:"answered"`
+	// User, Groups and UID are who the caller was authenticated as
+	// (nothing when it was not).
+	User   string   `json:"user,omitempty"`
+	Groups []string `json:"groups,omitempty"`
+	UID    string   `json:"uid,omitempty"`
+	// OriginalUser is the caller that impersonated User, if one did.
+	OriginalUser string `json:"originalUser,omitempty"`
+	Reason       string `json:"reason,omitempty"`
+	// Request is what the cluster's authorizer was asked, as User.
+	Request *Request `json:"request,omitempty"`
 }
 
 // proxyLine is the request of a line of the impersonating proxy's audit log
 // (kubectl-impersonate proxy --audit-log) when o selects its user: the
-// attributes the cluster's authorizer was asked, as that user. The proxy
-// cannot tell an admission's 403 from the authorizer's: every 403 is
-// taken as refused (nothing is granted for it).
+// attributes the cluster's authorizer was asked, as that user, decided by
+// the cluster's answer (DecisionOf) when it answered at all (Answered: a
+// line without it is a proxy's older than the field, which says nothing of
+// the answer). The proxy cannot tell an admission's 403 from the
+// authorizer's: every 403 is refused.
 func proxyLine(line []byte, o ReadOptions) ([]Request, error) {
-	var l struct {
-		User    string   `json:"user"`
-		Code    int      `json:"code"`
-		Request *Request `json:"request"`
-	}
+	var l ProxyLine
 	if err := json.Unmarshal(line, &l); err != nil {
-		return nil, err
+		return nil, errors.New("not a line of the impersonating proxy's --audit-log")
 	}
 	if l.Request == nil {
 		if l.User == "" {
@@ -136,8 +191,10 @@ func proxyLine(line []byte, o ReadOptions) ([]Request, error) {
 		return nil, nil
 	}
 	r := *l.Request
-	r.User, r.Code = l.User, l.Code
-	r.Refused = l.Code == 401 || l.Code == 403
+	r.User, r.Code, r.Decision = l.User, l.Code, Undecided
+	if l.Answered || l.Code == http.StatusUnauthorized || l.Code == http.StatusForbidden {
+		r.Decision = DecisionOf(l.Code)
+	}
 	return []Request{r}, nil
 }
 
@@ -158,6 +215,14 @@ func checkAll(reqs []Request) error {
 }
 
 func check(r Request) error {
+	switch {
+	case r.Resource == "" && (!strings.HasPrefix(r.Path, "/") || r.Subresource != "" || r.APIGroup != "" ||
+		r.Namespace != "" || r.Name != ""):
+		return fmt.Errorf("a request of neither a resource nor a path (%s)",
+			logging.OneLine(strconv.Quote(r.Path), 100))
+	case r.Resource != "" && r.Path != "":
+		return errors.New("a request of both a resource and a path")
+	}
 	if r.Namespace != "" && len(validation.IsDNS1123Label(r.Namespace)) > 0 {
 		return fmt.Errorf("the namespace %s is not one", logging.OneLine(strconv.Quote(r.Namespace), 100))
 	}
@@ -189,17 +254,19 @@ func isVerb(v string) bool {
 	return !strings.ContainsFunc(v, func(r rune) bool { return (r < 'a' || r > 'z') && r != ':' && r != '-' })
 }
 
-// readLine is the next line of rd, without its end; an error past maxLine.
-func readLine(rd *bufio.Reader) ([]byte, error) {
-	var line []byte
+// readLine is the next line of rd, without its end; tooLong, with the
+// line read to its end and dropped, past maxLine.
+func readLine(rd *bufio.Reader) (line []byte, tooLong bool, err error) {
 	for {
 		chunk, err := rd.ReadSlice('\n')
-		line = append(line, chunk...)
+		if !tooLong {
+			line = append(line, chunk...)
+		}
 		if len(line) > maxLine {
-			return nil, fmt.Errorf("a line is longer than %d MiB", maxLine>>20)
+			tooLong, line = true, nil
 		}
 		if !errors.Is(err, bufio.ErrBufferFull) {
-			return line, err
+			return line, tooLong, err
 		}
 	}
 }
@@ -215,33 +282,30 @@ func selected(ev auditv1.Event, o ReadOptions) []Request {
 		impersonated == "" && ev.User.Username == o.User:
 		return []Request{fromEvent(ev)}
 	case impersonated != "" && o.User != "" && ev.User.Username == o.User:
-		// Sent by User as another identity: the impersonate checks were User's.
-		return impersonationOf(*ev.ImpersonatedUser, ev.ResponseStatus != nil && ev.ResponseStatus.Code == 401)
+		// Sent by User as another identity: the impersonate checks were
+		// User's. kube-apiserver logs the impersonated user only once the
+		// impersonation passed, and the authorizer's decision only past
+		// it: both, or nothing shows it passed.
+		decision := Undecided
+		if _, decided := ev.Annotations[decisionAnnotation]; decided {
+			decision = Allow
+		}
+		constraint := ""
+		if ev.AuthenticationMetadata != nil {
+			constraint = ev.AuthenticationMetadata.ImpersonationConstraint
+		}
+		main := fromEvent(ev)
+		reqs := ImpersonationChecks(withoutServerGroups(*ev.ImpersonatedUser), constraint, main)
+		for i := range reqs {
+			reqs[i].User, reqs[i].Code, reqs[i].Decision = "", main.Code, decision
+		}
+		return reqs
 	}
 	return nil
 }
 
-// impersonationOf is the impersonate checks of acting as u.
-func impersonationOf(u authnv1.UserInfo, refused bool) []Request {
-	h := map[string][]string{authnv1.ImpersonateUserHeader: {u.Username}}
-	if len(u.Groups) > 0 {
-		h[authnv1.ImpersonateGroupHeader] = u.Groups
-	}
-	if u.UID != "" {
-		h[authnv1.ImpersonateUIDHeader] = []string{u.UID}
-	}
-	for k, v := range u.Extra {
-		h[authnv1.ImpersonateUserExtraHeaderPrefix+url.PathEscape(k)] = v
-	}
-	reqs := Impersonation(h)
-	for i := range reqs {
-		reqs[i].User = ""
-		reqs[i].Refused = refused
-	}
-	return reqs
-}
-
-// fromEvent is the request ev records.
+// fromEvent is the request ev records, decided by the authorizer's
+// annotation (a 401 is refused by authentication, before it).
 func fromEvent(ev auditv1.Event) Request {
 	r := Request{User: ev.User.Username, Verb: ev.Verb}
 	if ev.ImpersonatedUser != nil {
@@ -255,10 +319,13 @@ func fromEvent(ev auditv1.Event) Request {
 	default:
 		r.Code = 200 // kube-apiserver logs a response without a status as 200
 	}
-	// kube-apiserver's authorizer writes "forbid" on a 403 it refused;
-	// record writes it on a request that got no answer too.
-	r.Refused = r.Code == 401 || ev.Annotations[decisionAnnotation] == "forbid"
-	if ev.ObjectRef == nil {
+	switch d := Decision(ev.Annotations[decisionAnnotation]); {
+	case r.Code == http.StatusUnauthorized:
+		r.Decision = Forbid
+	case d == Allow || d == Forbid:
+		r.Decision = d
+	}
+	if ev.ObjectRef == nil || ev.ObjectRef.Resource == "" {
 		u, err := url.Parse(ev.RequestURI)
 		if err == nil {
 			r.Path = u.Path

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 )
 
 // event is a line of kube-apiserver's audit log.
@@ -56,40 +58,50 @@ func TestRead(t *testing.T) {
 		event("8", "ResponseComplete", "bob", "", "list", "/api/v1/namespaces/a/pods", "|pods||a|", 200, "allow"),
 		event("9", "ResponseComplete", "admin", "alice", "get", "/api/v1/namespaces/c/pods/x", "|pods||c|x", 200,
 			"allow"),
+		event("10", "ResponseComplete", "alice", "", "get", "/api/v1/namespaces/a/pods/y", "|pods||a|y", 200, "allow"),
+		// A later line of a stage before the response does not replace it.
+		event("10", "ResponseStarted", "alice", "", "get", "/api/v1/namespaces/a/pods/y", "|pods||a|y", 500, ""),
 	}, "\n")
 	got, err := Read(strings.NewReader(log), ReadOptions{User: "alice"})
 	require.NoError(t, err)
 	assert.Equal(t, []Request{
-		{User: "alice", Verb: "list", Resource: "pods", Namespace: "a", Code: 200},
-		{User: "alice", Verb: "watch", Resource: "pods", Namespace: "a", Code: 200},
-		{User: "alice", Verb: "get", Resource: "pods", Subresource: "log", Namespace: "a", Name: "p", Code: 200},
-		{User: "alice", Verb: "create", Resource: "configmaps", Namespace: "a", Code: 201},
-		{User: "alice", Verb: "delete", Resource: "secrets", Namespace: "b", Name: "s", Code: 403, Refused: true},
-		{User: "alice", Verb: "create", Resource: "pods", Namespace: "a", Code: 403},
-		{User: "alice", Verb: "get", Path: "/version", Code: 200},
-		{User: "alice", Verb: "get", Resource: "pods", Namespace: "c", Name: "x", Code: 200},
-	}, got)
+		{User: "alice", Verb: "list", Resource: "pods", Namespace: "a", Code: 200, Decision: Allow},
+		{User: "alice", Verb: "watch", Resource: "pods", Namespace: "a", Code: 200, Decision: Allow},
+		{User: "alice", Verb: "get", Resource: "pods", Subresource: "log", Namespace: "a", Name: "p", Code: 200,
+			Decision: Allow},
+		{User: "alice", Verb: "create", Resource: "configmaps", Namespace: "a", Code: 201, Decision: Allow},
+		{User: "alice", Verb: "delete", Resource: "secrets", Namespace: "b", Name: "s", Code: 403, Decision: Forbid},
+		{User: "alice", Verb: "create", Resource: "pods", Namespace: "a", Code: 403, Decision: Allow},
+		{User: "alice", Verb: "get", Path: "/version", Code: 200, Decision: Allow},
+		{User: "alice", Verb: "get", Resource: "pods", Namespace: "c", Name: "x", Code: 200, Decision: Allow},
+		{User: "alice", Verb: "get", Resource: "pods", Namespace: "a", Name: "y", Code: 200, Decision: Allow},
+	}, got.Requests)
 
 	got, err = Read(strings.NewReader(log), ReadOptions{User: "admin"})
 	require.NoError(t, err)
-	assert.Equal(t, []Request{{Verb: "impersonate", Resource: "users", Name: "alice"},
-		{Verb: "impersonate", Resource: "groups", Name: "team"}}, got, "admin's own part: the impersonation")
+	assert.Equal(t, []Request{{Verb: "impersonate", Resource: "users", Name: "alice", Code: 200, Decision: Allow},
+		{Verb: "impersonate", Resource: "groups", Name: "team", Code: 200, Decision: Allow}}, got.Requests,
+		"admin's own part: the impersonation")
 
 	for _, bad := range []string{"not json", `{"kind":"Pod","apiVersion":"v1"}`} {
-		_, err := Read(strings.NewReader(event("1", "ResponseComplete", "a", "", "get", "/", "", 200, "")+"\n"+bad),
-			ReadOptions{})
-		assert.ErrorContains(t, err, "line 2 ", bad)
+		got, err := Read(strings.NewReader(event("1", "ResponseComplete", "a", "", "get", "/", "", 200, "allow")+
+			"\n"+bad), ReadOptions{})
+		require.NoError(t, err, "a bad line is skipped, never fatal")
+		assert.Len(t, got.Requests, 1)
+		assert.Equal(t, 1, got.Skipped)
+		assert.Contains(t, got.Skips[0], "line 2: ", bad)
 	}
 }
 
 func TestRecordedEventsReadBack(t *testing.T) {
 	at := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
 	reqs := []Request{
-		{Verb: "impersonate", Resource: "users", Name: "bob", Code: 200},
+		{Verb: "impersonate", Resource: "users", Name: "bob", Code: 200, Decision: Allow},
 		{Verb: "get", APIGroup: "apps", Resource: "deployments", Subresource: "scale", Namespace: "a", Name: "d",
-			Code: 200},
-		{Verb: "list", Resource: "secrets", Namespace: "a", Code: 403, Refused: true},
-		{Verb: "get", Path: "/metrics", Code: 200},
+			Code: 200, Decision: Allow},
+		{Verb: "list", Resource: "secrets", Namespace: "a", Code: 403, Decision: Forbid},
+		{Verb: "get", Path: "/metrics", Code: 200, Decision: Allow},
+		{Verb: "get", Resource: "pods", Namespace: "a", Code: 429},
 	}
 	var buf bytes.Buffer
 	for _, r := range reqs {
@@ -103,27 +115,27 @@ func TestRecordedEventsReadBack(t *testing.T) {
 	got, err := Read(&buf, ReadOptions{})
 	require.NoError(t, err)
 	reqs[3].Path = "/x" // the URI's path
-	assert.Equal(t, reqs, got, "the request sent as bob is bob's")
+	assert.Equal(t, reqs, got.Requests, "the request sent as bob is bob's")
 }
 
 func TestGenerate(t *testing.T) {
 	sub := &rbacv1.Subject{Kind: "User", Name: "robot"}
 	reqs := []Request{
-		{Verb: "get", Path: "/api"}, {Verb: "get", Path: "/apis/apps/v1"}, {Verb: "get", Path: "/version"},
-		{Verb: "get", Resource: "configmaps", Namespace: "a", Name: "one"},
-		{Verb: "get", Resource: "configmaps", Namespace: "a", Name: "two"},
-		{Verb: "update", Resource: "configmaps", Namespace: "a", Name: "one"},
-		{Verb: "list", Resource: "pods", Namespace: "a"},
-		{Verb: "watch", Resource: "pods", Namespace: "a"},
-		{Verb: "get", Resource: "pods", Namespace: "a", Name: "web"},
-		{Verb: "get", Resource: "pods", Subresource: "log", Namespace: "a", Name: "web"},
-		{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "a", Name: "web"},
-		{Verb: "delete", Resource: "secrets", Namespace: "a", Name: "s", Refused: true, Code: 403},
-		{Verb: "get", Resource: "secrets", Namespace: "b", Name: "s1"}, {Verb: "get", Resource: "secrets",
-			Namespace: "b", Name: "s2"}, {Verb: "get", Resource: "secrets", Namespace: "b", Name: "s3"},
-		{Verb: "list", Resource: "nodes"},
-		{Verb: "get", Path: "/metrics"},
-		{Verb: "impersonate", Resource: "users", Name: "bob"},
+		{Verb: "get", Path: "/api", Decision: Allow}, {Verb: "get", Path: "/apis/apps/v1", Decision: Allow}, {Verb: "get", Path: "/version", Decision: Allow},
+		{Verb: "get", Resource: "configmaps", Namespace: "a", Name: "one", Decision: Allow},
+		{Verb: "get", Resource: "configmaps", Namespace: "a", Name: "two", Decision: Allow},
+		{Verb: "update", Resource: "configmaps", Namespace: "a", Name: "one", Decision: Allow},
+		{Verb: "list", Resource: "pods", Namespace: "a", Decision: Allow},
+		{Verb: "watch", Resource: "pods", Namespace: "a", Decision: Allow},
+		{Verb: "get", Resource: "pods", Namespace: "a", Name: "web", Decision: Allow},
+		{Verb: "get", Resource: "pods", Subresource: "log", Namespace: "a", Name: "web", Decision: Allow},
+		{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "a", Name: "web", Decision: Allow},
+		{Verb: "delete", Resource: "secrets", Namespace: "a", Name: "s", Decision: Forbid, Code: 403},
+		{Verb: "get", Resource: "secrets", Namespace: "b", Name: "s1", Decision: Allow}, {Verb: "get", Resource: "secrets",
+			Namespace: "b", Name: "s2", Decision: Allow}, {Verb: "get", Resource: "secrets", Namespace: "b", Name: "s3", Decision: Allow},
+		{Verb: "list", Resource: "nodes", Decision: Allow},
+		{Verb: "get", Path: "/metrics", Decision: Allow},
+		{Verb: "impersonate", Resource: "users", Name: "bob", Decision: Allow},
 	}
 	p := Generate(reqs, PolicyOptions{Name: "ci", Subject: sub, MaxNames: 2})
 	require.Len(t, p.Roles, 2)
@@ -161,6 +173,7 @@ func TestGenerate(t *testing.T) {
 		esc = append(esc, Cell{Namespace: e.Namespace, Verb: e.Verb, Resource: e.Resource}.String())
 	}
 	assert.Equal(t, []string{"impersonate users", "create pods/exec in a", "get secrets in b"}, esc)
+	assert.Equal(t, risk.Credentials, p.Escalations[2].Kind)
 
 	none := Generate(nil, PolicyOptions{})
 	assert.Empty(t, none.Roles)
@@ -168,32 +181,46 @@ func TestGenerate(t *testing.T) {
 }
 
 // TestReadProxyLog: the impersonating proxy's audit lines are read as the
-// audit log's: the request's attributes as the user, a 403 refused (the
-// proxy cannot tell admission's), a line refused before authentication
-// no one's, a line without the attributes an error.
+// audit log's: the request's attributes as the user, decided by the
+// cluster's answer when it answered (a 403 refused: the proxy cannot tell
+// admission's), undecided when the proxy answered itself (its 502) or the
+// line does not say (a proxy older than "answered"); a line refused
+// before authentication no one's, a line without the attributes skipped.
 func TestReadProxyLog(t *testing.T) {
 	log := strings.Join([]string{
 		`{"time":"t","remote":"127.0.0.1:1","verb":"GET","path":"/api/v1/namespaces/a/pods","code":200,"latencyMs":1,` +
-			`"user":"alice","groups":["dev"],"request":{"verb":"watch","resource":"pods","namespace":"a","code":0}}`,
+			`"answered":true,"user":"alice","groups":["dev"],"request":{"verb":"watch","resource":"pods",` +
+			`"namespace":"a","code":0}}`,
 		`{"time":"t","remote":"127.0.0.1:1","verb":"DELETE","path":"/api/v1/namespaces/a/secrets/s","code":403,` +
 			`"user":"alice","request":{"verb":"delete","resource":"secrets","namespace":"a","name":"s","code":0}}`,
 		`{"time":"t","remote":"127.0.0.1:1","verb":"GET","path":"/api","code":401,"reason":"token refused"}`,
-		`{"time":"t","verb":"GET","path":"/api","code":200,"user":"bob","request":{"verb":"get","path":"/api"}}`,
+		`{"time":"t","verb":"GET","path":"/api","code":200,"answered":true,"user":"bob","request":{"verb":"get",` +
+			`"path":"/api"}}`,
+		`{"time":"t","verb":"DELETE","path":"/api/v1/namespaces/a/pods","code":502,"answered":false,"user":"alice",` +
+			`"request":{"verb":"deletecollection","resource":"pods","namespace":"a"}}`,
+		`{"time":"t","verb":"GET","path":"/api/v1/namespaces/a/configmaps","code":200,"user":"alice",` +
+			`"request":{"verb":"list","resource":"configmaps","namespace":"a"}}`,
 	}, "\n")
 	got, err := Read(strings.NewReader(log), ReadOptions{User: "alice"})
 	require.NoError(t, err)
 	assert.Equal(t, []Request{
-		{User: "alice", Verb: "watch", Resource: "pods", Namespace: "a", Code: 200},
-		{User: "alice", Verb: "delete", Resource: "secrets", Namespace: "a", Name: "s", Code: 403, Refused: true},
-	}, got)
-	_, err = Read(strings.NewReader(`{"verb":"GET","path":"/api","code":200,"user":"bob"}`), ReadOptions{User: "bob"})
-	assert.ErrorContains(t, err, "line 1: a proxy's line without the request's attributes")
+		{User: "alice", Verb: "watch", Resource: "pods", Namespace: "a", Code: 200, Decision: Allow},
+		{User: "alice", Verb: "delete", Resource: "secrets", Namespace: "a", Name: "s", Code: 403, Decision: Forbid},
+		{User: "alice", Verb: "deletecollection", Resource: "pods", Namespace: "a", Code: 502},
+		{User: "alice", Verb: "list", Resource: "configmaps", Namespace: "a", Code: 200},
+	}, got.Requests)
+	got, err = Read(strings.NewReader(`{"verb":"GET","path":"/api","code":200,"user":"bob"}`), ReadOptions{User: "bob"})
+	require.NoError(t, err)
+	assert.Equal(t, 1, got.Skipped)
+	assert.Contains(t, got.Skips[0], "line 1: a proxy's line without the request's attributes")
 }
 
-// TestReadRefusesWhatNoServerAuthorizes: a log someone else wrote must not
+// TestReadSkipsWhatNoServerAuthorizes: a log someone else wrote must not
 // put a newline (a YAML document of its own), a control or a bidirectional
-// override into what kubectl applies or the comments above it.
-func TestReadRefusesWhatNoServerAuthorizes(t *testing.T) {
+// override into what kubectl applies or the comments above it; nor may
+// one such line stop the rest being read.
+func TestReadSkipsWhatNoServerAuthorizes(t *testing.T) {
+	good := event("0", "ResponseComplete", "a", "", "get", "/x", "|configmaps||a|c", 200, "allow")
 	for _, tt := range []struct{ ref, verb, want string }{
 		{"|configmaps||a\napiVersion: v1\n---\n#|", "get", "the namespace"},
 		{"|configmaps||A|", "get", "the namespace"},
@@ -202,25 +229,54 @@ func TestReadRefusesWhatNoServerAuthorizes(t *testing.T) {
 		{"|config\u001bmaps||a|", "get", "the resource"},
 		{"|configmaps||a|", "get\nlist", "the verb"},
 	} {
-		_, err := Read(strings.NewReader(event("1", "ResponseComplete", "a", "", tt.verb, "/x", tt.ref, 200, "allow")),
-			ReadOptions{})
-		assert.ErrorContains(t, err, "line 1: "+tt.want, tt.ref)
+		got, err := Read(strings.NewReader(event("1", "ResponseComplete", "a", "", tt.verb, "/x", tt.ref, 200,
+			"allow")+"\n"+good), ReadOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, 1, got.Skipped, tt.ref)
+		assert.Contains(t, got.Skips[0], "line 1: "+tt.want, tt.ref)
+		assert.Len(t, got.Requests, 1, "the good line is still read")
 	}
-	_, err := Read(strings.NewReader(`{"verb":"GET","code":200,"user":"bob","request":{"verb":"get",`+
+	got, err := Read(strings.NewReader(`{"verb":"GET","code":200,"user":"bob","request":{"verb":"get",`+
 		`"resource":"pods","namespace":"a\nb"}}`), ReadOptions{User: "bob"})
-	assert.ErrorContains(t, err, "line 1: the namespace", "the proxy's lines too")
+	require.NoError(t, err)
+	assert.Contains(t, got.Skips[0], "line 1: the namespace", "the proxy's lines too")
+	for _, tt := range []struct {
+		n       int
+		skipped int
+	}{{1024, 0}, {1025, 1}} {
+		name := strings.Repeat("n", tt.n)
+		got, err = Read(strings.NewReader(event("1", "ResponseComplete", "a", "", "get", "/x",
+			"|configmaps||a|"+name, 200, "allow")), ReadOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, tt.skipped, got.Skipped, "a name of %d bytes", tt.n)
+	}
+	atMost := strings.Repeat("x", maxLine-1) // with its newline, maxLine: read, and not JSON
+	got, err = Read(strings.NewReader(atMost+"\n"), ReadOptions{})
+	require.NoError(t, err)
+	require.Len(t, got.Skips, 1)
+	assert.Contains(t, got.Skips[0], "not a JSON audit event")
+	long := strings.Repeat("x", maxLine+10)
+	got, err = Read(strings.NewReader(long+"\n"+good+"\n"+long), ReadOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, 2, got.Skipped, "a line too long is skipped, to its end")
+	assert.Len(t, got.Requests, 1)
+	many := strings.Repeat("x\n", 10)
+	got, err = Read(strings.NewReader(many), ReadOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, 10, got.Skipped)
+	assert.Len(t, got.Skips, maxSkips, "the reasons are bounded")
 }
 
 // TestWildcardsAreNotGranted: a request naming "*" got a 404 (no such
 // object), yet a rule of it would grant everything.
 func TestWildcardsAreNotGranted(t *testing.T) {
 	p := Generate([]Request{
-		{Verb: "list", APIGroup: "*", Resource: "*", Code: 404},
-		{Verb: "create", Resource: "*", Namespace: "a", Code: 404},
-		{Verb: "get", Path: "/*", Code: 404},
-		{Verb: "*", Resource: "secrets", Namespace: "a"},
-		{Verb: "get", Resource: "pods", Subresource: "*", Namespace: "a", Name: "p"},
-		{Verb: "get", Resource: "pods", Namespace: "a", Name: "p"},
+		{Verb: "list", APIGroup: "*", Resource: "*", Code: 404, Decision: Allow},
+		{Verb: "create", Resource: "*", Namespace: "a", Code: 404, Decision: Allow},
+		{Verb: "get", Path: "/*", Code: 404, Decision: Allow},
+		{Verb: "*", Resource: "secrets", Namespace: "a", Decision: Allow},
+		{Verb: "get", Resource: "pods", Subresource: "*", Namespace: "a", Name: "p", Decision: Allow},
+		{Verb: "get", Resource: "pods", Namespace: "a", Name: "p", Decision: Allow},
 	}, PolicyOptions{})
 	assert.Len(t, p.Wildcards, 5)
 	assert.Nil(t, p.ClusterRole)
@@ -229,13 +285,80 @@ func TestWildcardsAreNotGranted(t *testing.T) {
 		ResourceNames: []string{"p"}, Verbs: []string{"get"}}}, p.Roles[0].Rules)
 }
 
-// TestUnansweredIsRefused: record writes "forbid" on a request that got no
-// answer; it is read as refused whatever its code.
-func TestUnansweredIsRefused(t *testing.T) {
-	b, err := json.Marshal(Request{Verb: "deletecollection", Resource: "secrets", Namespace: "a", Code: 502,
-		Refused: true}.Event("/api/v1/namespaces/a/secrets", "", time.Now()))
+// TestImpersonationAsTheClusterAllowedIt: the impersonate checks of an
+// audit event are granted as the cluster made them: constrained when the
+// event carries the constraint (impersonate:MODE on the identity,
+// impersonate-on:MODE:VERB on the request, never the legacy verb that
+// allows every verb), without the groups kube-apiserver added itself, and
+// only once the authorizer decided (the impersonation filter, before it,
+// had then let the request through).
+func TestImpersonationAsTheClusterAllowedIt(t *testing.T) {
+	const robot = "system:serviceaccount:ci:robot"
+	line := func(impersonated map[string]any, constraint string, code int, decision string) string {
+		ev := map[string]any{"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata", "auditID": "1",
+			"stage": "ResponseComplete", "requestURI": "/api/v1/namespaces/web/pods", "verb": "list",
+			"user": map[string]any{"username": robot}, "impersonatedUser": impersonated,
+			"objectRef":      map[string]any{"resource": "pods", "namespace": "web"},
+			"responseStatus": map[string]any{"code": code}}
+		if constraint != "" {
+			ev["authenticationMetadata"] = map[string]any{"impersonationConstraint": constraint}
+		}
+		if decision != "" {
+			ev["annotations"] = map[string]any{decisionAnnotation: decision}
+		}
+		b, err := json.Marshal(ev)
+		require.NoError(t, err)
+		return string(b)
+	}
+	sa := map[string]any{"username": "system:serviceaccount:web:app", "groups": []string{"system:serviceaccounts",
+		"system:serviceaccounts:web", "system:authenticated"}}
+	alice := map[string]any{"username": "alice", "groups": []string{"team", "system:authenticated"},
+		"extra": map[string]any{"reason": []string{"INC-1"}}}
+	for _, tt := range []struct {
+		name string
+		line string
+		want []Request
+	}{
+		{"constrained, serviceaccount mode", line(sa, "impersonate:serviceaccount", 200, "allow"), []Request{
+			{Verb: "impersonate:serviceaccount", APIGroup: "authentication.k8s.io", Resource: "serviceaccounts",
+				Namespace: "web", Name: "app", Code: 200, Decision: Allow},
+			{Verb: "impersonate-on:serviceaccount:list", Resource: "pods", Namespace: "web", Code: 200, Decision: Allow},
+		}},
+		{"constrained, user-info mode, refused for the user", line(alice, "impersonate:user-info", 403, "forbid"),
+			[]Request{
+				{Verb: "impersonate:user-info", APIGroup: "authentication.k8s.io", Resource: "users", Name: "alice",
+					Code: 403, Decision: Allow},
+				{Verb: "impersonate:user-info", APIGroup: "authentication.k8s.io", Resource: "groups", Name: "team",
+					Code: 403, Decision: Allow},
+				{Verb: "impersonate:user-info", APIGroup: "authentication.k8s.io", Resource: "userextras",
+					Subresource: "reason", Name: "INC-1", Code: 403, Decision: Allow},
+				{Verb: "impersonate-on:user-info:list", Resource: "pods", Namespace: "web", Code: 403, Decision: Allow},
+			}},
+		{"legacy", line(sa, "", 200, "allow"), []Request{
+			{Verb: "impersonate", Resource: "serviceaccounts", Namespace: "web", Name: "app", Code: 200,
+				Decision: Allow},
+		}},
+		{"impersonated, then no decision (429): undecided", line(alice, "", 429, ""), []Request{
+			{Verb: "impersonate", Resource: "users", Name: "alice", Code: 429},
+			{Verb: "impersonate", Resource: "groups", Name: "team", Code: 429},
+			{Verb: "impersonate", APIGroup: "authentication.k8s.io", Resource: "userextras", Subresource: "reason",
+				Name: "INC-1", Code: 429},
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Read(strings.NewReader(tt.line), ReadOptions{User: robot})
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got.Requests)
+		})
+	}
+	got, err := Read(strings.NewReader(line(sa, "impersonate:serviceaccount", 200, "allow")), ReadOptions{User: robot})
 	require.NoError(t, err)
-	got, err := Read(bytes.NewReader(b), ReadOptions{})
-	require.NoError(t, err)
-	assert.True(t, got[0].Refused)
+	p := Generate(got.Requests, PolicyOptions{})
+	assert.Nil(t, p.ClusterRole, "nothing at cluster scope: no group the server added")
+	require.Len(t, p.Roles, 1)
+	assert.Equal(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"impersonate-on:serviceaccount:list"}},
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"serviceaccounts"},
+			ResourceNames: []string{"app"}, Verbs: []string{"impersonate:serviceaccount"}},
+	}, p.Roles[0].Rules)
 }

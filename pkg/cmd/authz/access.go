@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbacgraph"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
@@ -594,13 +595,8 @@ func progressLine(w io.Writer, done, total int, format string, args ...any) {
 // printMatrix prints m, a --diff-as matrix (only the cells that differ)
 // when diff is set.
 func printMatrix(w io.Writer, m *rbac.Matrix, diff bool) {
-	scope := "cluster scope"
-	if m.Namespace != "" {
-		scope = "namespace " + logging.Printable(m.Namespace)
-	}
-	fmt.Fprintf(w, "# %s (%d API requests after discovery)\n", scope, m.Requests)
-	commands := slices.Sorted(maps.Keys(m.Streaming))
-	for _, c := range commands {
+	fmt.Fprintf(w, "# %s (%d API requests after discovery)\n", logging.Printable(nsLabel(m.Namespace)), m.Requests)
+	for _, c := range slices.Sorted(maps.Keys(m.Streaming)) {
 		fmt.Fprintf(w, "# %s: %s (get and create on its subresource, since Kubernetes 1.35)\n", c,
 			map[bool]string{true: "works", false: "fails"}[m.Streaming[c]])
 	}
@@ -609,6 +605,12 @@ func printMatrix(w io.Writer, m *rbac.Matrix, diff bool) {
 			"cell asked with an access review (*); ! marks an answer that authorizer gave against RBAC's rules")
 	}
 	printRows(w, m.Verbs, m.Rows, false)
+	if len(m.Risks) > 0 && !diff { // the cells held that are risks (risk.Of)
+		fmt.Fprintf(w, "\n# risks held: %d cells let you gain more than they name\n", len(m.Risks))
+		for _, r := range m.Risks {
+			fmt.Fprintf(w, "#   %s %s: %s\n", r.Verb, logging.Printable(r.Resource), r.Risk)
+		}
+	}
 	printEscalation(w, m, diff)
 }
 
@@ -697,7 +699,7 @@ func printEscalation(w io.Writer, m *rbac.Matrix, diff bool) {
 		}
 		_ = tw.Flush()
 	}
-	for _, mode := range rbac.ImpersonationModes {
+	for _, mode := range risk.ImpersonationModes {
 		rows, ok := m.ImpersonateOn[mode]
 		if !ok {
 			continue

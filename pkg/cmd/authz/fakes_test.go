@@ -227,6 +227,7 @@ func (f *fakeAuthorizer) Access(ctx context.Context, resources []resource.Resour
 		}
 		m.Rows = append(m.Rows, row)
 	}
+	m.SetRisks() // as rbac's Access does
 	return m, nil
 }
 

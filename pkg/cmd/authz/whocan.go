@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbacgraph"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 )
@@ -123,8 +124,9 @@ func (o *WhoCanOptions) Run(ctx context.Context) error {
 		v, table = subjects, func(w io.Writer) { printSubjects(w, subjects) }
 	}
 	return o.Output.Print(o.Out, v, func(w io.Writer) {
-		if e := rbac.Escalation(t.Verb, t.Group, t.Resource); e != "" && t.NonResourceURL == "" {
-			fmt.Fprintf(w, "%s %s is %s.\n", logging.Printable(t.Verb), logging.Printable(t.ResourceDisplay()), e)
+		if rk := risk.Of(t.Verb, t.Group, t.ResourceWithSub()); rk.Risky() && t.NonResourceURL == "" {
+			fmt.Fprintf(w, "%s %s is %s.\n", logging.Printable(t.Verb), logging.Printable(t.ResourceDisplay()),
+				rk.Why)
 		}
 		if len(grants) == 0 {
 			fmt.Fprintf(w, "No binding grants %s %s %s.\n", logging.Printable(t.Verb),

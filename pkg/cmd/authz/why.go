@@ -150,8 +150,8 @@ func printWhy(w io.Writer, t rbac.Target, res *inspect.WhyResult) {
 			sa.Command, map[bool]string{true: "works", false: "fails"}[sa.Works], t.ResourceDisplay(), yes[sa.Get],
 			yes[sa.Create])
 	}
-	if res.Escalation != "" {
-		fmt.Fprintf(w, "This is %s.\n", res.Escalation)
+	if res.Risk.Risky() {
+		fmt.Fprintf(w, "This is %s.\n", res.Risk.Why)
 	}
 	if ip := res.Impersonation; ip != nil {
 		yes := map[bool]string{true: "yes", false: "no"}

@@ -41,6 +41,7 @@ type LeastPrivilegeOptions struct {
 	Held bool
 
 	reqs    []usage.Request
+	skipped []string
 	subject *rbacv1.Subject
 	client  inspect.AccessClient
 	genericiooptions.IOStreams
@@ -133,18 +134,14 @@ func (o *LeastPrivilegeOptions) Complete(_ context.Context, _ []string) error {
 		o.subject = &s
 	}
 	for _, f := range o.From {
-		reqs, err := readLog(f, usage.ReadOptions{})
-		if err != nil {
+		if err := o.readLog(f, usage.ReadOptions{}); err != nil {
 			return err
 		}
-		o.reqs = append(o.reqs, reqs...)
 	}
 	for _, f := range o.FromAudit {
-		reqs, err := readLog(f, usage.ReadOptions{User: o.User})
-		if err != nil {
+		if err := o.readLog(f, usage.ReadOptions{User: o.User}); err != nil {
 			return err
 		}
-		o.reqs = append(o.reqs, reqs...)
 	}
 	if o.Held {
 		ic, err := o.Kube.IdentityClients()
@@ -156,18 +153,31 @@ func (o *LeastPrivilegeOptions) Complete(_ context.Context, _ []string) error {
 	return nil
 }
 
-// readLog reads one log.
-func readLog(path string, ro usage.ReadOptions) ([]usage.Request, error) {
+// readLog reads one log's requests, and says what it skipped.
+func (o *LeastPrivilegeOptions) readLog(path string, ro usage.ReadOptions) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading the requests: %w", err)
+		return fmt.Errorf("reading the requests: %w", err)
 	}
 	defer f.Close()
-	reqs, err := usage.Read(f, ro)
+	l, err := usage.Read(f, ro)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return fmt.Errorf("reading %s: %w", path, err)
 	}
-	return reqs, nil
+	o.reqs = append(o.reqs, l.Requests...)
+	if l.Skipped > 0 {
+		o.skipped = append(o.skipped, fmt.Sprintf("%s in %s (no request a server could have authorized: not "+
+			"granted): %s", lines(l.Skipped), path, strings.Join(l.Skips, "; ")))
+	}
+	return nil
+}
+
+// lines is "N lines skipped", or "1 line skipped".
+func lines(n int) string {
+	if n == 1 {
+		return "1 line skipped"
+	}
+	return fmt.Sprintf("%d lines skipped", n)
 }
 
 // ParseSubject reads User:NAME, Group:NAME or ServiceAccount:NS:NAME.
@@ -193,12 +203,14 @@ type Result struct {
 	// (HeldIn), -1 when not counted.
 	Held   int      `json:"held"`
 	HeldIn []string `json:"heldIn,omitempty"`
+	// Skipped says, a file each, the lines read as no request.
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // Run generates the policy, counts what is held, and prints.
 func (o *LeastPrivilegeOptions) Run(ctx context.Context) error {
 	res := Result{Policy: usage.Generate(o.reqs, usage.PolicyOptions{Name: o.Name, Subject: o.subject,
-		MaxNames: o.MaxNames}), Held: -1}
+		MaxNames: o.MaxNames}), Held: -1, Skipped: o.skipped}
 	if o.client != nil {
 		if err := o.held(ctx, &res); err != nil {
 			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: least-privilege: not counting what is held (--held=false "+
@@ -256,12 +268,16 @@ func (o *LeastPrivilegeOptions) held(ctx context.Context, res *Result) error {
 func summary(res Result, prefix string) string {
 	var b strings.Builder
 	used := len(res.Used)
-	fmt.Fprintf(&b, "%sleast privilege for %s used (verb, resource, namespace); not granted: %d refused or "+
-		"unanswered by the cluster, %d discovery (every user's)", prefix, cells(used), len(res.Refused), res.Discovery)
+	fmt.Fprintf(&b, "%sleast privilege for %s used (verb, resource, namespace); not granted: %d refused by the "+
+		"cluster, %d undecided (no answer, or one given before its authorizer decided), %d discovery (every user's)",
+		prefix, cells(used), len(res.Refused), len(res.Undecided), res.Discovery)
 	if len(res.Wildcards) > 0 {
 		fmt.Fprintf(&b, ", %d naming a wildcard (*)", len(res.Wildcards))
 	}
 	b.WriteString("\n")
+	for _, sk := range res.Skipped {
+		fmt.Fprintf(&b, "%s%s\n", prefix, logging.OneLine(sk, 600))
+	}
 	if res.Held >= 0 && len(res.HeldIn) > 0 {
 		inNS := 0
 		for _, c := range res.Used {
@@ -274,7 +290,8 @@ func summary(res Result, prefix string) string {
 	}
 	for _, e := range res.Escalations {
 		c := usage.Cell{Namespace: e.Namespace, Verb: e.Verb, APIGroup: e.APIGroup, Resource: e.Resource}
-		fmt.Fprintf(&b, "%sescalation: %s: %s\n", prefix, logging.OneLine(c.String(), 200), logging.OneLine(e.Why, 300))
+		fmt.Fprintf(&b, "%srisk: %s: %s\n", prefix, logging.OneLine(c.String(), 200), logging.OneLine(e.Risk.String(),
+			400))
 	}
 	if res.ClusterRoleBinding == nil && len(res.RoleBindings) == 0 && (res.ClusterRole != nil || len(res.Roles) > 0) {
 		fmt.Fprintf(&b, "%sno bindings: give --subject to bind the roles\n", prefix)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
@@ -35,6 +37,17 @@ import (
 const envChild = "KI_TEST_PRIVILEGE_CHILD"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envChild) == "sleep" {
+		// A command that starts one of its own and waits: both are
+		// record's to stop.
+		grand := exec.Command("sleep", "60")
+		if err := grand.Start(); err != nil {
+			os.Exit(100)
+		}
+		_ = os.WriteFile(os.Getenv("KI_TEST_PIDS"), fmt.Appendf(nil, "%d %d", os.Getpid(), grand.Process.Pid), 0o600)
+		_ = grand.Wait()
+		os.Exit(0)
+	}
 	if code := os.Getenv(envChild); code != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
 		if err != nil {
@@ -94,13 +107,15 @@ func TestRecordRunsTheCommandAndExitsWithItsCode(t *testing.T) {
 			}
 			assert.Equal(t, []string{"/api/v1/namespaces/team-a/pods Bearer ctx"}, seen)
 			assert.Contains(t, errOut.String(), "the command's own --context bypasses the recording")
-			assert.Contains(t, errOut.String(), "1 requests recorded (0 refused or unanswered) in "+file)
+			assert.Contains(t, errOut.String(), "1 requests recorded (0 not seen allowed: refused, or undecided) in "+
+				file)
 			f, err := os.Open(file)
 			require.NoError(t, err)
 			defer f.Close()
-			reqs, err := usage.Read(f, usage.ReadOptions{})
+			l, err := usage.Read(f, usage.ReadOptions{})
 			require.NoError(t, err)
-			assert.Equal(t, []usage.Request{{Verb: "list", Resource: "pods", Namespace: "team-a", Code: 200}}, reqs)
+			assert.Equal(t, []usage.Request{{Verb: "list", Resource: "pods", Namespace: "team-a", Code: 200,
+				Decision: usage.Allow}}, l.Requests)
 		})
 	}
 }
@@ -196,12 +211,17 @@ func recording(t *testing.T, reqs ...usage.Request) string {
 
 func TestLeastPrivilegePrints(t *testing.T) {
 	file := recording(t,
-		usage.Request{Verb: "get", Path: "/api", Code: 200},
-		usage.Request{Verb: "list", Resource: "pods", Namespace: "a", Code: 200},
-		usage.Request{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "a", Name: "web", Code: 101},
-		usage.Request{Verb: "list", Resource: "secrets", Namespace: "a", Code: 403, Refused: true},
-		usage.Request{Verb: "get", Resource: "nodes", Name: "n1", Code: 200},
+		usage.Request{Verb: "get", Path: "/api", Code: 200, Decision: usage.Allow},
+		usage.Request{Verb: "list", Resource: "pods", Namespace: "a", Code: 200, Decision: usage.Allow},
+		usage.Request{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "a", Name: "web", Code: 101,
+			Decision: usage.Allow},
+		usage.Request{Verb: "list", Resource: "secrets", Namespace: "a", Code: 403, Decision: usage.Forbid},
+		usage.Request{Verb: "delete", Resource: "secrets", Namespace: "a", Code: 429},
+		usage.Request{Verb: "get", Resource: "nodes", Name: "n1", Code: 200, Decision: usage.Allow},
 	)
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, append(b, "not json\n"...), 0o600))
 	run := func(args ...string) (string, string) {
 		t.Helper()
 		s, out, errOut := streams()
@@ -215,8 +235,12 @@ func TestLeastPrivilegePrints(t *testing.T) {
 
 	out, _ := run("--subject=ServiceAccount:a:robot")
 	assert.True(t, strings.HasPrefix(out, "# least privilege for 4 cells used (verb, resource, namespace); "+
-		"not granted: 1 refused or unanswered by the cluster, 1 discovery (every user's)\n"), out)
-	assert.Contains(t, out, "# escalation: create pods/exec in a: runs commands in pods")
+		"not granted: 1 refused by the cluster, 1 undecided (no answer, or one given before its authorizer "+
+		"decided), 1 discovery (every user's)\n"), out)
+	assert.Contains(t, out, "# 1 line skipped in "+file+" (no request a server could have authorized: not "+
+		"granted): line 7: not a JSON audit event")
+	assert.Contains(t, out, "# risk: create pods/exec in a: credentials: a path to other identities' credentials: "+
+		"it runs commands in pods")
 	assert.NotContains(t, out, "creationTimestamp")
 	docs := strings.Split(out, "---\n")
 	require.Len(t, docs, 4, "ClusterRole, Role, ClusterRoleBinding, RoleBinding")
@@ -257,7 +281,8 @@ func TestLeastPrivilegePrints(t *testing.T) {
 func TestSummaryIsCommentLines(t *testing.T) {
 	res := Result{Held: 3, HeldIn: []string{"a\napiVersion: v1\nkind: ClusterRoleBinding\n---\n#", "b\x1b]0;x\a"},
 		Policy: usage.Policy{Used: []usage.Cell{{Namespace: "a", Verb: "get", Resource: "pods"}},
-			Escalations: []usage.Escalation{{Namespace: "a", Verb: "get", Resource: "secrets", Why: "x\ny"}}}}
+			Escalations: []usage.Escalation{{Namespace: "a", Verb: "get", Resource: "secrets",
+				Risk: risk.Risk{Kind: "x\n#", Why: "x\ny"}}}}, Skipped: []string{"a\nb"}}
 	out := summary(res, "# ")
 	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
 		assert.True(t, strings.HasPrefix(l, "# "), "%q", l)
@@ -265,21 +290,78 @@ func TestSummaryIsCommentLines(t *testing.T) {
 	assert.Equal(t, -1, func() int { i, _ := logging.SafeOutput(out); return i }(), out)
 }
 
-func TestOpenRecording(t *testing.T) {
+// TestRecordRefusesALinkedRecording: -o goes through safefile.OpenAppend
+// (its tests under pkg/host/safefile hold the rule on every platform): a
+// symbolic link planted at FILE is refused before anything runs, and its
+// target gets nothing.
+func TestRecordRefusesALinkedRecording(t *testing.T) {
 	dir := t.TempDir()
-	f, err := openRecording(filepath.Join(dir, "new.jsonl"))
+	victim := filepath.Join(dir, ".zshrc")
+	require.NoError(t, os.WriteFile(victim, []byte("x"), 0o600))
+	link := filepath.Join(dir, "rec.jsonl")
+	require.NoError(t, os.Symlink(victim, link))
+	s, _, _ := streams()
+	o := &RecordOptions{IOStreams: s, File: link, Command: []string{"/nonexistent/cmd"},
+		upstream: &rest.Config{Host: "https://127.0.0.1:1"},
+		global:   &cmdutil.GlobalOptions{APIServer: linked.Code{}, Environ: func() []string { return nil }}}
+	assert.ErrorContains(t, o.Run(context.Background()), "the recording "+link+" is a symbolic link")
+	b, err := os.ReadFile(victim)
 	require.NoError(t, err)
-	f.Close()
-	require.NoError(t, os.Symlink(filepath.Join(dir, "new.jsonl"), filepath.Join(dir, "link")))
-	_, err = openRecording(filepath.Join(dir, "link"))
-	assert.ErrorContains(t, err, "is a symbolic link")
-	_, err = openRecording(dir)
-	assert.Error(t, err, "a directory")
-	if runtime.GOOS != "windows" {
-		shared := filepath.Join(dir, "shared.jsonl")
-		require.NoError(t, os.WriteFile(shared, nil, 0o600))
-		require.NoError(t, os.Chmod(shared, 0o666))
-		_, err = openRecording(shared)
-		assert.ErrorContains(t, err, "is writable by others")
+	assert.Equal(t, "x", string(b))
+}
+
+// TestRecordStopsTheCommand: stopped (interrupted, hung up, terminated,
+// or past --command-timeout: its context ends), record ends the command's
+// whole process group within stopGrace and removes its folder.
+func TestRecordStopsTheCommand(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("process groups are Unix's")
+	}
+	up := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer up.Close()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	for _, how := range []string{"cancelled", "deadline"} {
+		t.Run(how, func(t *testing.T) {
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp)
+			pids := filepath.Join(t.TempDir(), "pids")
+			s, _, errOut := streams()
+			o := &RecordOptions{IOStreams: s, File: filepath.Join(t.TempDir(), "rec.jsonl"), Command: []string{self},
+				upstream: &rest.Config{Host: up.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}},
+				global: &cmdutil.GlobalOptions{APIServer: linked.Code{}, Environ: func() []string {
+					return []string{envChild + "=sleep", "KI_TEST_PIDS=" + pids, "PATH=" + os.Getenv("PATH")}
+				}}}
+			ctx, cancel := context.WithCancel(context.Background())
+			if how == "deadline" {
+				ctx, cancel = context.WithTimeout(context.Background(), 500*time.Millisecond)
+			}
+			defer cancel()
+			go func() {
+				for range 100 { // bounded: 10 s
+					if _, err := os.Stat(pids); err == nil {
+						break
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				if how == "cancelled" {
+					cancel()
+				}
+			}()
+			start := time.Now()
+			err := o.Run(ctx)
+			assert.Error(t, err, "the command did not end by itself")
+			assert.Less(t, time.Since(start), 10*time.Second, errOut.String())
+			b, err := os.ReadFile(pids)
+			require.NoError(t, err, "the command ran")
+			var child, grand int
+			_, err = fmt.Sscan(string(b), &child, &grand)
+			require.NoError(t, err)
+			assert.Eventually(t, func() bool { return !alive(grand) }, 3*time.Second, 50*time.Millisecond,
+				"the command's own child was stopped with it")
+			left, err := filepath.Glob(filepath.Join(tmp, "kubectl-impersonate-record-*"))
+			require.NoError(t, err)
+			assert.Empty(t, left, "the command's folder is removed")
+		})
 	}
 }

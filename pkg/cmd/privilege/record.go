@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -111,6 +111,11 @@ var bypassFlags = []string{"--kubeconfig", "--context", "--server", "-s", "--tok
 // Run starts the endpoint, runs the command against it, and says what it
 // recorded.
 func (o *RecordOptions) Run(ctx context.Context) error {
+	if len(stopSignals) > 0 { // none would relay every signal
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, stopSignals...)
+		defer stop()
+	}
 	for _, a := range o.Command[1:] {
 		name, _, _ := strings.Cut(a, "=")
 		if slices.Contains(bypassFlags, name) {
@@ -118,7 +123,7 @@ func (o *RecordOptions) Run(ctx context.Context) error {
 				"recording: leave it out (record's --context and -n select the cluster)\n", name)
 		}
 	}
-	f, err := openRecording(o.File)
+	f, err := safefile.OpenAppend("the recording", o.File)
 	if err != nil {
 		return err
 	}
@@ -138,8 +143,8 @@ func (o *RecordOptions) Run(ctx context.Context) error {
 		closeErr = fmt.Errorf("writing the recording: %w", err)
 	}
 	written, refused := ep.Counts()
-	fmt.Fprintf(o.ErrOut, "kubectl-impersonate: record: %d requests recorded (%d refused or unanswered) in %s; "+
-		"next: kubectl impersonate least-privilege --from %s\n", written, refused, o.File, o.File)
+	fmt.Fprintf(o.ErrOut, "kubectl-impersonate: record: %d requests recorded (%d not seen allowed: refused, or "+
+		"undecided) in %s; next: kubectl impersonate least-privilege --from %s\n", written, refused, o.File, o.File)
 	if err := errors.Join(runErr, closeErr); err != nil {
 		return err
 	}
@@ -147,34 +152,6 @@ func (o *RecordOptions) Run(ctx context.Context) error {
 		return cmdutil.ExitCode(code)
 	}
 	return nil
-}
-
-// openRecording opens the file to append to: yours, private, not a
-// symbolic link (another user's file or link in a shared directory would
-// receive the recording, or hand it on).
-func openRecording(path string) (*os.File, error) {
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		return nil, fmt.Errorf("the recording %s is a symbolic link: give the file itself", path)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening the recording: %w", err)
-	}
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("the recording %s is not a regular file", path)
-	}
-	if err == nil {
-		var a safefile.Access
-		if a, err = safefile.AccessOf(f, fi); err == nil {
-			err = safefile.Private.Check("the recording", path, a, false)
-		}
-	}
-	if err != nil {
-		_ = f.Close()
-		return nil, err
-	}
-	return f, nil
 }
 
 // upstream is the context's server and client-go's transports to it
@@ -205,11 +182,15 @@ func childKubeconfig(ep kubecode.Recorder, namespace string) *clientcmdapi.Confi
 	return c
 }
 
-// stopGrace is how long the command has to end once record is
-// interrupted (the terminal's Ctrl-C reaches it too) before it is killed.
-const stopGrace = 10 * time.Second
+// stopGrace is how long the command has to end once record is stopped
+// (interrupted, hung up, terminated, or past --command-timeout) before its
+// process group is killed: within the watchdog's grace past the timeout,
+// so that record itself still removes the command's folder.
+const stopGrace = time.Second
 
-// runChild runs the command with its kubeconfig, and returns its exit code.
+// runChild runs the command with its kubeconfig, and returns its exit
+// code. Stopped (ctx), it asks the command's process group to end, then
+// kills it; the command's folder is removed in every case.
 func (o *RecordOptions) runChild(ctx context.Context, ep kubecode.Recorder) (int, error) {
 	dir, err := os.MkdirTemp("", "kubectl-impersonate-record-")
 	if err != nil {
@@ -223,18 +204,21 @@ func (o *RecordOptions) runChild(ctx context.Context, ep kubecode.Recorder) (int
 	c := exec.Command(o.Command[0], o.Command[1:]...)
 	c.Env = childEnv(o.global.Environ(), kubeconfig, filepath.Join(dir, "cache"))
 	c.Stdin, c.Stdout, c.Stderr = o.In, o.Out, o.ErrOut
+	restore := inGroup(c, o.In)
 	if err := c.Start(); err != nil {
 		return 0, fmt.Errorf("running %s: %w", o.Command[0], err)
 	}
+	defer restore()
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
 	select {
 	case err = <-done:
 	case <-ctx.Done():
+		terminate(c.Process)
 		select {
 		case err = <-done:
 		case <-time.After(stopGrace):
-			_ = c.Process.Kill()
+			kill(c.Process)
 			err = <-done
 		}
 	}

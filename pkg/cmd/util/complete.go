@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/config"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/session"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/token/credspec"
@@ -191,10 +192,10 @@ func resourceNames(all []resource.Resource, toComplete string) []string {
 func Verbs() []string {
 	out := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "impersonate",
 		"bind", "escalate", "use", "approve", "sign"}
-	for _, mode := range rbac.ImpersonationModes {
+	for _, mode := range risk.ImpersonationModes {
 		out = append(out, "impersonate:"+mode)
 		for _, v := range rbac.DefaultVerbs {
-			out = append(out, rbac.ImpersonateOnVerb(mode, v))
+			out = append(out, risk.ImpersonateOnVerb(mode, v))
 		}
 	}
 	return out

@@ -3,6 +3,7 @@
 package safefile
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -71,4 +72,29 @@ func openRead(path string, noFollow bool) (*os.File, error) {
 		flags |= syscall.O_NOFOLLOW
 	}
 	return os.OpenFile(path, flags, 0)
+}
+
+// errLink is openAppend's refusal of a symbolic link.
+var errLink = errors.New("a symbolic link")
+
+// openAppend opens path to append, created 0600 whatever the umask lets
+// (the mode is the open's), not following a symlink at its last element
+// (O_NOFOLLOW: ELOOP), nor waiting on a FIFO (O_NONBLOCK: ENXIO without a
+// reader) or making a terminal ours.
+func openAppend(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|
+		syscall.O_NOCTTY, 0o600)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, errLink
+	}
+	return f, err
+}
+
+// linkCount is how many names the file has.
+func linkCount(_ *os.File, fi fs.FileInfo) (uint64, error) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, errors.New("no link count")
+	}
+	return uint64(st.Nlink), nil // a uint16 on darwin
 }

@@ -300,3 +300,48 @@ func openRead(path string, noFollow bool) (*os.File, error) {
 	}
 	return os.NewFile(uintptr(h), path), nil
 }
+
+// errLink is openAppend's refusal of a symlink or junction.
+var errLink = errReparsePoint
+
+// openAppend opens path to append (FILE_APPEND_DATA alone: every write at
+// the end), created with a private DACL (privateSD: not the folder's); a
+// reparse point at its last element (symlink, junction) is opened as
+// itself (FILE_FLAG_OPEN_REPARSE_POINT) and refused.
+func openAppend(path string) (*os.File, error) {
+	p, err := windows.UTF16PtrFromString(path)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	sd, err := privateSD(false)
+	if err != nil {
+		return nil, err
+	}
+	sa := &windows.SecurityAttributes{SecurityDescriptor: sd}
+	sa.Length = uint32(unsafe.Sizeof(*sa))
+	h, err := windows.CreateFile(p, windows.FILE_APPEND_DATA|windows.READ_CONTROL|windows.FILE_READ_ATTRIBUTES,
+		windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE, sa, windows.OPEN_ALWAYS,
+		windows.FILE_FLAG_OPEN_REPARSE_POINT|windows.FILE_ATTRIBUTE_NORMAL, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	var info windows.ByHandleFileInformation
+	if err := windows.GetFileInformationByHandle(h, &info); err != nil {
+		_ = windows.CloseHandle(h)
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	if info.FileAttributes&windows.FILE_ATTRIBUTE_REPARSE_POINT != 0 {
+		_ = windows.CloseHandle(h)
+		return nil, errLink
+	}
+	return os.NewFile(uintptr(h), path), nil
+}
+
+// linkCount is how many names the file has.
+func linkCount(f *os.File, _ fs.FileInfo) (uint64, error) {
+	var info windows.ByHandleFileInformation
+	if err := windows.GetFileInformationByHandle(windows.Handle(f.Fd()), &info); err != nil {
+		return 0, err
+	}
+	return uint64(info.NumberOfLinks), nil
+}

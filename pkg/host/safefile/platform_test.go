@@ -110,3 +110,62 @@ func TestNoFollow(t *testing.T) {
 	assert.ErrorContains(t, CheckDir("cache dir", dlink, false, Private), "is not a directory", "not followed")
 	assert.NoError(t, CheckDir("cache dir", dlink, true, Private), "followed")
 }
+
+// TestOpenAppend: the recording's open (issue 56): a new file is the
+// user's alone in a folder that lets others in, an existing one is
+// appended to; a planted link (symbolic or hard), a file others may read
+// or another user's are refused, and nothing is written to them.
+func TestOpenAppend(t *testing.T) {
+	parent := testDir(t)
+	letOthersRead(t, parent)
+	file := filepath.Join(parent, "rec.jsonl")
+	for _, line := range []string{"one\n", "two\n"} {
+		f, err := OpenAppend("the recording", file)
+		require.NoError(t, err)
+		_, err = f.WriteString(line)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+	}
+	b, a, err := ReadRegular("the recording", file, 64, ReadOptions{NoFollow: true, Rule: Secret})
+	require.NoError(t, err, "created private, whatever the folder hands down")
+	assert.Equal(t, "one\ntwo\n", string(b))
+	assert.Equal(t, OwnerSelf, a.Owner)
+
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, path string)
+		want  string
+	}{
+		{"others may read", func(t *testing.T, p string) { letOthersRead(t, p) }, "readable by others"},
+		{"another user's", func(t *testing.T, p string) { giveAway(t, p) }, "belongs to another user"},
+		{"a symbolic link", func(t *testing.T, p string) {
+			if !canPlantLinks(t) {
+				t.Skip("no symbolic links here")
+			}
+			victim := p + ".victim"
+			require.NoError(t, os.WriteFile(victim, []byte("x"), 0o600))
+			makePrivate(t, victim)
+			require.NoError(t, os.Remove(p))
+			require.NoError(t, os.Symlink(victim, p))
+		}, "is a symbolic link"},
+		{"a hard link", func(t *testing.T, p string) {
+			require.NoError(t, os.Link(p, p+".other"))
+		}, "has 2 names"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := testDir(t)
+			p := filepath.Join(dir, "rec.jsonl")
+			require.NoError(t, os.WriteFile(p, []byte("x"), 0o600))
+			makePrivate(t, p)
+			tc.plant(t, p)
+			f, err := OpenAppend("the recording", p)
+			if f != nil {
+				f.Close()
+			}
+			assert.ErrorContains(t, err, tc.want)
+			if b, err := os.ReadFile(p); err == nil {
+				assert.Equal(t, "x", string(b), "nothing written")
+			}
+		})
+	}
+}

@@ -23,20 +23,30 @@ var Resolver = &apirequest.RequestInfoFactory{
 	GrouplessAPIPrefixes: sets.NewString("api"),
 }
 
-// Of is what kube-apiserver's authorizer is asked for r: the request
-// itself, then one impersonate request for each identity its
-// Impersonate-* headers name (kube-apiserver asks those first).
+// Of is what kube-apiserver's authorizer is asked for r: one impersonate
+// check for each identity its Impersonate-* headers name (kube-apiserver
+// asks those first, in the legacy mode: usage.ImpersonationChecks), then
+// the request itself.
 func Of(r *http.Request) []usage.Request {
-	out := usage.Impersonation(r.Header)
+	main := request(r)
+	u, ok := usage.Identity(r.Header)
+	if !ok {
+		return []usage.Request{main}
+	}
+	return append(usage.ImpersonationChecks(u, "", main), main)
+}
+
+// request is r's own attributes, as k8s.io/apiserver reads them.
+func request(r *http.Request) usage.Request {
 	info, _ := Resolver.NewRequestInfo(r) // on an error, info holds what was parsed, as kube-apiserver's
-	if info == nil {
-		return append(out, usage.Request{Verb: strings.ToLower(r.Method), Path: r.URL.Path})
+	switch {
+	case info == nil:
+		return usage.Request{Verb: strings.ToLower(r.Method), Path: r.URL.Path}
+	case !info.IsResourceRequest:
+		return usage.Request{Verb: info.Verb, Path: info.Path}
 	}
-	if !info.IsResourceRequest {
-		return append(out, usage.Request{Verb: info.Verb, Path: info.Path})
-	}
-	return append(out, usage.Request{Verb: info.Verb, APIGroup: info.APIGroup, Resource: info.Resource,
-		Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name})
+	return usage.Request{Verb: info.Verb, APIGroup: info.APIGroup, Resource: info.Resource,
+		Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name}
 }
 
 // HasDotSegment reports "." or ".." path segments, raw or percent-encoded
@@ -59,4 +69,40 @@ func HasDotSegment(u *url.URL) bool {
 		}
 	}
 	return false
+}
+
+// IdentityHeader is a header that carries an identity: Authorization,
+// Impersonate-* or X-Remote-* (request-header authentication), in any case
+// and with _ for - (CGI-style gateways and nginx's underscores_in_headers
+// turn Impersonate_User into Impersonate-User).
+func IdentityHeader(name string) bool {
+	l := NormalHeader(name)
+	return l == "authorization" || ImpersonationHeader(name) || strings.HasPrefix(l, "x-remote-")
+}
+
+// ConnectionNamesIdentity is the first identity header (IdentityHeader) h's
+// Connection header names, "" when none: httputil.ReverseProxy drops every
+// header Connection names from what it sends, so a request naming one is
+// not sent as it was received (its Impersonate-* would be read, then
+// dropped). The proxy and record's endpoint refuse it.
+func ConnectionNamesIdentity(h http.Header) string {
+	for _, v := range h.Values("Connection") {
+		for _, name := range strings.Split(v, ",") {
+			if n := strings.ToLower(strings.TrimSpace(name)); IdentityHeader(n) {
+				return n
+			}
+		}
+	}
+	return ""
+}
+
+// ImpersonationHeader tells an Impersonate-* header, in any spelling a
+// gateway may read as one (case, _ for -).
+func ImpersonationHeader(name string) bool {
+	return strings.HasPrefix(NormalHeader(name), "impersonate-")
+}
+
+// NormalHeader is name as a gateway may read it: lower case, _ as -.
+func NormalHeader(name string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimSpace(name)), "_", "-")
 }

@@ -25,6 +25,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/filters/impersonation"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/attributes"
 )
 
 // OriginalUserExtra is the extra key under which a caller who impersonates
@@ -59,7 +61,7 @@ func readCallerImpersonation(h http.Header) (*callerImpersonation, error) {
 	var c callerImpersonation
 	found := false
 	for name, values := range h {
-		n := normalHeader(name)
+		n := attributes.NormalHeader(name)
 		if !strings.HasPrefix(n, "impersonate-") {
 			continue
 		}

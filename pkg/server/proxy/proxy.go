@@ -54,6 +54,7 @@ import (
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/transport"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/attributes"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
@@ -178,6 +179,13 @@ func (h *Handler) init() {
 		// Watches and logs stream: flush every write.
 		FlushInterval: -1,
 		ErrorLog:      h.errorLog(),
+		// The audit line says whether the cluster answered at all.
+		ModifyResponse: func(resp *http.Response) error {
+			if l, ok := resp.Request.Context().Value(logKey{}).(*requestLog); ok {
+				l.answered = true
+			}
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			setReason(r, "upstream unavailable: "+err.Error())
 			status(w, textRefusal(r), http.StatusBadGateway, metav1.StatusReasonServiceUnavailable,
@@ -208,30 +216,10 @@ func (f logFunc) Write(p []byte) (int, error) {
 // authentication.
 func stripIdentityHeaders(h http.Header) {
 	for name := range h {
-		if identityHeader(name) {
+		if attributes.IdentityHeader(name) {
 			delete(h, name)
 		}
 	}
-}
-
-// identityHeader is a header that carries an identity: Authorization,
-// Impersonate-* or X-Remote-* (request-header authentication), in any case
-// and with _ for - (CGI-style gateways and nginx's underscores_in_headers
-// turn Impersonate_User into Impersonate-User).
-func identityHeader(name string) bool {
-	l := normalHeader(name)
-	return l == "authorization" || ImpersonationHeader(name) || strings.HasPrefix(l, "x-remote-")
-}
-
-// ImpersonationHeader tells an Impersonate-* header, in any spelling a
-// gateway may read as one (case, _ for -).
-func ImpersonationHeader(name string) bool {
-	return strings.HasPrefix(normalHeader(name), "impersonate-")
-}
-
-// normalHeader is name as a gateway may read it: lower case, _ as -.
-func normalHeader(name string) string {
-	return strings.ReplaceAll(strings.ToLower(strings.TrimSpace(name)), "_", "-")
 }
 
 // DefaultMaxInFlight is kube-apiserver's default --max-requests-inflight.
@@ -347,8 +335,10 @@ type requestLog struct {
 	// impersonated: the impersonation filter let the request through;
 	// asked, what the caller's headers asked; acceptEncoding, the caller's,
 	// kept from the filter.
-	impersonated   bool
-	asked          *callerImpersonation
+	impersonated bool
+	asked        *callerImpersonation
+	// answered: the cluster's answer came (its code is the line's).
+	answered       bool
 	acceptEncoding []string
 	// text: refusals are written as text (textRefusal).
 	text bool
@@ -426,20 +416,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	elapsed := time.Since(start)
 	h.Metrics.observe(rec.code, elapsed)
 	if h.Audit != nil {
-		line := map[string]any{"time": time.Now().UTC().Format(time.RFC3339Nano), "remote": r.RemoteAddr,
-			"verb": r.Method, "path": r.URL.Path, "code": rec.code, "latencyMs": elapsed.Milliseconds()}
+		line := usage.ProxyLine{Time: time.Now().UTC().Format(time.RFC3339Nano), Remote: r.RemoteAddr,
+			Method: r.Method, Path: r.URL.Path, Code: rec.code, LatencyMs: elapsed.Milliseconds(),
+			Answered: l.answered, Reason: l.reason}
 		if l.user != nil {
-			line["user"], line["groups"], line["uid"] = l.user.GetName(), l.user.GetGroups(), l.user.GetUID()
+			line.User, line.Groups, line.UID = l.user.GetName(), l.user.GetGroups(), l.user.GetUID()
 			// What the cluster's authorizer is asked for it, as the user:
 			// least-privilege --from-audit reads it.
 			checks := attributes.Of(r)
-			line["request"] = checks[len(checks)-1]
+			line.Request = &checks[len(checks)-1]
 		}
 		if l.original != nil {
-			line["originalUser"] = l.original.GetName()
-		}
-		if l.reason != "" {
-			line["reason"] = l.reason
+			line.OriginalUser = l.original.GetName()
 		}
 		b, _ := json.Marshal(line)
 		b = logging.EscapeJSON(b) // a path or a claim may hold what a terminal must not get
@@ -486,21 +474,16 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 			"the method "+r.Method+" is not served by the impersonating proxy")
 		return
 	}
-	for _, v := range r.Header.Values("Connection") {
-		for _, name := range strings.Split(v, ",") {
-			n := strings.ToLower(strings.TrimSpace(name))
-			if identityHeader(n) {
-				h.refuse(w, l, http.StatusForbidden, "request", "Connection names "+n,
-					fmt.Sprintf("the Connection header may not name %q through the impersonating proxy", n))
-				return
-			}
-		}
+	if n := attributes.ConnectionNamesIdentity(r.Header); n != "" {
+		h.refuse(w, l, http.StatusForbidden, "request", "Connection names "+n,
+			fmt.Sprintf("the Connection header may not name %q through the impersonating proxy", n))
+		return
 	}
 	var asked *callerImpersonation
 	var askedErr error // refused once the caller is authenticated (401 first)
 	if h.CallerImpersonation == nil {
 		for name := range r.Header {
-			if strings.HasPrefix(normalHeader(name), "impersonate-") {
+			if strings.HasPrefix(attributes.NormalHeader(name), "impersonate-") {
 				h.refuse(w, l, http.StatusForbidden, "request", "caller sent "+name,
 					"impersonation headers are not accepted through the impersonating proxy")
 				return

@@ -25,6 +25,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/proxyattacks"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testkit"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/attributes"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/authn"
 )
 
@@ -222,7 +223,7 @@ func assertForwardedAsAlice(t *testing.T, r *http.Request) {
 	assert.Equal(t, []string{"sub-1"}, r.Header.Values("Impersonate-Uid"))
 	assert.Empty(t, r.Header.Get("Authorization"), "the caller's token does not go upstream")
 	for name := range r.Header {
-		l := normalHeader(name)
+		l := attributes.NormalHeader(name)
 		assert.False(t, strings.HasPrefix(l, "x-remote-"), "no request-header identity upstream, in any spelling: %s", name)
 	}
 	assert.True(t, strings.HasPrefix(r.URL.Path, "/clusters/c-1/"), "stays under the upstream's prefix: %s", r.URL.Path)

@@ -28,7 +28,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"strings"
 	"sync"
 	"time"
 
@@ -103,6 +102,13 @@ func Start(o Options) (*Endpoint, error) {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(upstream)
 			pr.Out.Host = upstream.Host
+			// What the cluster is asked is read from the request as it
+			// leaves, after httputil dropped the hop-by-hop headers and
+			// those Connection names (the endpoint refuses those naming
+			// an identity header all the same).
+			if st, ok := pr.In.Context().Value(stateKey{}).(*state); ok {
+				st.reqs, st.impersonated = attributes.Of(pr.Out), pr.Out.Header.Get("Impersonate-User")
+			}
 		},
 		Transport:      proxy.UpgradeSplit{Plain: plain, Upgrade: upgrade},
 		FlushInterval:  -1,
@@ -112,7 +118,7 @@ func Start(o Options) (*Endpoint, error) {
 			errorLog.Printf("forwarding %s %s: %s", r.Method, logging.OneLine(r.URL.Path, 200),
 				logging.OneLine(err.Error(), 300))
 			// No answer: nothing says the cluster allowed it.
-			recordOf(r, http.StatusBadGateway, true, false)
+			recordOf(r, http.StatusBadGateway)
 			writeStatus(w, http.StatusBadGateway, metav1.StatusReasonServiceUnavailable,
 				"kubectl impersonate record could not reach the cluster")
 		},
@@ -160,7 +166,7 @@ func (e *Endpoint) Close() error {
 }
 
 // Counts are how many checks the endpoint wrote, and how many of them the
-// cluster refused.
+// cluster was not seen to allow (refused, or undecided).
 func (e *Endpoint) Counts() (written, refused int) {
 	e.rec.mu.Lock()
 	defer e.rec.mu.Unlock()
@@ -195,12 +201,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, code, reason, msg)
 		return
 	}
+	// The checks are those of the request as it leaves (the proxy's
+	// Rewrite); until then, as it came.
 	st := &state{rec: h.rec, reqs: attributes.Of(r), uri: r.URL.RequestURI(),
 		impersonated: r.Header.Get("Impersonate-User")}
 	// Written when the answer's headers come (a watch or an exec is
 	// recorded while it runs), or when the handler ends without one: then
 	// unanswered (the command went away first), and not granted.
-	defer st.record(0, true, false)
+	defer st.record(0)
 	h.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
 }
 
@@ -220,9 +228,14 @@ func (h *handler) refusal(r *http.Request) (int, metav1.StatusReason, string) {
 		return http.StatusBadRequest, metav1.StatusReasonBadRequest,
 			"kubectl impersonate record does not forward a path with . or .. segments"
 	}
+	if n := attributes.ConnectionNamesIdentity(r.Header); n != "" {
+		return http.StatusForbidden, metav1.StatusReasonForbidden,
+			fmt.Sprintf("kubectl impersonate record does not forward a Connection header naming %q: it would be "+
+				"dropped in transit", n)
+	}
 	if h.impersonates {
 		for name := range r.Header {
-			if proxy.ImpersonationHeader(name) {
+			if attributes.ImpersonationHeader(name) {
 				return http.StatusForbidden, metav1.StatusReasonForbidden, "the recorded context already " +
 					"impersonates (--as, or the kubeconfig's as:): the command may not impersonate as well"
 			}
@@ -258,48 +271,20 @@ type state struct {
 
 type stateKey struct{}
 
-// record writes the request's checks with the answer's code; refused: the
-// authorizer refused (impersonation: the impersonation itself).
-func (st *state) record(code int, refused, impersonation bool) {
-	st.once.Do(func() { st.rec.write(st.reqs, st.uri, st.impersonated, code, refused, impersonation) })
+// record writes the request's checks with the answer's code (0: none).
+func (st *state) record(code int) {
+	st.once.Do(func() { st.rec.write(st.reqs, st.uri, st.impersonated, code) })
 }
 
-func recordOf(r *http.Request, code int, refused, impersonation bool) {
+func recordOf(r *http.Request, code int) {
 	if st, ok := r.Context().Value(stateKey{}).(*state); ok {
-		st.record(code, refused, impersonation)
+		st.record(code)
 	}
 }
 
-// maxStatus bounds the refusal read to tell RBAC's 403 from admission's.
-const maxStatus = 1 << 20
-
-// modifyResponse notes the response's code, and whether the authorizer
-// refused: a 401, or a 403 unless its body is plainly a JSON Status that
-// is not the authorizer's ('User "X" cannot VERB resource ...'): an
-// admission's 403, which RBAC allowed. A 403 in another encoding (the
-// command asked for protobuf or CBOR) or compressed counts as refused:
-// nothing is granted that the cluster may have refused.
+// modifyResponse notes the cluster's answer when its headers come.
 func modifyResponse(resp *http.Response) error {
-	r := resp.Request
-	refused, impersonation := resp.StatusCode == http.StatusUnauthorized, false
-	if resp.StatusCode == http.StatusForbidden {
-		refused = true
-		b, err := io.ReadAll(io.LimitReader(resp.Body, maxStatus))
-		if err != nil {
-			return fmt.Errorf("reading the cluster's refusal: %w", err)
-		}
-		resp.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(b), resp.Body), resp.Body}
-		var st metav1.Status
-		if resp.Header.Get("Content-Encoding") == "" && json.Unmarshal(b, &st) == nil && st.Kind == "Status" {
-			authorizer := strings.Contains(st.Message, `User "`) && strings.Contains(st.Message, " cannot ")
-			refused = authorizer
-			impersonation = authorizer && strings.Contains(st.Message, " cannot impersonate ")
-		}
-	}
-	recordOf(r, resp.StatusCode, refused, impersonation)
+	recordOf(resp.Request, resp.StatusCode)
 	return nil
 }
 
@@ -314,27 +299,27 @@ type writer struct {
 }
 
 // write records reqs (impersonate checks first, then the request) with
-// the answer st holds.
-func (w *writer) write(reqs []usage.Request, uri, impersonated string, code int, refusedMain, impersonation bool) {
+// the answer's code. The request is decided by the code (usage.DecisionOf);
+// an impersonate check is allowed only when the request was (an answer
+// past the authorizer shows the impersonation filter, before it, let the
+// request through), refused with a 401, and undecided otherwise: a 403 or
+// a 400 may be the impersonation's own refusal, in any wording or
+// encoding.
+func (w *writer) write(reqs []usage.Request, uri, impersonated string, code int) {
 	var buf bytes.Buffer
-	n, refused := 0, 0
+	n, notAllowed := 0, 0
+	main := usage.DecisionOf(code)
 	for i, r := range reqs {
-		main := i == len(reqs)-1
-		r.Code = code
-		switch {
-		case code == http.StatusUnauthorized:
-			r.Refused = true
-		case !main: // an impersonate check
-			r.Refused = impersonation
-			if !impersonation {
-				r.Code = http.StatusOK
-			}
-		default:
-			r.Refused = refusedMain
-		}
+		last := i == len(reqs)-1
+		r.Code, r.Decision = code, main
 		who := ""
-		if main {
+		switch {
+		case last:
 			who = impersonated
+		case code == http.StatusUnauthorized:
+			r.Decision = usage.Forbid
+		case main != usage.Allow:
+			r.Decision = usage.Undecided
 		}
 		b, err := json.Marshal(r.Event(uri, who, w.now()))
 		if err != nil {
@@ -342,8 +327,8 @@ func (w *writer) write(reqs []usage.Request, uri, impersonated string, code int,
 		}
 		buf.Write(append(b, '\n'))
 		n++
-		if r.Refused {
-			refused++
+		if r.Decision != usage.Allow {
+			notAllowed++
 		}
 	}
 	w.mu.Lock()
@@ -356,7 +341,7 @@ func (w *writer) write(reqs []usage.Request, uri, impersonated string, code int,
 		return
 	}
 	w.written += n
-	w.refused += refused
+	w.refused += notAllowed
 }
 
 func (w *writer) failed() error {

@@ -150,9 +150,10 @@ func do(t *testing.T, c *http.Client, method, url string, h http.Header) int {
 
 func read(t *testing.T, e *Endpoint, log *bytes.Buffer) []usage.Request {
 	require.NoError(t, e.Close())
-	reqs, err := usage.Read(bytes.NewReader(log.Bytes()), usage.ReadOptions{})
+	l, err := usage.Read(bytes.NewReader(log.Bytes()), usage.ReadOptions{})
 	require.NoError(t, err)
-	return reqs
+	require.Zero(t, l.Skipped)
+	return l.Requests
 }
 
 // TestRecordsWhatTheClusterAuthorizes: each request is written as the
@@ -166,27 +167,31 @@ func TestRecordsWhatTheClusterAuthorizes(t *testing.T) {
 	assert.Equal(t, 403, do(t, c, "GET", e.URL+"/api/v1/namespaces/a/secrets", nil))
 	assert.Equal(t, 403, do(t, c, "POST", e.URL+"/api/v1/namespaces/a/pods", nil))
 	assert.Equal(t, 200, do(t, c, "GET", e.URL+"/version", nil))
+	assert.Equal(t, 200, do(t, c, "GET", e.URL+"/api/v1/namespaces/a/configmaps", nil))
 	assert.Equal(t, 200, do(t, c, "GET", e.URL+"/api/v1/namespaces/a/pods/p", http.Header{
 		"Impersonate-User": {"bob"}}))
 	u.refuseI = true
 	assert.Equal(t, 403, do(t, c, "GET", e.URL+"/api/v1/namespaces/a/pods/q", http.Header{
 		"Impersonate-User": {"bob"}}))
-	written, refused := e.Counts()
-	assert.Equal(t, 8, written)
-	assert.Equal(t, 3, refused)
+	written, notAllowed := e.Counts()
+	assert.Equal(t, 9, written)
+	assert.Equal(t, 4, notAllowed)
 	assert.Equal(t, []usage.Request{
-		{Verb: "watch", Resource: "pods", Namespace: "a", Code: 200},
-		{Verb: "list", Resource: "secrets", Namespace: "a", Code: 403, Refused: true},
-		{Verb: "create", Resource: "pods", Namespace: "a", Code: 403},
-		{Verb: "get", Path: "/version", Code: 200},
-		{Verb: "impersonate", Resource: "users", Name: "bob", Code: 200},
-		{Verb: "impersonate", Resource: "users", Name: "bob", Code: 403, Refused: true},
+		{Verb: "watch", Resource: "pods", Namespace: "a", Code: 200, Decision: usage.Allow},
+		{Verb: "list", Resource: "secrets", Namespace: "a", Code: 403, Decision: usage.Forbid},
+		// Admission's 403 cannot be told from the authorizer's by its
+		// bytes: refused all the same.
+		{Verb: "create", Resource: "pods", Namespace: "a", Code: 403, Decision: usage.Forbid},
+		{Verb: "get", Path: "/version", Code: 200, Decision: usage.Allow},
+		{Verb: "list", Resource: "configmaps", Namespace: "a", Code: 200, Decision: usage.Allow},
+		{Verb: "impersonate", Resource: "users", Name: "bob", Code: 200, Decision: usage.Allow},
+		{Verb: "impersonate", Resource: "users", Name: "bob", Code: 403},
 	}, read(t, e, log), "the requests sent as bob are bob's, not the recording's")
 	for _, s := range u.requests() {
 		assert.Contains(t, s, " Bearer "+upstreamToken, "the cluster got the context's credential")
 		assert.NotContains(t, s, e.Token)
 	}
-	assert.Len(t, u.requests(), 6)
+	assert.Len(t, u.requests(), 7)
 }
 
 // TestRefusesWithoutTheOneTimeToken: the attacks of a local program that
@@ -287,14 +292,15 @@ func TestAttacksOnTheRecording(t *testing.T) {
 		require.Error(t, err)
 		reqs := read(t, e, log)
 		require.Len(t, reqs, 1)
-		assert.True(t, reqs[0].Refused, "unanswered: %+v", reqs[0])
+		assert.Equal(t, usage.Undecided, reqs[0].Decision, "unanswered: %+v", reqs[0])
 	})
 	t.Run("an authorizer's 403 in protobuf is refused", func(t *testing.T) {
 		u := newUpstream(t)
 		e, log := start(t, u)
 		assert.Equal(t, 403, do(t, client(t, e), "GET", e.URL+"/api/v1/namespaces/a/secrets",
 			http.Header{"Accept": {"application/vnd.kubernetes.protobuf"}}))
-		assert.Equal(t, []usage.Request{{Verb: "list", Resource: "secrets", Namespace: "a", Code: 403, Refused: true}},
+		assert.Equal(t, []usage.Request{{Verb: "list", Resource: "secrets", Namespace: "a", Code: 403,
+			Decision: usage.Forbid}},
 			read(t, e, log))
 	})
 	t.Run("the command may not impersonate when the context does", func(t *testing.T) {
