@@ -75,7 +75,7 @@ func AppliesTo(subjects []rbacv1.Subject, user string, groups []string, bindingN
 			if s.Namespace != "" {
 				ns = s.Namespace
 			}
-			return ns != "" && user == "system:serviceaccount:"+ns+":"+s.Name
+			return ns != "" && user == ServiceAccountUser(ns, s.Name)
 		}
 		return false
 	})

@@ -201,7 +201,7 @@ func ForIdentity(grants []Grant, username string, groups []string) []Grant {
 					mine = append(mine, s)
 				}
 			case rbacv1.ServiceAccountKind:
-				if username == "system:serviceaccount:"+s.Namespace+":"+s.Name {
+				if username == ServiceAccountUser(s.Namespace, s.Name) {
 					mine = append(mine, s)
 				}
 			}
@@ -239,15 +239,13 @@ func (c *Client) Why(ctx context.Context, t Target) (*authzv1.SubjectAccessRevie
 func syntheticMember(s rbacv1.Subject) (authzv1.SubjectAccessReviewSpec, error) {
 	authenticated := []string{"system:authenticated"}
 	sa := func(ns, name string) authzv1.SubjectAccessReviewSpec {
-		return authzv1.SubjectAccessReviewSpec{User: "system:serviceaccount:" + ns + ":" + name,
+		return authzv1.SubjectAccessReviewSpec{User: ServiceAccountUser(ns, name),
 			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
 	}
 	switch s.Kind {
 	case rbacv1.UserKind:
-		if rest, ok := strings.CutPrefix(s.Name, "system:serviceaccount:"); ok {
-			if ns, name, ok := strings.Cut(rest, ":"); ok {
-				return sa(ns, name), nil
-			}
+		if ns, name, ok := SplitServiceAccount(s.Name); ok {
+			return sa(ns, name), nil
 		}
 		if s.Name == "system:anonymous" {
 			return authzv1.SubjectAccessReviewSpec{User: s.Name, Groups: []string{"system:unauthenticated"}}, nil
@@ -324,6 +322,9 @@ func (t Target) Where() string {
 
 // serviceAccountPrefix begins a service account's username.
 const serviceAccountPrefix = "system:serviceaccount:"
+
+// ServiceAccountUser is the username of service account NAME in NS.
+func ServiceAccountUser(ns, name string) string { return serviceAccountPrefix + ns + ":" + name }
 
 // SplitServiceAccount reads system:serviceaccount:NS:NAME, as
 // kube-apiserver's serviceaccount.SplitUsername reads it.

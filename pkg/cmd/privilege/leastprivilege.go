@@ -65,12 +65,16 @@ their bindings for --subject.
 
 The rules hold the exact verbs and resources used: watch only where watched,
 subresources apart, resourceNames where at most --max-names objects were
-named and never a list of them all. Requests the cluster refused are not
-granted; discovery (every user's already) is not either. A WebSocket exec,
+named and never a list of them all. Only what the cluster was seen to allow
+is granted (the authorizer's decision in an audit event, or an answer only a
+handler past it gives): what it refused, what it never decided (an
+impersonation refused before the authorizer, a 429, a 5xx, no answer) and
+discovery (every user's already) are counted, never granted; a line no API
+server could have authorized is skipped and counted. A WebSocket exec,
 attach or port-forward gets get and create on its subresource, which
-Kubernetes 1.35 and later ask. Rules that are escalation paths (escalate,
-bind, impersonate, reading secrets, exec, creating pods, service account
-tokens, the nodes' proxy) are called out in the comments above the YAML.
+Kubernetes 1.35 and later ask. Rules that are risks (escalation paths,
+credentials, workloads, nodes, the control plane) are called out in the
+comments above the YAML.
 
 With --held (the default), it also counts what the kubeconfig's identity
 (--as to choose another) holds in the namespaces used, against what the use
@@ -121,8 +125,7 @@ func (o *LeastPrivilegeOptions) Complete(_ context.Context, _ []string) error {
 	subject := o.Subject
 	if subject == "" && o.User != "" {
 		subject = "User:" + o.User
-		if ns, name, ok := strings.Cut(strings.TrimPrefix(o.User, "system:serviceaccount:"), ":"); ok &&
-			strings.HasPrefix(o.User, "system:serviceaccount:") {
+		if ns, name, ok := rbac.SplitServiceAccount(o.User); ok {
 			subject = "ServiceAccount:" + ns + ":" + name
 		}
 	}

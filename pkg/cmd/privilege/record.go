@@ -63,7 +63,9 @@ and wants a bearer token made for this run, both in COMMAND's kubeconfig
 (readable by you alone, removed at the end). The context's own credentials
 stay in this process. COMMAND runs in the context's namespace (-n to change
 it); a --context, --kubeconfig, --server or --token of its own bypasses the
-recording. record exits with COMMAND's exit code.`,
+recording. record exits with COMMAND's exit code; stopped (Ctrl-C, a
+hang-up, SIGTERM, --command-timeout), it ends COMMAND's process group
+(SIGTERM, then SIGKILL a second later) and removes its kubeconfig.`,
 		Example: `  kubectl impersonate record -o ci.jsonl -- kubectl apply -f deploy/
   kubectl impersonate record -o ci.jsonl -n team-a -- helm upgrade --install web ./chart
   kubectl impersonate record -o ci.jsonl -- python3 tests/smoke.py

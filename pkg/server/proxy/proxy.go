@@ -188,7 +188,7 @@ func (h *Handler) init() {
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			setReason(r, "upstream unavailable: "+err.Error())
-			status(w, textRefusal(r), http.StatusBadGateway, metav1.StatusReasonServiceUnavailable,
+			Status(w, textRefusal(r), http.StatusBadGateway, metav1.StatusReasonServiceUnavailable,
 				"the impersonating proxy could not reach the API server: upstream unavailable")
 		},
 	}
@@ -288,9 +288,10 @@ func (u UpgradeSplit) RoundTrip(r *http.Request) (*http.Response, error) {
 	return rt.RoundTrip(r)
 }
 
-// status writes a Kubernetes Status, as the API server would, or its
-// message alone as text where kubectl decodes no Status (textRefusal).
-func status(w http.ResponseWriter, text bool, code int, reason metav1.StatusReason, msg string) {
+// Status writes a Kubernetes Status, as the API server would, or its
+// message alone as text where kubectl decodes no Status (textRefusal): the
+// proxy's and record's endpoint's refusals.
+func Status(w http.ResponseWriter, text bool, code int, reason metav1.StatusReason, msg string) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if text {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -462,7 +463,7 @@ func (h *Handler) refuse(w http.ResponseWriter, l *requestLog, code int, failure
 	if failure != "" {
 		h.Metrics.refused(failure)
 	}
-	status(w, l.text, code, cmp.Or(reasons[code], metav1.StatusReasonUnknown), msg)
+	Status(w, l.text, code, cmp.Or(reasons[code], metav1.StatusReasonUnknown), msg)
 }
 
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
@@ -653,7 +654,7 @@ func (t *statusWriter) finish() (string, bool) {
 		msg = st.Message
 	}
 	if t.l.text {
-		status(t.ResponseWriter, true, t.code, st.Reason, msg)
+		Status(t.ResponseWriter, true, t.code, st.Reason, msg)
 		return msg, true
 	}
 	for k, v := range t.header {

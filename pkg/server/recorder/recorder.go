@@ -119,7 +119,7 @@ func Start(o Options) (*Endpoint, error) {
 				logging.OneLine(err.Error(), 300))
 			// No answer: nothing says the cluster allowed it.
 			recordOf(r, http.StatusBadGateway)
-			writeStatus(w, http.StatusBadGateway, metav1.StatusReasonServiceUnavailable,
+			proxy.Status(w, false, http.StatusBadGateway, metav1.StatusReasonServiceUnavailable,
 				"kubectl impersonate record could not reach the cluster")
 		},
 	}
@@ -189,7 +189,7 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, ok, err := h.authn.AuthenticateRequest(r); !ok || err != nil {
-		writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized,
+		proxy.Status(w, false, http.StatusUnauthorized, metav1.StatusReasonUnauthorized,
 			"Unauthorized: this endpoint serves the command kubectl impersonate record runs, with its one-time token")
 		return
 	}
@@ -198,7 +198,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del("Authorization")
 	proxy.StripWebSocketToken(r.Header)
 	if code, reason, msg := h.refusal(r); code != 0 {
-		writeStatus(w, code, reason, msg)
+		proxy.Status(w, false, code, reason, msg)
 		return
 	}
 	// The checks are those of the request as it leaves (the proxy's
@@ -348,15 +348,6 @@ func (w *writer) failed() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.err
-}
-
-// writeStatus writes a Kubernetes Status, as kube-apiserver would.
-func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status: metav1.StatusFailure, Message: msg, Reason: reason, Code: int32(code)})
 }
 
 // randomToken is 32 random bytes, base64url.
