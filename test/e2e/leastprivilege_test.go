@@ -145,6 +145,7 @@ subjects: [{kind: ServiceAccount, name: recorder, namespace: %[1]s}]
 	assert.Contains(t, r.stdout, `Release "web" does not exist. Installing it now.`, "Helm")
 	assert.Contains(t, r.stdout, `"ok": true`, "the Python client")
 	assert.Contains(t, r.stderr, "(0 not seen allowed: refused, or undecided) in "+recording)
+	key := recordingKey(t, r.stderr)
 	b, err := os.ReadFile(recording)
 	require.NoError(t, err)
 	t.Logf("the recording: %d events", strings.Count(string(b), "\n"))
@@ -155,8 +156,8 @@ subjects: [{kind: ServiceAccount, name: recorder, namespace: %[1]s}]
 		Items []json.RawMessage `json:"items"`
 	}
 	subject := "--subject=ServiceAccount:" + ns + ":fresh"
-	r = run(t, env, false, st.ki, "least-privilege", "--from", recording, subject, "--name=session", "--held=false",
-		"-o", "json")
+	r = run(t, env, false, st.ki, "least-privilege", "--from", recording, "--recording-key", key, subject,
+		"--name=session", "--held=false", "-o", "json")
 	require.Equal(t, 0, r.code, r.stderr)
 	var fromRecording struct {
 		Items []json.RawMessage `json:"items"`
@@ -192,8 +193,8 @@ subjects: [{kind: ServiceAccount, name: recorder, namespace: %[1]s}]
 	assert.Equal(t, want, got, "the audit log's Roles are the recording's")
 
 	// The least privilege, bound to fresh.
-	r = run(t, env, false, st.ki, "least-privilege", "--kubeconfig="+recorderKC, "--from", recording, subject,
-		"--name=session")
+	r = run(t, env, false, st.ki, "least-privilege", "--kubeconfig="+recorderKC, "--from", recording,
+		"--recording-key", key, subject, "--name=session")
 	require.Equal(t, 0, r.code, r.stderr)
 	generated := r.stdout
 	t.Logf("least-privilege:\n%s", generated)
@@ -233,6 +234,14 @@ subjects: [{kind: ServiceAccount, name: recorder, namespace: %[1]s}]
 		assert.NotEqual(t, 0, r.code, "%v", probe)
 		assert.Contains(t, r.stderr, `User "system:serviceaccount:`+ns+`:fresh" cannot`, "%v", probe)
 	}
+}
+
+// recordingKey is the key record's last line printed for its recording.
+func recordingKey(t *testing.T, stderr string) string {
+	t.Helper()
+	m := regexp.MustCompile(`--recording-key (ed25519:\S+)`).FindStringSubmatch(stderr)
+	require.Len(t, m, 2, "record prints the key it sealed the recording with: %s", stderr)
+	return m[1]
 }
 
 // serviceAccountKubeconfig writes a kubeconfig of service account sa's
@@ -340,8 +349,9 @@ subjects: [{kind: ServiceAccount, name: robot, namespace: lp-evidence}]
 		t.Logf("%s: %s", what, strings.TrimSpace(r.stderr))
 		return r.stderr
 	}
-	summary := onlyListPods("the recording", "--from", recording)
-	assert.Regexp(t, `not granted: [1-9]\d* refused by the cluster, [1-9]\d* undecided`, summary)
+	summary := onlyListPods("the recording", "--from", recording, "--recording-key", recordingKey(t, r.stderr))
+	assert.Regexp(t, `not granted: \d+ refused by the cluster, [1-9]\d* undecided`, summary,
+		"the refused impersonations (kubectl --as) are undecided: the answer does not say the impersonation passed")
 
 	// kube-apiserver's own audit log of the same session: the impersonated
 	// requests were refused before its authorizer decided (no decision).

@@ -91,6 +91,9 @@ var risks = []riskEntry{
 		"a path to other identities' credentials: Secrets hold service account tokens and other credentials"},
 	{"", []string{"serviceaccounts/token"}, []string{"create"}, Credentials,
 		"a path to other identities' credentials: it issues tokens of service accounts, which act as them"},
+	{"", []string{"pods/exec", "pods/attach"}, []string{"get"}, Credentials,
+		"a path to other identities' credentials: get alone runs commands in pods over WebSockets before " +
+			"Kubernetes 1.35, or where AuthorizePodWebsocketUpgradeCreatePermission is off"},
 	{"", []string{"pods/exec", "pods/attach"}, []string{"create"}, Credentials,
 		"a path to other identities' credentials: it runs commands in pods, with their service accounts' tokens " +
 			"and mounted Secrets"},

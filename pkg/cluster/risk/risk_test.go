@@ -44,6 +44,8 @@ func TestOf(t *testing.T) {
 		{"create", "", "pods/attach", Credentials, "runs commands"},
 		{"create", "", "*/exec", Wildcard, "runs commands"},
 		{"create", "", "pods/portforward", "", ""},
+		{"get", "", "pods/exec", Credentials, "before Kubernetes 1.35"},
+		{"get", "", "pods/attach", Credentials, "before Kubernetes 1.35"},
 		{"create", "", "pods", Workload, "any service account"},
 		{"update", "", "pods", Workload, "image"},
 		{"patch", "", "pods", Workload, "image"},

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -14,9 +15,10 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 )
 
-// DefaultMaxNames is PolicyOptions.MaxNames' default: a rule names the
-// objects it was used on when they are at most this many.
-const DefaultMaxNames = 5
+// DefaultMaxNames is PolicyOptions.MaxNames' default: no bound, a rule
+// names every object it was used on (a name not seen allowed is never
+// granted).
+const DefaultMaxNames = 0
 
 // PolicyOptions shapes the generated policy.
 type PolicyOptions struct {
@@ -25,7 +27,8 @@ type PolicyOptions struct {
 	// Subject is who the bindings bind (none without one).
 	Subject *rbacv1.Subject
 	// MaxNames: a rule lists resourceNames when the use named at most this
-	// many objects and never listed them all; more, and it names none.
+	// many objects and never listed them all; more, and it names none
+	// (Widened). 0: no bound.
 	MaxNames int
 }
 
@@ -50,6 +53,10 @@ type Policy struct {
 	// path of it): the cluster answered what no such object is (404), and
 	// a rule of them would grant everything: not granted.
 	Wildcards []Request `json:"wildcards,omitempty"`
+	// Widened are the cells whose rule grants every object though the use
+	// named some (more than MaxNames): wider than the cluster was seen to
+	// allow, on the user's word (--max-names).
+	Widened []Cell `json:"widened,omitempty"`
 	// Discovery counts the discovery requests (every authenticated user's,
 	// system:discovery): not granted.
 	Discovery int `json:"discovery"`
@@ -119,6 +126,9 @@ func Generate(reqs []Request, o PolicyOptions) Policy {
 	for _, k := range slices.SortedFunc(maps.Keys(used), compareKeys) {
 		p.Used = append(p.Used, Cell{Namespace: k.namespace, Verb: k.verb, APIGroup: k.group, Resource: k.resource,
 			Path: k.path})
+		if widened(used[k], o.MaxNames) && k.path == "" {
+			p.Widened = append(p.Widened, p.Used[len(p.Used)-1])
+		}
 		if rk := risk.Of(k.verb, k.group, k.resource); rk.Risky() && k.path == "" {
 			p.Escalations = append(p.Escalations, Escalation{Namespace: k.namespace, Verb: k.verb, APIGroup: k.group,
 				Resource: k.resource, Risk: rk})
@@ -190,9 +200,7 @@ func (p *Policy) sort(reqs []Request) map[ruleKey]*names {
 			k.namespace = "" // asked at cluster scope whatever the namespace
 		}
 		add(k, r.Name)
-		if other := risk.StreamingPair(r.Verb, r.APIGroup, r.ResourceWithSub()); other != "" {
-			// A WebSocket reaches it with get, an SPDY upgrade with create:
-			// since Kubernetes 1.35 kube-apiserver asks both for a WebSocket.
+		if other := streamedCreate(r); other != "" {
 			k.verb = other
 			add(k, r.Name)
 		}
@@ -200,10 +208,29 @@ func (p *Policy) sort(reqs []Request) map[ruleKey]*names {
 	return used
 }
 
+// widened tells whether n's names are too many to list (MaxNames, 0 no
+// bound), and it was never used without one.
+func widened(n *names, maxNames int) bool {
+	return !n.unnamed && maxNames > 0 && len(n.names) > maxNames
+}
+
+// streamedCreate is "create" for a WebSocket's exec, attach or
+// port-forward that was upgraded (101): kube-apiserver (1.35+) asked create
+// as well as get before it switched protocols. Nothing for anything else:
+// a get that was not upgraded was asked get alone, an SPDY upgrade create
+// alone.
+func streamedCreate(r Request) string {
+	if r.Code != http.StatusSwitchingProtocols || r.Verb != "get" {
+		return ""
+	}
+	return risk.StreamingPair(r.Verb, r.APIGroup, r.ResourceWithSub())
+}
+
 // wildcard tells whether r names "*" anywhere a rule would read it as
-// every verb, group, resource or path.
+// every verb, group, resource or path, or as a name the impersonation
+// filter asks for every group, extra or node.
 func wildcard(r Request) bool {
-	return slices.ContainsFunc([]string{r.Verb, r.APIGroup, r.Resource, r.Subresource, r.Path},
+	return r.Name == "*" || slices.ContainsFunc([]string{r.Verb, r.APIGroup, r.Resource, r.Subresource, r.Path},
 		func(s string) bool { return strings.Contains(s, "*") })
 }
 
@@ -243,7 +270,7 @@ func rules(keys []ruleKey, used map[ruleKey]*names, maxNames int) []rbacv1.Polic
 	for _, k := range keys {
 		n := used[k]
 		t := target{group: k.group, resource: k.resource, path: k.path}
-		if !n.unnamed && len(n.names) <= maxNames && k.path == "" {
+		if !n.unnamed && !widened(n, maxNames) && k.path == "" {
 			t.names = strings.Join(slices.Sorted(maps.Keys(n.names)), "\x00")
 		}
 		verbs[t] = append(verbs[t], k.verb)

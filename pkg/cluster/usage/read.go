@@ -3,6 +3,7 @@ package usage
 import (
 	"bufio"
 	"bytes"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,6 +32,11 @@ type ReadOptions struct {
 	// reads a recording's: every request not sent as another identity,
 	// and the impersonate checks.
 	User string
+	// Sealed reads a recording: an event counts only in a segment a valid
+	// seal of record's covers (seal.go), and with Keys only under one of
+	// them.
+	Sealed bool
+	Keys   []ed25519.PublicKey
 }
 
 // Log is what Read read: the requests, and the lines it skipped.
@@ -41,6 +47,11 @@ type Log struct {
 	// takes); Skips says why, for the first maxSkips of them.
 	Skipped int
 	Skips   []string
+	// Unsealed counts a recording's lines no valid seal covers (or none
+	// by a key given): written by someone else than record, not read.
+	Unsealed int
+	// SealKeys counts the events read under each key that sealed them.
+	SealKeys map[string]int
 }
 
 // maxSkips bounds the reasons Log keeps.
@@ -49,9 +60,28 @@ const maxSkips = 3
 // skip counts line n as skipped, for why.
 func (l *Log) skip(n int, why string) {
 	l.Skipped++
+	l.reason(n, why)
+}
+
+func (l *Log) reason(n int, why string) {
 	if len(l.Skips) < maxSkips {
 		l.Skips = append(l.Skips, fmt.Sprintf("line %d: %s", n, logging.OneLine(why, 200)))
 	}
+}
+
+// entry is one request's events: the stage read, and its checks.
+type entry struct {
+	stage auditv1.Stage
+	reqs  []Request
+}
+
+// reader is one read of a log.
+type reader struct {
+	o     ReadOptions
+	l     Log
+	order []*entry
+	byID  map[string]*entry
+	seg   segment
 }
 
 // Read reads a log of audit.k8s.io/v1 Events, one JSON object a line (as
@@ -64,83 +94,135 @@ func (l *Log) skip(n int, why string) {
 // failed read is an error.
 func Read(r io.Reader, o ReadOptions) (Log, error) {
 	rd := bufio.NewReaderSize(r, 1<<20)
-	type entry struct {
-		stage auditv1.Stage
-		reqs  []Request
-	}
-	var order []*entry
-	var l Log
-	byID := map[string]*entry{}
+	rr := &reader{o: o, byID: map[string]*entry{}, seg: segment{first: 1}}
 	for n := 1; ; n++ {
 		line, tooLong, err := readLine(rd)
 		if errors.Is(err, io.EOF) && len(line) == 0 && !tooLong {
 			break
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
-			return l, fmt.Errorf("reading line %d: %w", n, err)
+			return rr.l, fmt.Errorf("reading line %d: %w", n, err)
 		}
 		if tooLong {
-			l.skip(n, fmt.Sprintf("longer than %d MiB", maxLine>>20))
+			rr.l.skip(n, fmt.Sprintf("longer than %d MiB", maxLine>>20))
 			continue
 		}
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		var kind struct {
-			Kind string `json:"kind"`
-		}
-		if err := json.Unmarshal(line, &kind); err != nil {
-			l.skip(n, "not a JSON audit event (kube-apiserver's --audit-log-format=json)")
-			continue
-		}
-		if kind.Kind == "" {
-			// A line of the impersonating proxy's --audit-log.
-			reqs, err := proxyLine(line, o)
-			if err == nil {
-				err = checkAll(reqs)
-			}
-			if err != nil {
-				l.skip(n, err.Error())
-				continue
-			}
-			order = append(order, &entry{stage: auditv1.StageResponseComplete, reqs: reqs})
-			continue
-		}
-		var ev auditv1.Event
-		if err := json.Unmarshal(line, &ev); err != nil {
-			l.skip(n, "not a JSON audit event (kube-apiserver's --audit-log-format=json)")
-			continue
-		}
-		if ev.Kind != "Event" || ev.APIVersion != auditv1.SchemeGroupVersion.String() {
-			l.skip(n, fmt.Sprintf("a %q of %q, not an audit.k8s.io/v1 Event", ev.Kind, ev.APIVersion))
-			continue
-		}
-		if ev.Stage == auditv1.StageRequestReceived {
-			continue // no answer yet: the later stages of its audit ID have it
-		}
-		e := &entry{stage: ev.Stage, reqs: selected(ev, o)}
-		if err := checkAll(e.reqs); err != nil {
-			l.skip(n, err.Error())
-			continue
-		}
-		if prev, ok := byID[string(ev.AuditID)]; ok && ev.AuditID != "" {
-			// One request: the stage of its response replaces the stage it
-			// started streaming at (a watch, logs -f, exec).
-			if prev.stage == auditv1.StageResponseStarted {
-				*prev = *e
-			}
-			continue
-		}
-		if ev.AuditID != "" {
-			byID[string(ev.AuditID)] = e
-		}
-		order = append(order, e)
+		rr.line(n, bytes.TrimRight(line, "\r\n"))
 	}
-	for _, e := range order {
-		l.Requests = append(l.Requests, e.reqs...)
+	rr.endSegment(0, nil)
+	for _, e := range rr.order {
+		rr.l.Requests = append(rr.l.Requests, e.reqs...)
 	}
-	return l, nil
+	return rr.l, nil
+}
+
+// line reads line n (its end trimmed).
+func (rr *reader) line(n int, raw []byte) {
+	line := bytes.TrimSpace(raw)
+	if len(line) == 0 {
+		return
+	}
+	var kind struct {
+		Kind string `json:"kind"`
+	}
+	if err := json.Unmarshal(line, &kind); err != nil {
+		rr.hash(raw)
+		rr.l.skip(n, "not a JSON audit event (kube-apiserver's --audit-log-format=json)")
+		return
+	}
+	if kind.Kind == sealKind {
+		rr.endSegment(n, line)
+		return
+	}
+	rr.hash(raw)
+	if kind.Kind == "" {
+		// A line of the impersonating proxy's --audit-log.
+		reqs, err := proxyLine(line, rr.o)
+		if err == nil {
+			err = checkAll(reqs)
+		}
+		if err != nil {
+			rr.l.skip(n, err.Error())
+			return
+		}
+		rr.add(&entry{stage: auditv1.StageResponseComplete, reqs: reqs})
+		return
+	}
+	var ev auditv1.Event
+	if err := json.Unmarshal(line, &ev); err != nil {
+		rr.l.skip(n, "not a JSON audit event (kube-apiserver's --audit-log-format=json)")
+		return
+	}
+	if ev.Kind != "Event" || ev.APIVersion != auditv1.SchemeGroupVersion.String() {
+		rr.l.skip(n, fmt.Sprintf("a %q of %q, not an audit.k8s.io/v1 Event", ev.Kind, ev.APIVersion))
+		return
+	}
+	if ev.Stage == auditv1.StageRequestReceived {
+		return // no answer yet: the later stages of its audit ID have it
+	}
+	e := &entry{stage: ev.Stage, reqs: selected(ev, rr.o)}
+	if err := checkAll(e.reqs); err != nil {
+		rr.l.skip(n, err.Error())
+		return
+	}
+	// A client may send its own Audit-ID, and kube-apiserver adopts it:
+	// only the stages of one request (its user, verb and URI) merge.
+	id := strings.Join([]string{string(ev.AuditID), ev.User.Username, ev.Verb, ev.RequestURI}, "\x00")
+	if prev, ok := rr.byID[id]; ok && ev.AuditID != "" {
+		// One request: the stage of its response replaces the stage it
+		// started streaming at (a watch, logs -f, exec).
+		if prev.stage == auditv1.StageResponseStarted {
+			*prev = *e
+		}
+		return
+	}
+	if ev.AuditID != "" {
+		rr.byID[id] = e
+	}
+	rr.add(e)
+}
+
+// hash adds a recording's line to its segment's digest.
+func (rr *reader) hash(raw []byte) {
+	if rr.o.Sealed {
+		rr.seg.lines.Write(raw)
+		rr.seg.lines.WriteByte('\n')
+		rr.seg.n++
+	}
+}
+
+// add keeps e: at once, or with its segment until its seal is read.
+func (rr *reader) add(e *entry) {
+	if rr.o.Sealed {
+		rr.seg.pending = append(rr.seg.pending, e)
+		return
+	}
+	rr.order = append(rr.order, e)
+}
+
+// endSegment ends the segment at line n, a seal (nil: the end of the log,
+// no seal): its events are read when the seal holds, counted unsealed
+// otherwise.
+func (rr *reader) endSegment(n int, seal []byte) {
+	defer func() { rr.seg = segment{first: n + 1} }()
+	if !rr.o.Sealed || (seal == nil && rr.seg.n == 0) {
+		return
+	}
+	why := "not sealed by record (lines written by someone else, or a recording cut short)"
+	if seal != nil {
+		key, err := rr.seg.check(seal, rr.o.Keys)
+		if err == nil {
+			rr.order = append(rr.order, rr.seg.pending...)
+			if rr.l.SealKeys == nil {
+				rr.l.SealKeys = map[string]int{}
+			}
+			rr.l.SealKeys[key] += rr.seg.n
+			return
+		}
+		why = err.Error()
+	}
+	rr.l.Unsealed += rr.seg.n
+	rr.l.reason(rr.seg.first, fmt.Sprintf("%d lines to line %d: %s", rr.seg.n, max(n-1, rr.seg.first), why))
 }
 
 // ProxyLine is a line of the impersonating proxy's --audit-log: the proxy
@@ -304,6 +386,13 @@ func selected(ev auditv1.Event, o ReadOptions) []Request {
 	return nil
 }
 
+// nameInURI tells whether uri's path names name as an object of resource
+// (POST .../secrets/foo: the authorizer was asked "create secrets foo").
+func nameInURI(uri, resource, name string) bool {
+	u, err := url.Parse(uri)
+	return err == nil && name != "" && strings.HasSuffix(u.Path, "/"+resource+"/"+name)
+}
+
 // fromEvent is the request ev records, decided by the authorizer's
 // annotation (a 401 is refused by authentication, before it).
 func fromEvent(ev auditv1.Event) Request {
@@ -337,7 +426,7 @@ func fromEvent(ev auditv1.Event) Request {
 	ref := ev.ObjectRef
 	r.APIGroup, r.Resource, r.Subresource, r.Namespace, r.Name = ref.APIGroup, ref.Resource, ref.Subresource,
 		ref.Namespace, ref.Name
-	if r.Verb == "create" && r.Subresource == "" {
+	if r.Verb == "create" && r.Subresource == "" && !nameInURI(ev.RequestURI, r.Resource, r.Name) {
 		// The audit log names the object created, from the response; the
 		// authorizer saw no name (the URL has none).
 		r.Name = ""

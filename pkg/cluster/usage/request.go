@@ -95,9 +95,11 @@ func Identity(h http.Header) (authnv1.UserInfo, bool) {
 		Groups: h.Values(authnv1.ImpersonateGroupHeader), UID: h.Get(authnv1.ImpersonateUIDHeader)}
 	for k, vs := range h {
 		if key, ok := strings.CutPrefix(k, authnv1.ImpersonateUserExtraHeaderPrefix); ok {
-			key, err := url.PathUnescape(strings.ToLower(key))
-			if err != nil {
-				continue
+			// As kube-apiserver's unescapeExtraKey: lower case, unescaped,
+			// or as written when it does not unescape.
+			key = strings.ToLower(key)
+			if u, err := url.PathUnescape(key); err == nil {
+				key = u
 			}
 			if u.Extra == nil {
 				u.Extra = map[string]authnv1.ExtraValue{}
@@ -159,12 +161,13 @@ func ImpersonationChecks(u authnv1.UserInfo, constraint string, main Request) []
 }
 
 // addedByServer tells the groups kube-apiserver gives an impersonated user
-// itself, asking no one: system:authenticated to all, a service account's
+// itself, asking no one: system:authenticated to all (system:unauthenticated
+// to system:anonymous), a service account's
 // two groups when none were asked, system:nodes to a node in the
 // constrained modes. An audit event lists them among the groups; granting
 // them would grant what was never asked.
 func addedByServer(username, group string) bool {
-	if group == "system:authenticated" {
+	if group == "system:authenticated" || username == "system:anonymous" && group == "system:unauthenticated" {
 		return true
 	}
 	if ns, _, ok := rbac.SplitServiceAccount(username); ok {

@@ -129,7 +129,10 @@ func TestGenerate(t *testing.T) {
 		{Verb: "watch", Resource: "pods", Namespace: "a", Decision: Allow},
 		{Verb: "get", Resource: "pods", Namespace: "a", Name: "web", Decision: Allow},
 		{Verb: "get", Resource: "pods", Subresource: "log", Namespace: "a", Name: "web", Decision: Allow},
-		{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "a", Name: "web", Decision: Allow},
+		{Verb: "get", Resource: "pods", Subresource: "exec", Namespace: "a", Name: "web", Decision: Allow,
+			Code: 101}, // a WebSocket exec: kube-apiserver asked create too
+		{Verb: "get", Resource: "pods", Subresource: "attach", Namespace: "a", Name: "web", Decision: Allow,
+			Code: 404}, // not upgraded: get alone
 		{Verb: "delete", Resource: "secrets", Namespace: "a", Name: "s", Decision: Forbid, Code: 403},
 		{Verb: "get", Resource: "secrets", Namespace: "b", Name: "s1", Decision: Allow}, {Verb: "get", Resource: "secrets",
 			Namespace: "b", Name: "s2", Decision: Allow}, {Verb: "get", Resource: "secrets", Namespace: "b", Name: "s3", Decision: Allow},
@@ -145,7 +148,7 @@ func TestGenerate(t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"one", "two"},
 			Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"pods", "pods/log"}, ResourceNames: []string{"web"},
+		{APIGroups: []string{""}, Resources: []string{"pods", "pods/attach", "pods/log"}, ResourceNames: []string{"web"},
 			Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/exec"}, ResourceNames: []string{"web"},
 			Verbs: []string{"get", "create"}},
@@ -167,13 +170,14 @@ func TestGenerate(t *testing.T) {
 	assert.Equal(t, []rbacv1.Subject{*sub}, p.ClusterRoleBinding.Subjects)
 	assert.Equal(t, 3, p.Discovery)
 	assert.Len(t, p.Refused, 1)
-	assert.Len(t, p.Used, 12)
+	assert.Len(t, p.Used, 13)
 	var esc []string
 	for _, e := range p.Escalations {
 		esc = append(esc, Cell{Namespace: e.Namespace, Verb: e.Verb, Resource: e.Resource}.String())
 	}
-	assert.Equal(t, []string{"impersonate users", "create pods/exec in a", "get secrets in b"}, esc)
-	assert.Equal(t, risk.Credentials, p.Escalations[2].Kind)
+	assert.Equal(t, []string{"impersonate users", "get pods/attach in a", "get pods/exec in a", "create pods/exec in a",
+		"get secrets in b"}, esc)
+	assert.Equal(t, risk.Credentials, p.Escalations[4].Kind)
 
 	none := Generate(nil, PolicyOptions{})
 	assert.Empty(t, none.Roles)
@@ -361,4 +365,89 @@ func TestImpersonationAsTheClusterAllowedIt(t *testing.T) {
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"serviceaccounts"},
 			ResourceNames: []string{"app"}, Verbs: []string{"impersonate:serviceaccount"}},
 	}, p.Roles[0].Rules)
+}
+
+// TestSecondReviewAttacks: what an attacker's review of the
+// positive-evidence rule found granted wider than the cluster allowed,
+// each a row: the log, and the rules it may give at most.
+func TestSecondReviewAttacks(t *testing.T) {
+	const robot = "system:serviceaccount:ci:robot"
+	line := func(id, verb, uri string, ref map[string]any, code int, extra map[string]any) string {
+		ev := map[string]any{"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata", "auditID": id,
+			"stage": "ResponseComplete", "requestURI": uri, "verb": verb, "user": map[string]any{"username": robot},
+			"objectRef": ref, "responseStatus": map[string]any{"code": code},
+			"annotations": map[string]any{decisionAnnotation: "allow"}}
+		for k, v := range extra {
+			ev[k] = v
+		}
+		b, err := json.Marshal(ev)
+		require.NoError(t, err)
+		return string(b)
+	}
+	secret := func(name string) map[string]any {
+		return map[string]any{"resource": "secrets", "namespace": "ci", "name": name}
+	}
+	var six []string
+	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
+		six = append(six, line("s"+n, "get", "/api/v1/namespaces/ci/secrets/"+n, secret(n), 404, nil))
+	}
+	for _, tt := range []struct {
+		name  string
+		lines []string
+		want  []rbacv1.PolicyRule
+	}{
+		{"a create the URL names keeps its name (POST .../secrets/foo, 405)", []string{
+			line("1", "create", "/api/v1/namespaces/ci/secrets/foo", secret("foo"), 405, nil)},
+			[]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"foo"},
+				Verbs: []string{"create"}}}},
+		{"a create the URL does not name loses the response's name", []string{
+			line("1", "create", "/api/v1/namespaces/ci/secrets", secret("made"), 201, nil)},
+			[]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}}}},
+		{"six names stay six names (no --max-names widening by default)", six,
+			[]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"},
+				ResourceNames: []string{"a", "b", "c", "d", "e", "f"}, Verbs: []string{"get"}}}},
+		{"a get of pods/exec not upgraded (404) is get alone", []string{line("1", "get",
+			"/api/v1/namespaces/ci/pods/x/exec", map[string]any{"resource": "pods", "subresource": "exec",
+				"namespace": "ci", "name": "x"}, 404, nil)},
+			[]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods/exec"}, ResourceNames: []string{"x"},
+				Verbs: []string{"get"}}}},
+		{"system:unauthenticated, which kube-apiserver adds to system:anonymous, is not granted", []string{line("1",
+			"get", "/api/v1/namespaces/ci/configmaps/x", map[string]any{"resource": "configmaps", "namespace": "ci",
+				"name": "x"}, 200, map[string]any{"impersonatedUser": map[string]any{"username": "system:anonymous",
+				"groups": []string{"system:unauthenticated"}}})},
+			[]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"users"},
+				ResourceNames: []string{"system:anonymous"}, Verbs: []string{"impersonate"}}}},
+		{"a group named * (what the constrained filter asks for four or more) is not granted", []string{line("1",
+			"list", "/api/v1/namespaces/ci/pods", map[string]any{"resource": "pods", "namespace": "ci"}, 200,
+			map[string]any{"impersonatedUser": map[string]any{"username": "alice", "groups": []string{"*"}},
+				"authenticationMetadata": map[string]any{"impersonationConstraint": "impersonate:user-info"}})},
+			[]rbacv1.PolicyRule{
+				{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"impersonate-on:user-info:list"}},
+				{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"users"},
+					ResourceNames: []string{"alice"}, Verbs: []string{"impersonate:user-info"}}}},
+		{"a reused Audit-ID does not hide a second request", []string{
+			line("same", "get", "/api/v1/namespaces/ci/secrets/a", secret("a"), 200, nil),
+			line("same", "get", "/api/v1/namespaces/ci/secrets/b", secret("b"), 200, nil)},
+			[]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"},
+				ResourceNames: []string{"a", "b"}, Verbs: []string{"get"}}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := Read(strings.NewReader(strings.Join(tt.lines, "\n")), ReadOptions{User: robot})
+			require.NoError(t, err)
+			require.Zero(t, l.Skipped, l.Skips)
+			p := Generate(l.Requests, PolicyOptions{})
+			var got []rbacv1.PolicyRule
+			for _, r := range p.Roles {
+				got = append(got, r.Rules...)
+			}
+			if p.ClusterRole != nil {
+				got = append(got, p.ClusterRole.Rules...)
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+	p := Generate([]Request{{Verb: "get", Resource: "secrets", Namespace: "a", Name: "x", Decision: Allow},
+		{Verb: "get", Resource: "secrets", Namespace: "a", Name: "y", Decision: Allow}}, PolicyOptions{MaxNames: 1})
+	assert.Equal(t, []Cell{{Namespace: "a", Verb: "get", Resource: "secrets"}}, p.Widened,
+		"--max-names widening is the user's word, and said")
 }

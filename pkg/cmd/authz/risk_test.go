@@ -41,6 +41,7 @@ var riskFixture = []struct {
 	{"create", "serviceaccounts/token", risk.Credentials, "issues tokens of service accounts"},
 	{"create", "pods/exec", risk.Credentials, "runs commands in pods"},
 	{"create", "pods/attach", risk.Credentials, "runs commands in pods"},
+	{"get", "pods/exec", risk.Credentials, "before Kubernetes 1.35"},
 	{"get", "nodes/proxy", risk.Node, "the kubelet's API"},
 	{"create", "persistentvolumes", risk.Node, "hostPath"},
 	{"patch", "namespaces", risk.ControlPlane, "Pod Security"},

@@ -3,6 +3,7 @@ package privilege
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +35,9 @@ type LeastPrivilegeOptions struct {
 	// logs, read for User's requests.
 	From, FromAudit []string
 	User            string
+	// RecordingKeys are the keys record printed: --from reads only what
+	// one of them sealed.
+	RecordingKeys []string
 	// Name names the generated objects; Subject is who they are bound to.
 	Name, Subject string
 	MaxNames      int
@@ -42,6 +46,7 @@ type LeastPrivilegeOptions struct {
 
 	reqs    []usage.Request
 	skipped []string
+	keys    []ed25519.PublicKey
 	subject *rbacv1.Subject
 	client  inspect.AccessClient
 	genericiooptions.IOStreams
@@ -92,13 +97,15 @@ needed: "holds 240 cells, used 7".`,
 	f.StringArrayVar(&o.From, "from", nil, "A recording of kubectl impersonate record (repeatable)")
 	f.StringArrayVar(&o.FromAudit, "from-audit", nil, "A kube-apiserver audit log (--audit-log-path, format json), "+
 		"or the impersonating proxy's --audit-log (repeatable): the requests of --audit-user")
+	f.StringArrayVar(&o.RecordingKeys, "recording-key", nil, "The key record printed (ed25519:...; repeatable): "+
+		"--from reads only what it sealed (without one, any seal of record's, and says which keys)")
 	f.StringVar(&o.User, "audit-user", "", "Whose requests --from-audit reads: the user kube-apiserver authorized "+
 		"(system:serviceaccount:NS:NAME for a service account)")
 	f.StringVar(&o.Name, "name", "least-privilege", "The name of the generated Roles, ClusterRole and bindings")
 	f.StringVar(&o.Subject, "subject", "", "Who the bindings bind: User:NAME, Group:NAME or ServiceAccount:NS:NAME "+
 		"(default: --audit-user with --from-audit; none: no bindings)")
 	f.IntVar(&o.MaxNames, "max-names", usage.DefaultMaxNames, "A rule names the objects used when they are at "+
-		"most this many")
+		"most this many; more, and it grants every object (said above the YAML); 0 names them all")
 	f.BoolVar(&o.Held, "held", true, "Count what the kubeconfig's identity (--as) holds in the namespaces used")
 	return cmd
 }
@@ -136,8 +143,15 @@ func (o *LeastPrivilegeOptions) Complete(_ context.Context, _ []string) error {
 		}
 		o.subject = &s
 	}
+	for _, k := range o.RecordingKeys {
+		key, err := usage.ParseKey(k)
+		if err != nil {
+			return fmt.Errorf("--recording-key: %w", err)
+		}
+		o.keys = append(o.keys, key)
+	}
 	for _, f := range o.From {
-		if err := o.readLog(f, usage.ReadOptions{}); err != nil {
+		if err := o.readLog(f, usage.ReadOptions{Sealed: true, Keys: o.keys}); err != nil {
 			return err
 		}
 	}
@@ -168,6 +182,17 @@ func (o *LeastPrivilegeOptions) readLog(path string, ro usage.ReadOptions) error
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
 	o.reqs = append(o.reqs, l.Requests...)
+	if l.Unsealed > 0 {
+		o.skipped = append(o.skipped, fmt.Sprintf("%d lines of %s not read: not sealed by record%s (written by "+
+			"someone else, or a recording cut short): %s", l.Unsealed, path, map[bool]string{true: " with the "+
+			"--recording-key given"}[len(o.keys) > 0], strings.Join(l.Skips, "; ")))
+	}
+	if len(o.keys) == 0 && ro.Sealed {
+		for _, k := range slices.Sorted(maps.Keys(l.SealKeys)) {
+			o.skipped = append(o.skipped, fmt.Sprintf("%s: %d lines sealed by %s, not checked against the key "+
+				"record printed (--recording-key)", path, l.SealKeys[k], k))
+		}
+	}
 	if l.Skipped > 0 {
 		o.skipped = append(o.skipped, fmt.Sprintf("%s in %s (no request a server could have authorized: not "+
 			"granted): %s", lines(l.Skipped), path, strings.Join(l.Skips, "; ")))
@@ -290,6 +315,9 @@ func summary(res Result, prefix string) string {
 		}
 		fmt.Fprintf(&b, "%sholds %s in %s, used %d\n", prefix, cells(res.Held),
 			logging.OneLine(strings.Join(res.HeldIn, ", "), 300), inNS)
+	}
+	for _, c := range res.Widened {
+		fmt.Fprintf(&b, "%swidened to every name (over --max-names): %s\n", prefix, logging.OneLine(c.String(), 200))
 	}
 	for _, e := range res.Escalations {
 		c := usage.Cell{Namespace: e.Namespace, Verb: e.Verb, APIGroup: e.APIGroup, Resource: e.Resource}

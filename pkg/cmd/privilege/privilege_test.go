@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -108,7 +111,7 @@ func TestRecordRunsTheCommandAndExitsWithItsCode(t *testing.T) {
 			assert.Equal(t, []string{"/api/v1/namespaces/team-a/pods Bearer ctx"}, seen)
 			assert.Contains(t, errOut.String(), "the command's own --context bypasses the recording")
 			assert.Contains(t, errOut.String(), "1 requests recorded (0 not seen allowed: refused, or undecided) in "+
-				file)
+				file+", sealed by ed25519:")
 			f, err := os.Open(file)
 			require.NoError(t, err)
 			defer f.Close()
@@ -196,29 +199,35 @@ func TestLeastPrivilegeValidate(t *testing.T) {
 	}
 }
 
-// recording writes events of reqs into a file.
-func recording(t *testing.T, reqs ...usage.Request) string {
+// recording writes events of reqs into a file, sealed as record seals
+// them, and returns it and the key.
+func recording(t *testing.T, reqs ...usage.Request) (string, string) {
 	var b bytes.Buffer
 	for _, r := range reqs {
 		line, err := json.Marshal(r.Event(cmp.Or(r.Path, "/a-resource"), "", time.Now()))
 		require.NoError(t, err)
 		b.Write(append(line, '\n'))
 	}
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	sealed, err := usage.Seal(b.Bytes(), priv)
+	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "rec.jsonl")
-	require.NoError(t, os.WriteFile(path, b.Bytes(), 0o600))
-	return path
+	require.NoError(t, os.WriteFile(path, sealed, 0o600))
+	return path, usage.FormatKey(pub)
 }
 
 func TestLeastPrivilegePrints(t *testing.T) {
-	file := recording(t,
+	file, key := recording(t,
 		usage.Request{Verb: "get", Path: "/api", Code: 200, Decision: usage.Allow},
 		usage.Request{Verb: "list", Resource: "pods", Namespace: "a", Code: 200, Decision: usage.Allow},
-		usage.Request{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "a", Name: "web", Code: 101,
+		usage.Request{Verb: "get", Resource: "pods", Subresource: "exec", Namespace: "a", Name: "web", Code: 101,
 			Decision: usage.Allow},
 		usage.Request{Verb: "list", Resource: "secrets", Namespace: "a", Code: 403, Decision: usage.Forbid},
 		usage.Request{Verb: "delete", Resource: "secrets", Namespace: "a", Code: 429},
 		usage.Request{Verb: "get", Resource: "nodes", Name: "n1", Code: 200, Decision: usage.Allow},
 	)
+	// A line someone else added after the seal: not read.
 	b, err := os.ReadFile(file)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(file, append(b, "not json\n"...), 0o600))
@@ -227,7 +236,7 @@ func TestLeastPrivilegePrints(t *testing.T) {
 		s, out, errOut := streams()
 		g := &cmdutil.GlobalOptions{Getenv: func(string) string { return "" }}
 		cmd := NewCmdLeastPrivilege(g, s)
-		cmd.SetArgs(append([]string{"--from", file, "--held=false", "--name=ci"}, args...))
+		cmd.SetArgs(append([]string{"--from", file, "--recording-key", key, "--held=false", "--name=ci"}, args...))
 		cmd.SilenceUsage, cmd.SilenceErrors = true, true
 		require.NoError(t, cmd.Execute())
 		return out.String(), errOut.String()
@@ -237,8 +246,8 @@ func TestLeastPrivilegePrints(t *testing.T) {
 	assert.True(t, strings.HasPrefix(out, "# least privilege for 4 cells used (verb, resource, namespace); "+
 		"not granted: 1 refused by the cluster, 1 undecided (no answer, or one given before its authorizer "+
 		"decided), 1 discovery (every user's)\n"), out)
-	assert.Contains(t, out, "# 1 line skipped in "+file+" (no request a server could have authorized: not "+
-		"granted): line 7: not a JSON audit event")
+	assert.Contains(t, out, "# 1 lines of "+file+" not read: not sealed by record with the --recording-key given "+
+		"(written by someone else, or a recording cut short)")
 	assert.Contains(t, out, "# risk: create pods/exec in a: credentials: a path to other identities' credentials: "+
 		"it runs commands in pods")
 	assert.NotContains(t, out, "creationTimestamp")
@@ -364,4 +373,60 @@ func TestRecordStopsTheCommand(t *testing.T) {
 			assert.Empty(t, left, "the command's folder is removed")
 		})
 	}
+}
+
+// TestRecordingForgedByTheCommand: the command recorded runs as the same
+// user and appends an event of its own ("create clusterrolebindings",
+// allowed) to the recording while it runs (the attacker's review of issue
+// 56). record keeps its events in memory and seals them once the command
+// has ended: the forged line is outside the seal, and least-privilege
+// reads nothing of it, with or without the key; a whole file forged with
+// another key is refused under the key record printed.
+func TestRecordingForgedByTheCommand(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("sh")
+	}
+	up := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer up.Close()
+	file := filepath.Join(t.TempDir(), "recording.jsonl")
+	forged := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"f",` +
+		`"stage":"ResponseComplete","verb":"create","user":{},"objectRef":{"resource":"clusterrolebindings",` +
+		`"apiGroup":"rbac.authorization.k8s.io"},"responseStatus":{"code":201},` +
+		`"annotations":{"authorization.k8s.io/decision":"allow"}}`
+	s, _, errOut := streams()
+	o := &RecordOptions{IOStreams: s, File: file,
+		Command:  []string{"/bin/sh", "-c", `printf '%s\n' "$FORGED" >> "$RECORDING"`},
+		upstream: &rest.Config{Host: up.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}},
+		global: &cmdutil.GlobalOptions{APIServer: linked.Code{}, Environ: func() []string {
+			return []string{"FORGED=" + forged, "RECORDING=" + file, "PATH=" + os.Getenv("PATH")}
+		}}}
+	require.NoError(t, o.Run(context.Background()), errOut.String())
+	key := regexp.MustCompile(`--recording-key (ed25519:\S+)`).FindStringSubmatch(errOut.String())
+	require.Len(t, key, 2, errOut.String())
+	run := func(args ...string) string {
+		t.Helper()
+		s, out, _ := streams()
+		cmd := NewCmdLeastPrivilege(&cmdutil.GlobalOptions{Getenv: func(string) string { return "" }}, s)
+		cmd.SetArgs(append([]string{"--from", file, "--held=false"}, args...))
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		require.NoError(t, cmd.Execute())
+		return out.String()
+	}
+	for _, args := range [][]string{nil, {"--recording-key", key[1]}} {
+		out := run(args...)
+		assert.NotContains(t, out, "clusterrolebindings", "%v: the forged line is granted", args)
+		assert.Contains(t, out, "# 1 lines of "+file+" not read: not sealed by record", "%v", args)
+	}
+	// The whole file rewritten, sealed with the attacker's own key.
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	sealed, err := usage.Seal([]byte(forged+"\n"), priv)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, sealed, 0o600))
+	out := run()
+	assert.Contains(t, out, "clusterrolebindings", "without the key, any seal is read, and said")
+	assert.Contains(t, out, "not checked against the key record printed")
+	out = run("--recording-key", key[1])
+	assert.NotContains(t, out, "clusterrolebindings", "the key record printed refuses another key's seal")
+	assert.Contains(t, out, "not by a --recording-key given")
 }

@@ -1,7 +1,10 @@
 package privilege
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +22,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/safefile"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
@@ -118,6 +122,7 @@ func (o *RecordOptions) Run(ctx context.Context) error {
 		ctx, stop = signal.NotifyContext(ctx, stopSignals...)
 		defer stop()
 	}
+	noDump() // the command, the same user, may not read this process's memory (the seal's key)
 	for _, a := range o.Command[1:] {
 		name, _, _ := strings.Cut(a, "=")
 		if slices.Contains(bypassFlags, name) {
@@ -134,19 +139,20 @@ func (o *RecordOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rc.Log, rc.ErrorLog = f, o.ErrOut
+	events := &memory{}
+	rc.Log, rc.ErrorLog = events, o.ErrOut
 	ep, err := o.global.APIServer.StartRecorder(rc)
 	if err != nil {
 		return err
 	}
 	code, runErr := o.runChild(ctx, ep)
 	closeErr := ep.Close()
-	if err := f.Close(); err != nil && closeErr == nil {
-		closeErr = fmt.Errorf("writing the recording: %w", err)
-	}
+	key, err := writeSealed(f, events)
+	closeErr = errors.Join(closeErr, err)
 	written, refused := ep.Counts()
 	fmt.Fprintf(o.ErrOut, "kubectl-impersonate: record: %d requests recorded (%d not seen allowed: refused, or "+
-		"undecided) in %s; next: kubectl impersonate least-privilege --from %s\n", written, refused, o.File, o.File)
+		"undecided) in %s, sealed by %s; next: kubectl impersonate least-privilege --from %s --recording-key %s\n",
+		written, refused, o.File, key, o.File, key)
 	if err := errors.Join(runErr, closeErr); err != nil {
 		return err
 	}
@@ -154,6 +160,42 @@ func (o *RecordOptions) Run(ctx context.Context) error {
 		return cmdutil.ExitCode(code)
 	}
 	return nil
+}
+
+// maxRecording bounds the events record keeps in memory until it seals
+// them (a million requests are about 600 MiB).
+const maxRecording = 1 << 30
+
+// memory holds the events until the command has ended: it runs as the
+// same user, and could write to the file while it runs.
+type memory struct{ bytes.Buffer }
+
+func (m *memory) Write(p []byte) (int, error) {
+	if m.Len()+len(p) > maxRecording {
+		return 0, fmt.Errorf("the recording is over %d MiB", maxRecording>>20)
+	}
+	return m.Buffer.Write(p)
+}
+
+// writeSealed appends events and their seal, signed by a key made for
+// this run (its private half never leaves memory), to f, and returns the
+// key to verify them with.
+func writeSealed(f *os.File, events *memory) (string, error) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return "", fmt.Errorf("making the recording's key: %w", err)
+	}
+	b, err := usage.Seal(events.Bytes(), priv)
+	if err == nil {
+		_, err = f.Write(b)
+	}
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		return "", fmt.Errorf("writing the recording: %w", err)
+	}
+	return usage.FormatKey(pub), nil
 }
 
 // upstream is the context's server and client-go's transports to it
@@ -215,6 +257,9 @@ func (o *RecordOptions) runChild(ctx context.Context, ep kubecode.Recorder) (int
 	go func() { done <- c.Wait() }()
 	select {
 	case err = <-done:
+		// What the command left running in its group (a server it
+		// started, a watch in the background) ends with it.
+		terminate(c.Process)
 	case <-ctx.Done():
 		terminate(c.Process)
 		select {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testkit"
@@ -285,4 +286,16 @@ func TestAttributesAreTheOutgoingRequest(t *testing.T) {
 	assert.Equal(t, 200, w.Code)
 	assert.Equal(t, []usage.Request{{Verb: "list", Resource: "pods", Namespace: "a", Code: 200,
 		Decision: usage.Allow}}, read(t, e, log), "the cluster got no impersonation: none is recorded")
+}
+
+// TestAttributesBehindAPrefixedUpstream: a context whose server has a path
+// (a gateway's /k8s/clusters/ID) records the requests as the API reads
+// them, not as non-resource paths under the prefix.
+func TestAttributesBehindAPrefixedUpstream(t *testing.T) {
+	u := newUpstream(t)
+	e, log := startWith(t, u, func(c *rest.Config) { c.Host += "/k8s/clusters/c-1" })
+	assert.Equal(t, 200, do(t, client(t, e), "GET", e.URL+"/api/v1/namespaces/a/pods", nil))
+	assert.Equal(t, []usage.Request{{Verb: "list", Resource: "pods", Namespace: "a", Code: 200,
+		Decision: usage.Allow}}, read(t, e, log))
+	assert.Equal(t, "GET /k8s/clusters/c-1/api/v1/namespaces/a/pods Bearer "+upstreamToken+" ", u.requests()[0])
 }

@@ -107,7 +107,12 @@ func Start(o Options) (*Endpoint, error) {
 			// those Connection names (the endpoint refuses those naming
 			// an identity header all the same).
 			if st, ok := pr.In.Context().Value(stateKey{}).(*state); ok {
-				st.reqs, st.impersonated = attributes.Of(pr.Out), pr.Out.Header.Get("Impersonate-User")
+				// The headers as they leave, the path as the command sent
+				// it: an upstream's path prefix (a gateway's /k8s/clusters/ID)
+				// is none of the API's.
+				out := pr.Out.Clone(pr.Out.Context())
+				out.URL.Path, out.URL.RawPath = pr.In.URL.Path, pr.In.URL.RawPath
+				st.reqs, st.impersonated = attributes.Of(out), out.Header.Get("Impersonate-User")
 			}
 		},
 		Transport:      proxy.UpgradeSplit{Plain: plain, Upgrade: upgrade},
