@@ -184,7 +184,7 @@ func (o *LeastPrivilegeOptions) readLog(path string, ro usage.ReadOptions) error
 	o.reqs = append(o.reqs, l.Requests...)
 	if l.Unsealed > 0 {
 		o.skipped = append(o.skipped, fmt.Sprintf("%d lines of %s not read: not sealed by record%s (written by "+
-			"someone else, or a recording cut short): %s", l.Unsealed, path, map[bool]string{true: " with the "+
+			"someone else, or a recording cut short): %s", l.Unsealed, path, map[bool]string{true: " with the " +
 			"--recording-key given"}[len(o.keys) > 0], strings.Join(l.Skips, "; ")))
 	}
 	if len(o.keys) == 0 && ro.Sealed {
