@@ -33,7 +33,7 @@ targets=(
   "pkg/credential/session gate.go"
   "pkg/host/kuberc kuberc.go"
   "pkg/server/recorder recorder.go"
-  "pkg/cluster/usage policy.go read.go request.go"
+  "pkg/cluster/usage policy.go read.go request.go seal.go"
   "pkg/cluster/risk risk.go checks.go"
 )
 out=$(mktemp -d)
