@@ -20,7 +20,7 @@ var processReads = map[string][]string{
 	"syscall":                          {"Getenv", "Environ"},
 	"k8s.io/client-go/tools/clientcmd": {"NewDefaultClientConfigLoadingRules", "RecommendedHomeFile", "RecommendedConfigDir"},
 	"k8s.io/client-go/util/homedir":    {"HomeDir"},
-	module + "/pkg/environ":            {"Getenv", "Environ"},
+	module + "/pkg/host/environ":       {"Getenv", "Environ"},
 }
 
 // processReaders are the files below cmd/ that may read the process, and
@@ -79,5 +79,17 @@ func TestProcessGlobals(t *testing.T) {
 	assert.Empty(t, found, "reads of the process below cmd/: take them as parameters (a getenv, session.Process), or name the file in processReaders with why")
 	for file := range processReaders {
 		assert.FileExists(t, docRoot+"/"+file, "processReaders names a file that is gone")
+	}
+	// The module's own packages the rule keys on exist (go list): a key
+	// of a package that moved guards nothing (issue 57: it named
+	// pkg/environ after the seam moved to pkg/host/environ).
+	listed := map[string]bool{}
+	for _, p := range goPackages(t) {
+		listed[p.ImportPath] = true
+	}
+	for imp := range processReads {
+		if strings.HasPrefix(imp, module+"/") {
+			assert.True(t, listed[imp], "processReads keys on %s, which go list does not list", imp)
+		}
 	}
 }
