@@ -273,19 +273,44 @@ func mkdirPrivate(dir string) error {
 var errReparsePoint = errors.New("is a symbolic link or junction")
 
 // openRead opens path for reading; with noFollow a reparse point
-// (symlink, junction) at its last element is opened as itself
-// (FILE_FLAG_OPEN_REPARSE_POINT) and refused.
+// (symlink, junction) at its last element is opened as itself and
+// refused (openHandle).
 func openRead(path string, noFollow bool) (*os.File, error) {
 	if !noFollow {
 		return os.Open(path)
 	}
+	return openHandle(path, windows.GENERIC_READ,
+		windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE, nil, windows.OPEN_EXISTING,
+		windows.FILE_FLAG_BACKUP_SEMANTICS)
+}
+
+// errLink is openAppend's refusal of a symlink or junction.
+var errLink = errReparsePoint
+
+// openAppend opens path to append (FILE_APPEND_DATA alone: every write at
+// the end), created with a private DACL (privateSD: not the folder's), a
+// reparse point at its last element refused (openHandle).
+func openAppend(path string) (*os.File, error) {
+	sd, err := privateSD(false)
+	if err != nil {
+		return nil, err
+	}
+	sa := &windows.SecurityAttributes{SecurityDescriptor: sd}
+	sa.Length = uint32(unsafe.Sizeof(*sa))
+	return openHandle(path, windows.FILE_APPEND_DATA|windows.READ_CONTROL|windows.FILE_READ_ATTRIBUTES,
+		windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE, sa, windows.OPEN_ALWAYS, windows.FILE_ATTRIBUTE_NORMAL)
+}
+
+// openHandle opens path with CreateFile as asked, a reparse point at its
+// last element (symlink, junction) opened as itself
+// (FILE_FLAG_OPEN_REPARSE_POINT) and refused: errReparsePoint.
+func openHandle(path string, access, share uint32, sa *windows.SecurityAttributes, disposition,
+	flags uint32) (*os.File, error) {
 	p, err := windows.UTF16PtrFromString(path)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	h, err := windows.CreateFile(p, windows.GENERIC_READ,
-		windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE, nil,
-		windows.OPEN_EXISTING, windows.FILE_FLAG_OPEN_REPARSE_POINT|windows.FILE_FLAG_BACKUP_SEMANTICS, 0)
+	h, err := windows.CreateFile(p, access, share, sa, disposition, flags|windows.FILE_FLAG_OPEN_REPARSE_POINT, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
@@ -297,42 +322,6 @@ func openRead(path string, noFollow bool) (*os.File, error) {
 	if info.FileAttributes&windows.FILE_ATTRIBUTE_REPARSE_POINT != 0 {
 		_ = windows.CloseHandle(h)
 		return nil, &os.PathError{Op: "open", Path: path, Err: errReparsePoint}
-	}
-	return os.NewFile(uintptr(h), path), nil
-}
-
-// errLink is openAppend's refusal of a symlink or junction.
-var errLink = errReparsePoint
-
-// openAppend opens path to append (FILE_APPEND_DATA alone: every write at
-// the end), created with a private DACL (privateSD: not the folder's); a
-// reparse point at its last element (symlink, junction) is opened as
-// itself (FILE_FLAG_OPEN_REPARSE_POINT) and refused.
-func openAppend(path string) (*os.File, error) {
-	p, err := windows.UTF16PtrFromString(path)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	sd, err := privateSD(false)
-	if err != nil {
-		return nil, err
-	}
-	sa := &windows.SecurityAttributes{SecurityDescriptor: sd}
-	sa.Length = uint32(unsafe.Sizeof(*sa))
-	h, err := windows.CreateFile(p, windows.FILE_APPEND_DATA|windows.READ_CONTROL|windows.FILE_READ_ATTRIBUTES,
-		windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE, sa, windows.OPEN_ALWAYS,
-		windows.FILE_FLAG_OPEN_REPARSE_POINT|windows.FILE_ATTRIBUTE_NORMAL, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	var info windows.ByHandleFileInformation
-	if err := windows.GetFileInformationByHandle(h, &info); err != nil {
-		_ = windows.CloseHandle(h)
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	if info.FileAttributes&windows.FILE_ATTRIBUTE_REPARSE_POINT != 0 {
-		_ = windows.CloseHandle(h)
-		return nil, errLink
 	}
 	return os.NewFile(uintptr(h), path), nil
 }
