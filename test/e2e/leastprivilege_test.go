@@ -3,12 +3,10 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -18,8 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
-
-	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testkit"
 )
 
 // lpSession is the kubectl session record runs and the fresh identity
@@ -386,23 +382,9 @@ subjects: [{kind: ServiceAccount, name: robot, namespace: lp-evidence}]
 			held = append(held, c) // accepted, never answered
 		}
 	}()
-	upstream := filepath.Join(t.TempDir(), "upstream.kubeconfig")
-	writeUpstreamKubeconfig(t, upstream, &apiserver{url: "https://" + hole.Addr().String()}, proxyToken)
-	port, err := testkit.FreePort()
-	require.NoError(t, err)
-	proxyAudit := filepath.Join(st.logs, "TestLeastPrivilegeGrantsOnlyWhatTheClusterAllowed-proxy-audit.log")
-	ctx, cancel := context.WithCancel(context.Background())
-	proxy := exec.CommandContext(ctx, st.ki, "proxy", fmt.Sprintf("--listen=127.0.0.1:%d", port),
-		"--tls-cert-file="+st.certFile, "--tls-private-key-file="+st.keyFile, "--upstream-kubeconfig="+upstream,
-		"--audit-log="+proxyAudit, "--oidc-issuer-url="+st.issuer, "--oidc-certificate-authority="+st.caFile,
-		"--oidc-client-id="+publicClient, "--oidc-username-claim=email", "--oidc-username-prefix=proxy:")
-	logf, err := os.Create(filepath.Join(st.logs, "TestLeastPrivilegeGrantsOnlyWhatTheClusterAllowed-proxy.log"))
-	require.NoError(t, err)
-	proxy.Stdout, proxy.Stderr = logf, logf
-	require.NoError(t, proxy.Start())
-	t.Cleanup(func() { cancel(); _ = proxy.Wait(); _ = logf.Close() })
-	proxyURL := fmt.Sprintf("https://127.0.0.1:%d", port)
-	require.NoError(t, waitHTTP(proxyURL+"/healthz", nil, 30*time.Second, st.tlsClient()))
+	proxyURL, proxyAudit := startProxyAt(t, "proxy", "https://"+hole.Addr().String(), proxyToken, "/healthz",
+		"--oidc-issuer-url="+st.issuer, "--oidc-certificate-authority="+st.caFile, "--oidc-client-id="+publicClient,
+		"--oidc-username-claim=email", "--oidc-username-prefix=proxy:")
 	alice := newPerson(t, "alice", &apiserver{mode: "proxy", url: proxyURL})
 	r = alice.kubectl("delete", "--raw", "/api/v1/namespaces/team-a/pods/web", "--request-timeout=2s")
 	assert.NotEqual(t, 0, r.code, "abandoned: %s", r.stderr)

@@ -57,17 +57,29 @@ current-context: up
 // output go to the logs folder as <test>-<name>-*.log.
 func startProxyWith(t *testing.T, name, upstreamToken, upstreamPath string, authFlags ...string) (proxyURL string) {
 	t.Helper()
-	api := st.api["legacy"]
-	upstream := filepath.Join(t.TempDir(), "upstream.kubeconfig")
-	writeUpstreamKubeconfig(t, upstream, api, upstreamToken)
+	// A prefixed upstream has no /readyz of its own: wait for liveness.
+	ready := map[bool]string{true: "/readyz", false: "/healthz"}[upstreamPath == ""]
+	proxyURL, _ = startProxyAt(t, name, st.api["legacy"].url+upstreamPath, upstreamToken, ready, authFlags...)
+	return proxyURL
+}
+
+// startProxyAt runs the proxy in front of upstream (a URL) with
+// upstreamToken as its own credential and the given authentication flags,
+// waits for ready (a path of the proxy's), and returns its URL and its
+// audit log, in the logs folder as <test>-<name>-audit.log.
+func startProxyAt(t *testing.T, name, upstream, upstreamToken, ready string, authFlags ...string) (proxyURL,
+	auditLog string) {
+	t.Helper()
+	kubeconfig := filepath.Join(t.TempDir(), "upstream.kubeconfig")
+	writeUpstreamKubeconfig(t, kubeconfig, &apiserver{url: upstream}, upstreamToken)
 	port, err := testkit.FreePort()
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	logName := strings.ReplaceAll(t.Name(), "/", "_") + "-" + name
+	auditLog = filepath.Join(st.logs, logName+"-audit.log")
 	argv := append([]string{"proxy", fmt.Sprintf("--listen=127.0.0.1:%d", port),
-		"--tls-cert-file=" + st.certFile, "--tls-private-key-file=" + st.keyFile, "--upstream-kubeconfig=" + upstream,
-		"--upstream=" + api.url + upstreamPath,
-		"--audit-log=" + filepath.Join(st.logs, logName+"-audit.log")}, authFlags...)
+		"--tls-cert-file=" + st.certFile, "--tls-private-key-file=" + st.keyFile, "--upstream-kubeconfig=" + kubeconfig,
+		"--upstream=" + upstream, "--audit-log=" + auditLog}, authFlags...)
 	cmd := exec.CommandContext(ctx, st.ki, argv...)
 	logf, err := os.Create(filepath.Join(st.logs, logName+".log"))
 	require.NoError(t, err)
@@ -75,13 +87,8 @@ func startProxyWith(t *testing.T, name, upstreamToken, upstreamPath string, auth
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { cancel(); _ = cmd.Wait(); _ = logf.Close() })
 	proxyURL = fmt.Sprintf("https://127.0.0.1:%d", port)
-	if upstreamPath == "" {
-		require.NoError(t, waitHTTP(proxyURL+"/readyz", nil, 30*time.Second, st.tlsClient()))
-	} else {
-		// A prefixed upstream has no /readyz of its own: wait for liveness.
-		require.NoError(t, waitHTTP(proxyURL+"/healthz", nil, 30*time.Second, st.tlsClient()))
-	}
-	return proxyURL
+	require.NoError(t, waitHTTP(proxyURL+ready, nil, 30*time.Second, st.tlsClient()))
+	return proxyURL, auditLog
 }
 
 // TestProxyReadyzReused: the proxy's /readyz answer is reused for a

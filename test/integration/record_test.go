@@ -114,28 +114,9 @@ func TestRecordAgainstAnotherUser(t *testing.T) {
 	}))
 	t.Cleanup(up.Close)
 	dir := t.TempDir()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: up.URL, CertificateAuthorityData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: up.Certificate().Raw})}
-	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: secret}
-	kc.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u", Namespace: "default"}
-	kc.CurrentContext = "x"
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, kubeconfig))
-	self, err := os.Executable()
-	require.NoError(t, err)
 	goFile := filepath.Join(dir, "go")
 	recording := filepath.Join(dir, "rec.jsonl")
-
-	rec := exec.Command(binary, "record", "--kubeconfig="+kubeconfig, "-o", recording, "--", self)
-	rec.Env = append(os.Environ(), envRecordRole+"=child", "KI_TEST_GO="+goFile, "KUBECONFIG=/nonexistent")
-	out, err := rec.StdoutPipe()
-	require.NoError(t, err)
-	var stderr strings.Builder
-	rec.Stderr = &stderr
-	require.NoError(t, rec.Start())
-	t.Cleanup(func() { _ = rec.Process.Kill(); _ = rec.Wait() })
-	lines := bufio.NewScanner(out)
-	lines.Buffer(make([]byte, 1<<20), 1<<20)
+	rec, out, lines, stderr := startRecord(t, up, secret, recording, "KI_TEST_GO="+goFile, "KUBECONFIG=/nonexistent")
 	var childOut []string
 	url, childKubeconfig := "", ""
 	for lines.Scan() && lines.Text() != "ready" {
@@ -205,31 +186,10 @@ func TestRecordStoppedBySignal(t *testing.T) {
 	t.Cleanup(up.Close)
 	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
-			dir := t.TempDir()
-			kc := clientcmdapi.NewConfig()
-			kc.Clusters["c"] = &clientcmdapi.Cluster{Server: up.URL, CertificateAuthorityData: pem.EncodeToMemory(
-				&pem.Block{Type: "CERTIFICATE", Bytes: up.Certificate().Raw})}
-			kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: "t"}
-			kc.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u", Namespace: "default"}
-			kc.CurrentContext = "x"
-			kubeconfig := filepath.Join(dir, "kubeconfig")
-			require.NoError(t, clientcmd.WriteToFile(*kc, kubeconfig))
-			self, err := os.Executable()
-			require.NoError(t, err)
-			tmp := t.TempDir()
-			rec := exec.Command(binary, "record", "--kubeconfig="+kubeconfig, "-o", filepath.Join(dir, "r.jsonl"),
-				"--", self)
+			dir, tmp := t.TempDir(), t.TempDir()
 			// The command waits for a file that never comes (30 s at most).
-			rec.Env = append(os.Environ(), envRecordRole+"=child", "KI_TEST_GO="+filepath.Join(dir, "never"),
-				"TMPDIR="+tmp)
-			out, err := rec.StdoutPipe()
-			require.NoError(t, err)
-			var stderr strings.Builder
-			rec.Stderr = &stderr
-			require.NoError(t, rec.Start())
-			t.Cleanup(func() { _ = rec.Process.Kill(); _ = rec.Wait() })
-			lines := bufio.NewScanner(out)
-			lines.Buffer(make([]byte, 1<<20), 1<<20)
+			rec, out, lines, stderr := startRecord(t, up, "t", filepath.Join(dir, "r.jsonl"),
+				"KI_TEST_GO="+filepath.Join(dir, "never"), "TMPDIR="+tmp)
 			for lines.Scan() && lines.Text() != "ready" {
 			}
 			folders, err := filepath.Glob(filepath.Join(tmp, "kubectl-impersonate-record-*"))
@@ -246,4 +206,33 @@ func TestRecordStoppedBySignal(t *testing.T) {
 			assert.Contains(t, stderr.String(), "requests recorded", "record said what it recorded")
 		})
 	}
+}
+
+// startRecord starts record on a kubeconfig of server with token, its
+// command the test binary as record's child (env added), and returns it,
+// its stdout read line by line, and its stderr.
+func startRecord(t *testing.T, server *httptest.Server, token, recording string, env ...string) (*exec.Cmd,
+	io.Reader, *bufio.Scanner, *strings.Builder) {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: server.URL, CertificateAuthorityData: pem.EncodeToMemory(
+		&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw})}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: token}
+	kc.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u", Namespace: "default"}
+	kc.CurrentContext = "x"
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, kubeconfig))
+	self, err := os.Executable()
+	require.NoError(t, err)
+	rec := exec.Command(binary, "record", "--kubeconfig="+kubeconfig, "-o", recording, "--", self)
+	rec.Env = append(append(os.Environ(), envRecordRole+"=child"), env...)
+	out, err := rec.StdoutPipe()
+	require.NoError(t, err)
+	stderr := &strings.Builder{}
+	rec.Stderr = stderr
+	require.NoError(t, rec.Start())
+	t.Cleanup(func() { _ = rec.Process.Kill(); _ = rec.Wait() })
+	lines := bufio.NewScanner(out)
+	lines.Buffer(make([]byte, 1<<20), 1<<20)
+	return rec, out, lines, stderr
 }
