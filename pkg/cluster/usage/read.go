@@ -95,7 +95,8 @@ type reader struct {
 func Read(r io.Reader, o ReadOptions) (Log, error) {
 	rd := bufio.NewReaderSize(r, 1<<20)
 	rr := &reader{o: o, byID: map[string]*entry{}, seg: segment{first: 1}}
-	for n := 1; ; n++ {
+	n := 1
+	for ; ; n++ {
 		line, tooLong, err := readLine(rd)
 		if errors.Is(err, io.EOF) && len(line) == 0 && !tooLong {
 			break
@@ -109,7 +110,7 @@ func Read(r io.Reader, o ReadOptions) (Log, error) {
 		}
 		rr.line(n, bytes.TrimRight(line, "\r\n"))
 	}
-	rr.endSegment(0, nil)
+	rr.endSegment(n, nil) // n: one past the last line
 	for _, e := range rr.order {
 		rr.l.Requests = append(rr.l.Requests, e.reqs...)
 	}
@@ -201,8 +202,8 @@ func (rr *reader) add(e *entry) {
 }
 
 // endSegment ends the segment at line n, a seal (nil: the end of the log,
-// no seal): its events are read when the seal holds, counted unsealed
-// otherwise.
+// one past its last line, no seal): its events are read when the seal
+// holds, counted unsealed otherwise.
 func (rr *reader) endSegment(n int, seal []byte) {
 	defer func() { rr.seg = segment{first: n + 1} }()
 	if !rr.o.Sealed || (seal == nil && rr.seg.n == 0) {

@@ -70,9 +70,27 @@ func TestSeal(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, names(l))
 			assert.Equal(t, tt.unsealed, l.Unsealed)
+			if tt.unsealed == 0 {
+				assert.Empty(t, l.Skips)
+			}
 		})
 	}
-	l, err := Read(bytes.NewReader(append(events("x"), segA...)), ReadOptions{})
+	l, err := Read(bytes.NewReader(append(events("forged"), segA...)), ReadOptions{Sealed: true})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"line 1: 3 lines to line 3: the lines before this seal are not the ones record sealed"},
+		l.Skips)
+	l, err = Read(bytes.NewReader(append(append([]byte{}, segA...), events("forged", "again")...)),
+		ReadOptions{Sealed: true})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"line 4: 2 lines to line 5: not sealed by record (lines written by someone else, or a " +
+		"recording cut short)"}, l.Skips)
+	empty := seal(nil, privA)
+	l, err = Read(bytes.NewReader(empty), ReadOptions{Sealed: true, Keys: []ed25519.PublicKey{pubA}})
+	require.NoError(t, err)
+	assert.Empty(t, l.Requests, "a recording of no request is sealed too")
+	assert.Zero(t, l.Unsealed)
+	assert.Equal(t, map[string]int{FormatKey(pubA): 0}, l.SealKeys)
+	l, err = Read(bytes.NewReader(append(events("x"), segA...)), ReadOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"x", "a1", "a2"}, names(l), "an audit log has no seals: all is read")
 	_, err = ParseKey(FormatKey(pubA))

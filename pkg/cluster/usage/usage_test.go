@@ -451,3 +451,43 @@ func TestSecondReviewAttacks(t *testing.T) {
 	assert.Equal(t, []Cell{{Namespace: "a", Verb: "get", Resource: "secrets"}}, p.Widened,
 		"--max-names widening is the user's word, and said")
 }
+
+// TestRules of the small readers: what a verb is, what an answer shows,
+// which groups the server adds, and the verbs' order.
+func TestSmallRules(t *testing.T) {
+	for v, want := range map[string]bool{"get": true, "approve": true, "z": true, "impersonate-on:user-info:get": true,
+		strings.Repeat("a", 64): true, strings.Repeat("a", 65): false, "Get": false, "a1": false, "": false,
+		"{": false, "`": false, "get{": false, "get`": false, "*": true} {
+		assert.Equal(t, want, isVerb(v), "%q", v)
+	}
+	for code, want := range map[int]Decision{199: Undecided, 200: Allow, 201: Allow, 299: Allow, 300: Undecided,
+		101: Allow, 304: Allow, 400: Undecided, 401: Forbid, 403: Forbid, 404: Allow, 429: Undecided, 500: Undecided,
+		502: Undecided, 0: Undecided} {
+		assert.Equal(t, want, DecisionOf(code), "%d", code)
+	}
+	for _, tt := range []struct {
+		user, group string
+		want        bool
+	}{
+		{"system:node:n1", "system:nodes", true},
+		{"alice", "system:nodes", false},
+		{"alice", "system:authenticated", true},
+		{"system:anonymous", "system:unauthenticated", true},
+		{"alice", "system:unauthenticated", false},
+		{"system:serviceaccount:ns:sa", "system:serviceaccounts:ns", true},
+		{"system:serviceaccount:ns:sa", "system:serviceaccounts:other", false},
+		{"alice", "system:serviceaccounts", false},
+	} {
+		assert.Equal(t, tt.want, addedByServer(tt.user, tt.group), "%s %s", tt.user, tt.group)
+	}
+	p := Generate([]Request{
+		{Verb: "delete", Resource: "pods", Namespace: "a", Decision: Allow},
+		{Verb: "list", Resource: "pods", Namespace: "a", Decision: Allow},
+		{Verb: "impersonate", Resource: "pods", Namespace: "a", Decision: Allow},
+		{Verb: "bind", Resource: "pods", Namespace: "a", Decision: Allow},
+		{Verb: "get", Resource: "pods", Namespace: "a", Decision: Allow},
+	}, PolicyOptions{})
+	require.Len(t, p.Roles, 1)
+	assert.Equal(t, []string{"get", "list", "delete", "bind", "impersonate"}, p.Roles[0].Rules[0].Verbs,
+		"kubectl's order, then the others by name")
+}
