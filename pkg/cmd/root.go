@@ -139,9 +139,8 @@ func Execute(ctx context.Context, args []string, streams genericiooptions.IOStre
 	root := newRootCmd(streams, g)
 	root.SetArgs(args)
 	err := errOnlyGetToken
-	if c, _,
-		ferr := root.Find(args); !execcred.RunByClient(g.Getenv, g.ParentExe) ||
-		(ferr == nil && c.Name() == "get-token") {
+	c, _, ferr := root.Find(args)
+	if !execcred.RunByClient(g.Getenv, g.ParentExe) || (ferr == nil && c.Name() == "get-token") {
 		err = root.ExecuteContext(ctx)
 	}
 	var handed cmdutil.ExitCode

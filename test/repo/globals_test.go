@@ -81,8 +81,8 @@ func TestProcessGlobals(t *testing.T) {
 		assert.FileExists(t, docRoot+"/"+file, "processReaders names a file that is gone")
 	}
 	// The module's own packages the rule keys on exist (go list): a key
-	// of a package that moved guards nothing (issue 57: it named
-	// pkg/environ after the seam moved to pkg/host/environ).
+	// of a package that moved guards nothing (issue 57: it kept the
+	// seam's old path after the seam moved to pkg/host/environ).
 	listed := map[string]bool{}
 	for _, p := range goPackages(t) {
 		listed[p.ImportPath] = true

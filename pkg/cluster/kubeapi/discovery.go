@@ -415,8 +415,7 @@ func readDiscoveryCache(dir string, now time.Time) (*Discovered, bool) {
 // young enough: a cache in a shared $KUBECACHEDIR that another user could
 // write is not trusted (it could hide resources from a matrix).
 func readCacheFile(path string, now time.Time, out any) bool {
-	b, _,
-		err := safefile.ReadRegular("discovery cache file", path, maxCacheFile,
+	b, _, err := safefile.ReadRegular("discovery cache file", path, maxCacheFile,
 		safefile.ReadOptions{NoFollow: true, Rule: safefile.Cache, Check: func(fi os.FileInfo) error {
 			if now.After(fi.ModTime().Add(DiscoveryTTL)) {
 				return errors.New("not used")

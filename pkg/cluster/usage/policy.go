@@ -85,7 +85,7 @@ type Escalation struct {
 	risk.Risk
 }
 
-// discoveryPaths are the non-resource URLs every user may get (the
+// discoveryPath tells the non-resource URLs every user may get (the
 // system:discovery and system:public-info-viewer roles kube-apiserver
 // binds to system:authenticated): discovery, its OpenAPI, version, health.
 func discoveryPath(verb, path string) bool {

@@ -50,9 +50,8 @@ func (o *SetupOptions) writeCompletion() error {
 		return fmt.Errorf("%s exists and is not a regular file (%s): remove it, then run setup --write-completion "+
 			"again", dst, old.Mode().Type())
 	default:
-		if cur, _,
-			err := safefile.ReadRegular("completion executable", dst, maxCompletionBinary,
-			safefile.ReadOptions{}); err == nil && bytes.Equal(cur, b) {
+		cur, _, err := safefile.ReadRegular("completion executable", dst, maxCompletionBinary, safefile.ReadOptions{})
+		if err == nil && bytes.Equal(cur, b) {
 			fmt.Fprintf(o.Out, "%s is up to date.\n", dst)
 			return nil
 		}

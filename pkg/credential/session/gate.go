@@ -102,9 +102,8 @@ func InlineFiles(cfg *rest.Config) (*rest.Config, error) {
 		*f.path = ""
 	}
 	if out.BearerTokenFile != "" {
-		b, _,
-			err := safefile.ReadRegular("the kubeconfig's tokenFile", out.BearerTokenFile, maxKubeconfigFile,
-			safefile.ReadOptions{})
+		b, _, err := safefile.ReadRegular(
+			"the kubeconfig's tokenFile", out.BearerTokenFile, maxKubeconfigFile, safefile.ReadOptions{})
 		if err != nil {
 			return nil, err
 		}

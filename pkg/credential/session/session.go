@@ -152,8 +152,8 @@ func (s *Session) ExecCluster() *execcred.Cluster {
 	if len(ec.CertificateAuthorityData) == 0 && c.CertificateAuthority != "" {
 		// client-go sends the file's certificates as data. The path is
 		// the kubeconfig's: a regular file, bounded, never a FIFO.
-		ec.CertificateAuthorityData, _,
-			_ = safefile.ReadRegular("cluster CA file", c.CertificateAuthority, 1<<20, safefile.ReadOptions{})
+		ec.CertificateAuthorityData, _, _ = safefile.ReadRegular(
+			"cluster CA file", c.CertificateAuthority, 1<<20, safefile.ReadOptions{})
 	}
 	if ext, ok := c.Extensions[credspec.ExecExtensionName]; ok {
 		if u, ok := ext.(*runtime.Unknown); ok {

@@ -192,7 +192,7 @@ func fixCommand(path string, a Access, dir, _ bool) string {
 	return cmd + " (" + a.Grantee + " is let in)"
 }
 
-// privateDACL is a protected DACL granting full control to the user,
+// privateSD is a protected DACL granting full control to the user,
 // SYSTEM and the Administrators; inherit adds OI and CI so that what is
 // created in a directory gets it too.
 func privateSD(inherit bool) (*windows.SECURITY_DESCRIPTOR, error) {

@@ -201,8 +201,7 @@ func LoadCertificate(path string) (*x509.Certificate, error) {
 // it holds is never printed.
 func AssertionFile(path string) Assertion {
 	return func(string) (string, error) {
-		b, _,
-			err := safefile.ReadRegular("client assertion file", path, maxKeyFile,
+		b, _, err := safefile.ReadRegular("client assertion file", path, maxKeyFile,
 			safefile.ReadOptions{Rule: safefile.Issued})
 		if err != nil {
 			return "", err

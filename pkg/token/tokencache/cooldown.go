@@ -26,9 +26,8 @@ func attemptPath(dir, id string) string { return filepath.Join(dir, id+".login")
 // ReadLoginAttempt reads the record of id, nil when there is none or it
 // cannot be read (a damaged record only loses a cooldown).
 func ReadLoginAttempt(dir, id string) *LoginAttempt {
-	b, _,
-		err := safefile.ReadRegular("login record", attemptPath(dir, id), 16<<10,
-		safefile.ReadOptions{NoFollow: true, Rule: safefile.Private})
+	b, _, err := safefile.ReadRegular(
+		"login record", attemptPath(dir, id), 16<<10, safefile.ReadOptions{NoFollow: true, Rule: safefile.Private})
 	if err != nil {
 		return nil
 	}

@@ -70,9 +70,8 @@ func (d *Disk) Get(_ context.Context, id string) ([]byte, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	b, _,
-		err := safefile.ReadRegular("token cache file", p, maxEntrySize,
-		safefile.ReadOptions{NoFollow: true, Rule: safefile.Secret})
+	b, _, err := safefile.ReadRegular(
+		"token cache file", p, maxEntrySize, safefile.ReadOptions{NoFollow: true, Rule: safefile.Secret})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, ErrNotFound
