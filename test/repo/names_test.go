@@ -221,6 +221,9 @@ func TestOneOfEachHelper(t *testing.T) {
 		// the graph's wildcard rule disagreed): risk.Of and risk.OfRule;
 		// no other function says what is dangerous, nor phrases it.
 		{"a risk verdict", []string{"pkg/cluster/risk"}, regexp.MustCompile(`func \(?\w*\)? ?\w*(Reaches|Escalation|Risk|Dangerous)\w*\([^)]*\) (string|bool|risk\.Risk)|"an escalation path|"a path to |reads Secrets`)},
+		// The kuberc's places have one owner (issue 57: the exec-entry
+		// lock built them beside kuberc.Path): kuberc.Candidates.
+		{"a kuberc's place", []string{"pkg/host/kuberc"}, regexp.MustCompile(`"\.kube", "kuberc"|"KUBERC"`)},
 		// The streaming rule (exec, attach and port-forward need get and
 		// create since 1.35) has one owner: risk.StreamingPair.
 		{"the streaming verbs' pairing", []string{"pkg/cluster/risk"}, regexp.MustCompile(`"get": "create", "create": "get"`)},

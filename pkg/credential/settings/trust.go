@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os/user"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -205,7 +204,7 @@ func (o *AuthOptions) lockReason(getenv func(string) string) (string, error) {
 	// kubectl's own KUBERC and HOME too: the entry's env may replace them.
 	var more []string
 	if kubectl, err := o.kubectlEnv(); err == nil {
-		more = []string{kubectl["KUBERC"], kubectl["HOME"]}
+		more = []string{kubectl[kuberc.EnvKuberc], kubectl["HOME"]}
 	}
 	path, err := KubercLocks(getenv, o.AccountHome, more...)
 	if err != nil || path == "" {
@@ -227,27 +226,15 @@ func KubercLocks(getenv func(string) string, accountHome func() string, more ...
 	if accountHome == nil {
 		accountHome = AccountHome
 	}
-	var paths []string
-	if v := getenv("KUBERC"); v != "" && v != "off" {
-		paths = append(paths, v)
-	}
-	if h := getenv("HOME"); h != "" {
-		paths = append(paths, filepath.Join(h, ".kube", "kuberc"))
-	}
+	paths := kuberc.Candidates(getenv(kuberc.EnvKuberc), getenv("HOME"))
 	// more: kubectl's own $KUBERC and $HOME, in that order.
-	if len(more) > 0 && more[0] != "" && more[0] != "off" {
-		paths = append(paths, more[0])
-	}
-	if len(more) > 1 && more[1] != "" {
-		paths = append(paths, filepath.Join(more[1], ".kube", "kuberc"))
-	}
+	more = append(slices.Clone(more), "", "")
+	paths = append(paths, kuberc.Candidates(more[0], more[1])...)
 	// Without kubectl's own HOME (not read on this platform, or empty
 	// under env -i), the account's home from the user database stands
 	// for it.
-	if len(more) < 2 || more[1] == "" {
-		if h := accountHome(); h != "" {
-			paths = append(paths, filepath.Join(h, ".kube", "kuberc"))
-		}
+	if more[1] == "" {
+		paths = append(paths, kuberc.Candidates("", accountHome())...)
 	}
 	slices.Sort(paths)
 	for _, p := range slices.Compact(paths) {

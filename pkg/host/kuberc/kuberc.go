@@ -32,25 +32,35 @@ const (
 	kind       = "Preference"
 )
 
-// Path is the kuberc kubectl reads: $KUBERC, else ~/.kube/kuberc. off is
-// true when KUBERC=off.
+// Path is the kuberc kubectl reads: $KUBERC, else ~/.kube/kuberc
+// (Candidates' first). off is true when KUBERC=off.
 func Path(getenv func(string) string) (path string, off bool, err error) {
-	switch v := getenv(EnvKuberc); v {
-	case "off":
+	v, home := getenv(EnvKuberc), getenv("HOME")
+	if v == "off" {
 		return "", true, nil
-	case "":
-	default:
-		return v, false, nil
 	}
-	home := getenv("HOME")
-	if home == "" {
-		h, err := environ.HomeDir(getenv)
-		if err != nil {
+	if v == "" && home == "" {
+		if home, err = environ.HomeDir(getenv); err != nil {
 			return "", false, fmt.Errorf("finding the kuberc: %w", err)
 		}
-		home = h
 	}
-	return filepath.Join(home, ".kube", "kuberc"), false, nil
+	return Candidates(v, home)[0], false, nil
+}
+
+// Candidates are the kuberc files of an environment whose $KUBERC is
+// kubercVar and $HOME home, in kubectl's order: $KUBERC (unless it is
+// empty or "off"), then the home's .kube/kuberc (unless home is empty).
+// kubectl reads the first; the exec-entry lock reads them all, since an
+// entry's env may move either.
+func Candidates(kubercVar, home string) []string {
+	var out []string
+	if kubercVar != "" && kubercVar != "off" {
+		out = append(out, kubercVar)
+	}
+	if home != "" {
+		out = append(out, filepath.Join(home, ".kube", "kuberc"))
+	}
+	return out
 }
 
 // Verdict is what kubectl's policy says of a plugin.

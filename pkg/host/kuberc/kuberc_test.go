@@ -207,3 +207,21 @@ func TestPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestCandidates: the one list of a kuberc's places, read by Path (its
+// first) and by the exec-entry lock (all of them).
+func TestCandidates(t *testing.T) {
+	home := filepath.Join("h", ".kube", "kuberc")
+	for _, tt := range []struct {
+		kuberc, home string
+		want         []string
+	}{
+		{"", "h", []string{home}},
+		{"/k", "h", []string{"/k", home}},
+		{"off", "h", []string{home}},
+		{"/k", "", []string{"/k"}},
+		{"", "", nil},
+	} {
+		assert.Equal(t, tt.want, Candidates(tt.kuberc, tt.home), "%q %q", tt.kuberc, tt.home)
+	}
+}
