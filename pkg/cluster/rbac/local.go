@@ -23,36 +23,83 @@ func (r *RBAC) RulesFor(user string, groups []string, namespace string) (rules [
 	if slices.Contains(groups, SuperuserGroup) {
 		return Superuser(namespace)
 	}
-	add := func(policy []rbacv1.PolicyRule) {
-		for _, p := range policy {
-			if len(p.Resources) == 0 {
-				continue
+	scope := ClusterScope
+	if namespace != "" {
+		scope = InNamespace(namespace)
+	}
+	for _, g := range r.BindingsFor(user, groups, scope) {
+		for _, p := range r.RulesOf(g) {
+			if len(p.Resources) > 0 {
+				rules = append(rules, authzv1.ResourceRule{Verbs: p.Verbs, APIGroups: p.APIGroups,
+					Resources: p.Resources, ResourceNames: p.ResourceNames})
 			}
-			rules = append(rules,
-				authzv1.ResourceRule{Verbs: p.Verbs, APIGroups: p.APIGroups, Resources: p.Resources,
-					ResourceNames: p.ResourceNames})
-		}
-	}
-	for _, b := range r.ClusterRoleBindings {
-		if b.RoleRef.Kind == "ClusterRole" && AppliesTo(b.Subjects, user, groups, "") {
-			add(r.ClusterRoles[b.RoleRef.Name])
-		}
-	}
-	if namespace == "" {
-		return rules, false
-	}
-	for _, b := range r.RoleBindings {
-		if b.Namespace != namespace || !AppliesTo(b.Subjects, user, groups, namespace) {
-			continue
-		}
-		switch b.RoleRef.Kind {
-		case "ClusterRole":
-			add(r.ClusterRoles[b.RoleRef.Name])
-		case "Role":
-			add(r.Roles[namespace+"/"+b.RoleRef.Name])
 		}
 	}
 	return rules, false
+}
+
+// Scope is which RoleBindings apply beside every ClusterRoleBinding: a
+// namespace's, every namespace's, or none (ClusterScope, the zero Scope).
+type Scope struct {
+	// Namespace is the namespace whose RoleBindings apply.
+	Namespace string
+	// AllNamespaces: every namespace's RoleBindings apply.
+	AllNamespaces bool
+}
+
+// The scopes.
+var (
+	ClusterScope  = Scope{}
+	AllNamespaces = Scope{AllNamespaces: true}
+)
+
+// InNamespace is the scope of namespace ns.
+func InNamespace(ns string) Scope { return Scope{Namespace: ns} }
+
+// ScopeOf is access's scope: the cluster's alone (clusterOnly:
+// --cluster-scope), else namespace's, every namespace's for "" (-A).
+func ScopeOf(namespace string, clusterOnly bool) Scope {
+	switch {
+	case clusterOnly:
+		return ClusterScope
+	case namespace == "":
+		return AllNamespaces
+	}
+	return InNamespace(namespace)
+}
+
+// BindingsFor are the bindings that apply to the identity (user, its
+// groups) in s, as kube-apiserver's RBAC rule resolver walks them
+// (VisitRulesFor): every ClusterRoleBinding to a ClusterRole, then the
+// RoleBindings of s. Each Grant keeps the subjects that matched.
+// RulesFor, access's rules and --graph's picture walk them here.
+func (r *RBAC) BindingsFor(user string, groups []string, s Scope) []Grant {
+	var out []Grant
+	mine := func(subjects []rbacv1.Subject, ns string) []rbacv1.Subject {
+		var m []rbacv1.Subject
+		for _, sub := range subjects {
+			if AppliesTo([]rbacv1.Subject{sub}, user, groups, ns) {
+				m = append(m, sub)
+			}
+		}
+		return m
+	}
+	for _, b := range r.ClusterRoleBindings {
+		if m := mine(b.Subjects, ""); len(m) > 0 && b.RoleRef.Kind == "ClusterRole" {
+			out = append(out, Grant{Binding: b.Name, BindingKind: "ClusterRoleBinding", Role: b.RoleRef.Name,
+				RoleKind: "ClusterRole", Subjects: m})
+		}
+	}
+	for _, b := range r.RoleBindings {
+		if !s.AllNamespaces && (s.Namespace == "" || b.Namespace != s.Namespace) {
+			continue
+		}
+		if m := mine(b.Subjects, b.Namespace); len(m) > 0 {
+			out = append(out, Grant{Binding: b.Name, BindingKind: "RoleBinding", Namespace: b.Namespace,
+				Role: b.RoleRef.Name, RoleKind: b.RoleRef.Kind, Subjects: m})
+		}
+	}
+	return out
 }
 
 // RulesOf are the rules of the role g binds.

@@ -87,10 +87,6 @@ func (g *Graph) edge(from, to string) {
 	}
 }
 
-// NoNamespace is a namespace no object can be in: ForIdentity's
-// ClusterRoleBindings alone (access --cluster-scope).
-const NoNamespace = "kubectl-impersonate.io/cluster-scope"
-
 // Formats are the picture's -o formats: DOT (the default), an SVG image, an
 // HTML page; json prints the nodes and edges.
 var Formats = []string{"dot", "svg", "html"}
@@ -128,16 +124,15 @@ func (g *Graph) Write(w io.Writer, format string) error {
 }
 
 // ForIdentity is access --graph's picture: the identity (user, its groups)
-// and, for each binding that applies to it (the RoleBindings of namespace:
-// "" for every namespace, NoNamespace for none), the subject that matched,
-// the binding, its role and the role's rules.
-func ForIdentity(r *rbac.RBAC, user string, groups []string, namespace string) *Graph {
+// and, for each binding that applies to it in scope (rbac.BindingsFor),
+// the subject that matched, the binding, its role and the role's rules.
+func ForIdentity(r *rbac.RBAC, user string, groups []string, scope rbac.Scope) *Graph {
 	g := newGraph("RBAC of " + user)
 	id := g.node(Identity, user, subjectLabel(rbacv1.Subject{Kind: rbacv1.UserKind, Name: user}), "")
 	for _, grp := range groups {
 		g.edge(id, g.node(Group, grp, "Group "+grp, ""))
 	}
-	for _, b := range bindingsFor(r, user, groups, namespace) {
+	for _, b := range r.BindingsFor(user, groups, scope) {
 		bid := g.binding(b)
 		for _, s := range b.Subjects {
 			from := id
@@ -277,37 +272,4 @@ func ruleLabel(p rbacv1.PolicyRule, namespace string) string {
 		label += "\nin " + namespace
 	}
 	return label
-}
-
-// bindingsFor are the bindings that apply to the identity (user, its
-// groups), as rbac.RulesFor finds them: every ClusterRoleBinding's, then the
-// RoleBindings' of namespace ("" for every namespace). Each Grant keeps the
-// subjects that matched.
-func bindingsFor(r *rbac.RBAC, user string, groups []string, namespace string) []rbac.Grant {
-	var out []rbac.Grant
-	mine := func(subjects []rbacv1.Subject, ns string) []rbacv1.Subject {
-		var m []rbacv1.Subject
-		for _, s := range subjects {
-			if rbac.AppliesTo([]rbacv1.Subject{s}, user, groups, ns) {
-				m = append(m, s)
-			}
-		}
-		return m
-	}
-	for _, b := range r.ClusterRoleBindings {
-		if m := mine(b.Subjects, ""); len(m) > 0 && b.RoleRef.Kind == "ClusterRole" {
-			out = append(out, rbac.Grant{Binding: b.Name, BindingKind: "ClusterRoleBinding", Role: b.RoleRef.Name,
-				RoleKind: "ClusterRole", Subjects: m})
-		}
-	}
-	for _, b := range r.RoleBindings {
-		if namespace != "" && b.Namespace != namespace {
-			continue
-		}
-		if m := mine(b.Subjects, b.Namespace); len(m) > 0 {
-			out = append(out, rbac.Grant{Binding: b.Name, BindingKind: "RoleBinding", Namespace: b.Namespace,
-				Role: b.RoleRef.Name, RoleKind: b.RoleRef.Kind, Subjects: m})
-		}
-	}
-	return out
 }

@@ -65,7 +65,7 @@ func labels(g *Graph) []string {
 }
 
 func TestForIdentity(t *testing.T) {
-	g := ForIdentity(fixture(), "alice", []string{"dev", "system:authenticated"}, "")
+	g := ForIdentity(fixture(), "alice", []string{"dev", "system:authenticated"}, rbac.AllNamespaces)
 	assert.Equal(t, []string{
 		"identity User alice",
 		"group Group dev",
@@ -89,9 +89,9 @@ func TestForIdentity(t *testing.T) {
 	assert.Contains(t, g.Edges, Edge{From: "group:dev", To: "binding:RoleBinding/team-a/devs"})
 	assert.Len(t, g.Edges, 15)
 
-	only := ForIdentity(fixture(), "alice", []string{"dev"}, "team-b")
+	only := ForIdentity(fixture(), "alice", []string{"dev"}, rbac.InNamespace("team-b"))
 	assert.NotContains(t, labels(only), "binding RoleBinding team-a/devs", "another namespace's")
-	cluster := ForIdentity(fixture(), "alice", []string{"dev"}, NoNamespace)
+	cluster := ForIdentity(fixture(), "alice", []string{"dev"}, rbac.ClusterScope)
 	assert.Equal(t, []string{"identity User alice", "group Group dev", "binding ClusterRoleBinding alice-as-bob",
 		"role ClusterRole impersonator", "grant impersonate | users | named bob !"}, labels(cluster))
 }
@@ -151,7 +151,7 @@ func TestDOTEscapes(t *testing.T) {
 }
 
 func TestSVGIsWellFormedAndEscaped(t *testing.T) {
-	for _, g := range []*Graph{hostile(), ForIdentity(fixture(), "alice", []string{"dev", "system:authenticated"}, "")} {
+	for _, g := range []*Graph{hostile(), ForIdentity(fixture(), "alice", []string{"dev", "system:authenticated"}, rbac.AllNamespaces)} {
 		var b bytes.Buffer
 		require.NoError(t, g.WriteSVG(&b))
 		d := xml.NewDecoder(&b)
@@ -202,7 +202,7 @@ func TestWrap(t *testing.T) {
 // runs its one script by hash, and inlines the picture.
 func TestHTMLIsSelfContained(t *testing.T) {
 	var b bytes.Buffer
-	require.NoError(t, ForIdentity(fixture(), "alice", []string{"dev"}, "").WriteHTML(&b))
+	require.NoError(t, ForIdentity(fixture(), "alice", []string{"dev"}, rbac.AllNamespaces).WriteHTML(&b))
 	page := b.String()
 	csp := regexp.MustCompile(`content="default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-([^']+)'"`).
 		FindStringSubmatch(page)
@@ -221,7 +221,7 @@ func TestHTMLIsSelfContained(t *testing.T) {
 }
 
 func TestClaims(t *testing.T) {
-	g := ForIdentity(fixture(), "oidc:alice", []string{"oidc:dev", "system:authenticated"}, "team-a")
+	g := ForIdentity(fixture(), "oidc:alice", []string{"oidc:dev", "system:authenticated"}, rbac.InNamespace("team-a"))
 	g.Claims(map[string][]string{"email": {"alice"}, "groups": {"dev", "ops"}, "sub": {"lice"},
 		"name": {"Alice"}}, "oidc:alice", []string{"oidc:dev", "system:authenticated"})
 	assert.Equal(t, []string{"claim claim email: alice", "claim claim groups: dev"}, labels(g)[len(g.Nodes)-2:],

@@ -258,15 +258,12 @@ func (o *AccessOptions) graph(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ns := o.namespace
-	if o.ClusterScope {
-		ns = rbacgraph.NoNamespace
-	}
-	r, err := o.caller.ReadRBAC(ctx, strings.TrimPrefix(ns, rbacgraph.NoNamespace))
+	scope := rbac.ScopeOf(o.namespace, o.ClusterScope)
+	r, err := o.caller.ReadRBAC(ctx, scope.Namespace)
 	if err != nil {
 		return fmt.Errorf("--graph draws the RBAC objects, read with your own rights: %w", err)
 	}
-	g := rbacgraph.ForIdentity(r, ui.Username, ui.Groups, ns)
+	g := rbacgraph.ForIdentity(r, ui.Username, ui.Groups, scope)
 	if o.claims != nil {
 		g.Claims(o.claims(ctx), ui.Username, ui.Groups)
 	}
