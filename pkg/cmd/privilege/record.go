@@ -77,12 +77,9 @@ hang-up, SIGTERM, --command-timeout), it ends COMMAND's process group
 		Args: cobra.MinimumNArgs(1),
 		RunE: cmdutil.RunE(o),
 	}
-	o.Kube = cmdutil.NewKubeFlags(cmd.Flags(), g.Env)
-	o.Kube.RegisterCompletions(cmd)
 	// A recorded test suite runs as long as it runs: no bound by default.
-	timeout := cmd.Flags().Lookup(cmdutil.FlagCommandTimeout)
-	_ = timeout.Value.Set("0")
-	timeout.DefValue = "0"
+	o.Kube = cmdutil.NewKubeFlagsTimeout(cmd.Flags(), g.Env, 0)
+	o.Kube.RegisterCompletions(cmd)
 	cmd.Flags().StringVarP(&o.File, "output", "o", DefaultRecordFile, "The file the requests are appended to "+
 		"(audit.k8s.io/v1 Event lines; created readable by you alone)")
 	return cmd

@@ -39,9 +39,15 @@ func (k *KubeFlags) getenv(name string) string { return k.Getenv(name) }
 // NewKubeFlags binds the flags to fs; getenv reads the environment (a
 // command's GlobalOptions.Env).
 func NewKubeFlags(fs *pflag.FlagSet, getenv func(string) string) *KubeFlags {
+	return NewKubeFlagsTimeout(fs, getenv, DefaultCommandTimeout)
+}
+
+// NewKubeFlagsTimeout is NewKubeFlags with --command-timeout's default
+// (record's is none: a recorded test suite runs as long as it runs).
+func NewKubeFlagsTimeout(fs *pflag.FlagSet, getenv func(string) string, timeout time.Duration) *KubeFlags {
 	k := &KubeFlags{rules: defaultRules(), Getenv: getenv}
 	fs.StringVar(&k.rules.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file")
-	fs.Duration(FlagCommandTimeout, DefaultCommandTimeout, "The longest the whole command may take: every request, "+
+	fs.Duration(FlagCommandTimeout, timeout, "The longest the whole command may take: every request, "+
 		"page and credential plugin in it (0: no limit)")
 	clientcmd.BindOverrideFlags(&k.overrides, fs, clientcmd.RecommendedConfigOverrideFlags(""))
 	return k
