@@ -200,14 +200,14 @@ func recordOne(t *testing.T, cluster answer, method, path string, header [][2]st
 	})
 	e, log := start(t, u)
 	pool := x509.NewCertPool()
-	require.True(t, pool.AppendCertsFromPEM(e.CA))
-	conn, err := tls.Dial("tcp", strings.TrimPrefix(e.URL, "https://"), &tls.Config{RootCAs: pool,
+	require.True(t, pool.AppendCertsFromPEM(e.ca))
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(e.url, "https://"), &tls.Config{RootCAs: pool,
 		NextProtos: []string{"http/1.1"}})
 	require.NoError(t, err)
 	defer conn.Close()
 	var req strings.Builder
 	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n", method, path,
-		strings.TrimPrefix(e.URL, "https://"), e.Token)
+		strings.TrimPrefix(e.url, "https://"), e.token)
 	for _, h := range header {
 		fmt.Fprintf(&req, "%s: %s\r\n", h[0], h[1])
 	}
@@ -294,7 +294,7 @@ func TestAttributesAreTheOutgoingRequest(t *testing.T) {
 func TestAttributesBehindAPrefixedUpstream(t *testing.T) {
 	u := newUpstream(t)
 	e, log := startWith(t, u, func(c *rest.Config) { c.Host += "/k8s/clusters/c-1" })
-	assert.Equal(t, 200, do(t, client(t, e), "GET", e.URL+"/api/v1/namespaces/a/pods", nil))
+	assert.Equal(t, 200, do(t, client(t, e), "GET", e.url+"/api/v1/namespaces/a/pods", nil))
 	assert.Equal(t, []usage.Request{{Verb: "list", Resource: "pods", Namespace: "a", Code: 200,
 		Decision: usage.Allow}}, read(t, e, log))
 	assert.Equal(t, "GET /k8s/clusters/c-1/api/v1/namespaces/a/pods Bearer "+upstreamToken+" ", u.requests()[0])

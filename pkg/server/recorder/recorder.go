@@ -47,13 +47,13 @@ import (
 
 // Endpoint is a running recording endpoint.
 type Endpoint struct {
-	// URL is https://127.0.0.1:PORT.
-	URL string
-	// CA is the one-time CA's certificate (PEM), the only one that signed
+	// url is https://127.0.0.1:PORT.
+	url string
+	// ca is the one-time CA's certificate (PEM), the only one that signed
 	// the endpoint's.
-	CA []byte
-	// Token is the one-time bearer token the child sends.
-	Token string
+	ca []byte
+	// token is the one-time bearer token the child sends.
+	token string
 
 	srv    *http.Server
 	h      *handler
@@ -89,7 +89,7 @@ func Start(o Options) (*Endpoint, error) {
 	if now == nil {
 		now = time.Now
 	}
-	e := &Endpoint{URL: "https://" + ln.Addr().String(), CA: caPEM, Token: token,
+	e := &Endpoint{url: "https://" + ln.Addr().String(), ca: caPEM, token: token,
 		done: make(chan struct{}), rec: &writer{w: o.Log, now: now}}
 	errorLog := log.New(io.Discard, "", 0)
 	if o.ErrorLog != nil {
@@ -180,7 +180,7 @@ func (e *Endpoint) Counts() (written, refused int) {
 
 // Endpoint is what the child's kubeconfig holds: the URL, the one-time CA
 // and the one-time token.
-func (e *Endpoint) Endpoint() (url string, caPEM []byte, token string) { return e.URL, e.CA, e.Token }
+func (e *Endpoint) Endpoint() (url string, caPEM []byte, token string) { return e.url, e.ca, e.token }
 
 // handler checks the one-time token, strips it, records and forwards.
 type handler struct {

@@ -120,8 +120,8 @@ func pemOf(c *x509.Certificate) []byte {
 // client is the child's, from its kubeconfig.
 func client(t *testing.T, e *Endpoint) *http.Client {
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["r"] = &clientcmdapi.Cluster{Server: e.URL, CertificateAuthorityData: e.CA}
-	kc.AuthInfos["r"] = &clientcmdapi.AuthInfo{Token: e.Token}
+	kc.Clusters["r"] = &clientcmdapi.Cluster{Server: e.url, CertificateAuthorityData: e.ca}
+	kc.AuthInfos["r"] = &clientcmdapi.AuthInfo{Token: e.token}
 	kc.Contexts["r"] = &clientcmdapi.Context{Cluster: "r", AuthInfo: "r", Namespace: "a"}
 	kc.CurrentContext = "r"
 	b, err := clientcmd.Write(*kc)
@@ -163,15 +163,15 @@ func TestRecordsWhatTheClusterAuthorizes(t *testing.T) {
 	u := newUpstream(t)
 	e, log := start(t, u)
 	c := client(t, e)
-	assert.Equal(t, 200, do(t, c, "GET", e.URL+"/api/v1/namespaces/a/pods?watch=1", nil))
-	assert.Equal(t, 403, do(t, c, "GET", e.URL+"/api/v1/namespaces/a/secrets", nil))
-	assert.Equal(t, 403, do(t, c, "POST", e.URL+"/api/v1/namespaces/a/pods", nil))
-	assert.Equal(t, 200, do(t, c, "GET", e.URL+"/version", nil))
-	assert.Equal(t, 200, do(t, c, "GET", e.URL+"/api/v1/namespaces/a/configmaps", nil))
-	assert.Equal(t, 200, do(t, c, "GET", e.URL+"/api/v1/namespaces/a/pods/p", http.Header{
+	assert.Equal(t, 200, do(t, c, "GET", e.url+"/api/v1/namespaces/a/pods?watch=1", nil))
+	assert.Equal(t, 403, do(t, c, "GET", e.url+"/api/v1/namespaces/a/secrets", nil))
+	assert.Equal(t, 403, do(t, c, "POST", e.url+"/api/v1/namespaces/a/pods", nil))
+	assert.Equal(t, 200, do(t, c, "GET", e.url+"/version", nil))
+	assert.Equal(t, 200, do(t, c, "GET", e.url+"/api/v1/namespaces/a/configmaps", nil))
+	assert.Equal(t, 200, do(t, c, "GET", e.url+"/api/v1/namespaces/a/pods/p", http.Header{
 		"Impersonate-User": {"bob"}}))
 	u.refuseI = true
-	assert.Equal(t, 403, do(t, c, "GET", e.URL+"/api/v1/namespaces/a/pods/q", http.Header{
+	assert.Equal(t, 403, do(t, c, "GET", e.url+"/api/v1/namespaces/a/pods/q", http.Header{
 		"Impersonate-User": {"bob"}}))
 	written, notAllowed := e.Counts()
 	assert.Equal(t, 9, written)
@@ -189,7 +189,7 @@ func TestRecordsWhatTheClusterAuthorizes(t *testing.T) {
 	}, read(t, e, log), "the requests sent as bob are bob's, not the recording's")
 	for _, s := range u.requests() {
 		assert.Contains(t, s, " Bearer "+upstreamToken, "the cluster got the context's credential")
-		assert.NotContains(t, s, e.Token)
+		assert.NotContains(t, s, e.token)
 	}
 	assert.Len(t, u.requests(), 7)
 }
@@ -207,16 +207,16 @@ func TestRefusesWithoutTheOneTimeToken(t *testing.T) {
 		"no token":            nil,
 		"a guessed token":     {"Authorization": {"Bearer guess"}},
 		"the context's token": {"Authorization": {"Bearer " + upstreamToken}},
-		"a token prefix":      {"Authorization": {"Bearer " + e.Token[:10]}},
-		"basic":               {"Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte("a:"+e.Token))}},
+		"a token prefix":      {"Authorization": {"Bearer " + e.token[:10]}},
+		"basic":               {"Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte("a:"+e.token))}},
 		"a WebSocket subprotocol with another token": {"Sec-WebSocket-Protocol": {
 			bearerProtocol + base64.RawURLEncoding.EncodeToString([]byte("guess")) + ", v5.channel.k8s.io"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, http.StatusUnauthorized, do(t, insecure, "GET", e.URL+"/api/v1/namespaces/a/secrets", h))
+			assert.Equal(t, http.StatusUnauthorized, do(t, insecure, "GET", e.url+"/api/v1/namespaces/a/secrets", h))
 		})
 	}
-	_, err := http.Get(e.URL + "/version") // the system's roots do not hold the one-time CA
+	_, err := http.Get(e.url + "/version") // the system's roots do not hold the one-time CA
 	require.Error(t, err)
 	assert.ErrorContains(t, err, "certificate")
 	assert.Empty(t, u.requests(), "nothing reached the cluster")
@@ -231,22 +231,22 @@ func TestWebSocketTokenIsStripped(t *testing.T) {
 	e, log := start(t, u)
 	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	t.Cleanup(insecure.CloseIdleConnections)
-	tok := bearerProtocol + base64.RawURLEncoding.EncodeToString([]byte(e.Token))
+	tok := bearerProtocol + base64.RawURLEncoding.EncodeToString([]byte(e.token))
 	ws := http.Header{"Connection": {"Upgrade"}, "Upgrade": {"websocket"}, "Sec-Websocket-Version": {"13"},
 		"Sec-Websocket-Key": {"dGhlIHNhbXBsZSBub25jZQ=="}, "Sec-WebSocket-Protocol": {tok + ", v5.channel.k8s.io"}}
 	plain := http.Header{"Sec-WebSocket-Protocol": {tok + ", v5.channel.k8s.io"}}
-	assert.Equal(t, http.StatusUnauthorized, do(t, insecure, "GET", e.URL+"/api/v1/namespaces/a/pods/p/exec", plain),
+	assert.Equal(t, http.StatusUnauthorized, do(t, insecure, "GET", e.url+"/api/v1/namespaces/a/pods/p/exec", plain),
 		"the subprotocol carries a token on a WebSocket only, as kube-apiserver reads it")
-	assert.Equal(t, 200, do(t, insecure, "GET", e.URL+"/api/v1/namespaces/a/pods/p/exec?command=ls", ws))
+	assert.Equal(t, 200, do(t, insecure, "GET", e.url+"/api/v1/namespaces/a/pods/p/exec?command=ls", ws))
 	// The one-time token in the header, another in the subprotocols: that
 	// one does not go on either; nor does an empty protocol list.
 	ws2 := ws.Clone()
-	ws2["Authorization"] = []string{"Bearer " + e.Token}
+	ws2["Authorization"] = []string{"Bearer " + e.token}
 	ws2["Sec-WebSocket-Protocol"] = []string{bearerProtocol + "b3RoZXI, , v4.channel.k8s.io"}
-	assert.Equal(t, 200, do(t, insecure, "GET", e.URL+"/api/v1/namespaces/a/pods/p/attach", ws2))
+	assert.Equal(t, 200, do(t, insecure, "GET", e.url+"/api/v1/namespaces/a/pods/p/attach", ws2))
 	ws2["Sec-WebSocket-Protocol"] = []string{bearerProtocol + "b3RoZXI"}
-	assert.Equal(t, 200, do(t, insecure, "GET", e.URL+"/api/v1/namespaces/a/pods/p/attach", ws2))
-	assert.Equal(t, 200, do(t, client(t, e), "GET", e.URL+"/api/v1/namespaces/a/pods", nil))
+	assert.Equal(t, 200, do(t, insecure, "GET", e.url+"/api/v1/namespaces/a/pods/p/attach", ws2))
+	assert.Equal(t, 200, do(t, client(t, e), "GET", e.url+"/api/v1/namespaces/a/pods", nil))
 	assert.Equal(t, []string{
 		"GET /api/v1/namespaces/a/pods/p/exec Bearer " + upstreamToken + " v5.channel.k8s.io",
 		"GET /api/v1/namespaces/a/pods/p/attach Bearer " + upstreamToken + " v4.channel.k8s.io",
@@ -268,7 +268,7 @@ func TestEventsAreWholeLines(t *testing.T) {
 	c := client(t, e)
 	var wg sync.WaitGroup
 	for i := range 40 {
-		wg.Go(func() { do(t, c, "GET", fmt.Sprintf("%s/api/v1/namespaces/n%d/configmaps", e.URL, i), nil) })
+		wg.Go(func() { do(t, c, "GET", fmt.Sprintf("%s/api/v1/namespaces/n%d/configmaps", e.url, i), nil) })
 	}
 	wg.Wait()
 	require.NoError(t, e.Close())
@@ -288,7 +288,7 @@ func TestAttacksOnTheRecording(t *testing.T) {
 		e, log := start(t, u)
 		c := client(t, e)
 		c.Timeout = 50 * time.Millisecond
-		_, err := c.Get(e.URL + "/api/v1/namespaces/a/slow")
+		_, err := c.Get(e.url + "/api/v1/namespaces/a/slow")
 		require.Error(t, err)
 		reqs := read(t, e, log)
 		require.Len(t, reqs, 1)
@@ -297,7 +297,7 @@ func TestAttacksOnTheRecording(t *testing.T) {
 	t.Run("an authorizer's 403 in protobuf is refused", func(t *testing.T) {
 		u := newUpstream(t)
 		e, log := start(t, u)
-		assert.Equal(t, 403, do(t, client(t, e), "GET", e.URL+"/api/v1/namespaces/a/secrets",
+		assert.Equal(t, 403, do(t, client(t, e), "GET", e.url+"/api/v1/namespaces/a/secrets",
 			http.Header{"Accept": {"application/vnd.kubernetes.protobuf"}}))
 		assert.Equal(t, []usage.Request{{Verb: "list", Resource: "secrets", Namespace: "a", Code: 403,
 			Decision: usage.Forbid}},
@@ -309,9 +309,9 @@ func TestAttacksOnTheRecording(t *testing.T) {
 		c := client(t, e)
 		for _, h := range []http.Header{{"Impersonate-Group": {"system:masters"}}, {"Impersonate-User": {"admin"}},
 			{"impersonate-extra-scopes": {"x"}}, {"Impersonate-Uid": {"1"}}, {"Impersonate_User": {"admin"}}} {
-			assert.Equal(t, http.StatusForbidden, do(t, c, "GET", e.URL+"/api/v1/namespaces/a/pods", h), "%v", h)
+			assert.Equal(t, http.StatusForbidden, do(t, c, "GET", e.url+"/api/v1/namespaces/a/pods", h), "%v", h)
 		}
-		assert.Equal(t, 200, do(t, c, "GET", e.URL+"/api/v1/namespaces/a/pods", nil))
+		assert.Equal(t, 200, do(t, c, "GET", e.url+"/api/v1/namespaces/a/pods", nil))
 		assert.Len(t, u.requests(), 1, "only the request without impersonation reached the cluster")
 		assert.Len(t, read(t, e, log), 1)
 	})
@@ -327,7 +327,7 @@ func TestAttacksOnTheRecording(t *testing.T) {
 			{"GET", "/api/v1/namespaces/a/pods/%2e%2e/x", 400},
 			{"TRACE", "/api/v1/namespaces/a/pods", 405},
 		} {
-			req, err := http.NewRequest(tt.method, e.URL+tt.path, nil)
+			req, err := http.NewRequest(tt.method, e.url+tt.path, nil)
 			require.NoError(t, err)
 			req.URL.Opaque = tt.path // sent as written, not cleaned by the client
 			resp, err := c.Do(req)
