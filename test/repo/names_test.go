@@ -205,7 +205,9 @@ func TestOneOfEachHelper(t *testing.T) {
 		owners  []string
 		pattern *regexp.Regexp
 	}{
-		{"the notice line", []string{"pkg/host/logging"}, regexp.MustCompile(`"kubectl-impersonate: %s`)},
+		// The prefix itself, in any message (issue 57: sixteen notices
+		// built it by hand, beside the one spelling the rule matched).
+		{"the notice line", []string{"pkg/host/logging"}, regexp.MustCompile(`"kubectl-impersonate: `)},
 		{"a JWT's base64url decoding", []string{"pkg/idp/jwtclaims"}, regexp.MustCompile(`RawURLEncoding\.DecodeString`)},
 		// The proxy's limit of requests in flight, and the window of
 		// namespaces whose answers stream in order (pkg/cluster/inspect's

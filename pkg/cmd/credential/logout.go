@@ -191,8 +191,8 @@ func (o *LogoutOptions) completeContexts(raw *clientcmdapi.Config) error {
 	for _, s := range sessions {
 		if s.Err != nil {
 			if o.All {
-				fmt.Fprintf(o.ErrOut, "kubectl-impersonate: context %s: %s (its tokens are deleted without "+
-					"revocation)\n", logging.Printable(s.Context), logging.OneLine(s.Err.Error(), 300))
+				logging.Noticef(o.ErrOut, "context %s: %s (its tokens are deleted without revocation)", s.Context,
+					logging.OneLine(s.Err.Error(), 300))
 				continue
 			}
 			return fmt.Errorf("context %s: %w", s.Context, s.Err)
@@ -222,7 +222,7 @@ func (o *LogoutOptions) Validate() error {
 			valid = append(valid, t)
 		case o.All:
 			// --all deletes every entry anyway: one bad entry stops nothing.
-			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: context %s: %s (its tokens are deleted without revocation)\n",
+			logging.Noticef(o.ErrOut, "context %s: %s (its tokens are deleted without revocation)",
 				logging.PrintableList(t.contexts), logging.OneLine(err.Error(), 300))
 		case len(t.contexts) > 0:
 			return fmt.Errorf("context %s: %w", logging.PrintableList(t.contexts), err)

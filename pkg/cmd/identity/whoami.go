@@ -151,9 +151,9 @@ func warnKuberc(w io.Writer, command string, getenv func(string) string) {
 		return
 	}
 	if v, err := kuberc.Check(path, command); err == nil && (v == kuberc.NotListed || v == kuberc.DenyAll) {
-		fmt.Fprintf(w, "kubectl-impersonate: kubectl refuses to run %s: the credentialPluginPolicy of %s does not "+
-			"allow it; run \"kubectl impersonate setup --write-kuberc ...\" with your setup flags, or add it to "+
-			"credentialPluginAllowlist\n", logging.Printable(command), logging.Printable(path))
+		logging.Noticef(w, "kubectl refuses to run %s: the credentialPluginPolicy of %s does not allow it; run "+
+			"\"kubectl impersonate setup --write-kuberc ...\" with your setup flags, or add it to "+
+			"credentialPluginAllowlist", command, path)
 	}
 }
 

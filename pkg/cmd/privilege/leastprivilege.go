@@ -241,12 +241,12 @@ func (o *LeastPrivilegeOptions) Run(ctx context.Context) error {
 		MaxNames: o.MaxNames}), Held: -1, Skipped: o.skipped}
 	if o.client != nil {
 		if err := o.held(ctx, &res); err != nil {
-			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: least-privilege: not counting what is held (--held=false "+
+			logging.Noticef(o.ErrOut, "least-privilege: not counting what is held (--held=false "+
 				"to skip): %s\n", logging.OneLine(err.Error(), 300))
 		}
 	}
 	if o.Output.Format == "json" || o.Output.Format == "yaml" {
-		fmt.Fprint(o.ErrOut, summary(res, "kubectl-impersonate: least-privilege: "))
+		fmt.Fprint(o.ErrOut, summary(res, logging.Prefix+"least-privilege: "))
 		return printList(o.Out, o.Output.Format, objects(res.Policy))
 	}
 	if !o.Output.Human() {

@@ -24,6 +24,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/safefile"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
 )
@@ -123,8 +124,8 @@ func (o *RecordOptions) Run(ctx context.Context) error {
 	for _, a := range o.Command[1:] {
 		name, _, _ := strings.Cut(a, "=")
 		if slices.Contains(bypassFlags, name) {
-			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: record: warning: the command's own %s bypasses the "+
-				"recording: leave it out (record's --context and -n select the cluster)\n", name)
+			logging.Noticef(o.ErrOut, "record: warning: the command's own %s bypasses the recording: leave it out "+
+				"(record's --context and -n select the cluster)", name)
 		}
 	}
 	f, err := safefile.OpenAppend("the recording", o.File)
@@ -147,9 +148,9 @@ func (o *RecordOptions) Run(ctx context.Context) error {
 	key, err := writeSealed(f, events)
 	closeErr = errors.Join(closeErr, err)
 	written, refused := ep.Counts()
-	fmt.Fprintf(o.ErrOut, "kubectl-impersonate: record: %d requests recorded (%d not seen allowed: refused, or "+
-		"undecided) in %s, sealed by %s; next: kubectl impersonate least-privilege --from %s --recording-key %s\n",
-		written, refused, o.File, key, o.File, key)
+	logging.Noticef(o.ErrOut, "record: %d requests recorded (%d not seen allowed: refused, or undecided) in %s, "+
+		"sealed by %s; next: kubectl impersonate least-privilege --from %s --recording-key %s", written, refused,
+		o.File, key, o.File, key)
 	if err := errors.Join(runErr, closeErr); err != nil {
 		return err
 	}

@@ -302,8 +302,8 @@ func (o *SetupOptions) Run(context.Context) error {
 		}
 	}
 	if o.Auth.SecretOnCommandLine() || (o.Auth.ClientSecret != "" && o.Auth.ClientSecretFile == "") {
-		fmt.Fprintf(o.ErrOut, "kubectl-impersonate: the client secret is not written into the kubeconfig: kubectl "+
-			"must find it in $%s, or use --%s or a profile\n", credspec.EnvClientSecret, credspec.FlagClientSecretFile)
+		logging.Noticef(o.ErrOut, "the client secret is not written into the kubeconfig: kubectl must find it in $%s, "+
+			"or use --%s or a profile", credspec.EnvClientSecret, credspec.FlagClientSecretFile)
 	}
 	if o.FromKubelogin {
 		if err := o.fromKubelogin(); err != nil || !o.Write {
@@ -492,8 +492,8 @@ func (o *SetupOptions) kuberc(command string) error {
 			return err
 		}
 		if v == kuberc.NotListed || v == kuberc.DenyAll {
-			fmt.Fprintf(o.ErrOut, "kubectl-impersonate: kubectl will refuse to run %s: %s has credentialPluginPolicy "+
-				"%s without it; run setup again with --write-kuberc\n", command, path,
+			logging.Noticef(o.ErrOut, "kubectl will refuse to run %s: %s has credentialPluginPolicy %s without it; "+
+				"run setup again with --write-kuberc", command, path,
 				map[kuberc.Verdict]string{kuberc.NotListed: "Allowlist", kuberc.DenyAll: "DenyAll"}[v])
 		}
 		return nil

@@ -194,8 +194,8 @@ var exit = os.Exit
 // context) does not hold the command past its deadline.
 func watchdog(d time.Duration, errOut io.Writer) (stop func()) {
 	t := time.AfterFunc(d+watchdogGrace, func() {
-		fmt.Fprintf(errOut, "kubectl-impersonate: the command did not end within its --%s (%s): a credential plugin "+
-			"or the API server did not answer; stopped\n", FlagCommandTimeout, d)
+		logging.Noticef(errOut, "the command did not end within its --%s (%s): a credential plugin or the API server "+
+			"did not answer; stopped", FlagCommandTimeout, d)
 		exit(1)
 	})
 	return func() { t.Stop() }

@@ -3,9 +3,10 @@
 package install
 
 import (
-	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 )
 
 // Run replaces this process with the binary at path, run with args and the
@@ -14,6 +15,6 @@ import (
 // stdout, stderr and signals. It returns only when the exec failed.
 func Run(path string, args, env []string) int {
 	err := syscall.Exec(path, append([]string{path}, args...), env)
-	fmt.Fprintln(os.Stderr, "kubectl-impersonate: running", path+":", err)
+	logging.Noticef(os.Stderr, "running %s: %v", path, err)
 	return 1
 }

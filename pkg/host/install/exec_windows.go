@@ -4,9 +4,10 @@ package install
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 )
 
 // Run starts the binary at path with args, the environment env and this
@@ -22,7 +23,7 @@ func Run(path string, args, env []string) int {
 		return ee.ExitCode()
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "kubectl-impersonate: running", path+":", err)
+		logging.Noticef(os.Stderr, "running %s: %v", path, err)
 		return 1
 	}
 	return 0

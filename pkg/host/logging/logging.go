@@ -93,8 +93,15 @@ func Printable(s string) string { return Escape(s) }
 // environment variable, a file or an answer of someone else's). Every
 // notice and every command's error is printed here.
 func Notice(w io.Writer, msg string) {
-	fmt.Fprintf(w, "kubectl-impersonate: %s\n", OneLine(msg, 0))
+	fmt.Fprintf(w, "%s%s\n", Prefix, OneLine(msg, 0))
 }
+
+// Noticef is Notice of a formatted message.
+func Noticef(w io.Writer, format string, args ...any) { Notice(w, fmt.Sprintf(format, args...)) }
+
+// Prefix begins every line the plugin writes for a person (Notice), and
+// what a logger of the plugin's writes (record's endpoint's errors).
+const Prefix = "kubectl-impersonate: "
 
 // OneLine folds s (an error or an answer's text) into one line: runs of
 // white space, newlines included, become one space, and what is left that

@@ -77,7 +77,7 @@ func (a *Auditor) Record(r AuditRecord) {
 		}
 	}
 	if err != nil && a.W != nil {
-		_, _ = fmt.Fprintf(a.W, "kubectl-impersonate: writing the audit log %s: %v\n", a.File, err)
+		logging.Noticef(a.W, "writing the audit log %s: %v", a.File, err)
 	}
 }
 

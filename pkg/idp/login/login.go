@@ -198,7 +198,7 @@ func (c *Client) Grant(ctx context.Context) (*tokencache.Entry, error) {
 	}
 	if tok.RefreshToken == "" && grant != credspec.GrantClientCredentials &&
 		slices.Contains(c.Scopes(), "offline_access") {
-		fmt.Fprintln(c.cfg.Stderr, NoRefreshTokenWarning)
+		logging.Notice(c.cfg.Stderr, NoRefreshTokenWarning)
 	}
 	return c.toEntry(ctx, p, grant, tok, nonce, "")
 }
@@ -207,7 +207,7 @@ func (c *Client) Grant(ctx context.Context) (*tokencache.Entry, error) {
 // offline_access and got no refresh token: OpenID Connect Core §11 lets a
 // provider require consent for it (oidc-provider does; Google wants
 // access_type=offline and prompt=consent instead).
-const NoRefreshTokenWarning = "kubectl-impersonate: warning: the provider issued no refresh token although " +
+const NoRefreshTokenWarning = "warning: the provider issued no refresh token although " +
 	"offline_access was requested, so you will log in again when this token expires; " +
 	"a provider that asks consent for offline access issues one with --oidc-auth-request-extra-params=prompt=consent " +
 	"(docs/troubleshooting.md)"

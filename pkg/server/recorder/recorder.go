@@ -93,7 +93,7 @@ func Start(o Options) (*Endpoint, error) {
 		done: make(chan struct{}), rec: &writer{w: o.Log, now: now}}
 	errorLog := log.New(io.Discard, "", 0)
 	if o.ErrorLog != nil {
-		errorLog = log.New(o.ErrorLog, "kubectl-impersonate: record: ", 0)
+		errorLog = log.New(o.ErrorLog, logging.Prefix+"record: ", 0)
 	}
 	base, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel

@@ -90,8 +90,8 @@ func (Code) ServeProxy(ctx context.Context, o kubecode.ProxyConfig) error {
 	// could only answer "not ready" (503, Retry-After).
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	if err := authenticator.WaitReady(wctx); err != nil && ctx.Err() == nil {
-		fmt.Fprintf(o.Log, "kubectl-impersonate: proxy: serving before the issuers' keys are loaded (/readyz fails "+
-			"until they are): %s\n", logging.OneLine(err.Error(), 500))
+		logging.Noticef(o.Log, "proxy: serving before the issuers' keys are loaded (/readyz fails until they are): %s",
+			logging.OneLine(err.Error(), 500))
 	}
 	cancel()
 	audit, closeAudit, err := openAudit(o.AuditLog, o.Log)
@@ -101,7 +101,7 @@ func (Code) ServeProxy(ctx context.Context, o kubecode.ProxyConfig) error {
 	defer closeAudit()
 	certs := &proxy.CertReloader{CertFile: o.CertFile, KeyFile: o.KeyFile,
 		OnError: func(err error) {
-			fmt.Fprintf(o.Log, "kubectl-impersonate: proxy: keeping the previous certificate: %v\n", err)
+			logging.Noticef(o.Log, "proxy: keeping the previous certificate: %v", err)
 		}}
 	if err := certs.Load(); err != nil {
 		return err
@@ -115,21 +115,20 @@ func (Code) ServeProxy(ctx context.Context, o kubecode.ProxyConfig) error {
 			authenticator.HealthCheck, time.Second),
 		AuthenticatorReady: authenticator.HealthCheck,
 		Audit:              audit, Metrics: metrics, CacheTTL: o.CacheTTL, MaxInFlight: o.MaxInFlight,
-		Log: func(s string) { fmt.Fprintf(o.Log, "kubectl-impersonate: proxy: %s\n", s) }}
+		Log: func(s string) { logging.Notice(o.Log, "proxy: "+s) }}
 	if o.AllowCallerImpersonation {
 		rt := proxy.HeaderTimeout(transport, o.UpstreamTimeout)
 		h.CallerImpersonation = proxy.SubjectAccessReviewer{Upstream: u, RT: rt}
 		var why string
 		h.ConstrainedImpersonation, why = callerImpersonationMode(ctx, o.CallerImpersonationMode, u, rt)
-		fmt.Fprintf(o.Log, "kubectl-impersonate: proxy: kubectl --as is decided by kube-apiserver's %s\n", why)
+		logging.Noticef(o.Log, "proxy: kubectl --as is decided by kube-apiserver's %s", why)
 	}
 	srv := &proxy.Server{Handler: h, Listen: o.Listen, MetricsAddress: o.MetricsAddress, Certs: certs,
 		Listening: func(api, metrics net.Addr) {
 			if metrics != nil {
-				fmt.Fprintf(o.Log, "kubectl-impersonate: proxy metrics on http://%s/metrics\n", metrics)
+				logging.Noticef(o.Log, "proxy metrics on http://%s/metrics", metrics)
 			}
-			fmt.Fprintf(o.Log, "kubectl-impersonate: proxy for %s listening on https://%s; identities: %s; system: "+
-				"identities %s\n",
+			logging.Noticef(o.Log, "proxy for %s listening on https://%s; identities: %s; system: identities %s",
 				u.Host, api, rule, map[bool]string{true: "allowed", false: "refused"}[o.AllowSystemIdentities])
 		}}
 	return srv.Run(ctx)
