@@ -6,7 +6,7 @@ package e2e
 // exec, attach-free logs and port-forward is simulated. It follows the
 // kubelet's streaming API as kube-apiserver calls it (paths
 // /exec/{namespace}/{pod}/{container}, /containerLogs/{namespace}/{pod}/{container}
-// and /portForward/{namespace}/{pod}, from pkg/kubelet/server/server.go) and
+// and /portForward/{namespace}/{pod}, from k8s.io/kubernetes pkg/kubelet/server/server.go) and
 // serves the upgrades with the kubelet's own streaming server packages
 // (k8s.io/cri-streaming/pkg/streaming, formerly in k8s.io/kubelet: SPDY and WebSocket remotecommand v1-v5,
 // port-forward); only the "container" behind them is fake. Everything between

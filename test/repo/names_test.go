@@ -128,6 +128,9 @@ var repoPath = regexp.MustCompile(`(^|[^\w./-])((?:pkg|internal|cmd|test|hack|do
 
 // upstream marks prose that names another project's path (kube-apiserver's
 // pkg/endpoints/..., k8s.io/kubernetes pkg/...).
+// upstreamReach is how far before a path an upstream marker qualifies it.
+const upstreamReach = 48
+
 var upstream = regexp.MustCompile(`k8s\.io/|Kubernetes'|kube-apiserver's|cli-runtime's|client-go's|kubelet`)
 
 // staleNames are the repository paths that prose (comments of Go, shell
@@ -161,13 +164,18 @@ func staleNames(t *testing.T, files []string) []string {
 				}
 				prose = line[j:]
 			}
-			window := prose
-			for k := max(0, i-2); k < i; k++ {
-				window = lines[k] + "\n" + window
+			above := ""
+			if i > 0 {
+				above = lines[i-1] + "\n"
 			}
 			for _, m := range repoPath.FindAllStringSubmatchIndex(prose, -1) {
 				p := strings.TrimRight(prose[m[4]:m[5]], ".")
-				if placeholder.MatchString(p) || upstream.MatchString(window[:len(window)-len(prose)+m[5]]) {
+				// The upstream exception is the match's own: a marker in
+				// the words just before this path (on its line, or the end
+				// of the line above), not anywhere near it (issue 57: a
+				// marker two lines up hid a stale path in a package doc).
+				before := above + prose[:m[4]]
+				if placeholder.MatchString(p) || upstream.MatchString(before[max(0, len(before)-upstreamReach):]) {
 					continue
 				}
 				if _, err := os.Stat(filepath.Join(docRoot, p)); err != nil {
@@ -190,6 +198,11 @@ func TestNamesInProseExist(t *testing.T) {
 	moved := "pkg/cmd/" + "inspect"
 	require.NoError(t, os.WriteFile(planted, []byte("package x\n\n// See "+moved+" for it.\n"), 0o600))
 	assert.Equal(t, []string{planted + ":3: " + moved}, staleNames(t, []string{planted}))
+	// An upstream marker qualifies its own path, not a stale one after it
+	// (pkg/cmd/privilege/doc.go on f0d971a's tree).
+	require.NoError(t, os.WriteFile(planted, []byte("package x\n\n// Parsed with kube-apiserver's own code, "+
+		"written\n// through pkg/cluster/usage and "+moved+".\n"), 0o600))
+	assert.Equal(t, []string{planted + ":4: " + moved}, staleNames(t, []string{planted}))
 }
 
 // TestOneOfEachHelper: one notice printer (pkg/host/logging's Notice: the

@@ -264,8 +264,8 @@ func TestDiscoveryBrokenDocument(t *testing.T) {
 	assert.Contains(t, err.Error(), "discovering /api: decoding the aggregated discovery document")
 }
 
-// kubectlCacheChars is cli-runtime's overlyCautiousIllegalFileCharacters
-// (pkg/genericclioptions/config_flags.go, v0.37.2), which names kubectl's
+// kubectlCacheChars is overlyCautiousIllegalFileCharacters (k8s.io/cli-runtime
+// pkg/genericclioptions/config_flags.go, v0.37.2), which names kubectl's
 // discovery cache directory: the oracle of DiscoveryCacheDir.
 var kubectlCacheChars = regexp.MustCompile(`[^(\w/.)]`)
 
