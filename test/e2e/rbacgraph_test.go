@@ -70,19 +70,22 @@ subjects: [{kind: ServiceAccount, name: ci, namespace: graph}]
 		}
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &g))
-	var ids []string
-	escalations := 0
+	var ids, marked []string
 	for _, n := range g.Nodes {
 		ids = append(ids, n.ID)
 		if n.Escalation != "" {
-			escalations++
+			marked = append(marked, n.ID)
 		}
 	}
+	escalations := len(marked)
 	assert.Contains(t, ids, "identity:system:serviceaccount:graph:ci")
 	assert.Contains(t, ids, "group:system:serviceaccounts:graph")
 	assert.Contains(t, ids, "binding:ClusterRoleBinding//graph-ci-as-bob")
 	assert.Contains(t, ids, "binding:RoleBinding/graph/deployers")
-	assert.Equal(t, 2, escalations, "impersonate users bob; get secrets: %v", g.Nodes)
+	// The risks (pkg/cluster/risk): impersonate users bob (escalation),
+	// create and patch deployments (workload), get secrets (credentials).
+	assert.ElementsMatch(t, []string{"grant:ClusterRole/graph-impersonator/0", "grant:Role/graph/deployer/0",
+		"grant:Role/graph/deployer/1"}, marked, "%v", g.Nodes)
 
 	page := filepath.Join(dir, "access.html")
 	r = run(t, env, false, append([]string{st.ki, "access", "--graph", "-o", "html"}, as...)...)
