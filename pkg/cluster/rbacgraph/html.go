@@ -62,7 +62,7 @@ html, body { margin: 0; height: 100%%; font-family: sans-serif; }
 </head>
 <body>
 <div id="bar"><b>%s</b> <button id="fit">fit</button> <button id="in">+</button> <button id="out">&#8722;</button>
-<span>wheel: zoom, drag: pan; red: an escalation path (hover a box for why)</span></div>
+<span>wheel: zoom, drag: pan; red: a risk, a path to more than it names (hover a box for why)</span></div>
 <div id="view">
 %s</div>
 <script>%s</script>
