@@ -195,17 +195,9 @@ func (o *LeastPrivilegeOptions) readLog(path string, ro usage.ReadOptions) error
 	}
 	if l.Skipped > 0 {
 		o.skipped = append(o.skipped, fmt.Sprintf("%s in %s (no request a server could have authorized: not "+
-			"granted): %s", lines(l.Skipped), path, strings.Join(l.Skips, "; ")))
+			"granted): %s", plural(l.Skipped, "line")+" skipped", path, strings.Join(l.Skips, "; ")))
 	}
 	return nil
-}
-
-// lines is "N lines skipped", or "1 line skipped".
-func lines(n int) string {
-	if n == 1 {
-		return "1 line skipped"
-	}
-	return fmt.Sprintf("%d lines skipped", n)
 }
 
 // ParseSubject reads User:NAME, Group:NAME or ServiceAccount:NS:NAME.
@@ -298,7 +290,7 @@ func summary(res Result, prefix string) string {
 	used := len(res.Used)
 	fmt.Fprintf(&b, "%sleast privilege for %s used (verb, resource, namespace); not granted: %d refused by the "+
 		"cluster, %d undecided (no answer, or one given before its authorizer decided), %d discovery (every user's)",
-		prefix, cells(used), len(res.Refused), len(res.Undecided), res.Discovery)
+		prefix, plural(used, "cell"), len(res.Refused), len(res.Undecided), res.Discovery)
 	if len(res.Wildcards) > 0 {
 		fmt.Fprintf(&b, ", %d naming a wildcard (*)", len(res.Wildcards))
 	}
@@ -313,7 +305,7 @@ func summary(res Result, prefix string) string {
 				inNS++
 			}
 		}
-		fmt.Fprintf(&b, "%sholds %s in %s, used %d\n", prefix, cells(res.Held),
+		fmt.Fprintf(&b, "%sholds %s in %s, used %d\n", prefix, plural(res.Held, "cell"),
 			logging.OneLine(strings.Join(res.HeldIn, ", "), 300), inNS)
 	}
 	for _, c := range res.Widened {
@@ -330,12 +322,12 @@ func summary(res Result, prefix string) string {
 	return b.String()
 }
 
-// cells is "N cells", or "1 cell".
-func cells(n int) string {
+// plural is "N nouns", or "1 noun".
+func plural(n int, noun string) string {
 	if n == 1 {
-		return "1 cell"
+		return "1 " + noun
 	}
-	return fmt.Sprintf("%d cells", n)
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // objects are the policy's objects in apply order: roles, then bindings.
