@@ -35,6 +35,7 @@ targets=(
   "pkg/server/recorder recorder.go"
   "pkg/cluster/usage policy.go read.go request.go seal.go"
   "pkg/cluster/risk risk.go checks.go"
+  "pkg/server/identity identity.go"
 )
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -34,7 +34,9 @@ func TestLinkedPackages(t *testing.T) {
 		{"../../../cmd/kubectl-impersonate", []string{"k8s.io/cli-runtime/pkg/genericclioptions", "k8s.io/client-go/kubernetes",
 			"k8s.io/apiserver/pkg/apis/apiserver", "k8s.io/component-base/metrics/legacyregistry", "github.com/google/cel-go/cel",
 			"github.com/prometheus/client_golang/prometheus", "github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/authn",
-			"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/proxy"}},
+			"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/proxy",
+			"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/identity",
+			"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/upstream"}},
 		{"../../../cmd/kubectl-impersonate-apiserver", []string{"k8s.io/cli-runtime/pkg/genericclioptions"}},
 	} {
 		linked := deps(tt.binary)

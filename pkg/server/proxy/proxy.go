@@ -22,6 +22,10 @@
 //     control characters), and system: identities, are refused;
 //   - paths with dot segments, which a prefixed upstream would resolve
 //     outside its prefix, are refused.
+//
+// The request path is here; who a request goes upstream as is
+// pkg/server/identity's, the way upstream (timeouts, upgrades, streams)
+// pkg/server/upstream's, and the audit line pkg/cluster/usage's ProxyLine.
 package proxy
 
 import (
@@ -42,7 +46,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
@@ -57,7 +60,9 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/attributes"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/identity"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/upstream"
 )
 
 // Authenticator is kube-apiserver's token authenticator (pkg/server/authn's):
@@ -105,8 +110,8 @@ type Handler struct {
 	// does: its impersonation filter (k8s.io/apiserver's) asks
 	// CallerImpersonation its questions about the authenticated caller,
 	// and the request then goes as the identity it allows, with the caller
-	// under OriginalUserExtra. Nil: such headers are refused (403).
-	CallerImpersonation CallerAuthorizer
+	// under identity.OriginalUserExtra. Nil: such headers are refused (403).
+	CallerImpersonation identity.Authorizer
 	// ConstrainedImpersonation runs kube-apiserver's constrained
 	// impersonation filter (1.36+: impersonate:user-info and the other
 	// modes, then the classic verb) rather than the classic one alone.
@@ -157,8 +162,8 @@ func (h *Handler) init() {
 	}
 	h.requests = union.New(bearertoken.New(tokens), websocket.NewProtocolAuthenticator(tokens))
 	if h.CallerImpersonation != nil {
-		h.impersonation = callerImpersonationFilter(http.HandlerFunc(h.serveImpersonated),
-			boundedAuthorizer{h.CallerImpersonation}, h.ConstrainedImpersonation)
+		h.impersonation = identity.Filter(http.HandlerFunc(h.serveImpersonated), h.CallerImpersonation,
+			h.ConstrainedImpersonation)
 	}
 	h.Metrics.cacheHits(func() float64 { return float64(h.authentications.Load() - h.verified.Load()) })
 	h.proxy = &httputil.ReverseProxy{
@@ -168,14 +173,14 @@ func (h *Handler) init() {
 			r.SetURL(h.Upstream)
 			r.Out.Host = h.Upstream.Host
 			stripIdentityHeaders(r.Out.Header)
-			StripWebSocketToken(r.Out.Header)
+			upstream.StripWebSocketToken(r.Out.Header)
 			// The caller's address, as kube-apiserver's audit reads it
 			// (sourceIPs): X-Forwarded-For set from the connection, and no
 			// X-Real-Ip of the caller's choosing.
 			r.Out.Header.Del("X-Real-Ip")
 			r.SetXForwarded()
 		},
-		Transport: impersonate{UpgradeSplit{Plain: h.Transport, Upgrade: h.UpgradeTransport}},
+		Transport: impersonate{upstream.UpgradeSplit{Plain: h.Transport, Upgrade: h.UpgradeTransport}},
 		// Watches and logs stream: flush every write.
 		FlushInterval: -1,
 		ErrorLog:      h.errorLog(),
@@ -225,28 +230,6 @@ func stripIdentityHeaders(h http.Header) {
 // DefaultMaxInFlight is kube-apiserver's default --max-requests-inflight.
 const DefaultMaxInFlight = kubecode.DefaultMaxInFlight
 
-// longRunning are the requests kube-apiserver leaves out of its in-flight
-// limit and its request timeout, decided as it decides them
-// (BasicLongRunningRequestCheck: the verbs watch and proxy, the
-// subresources attach, exec, proxy, log and portforward), from the request
-// as k8s.io/apiserver parses it: a query parameter or a header alone does
-// not make a request long-running.
-func longRunning(r *http.Request) bool {
-	ri, err := attributes.Resolver.NewRequestInfo(r)
-	if err != nil || !ri.IsResourceRequest {
-		return false
-	}
-	switch {
-	case ri.Verb == "watch", ri.Verb == "proxy":
-		return true
-	}
-	switch ri.Subresource {
-	case "attach", "exec", "proxy", "log", "portforward":
-		return true
-	}
-	return false
-}
-
 // refusalGrace is how long past RequestTimeout a refusal may still be
 // written.
 const refusalGrace = 5 * time.Second
@@ -270,22 +253,6 @@ func (i impersonate) RoundTrip(r *http.Request) (*http.Response, error) {
 	return transport.NewImpersonatingRoundTripper(transport.ImpersonationConfig{
 		UserName: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra(),
 	}, i.next).RoundTrip(r)
-}
-
-// UpgradeSplit sends upgrade requests (exec, attach, port-forward) through
-// Upgrade, an HTTP/1.1 transport (SPDY cannot go over HTTP/2), and the
-// others through Plain: the proxy's and record's endpoint's upstream.
-type UpgradeSplit struct{ Plain, Upgrade http.RoundTripper }
-
-func (u UpgradeSplit) RoundTrip(r *http.Request) (*http.Response, error) {
-	rt := u.Plain
-	if u.Upgrade != nil && r.Header.Get("Upgrade") != "" {
-		rt = u.Upgrade
-	}
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	return rt.RoundTrip(r)
 }
 
 // Status writes a Kubernetes Status, as the API server would, or its
@@ -337,7 +304,7 @@ type requestLog struct {
 	// asked, what the caller's headers asked; acceptEncoding, the caller's,
 	// kept from the filter.
 	impersonated bool
-	asked        *callerImpersonation
+	asked        *identity.Asked
 	// answered: the cluster's answer came (its code is the line's).
 	answered       bool
 	acceptEncoding []string
@@ -480,7 +447,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 			fmt.Sprintf("the Connection header may not name %q through the impersonating proxy", n))
 		return
 	}
-	var asked *callerImpersonation
+	var asked *identity.Asked
 	var askedErr error // refused once the caller is authenticated (401 first)
 	if h.CallerImpersonation == nil {
 		for name := range r.Header {
@@ -491,7 +458,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 			}
 		}
 	} else {
-		asked, askedErr = readCallerImpersonation(r.Header)
+		asked, askedErr = identity.ReadHeaders(r.Header)
 	}
 	if attributes.HasDotSegment(r.URL) {
 		h.refuse(w, l, http.StatusBadRequest, "request", "dot segment in the path",
@@ -507,7 +474,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 		return
 	}
 	l.user = u
-	if err := forwardable(u, h.AllowSystemIdentities); err != nil {
+	if err := identity.Forwardable(u, h.AllowSystemIdentities); err != nil {
 		h.refuse(w, l, http.StatusForbidden, "identity", err.Error(),
 			"the token's identity cannot be impersonated through this proxy: "+err.Error())
 		return
@@ -519,7 +486,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 	}
 	if asked != nil {
 		// What could not be forwarded is refused before any question.
-		if err := forwardable(asked.asked(), h.AllowSystemIdentities); err != nil {
+		if err := identity.Forwardable(asked.Info(), h.AllowSystemIdentities); err != nil {
 			h.refuse(w, l, http.StatusForbidden, "identity", err.Error(),
 				"the impersonated identity cannot be forwarded through this proxy: "+err.Error())
 			return
@@ -548,8 +515,8 @@ func (h *Handler) impersonate(w http.ResponseWriter, r *http.Request, l *request
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(deadline.Add(refusalGrace))
 	_ = rc.SetWriteDeadline(deadline.Add(refusalGrace))
-	ctx := apirequest.WithRequestInfo(apirequest.WithUser(r.Context(), withAuthenticated(caller)), ri)
-	ctx = context.WithValue(ctx, deadlineKey{}, deadline)
+	ctx := apirequest.WithRequestInfo(apirequest.WithUser(r.Context(), identity.WithAuthenticated(caller)), ri)
+	ctx = identity.WithDeadline(ctx, deadline)
 	// A refusal is written uncompressed (its message is the audit line's
 	// reason, and may become text); the caller's Accept-Encoding goes
 	// upstream with the request (serveImpersonated).
@@ -564,7 +531,7 @@ func (h *Handler) impersonate(w http.ResponseWriter, r *http.Request, l *request
 }
 
 // serveImpersonated forwards a request the impersonation filter allowed,
-// as the identity it allowed (forwardedAs).
+// as the identity it allowed (identity.ForwardedAs).
 func (h *Handler) serveImpersonated(w http.ResponseWriter, r *http.Request) {
 	l := r.Context().Value(logKey{}).(*requestLog)
 	l.impersonated = true
@@ -572,8 +539,8 @@ func (h *Handler) serveImpersonated(w http.ResponseWriter, r *http.Request) {
 		r.Header.Add("Accept-Encoding", v)
 	}
 	got, _ := apirequest.UserFrom(r.Context())
-	target := forwardedAs(got, l.user, l.asked)
-	if err := forwardable(target, h.AllowSystemIdentities); err != nil {
+	target := identity.ForwardedAs(got, l.user, l.asked)
+	if err := identity.Forwardable(target, h.AllowSystemIdentities); err != nil {
 		h.refuse(w, l, http.StatusForbidden, "identity", err.Error(),
 			"the impersonated identity cannot be forwarded through this proxy: "+err.Error())
 		return
@@ -585,7 +552,7 @@ func (h *Handler) serveImpersonated(w http.ResponseWriter, r *http.Request) {
 // forward sends the request upstream as u.
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request, l *requestLog, u user.Info) {
 	ctx := r.Context()
-	if longRunning(r) {
+	if upstream.LongRunning(r) {
 		l.release() // watches, exec, logs: not counted, not timed (kube-apiserver's rules)
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Time{}) // the impersonation filter's, if it ran
@@ -702,80 +669,9 @@ func hasCredential(r *http.Request) bool {
 		return true
 	}
 	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
-		if strings.Contains(v, webSocketBearerPrefix) {
+		if upstream.HasWebSocketToken(v) {
 			return true
 		}
 	}
 	return false
-}
-
-// webSocketBearerPrefix is the subprotocol that carries a WebSocket
-// client's bearer token (k8s.io/apiserver's request/websocket).
-const webSocketBearerPrefix = "base64url.bearer.authorization.k8s.io."
-
-// StripWebSocketToken removes the bearer subprotocols from
-// Sec-WebSocket-Protocol: a caller's token never goes upstream, whichever
-// credential authenticated it.
-func StripWebSocketToken(h http.Header) {
-	values := h.Values("Sec-WebSocket-Protocol")
-	if len(values) == 0 {
-		return
-	}
-	var keep []string
-	for _, v := range values {
-		for _, p := range strings.Split(v, ",") {
-			if p = strings.TrimSpace(p); p != "" && !strings.HasPrefix(p, webSocketBearerPrefix) {
-				keep = append(keep, p)
-			}
-		}
-	}
-	h.Del("Sec-WebSocket-Protocol")
-	if len(keep) > 0 {
-		h.Set("Sec-WebSocket-Protocol", strings.Join(keep, ", "))
-	}
-}
-
-// forwardable refuses identities kube-apiserver would never produce from a
-// token, or that would change in transit: HTTP/1.1 trims white space around
-// header values, so " system:masters" would arrive as "system:masters".
-func forwardable(u user.Info, allowSystem bool) error {
-	check := func(what, v string) error {
-		if v != strings.TrimFunc(v, unicode.IsSpace) {
-			return fmt.Errorf("%s %q has leading or trailing white space", what, v)
-		}
-		for _, c := range v {
-			if unicode.IsControl(c) {
-				return fmt.Errorf("%s %q has a control character", what, v)
-			}
-		}
-		return nil
-	}
-	if err := check("username", u.GetName()); err != nil {
-		return err
-	}
-	if !allowSystem && strings.HasPrefix(u.GetName(), "system:") {
-		return fmt.Errorf("username %q is a system: identity (--allow-system-identities)", u.GetName())
-	}
-	if err := check("uid", u.GetUID()); err != nil {
-		return err
-	}
-	for _, g := range u.GetGroups() {
-		if err := check("group", g); err != nil {
-			return err
-		}
-		if !allowSystem && strings.HasPrefix(g, "system:") {
-			return fmt.Errorf("group %q is a system: identity (--allow-system-identities)", g)
-		}
-	}
-	for k, vs := range u.GetExtra() {
-		if err := check("extra key", k); err != nil {
-			return err
-		}
-		for _, v := range vs {
-			if err := check("extra value", v); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

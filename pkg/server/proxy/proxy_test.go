@@ -27,6 +27,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testkit"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/attributes"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/authn"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/upstream"
 )
 
 var aliceClaims = map[string]any{"email": "alice@example.com", "email_verified": true, "groups": []any{"dev"}}
@@ -367,8 +368,8 @@ func TestProxyReadyAndUpstreamErrors(t *testing.T) {
 	}))
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
-	h := &Handler{Upstream: u, Transport: HeaderTimeout(http.DefaultTransport, 300*time.Millisecond), Authenticator: a,
-		Ready: ReadyCheck(u, http.DefaultTransport, a.HealthCheck, 0)}
+	h := &Handler{Upstream: u, Transport: upstream.HeaderTimeout(http.DefaultTransport, 300*time.Millisecond), Authenticator: a,
+		Ready: upstream.ReadyCheck(u, http.DefaultTransport, a.HealthCheck, 0)}
 	p := httptest.NewServer(h)
 	defer p.Close()
 	get := func(path string) (int, string) {
@@ -413,7 +414,7 @@ func TestProxyReadyNeedsTheIssuer(t *testing.T) {
 	u, _ := url.Parse("https://upstream.invalid")
 	rec := httptest.NewRecorder()
 	var logged []string
-	(&Handler{Upstream: u, Authenticator: a, Ready: ReadyCheck(u, noopRT{}, a.HealthCheck, 0),
+	(&Handler{Upstream: u, Authenticator: a, Ready: upstream.ReadyCheck(u, noopRT{}, a.HealthCheck, 0),
 		Log: func(s string) { logged = append(logged, s) }}).ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
 	assert.Equal(t, 503, rec.Code)
 	assert.Equal(t, "readyz check failed\n", rec.Body.String(), "the reason is withheld from callers, as kube-apiserver does")
@@ -435,7 +436,7 @@ func TestProxyStreamsWithoutBuffering(t *testing.T) {
 	}))
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
-	p := httptest.NewServer(&Handler{Upstream: u, Transport: HeaderTimeout(http.DefaultTransport, 2*time.Second), Authenticator: a})
+	p := httptest.NewServer(&Handler{Upstream: u, Transport: upstream.HeaderTimeout(http.DefaultTransport, 2*time.Second), Authenticator: a})
 	defer p.Close()
 	defer close(release)
 	req, _ := http.NewRequest("GET", p.URL+"/api/v1/pods?watch=true", nil)
@@ -477,7 +478,7 @@ func TestProxyUpgrades(t *testing.T) {
 	}))
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
-	p := httptest.NewServer(&Handler{Upstream: u, Transport: HeaderTimeout(http.DefaultTransport, 2*time.Second), Authenticator: a})
+	p := httptest.NewServer(&Handler{Upstream: u, Transport: upstream.HeaderTimeout(http.DefaultTransport, 2*time.Second), Authenticator: a})
 	defer p.Close()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(p.URL, "http://"))
 	require.NoError(t, err)
@@ -495,45 +496,6 @@ func TestProxyUpgrades(t *testing.T) {
 	_, err = io.ReadFull(br, got)
 	require.NoError(t, err)
 	assert.Equal(t, "echo:hello", string(got), "bytes flow both ways over the upgraded connection (after the header timeout's wrapper)")
-}
-
-type countingRT struct {
-	n  int
-	rt http.RoundTripper
-}
-
-func (c *countingRT) RoundTrip(r *http.Request) (*http.Response, error) {
-	c.n++
-	return c.rt.RoundTrip(r)
-}
-
-// Upgrade requests take the HTTP/1.1 transport (HTTP/2 cannot carry an
-// Upgrade: the e2e test found SPDY exec failing over the default one).
-func TestUpgradeSplit(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	defer srv.Close()
-	for _, tc := range []struct {
-		name                string
-		upgrade             string
-		wantPlain, wantUpgr int
-	}{
-		{"plain request", "", 1, 0},
-		{"SPDY upgrade", "SPDY/3.1", 0, 1},
-		{"WebSocket upgrade", "websocket", 0, 1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			plain, upgr := &countingRT{rt: http.DefaultTransport}, &countingRT{rt: http.DefaultTransport}
-			req, _ := http.NewRequest("GET", srv.URL, nil)
-			if tc.upgrade != "" {
-				req.Header.Set("Upgrade", tc.upgrade)
-			}
-			resp, err := UpgradeSplit{Plain: plain, Upgrade: upgr}.RoundTrip(req)
-			require.NoError(t, err)
-			resp.Body.Close()
-			assert.Equal(t, tc.wantPlain, plain.n)
-			assert.Equal(t, tc.wantUpgr, upgr.n)
-		})
-	}
 }
 
 // A request without an identity in its context never leaves.
@@ -587,21 +549,6 @@ func TestProxyPrefixedSystemGroupIsForwarded(t *testing.T) {
 	seen := p.upstream.take()
 	require.Len(t, seen, 1)
 	assert.Equal(t, []string{"oidc:system:masters"}, seen[0].Header.Values("Impersonate-Group"))
-}
-
-// The readiness answer is reused: probes cannot make the proxy send an
-// upstream request each.
-func TestReadyCheckIsReused(t *testing.T) {
-	var n int
-	var mu sync.Mutex
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { mu.Lock(); n++; mu.Unlock() }))
-	defer up.Close()
-	u, _ := url.Parse(up.URL)
-	ready := ReadyCheck(u, http.DefaultTransport, func() error { return nil }, time.Minute)
-	for range 20 {
-		require.NoError(t, ready(context.Background()))
-	}
-	assert.Equal(t, 1, n)
 }
 
 // An upgrade is audited as 101, not 200.

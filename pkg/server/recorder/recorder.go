@@ -43,6 +43,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/attributes"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/proxy"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/upstream"
 )
 
 // Endpoint is a running recording endpoint.
@@ -71,7 +72,7 @@ func Start(o Options) (*Endpoint, error) {
 	if o.Upstream == nil || o.Transport == nil || o.UpgradeTransport == nil {
 		return nil, errors.New("record's endpoint needs the cluster's URL and transports")
 	}
-	upstream := o.Upstream
+	target := o.Upstream
 	plain, upgrade := o.Transport, o.UpgradeTransport
 	caPEM, cert, err := oneTimeCert()
 	if err != nil {
@@ -100,8 +101,8 @@ func Start(o Options) (*Endpoint, error) {
 	h := &handler{impersonates: o.Impersonates, authn: oneTimeToken([]byte(token)), rec: e.rec}
 	h.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(upstream)
-			pr.Out.Host = upstream.Host
+			pr.SetURL(target)
+			pr.Out.Host = target.Host
 			// What the cluster is asked is read from the request as it
 			// leaves, after httputil dropped the hop-by-hop headers and
 			// those Connection names (the endpoint refuses those naming
@@ -115,7 +116,7 @@ func Start(o Options) (*Endpoint, error) {
 				st.reqs, st.impersonated = attributes.Of(out), out.Header.Get("Impersonate-User")
 			}
 		},
-		Transport:      proxy.UpgradeSplit{Plain: plain, Upgrade: upgrade},
+		Transport:      upstream.UpgradeSplit{Plain: plain, Upgrade: upgrade},
 		FlushInterval:  -1,
 		ErrorLog:       errorLog,
 		ModifyResponse: modifyResponse,
@@ -201,7 +202,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.inflight.Add(1)
 	defer h.inflight.Done()
 	r.Header.Del("Authorization")
-	proxy.StripWebSocketToken(r.Header)
+	upstream.StripWebSocketToken(r.Header)
 	if code, reason, msg := h.refusal(r); code != 0 {
 		proxy.Status(w, false, code, reason, msg)
 		return

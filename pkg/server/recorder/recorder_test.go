@@ -31,9 +31,9 @@ const upstreamToken = "the-context-s-own-token"
 // token, as kubectl and kube-apiserver spell it.
 const bearerProtocol = "base64url.bearer.authorization.k8s.io."
 
-// upstream is the cluster: it wants the context's token, refuses secrets
+// cluster is the cluster upstream: it wants the context's token, refuses secrets
 // as RBAC does and pods creation as admission does, and keeps what it got.
-type upstream struct {
+type cluster struct {
 	mu      sync.Mutex
 	seen    []string // method path Authorization Sec-WebSocket-Protocol
 	protos  []string // the HTTP version and how many Sec-WebSocket-Protocol headers
@@ -41,8 +41,8 @@ type upstream struct {
 	refuseI bool
 }
 
-func newUpstream(t *testing.T) *upstream {
-	u := &upstream{}
+func newUpstream(t *testing.T) *cluster {
+	u := &cluster{}
 	u.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u.mu.Lock()
 		u.seen = append(u.seen, strings.Join([]string{r.Method, r.URL.Path, r.Header.Get("Authorization"),
@@ -84,16 +84,16 @@ func newUpstream(t *testing.T) *upstream {
 	return u
 }
 
-func (u *upstream) requests() []string {
+func (u *cluster) requests() []string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return append([]string(nil), u.seen...)
 }
 
-func start(t *testing.T, u *upstream) (*Endpoint, *bytes.Buffer) { return startWith(t, u, nil) }
+func start(t *testing.T, u *cluster) (*Endpoint, *bytes.Buffer) { return startWith(t, u, nil) }
 
 // startWith starts an endpoint to u, its context's configuration edited.
-func startWith(t *testing.T, u *upstream, edit func(*rest.Config)) (*Endpoint, *bytes.Buffer) {
+func startWith(t *testing.T, u *cluster, edit func(*rest.Config)) (*Endpoint, *bytes.Buffer) {
 	var log bytes.Buffer
 	cfg := &rest.Config{Host: u.srv.URL, BearerToken: upstreamToken,
 		TLSClientConfig: rest.TLSClientConfig{CAData: pemOf(u.srv.Certificate())}}

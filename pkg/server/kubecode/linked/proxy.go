@@ -20,8 +20,10 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/authn"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/identity"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/proxy"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/upstream"
 )
 
 // authnOptions builds the authenticator's configuration from the flags.
@@ -108,17 +110,17 @@ func (Code) ServeProxy(ctx context.Context, o kubecode.ProxyConfig) error {
 	}
 	metrics := proxy.NewMetrics()
 	h := &proxy.Handler{Upstream: u,
-		Transport:        proxy.HeaderTimeout(transport, o.UpstreamTimeout),
-		UpgradeTransport: proxy.HeaderTimeout(upgradeTransport, o.UpstreamTimeout),
+		Transport:        upstream.HeaderTimeout(transport, o.UpstreamTimeout),
+		UpgradeTransport: upstream.HeaderTimeout(upgradeTransport, o.UpstreamTimeout),
 		Authenticator:    authenticator, AllowSystemIdentities: o.AllowSystemIdentities,
-		Ready: proxy.ReadyCheck(u, proxy.HeaderTimeout(transport, o.UpstreamTimeout),
+		Ready: upstream.ReadyCheck(u, upstream.HeaderTimeout(transport, o.UpstreamTimeout),
 			authenticator.HealthCheck, time.Second),
 		AuthenticatorReady: authenticator.HealthCheck,
 		Audit:              audit, Metrics: metrics, CacheTTL: o.CacheTTL, MaxInFlight: o.MaxInFlight,
 		Log: func(s string) { logging.Notice(o.Log, "proxy: "+s) }}
 	if o.AllowCallerImpersonation {
-		rt := proxy.HeaderTimeout(transport, o.UpstreamTimeout)
-		h.CallerImpersonation = proxy.SubjectAccessReviewer{Upstream: u, RT: rt}
+		rt := upstream.HeaderTimeout(transport, o.UpstreamTimeout)
+		h.CallerImpersonation = identity.SubjectAccessReviewer{Upstream: u, RT: rt}
 		var why string
 		h.ConstrainedImpersonation, why = callerImpersonationMode(ctx, o.CallerImpersonationMode, u, rt)
 		logging.Noticef(o.Log, "proxy: kubectl --as is decided by kube-apiserver's %s", why)

@@ -1,4 +1,12 @@
-package proxy
+// Package upstream is the impersonating proxy's and record's side toward
+// kube-apiserver.
+//
+//   - HeaderTimeout bounds the wait for response headers, never a stream.
+//   - UpgradeSplit sends upgrades over HTTP/1.1, the rest as configured.
+//   - LongRunning is kube-apiserver's own test of watches and streams.
+//   - StripWebSocketToken keeps a caller's WebSocket token from going on.
+//   - ReadyCheck is the proxy's /readyz.
+package upstream
 
 import (
 	"context"
@@ -7,8 +15,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/attributes"
 )
 
 // HeaderTimeout bounds the wait for the API server's response headers;
@@ -108,4 +119,72 @@ func check(ctx context.Context, readyz string, rt http.RoundTripper, health func
 		return fmt.Errorf("upstream /readyz answered %d", resp.StatusCode)
 	}
 	return nil
+}
+
+// UpgradeSplit sends upgrade requests (exec, attach, port-forward) through
+// Upgrade, an HTTP/1.1 transport (SPDY cannot go over HTTP/2), and the
+// others through Plain: the proxy's and record's endpoint's upstream.
+type UpgradeSplit struct{ Plain, Upgrade http.RoundTripper }
+
+func (u UpgradeSplit) RoundTrip(r *http.Request) (*http.Response, error) {
+	rt := u.Plain
+	if u.Upgrade != nil && r.Header.Get("Upgrade") != "" {
+		rt = u.Upgrade
+	}
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	return rt.RoundTrip(r)
+}
+
+// LongRunning are the requests kube-apiserver leaves out of its in-flight
+// limit and its request timeout, decided as it decides them
+// (BasicLongRunningRequestCheck: the verbs watch and proxy, the
+// subresources attach, exec, proxy, log and portforward), from the request
+// as k8s.io/apiserver parses it: a query parameter or a header alone does
+// not make a request long-running.
+func LongRunning(r *http.Request) bool {
+	ri, err := attributes.Resolver.NewRequestInfo(r)
+	if err != nil || !ri.IsResourceRequest {
+		return false
+	}
+	switch {
+	case ri.Verb == "watch", ri.Verb == "proxy":
+		return true
+	}
+	switch ri.Subresource {
+	case "attach", "exec", "proxy", "log", "portforward":
+		return true
+	}
+	return false
+}
+
+// webSocketBearerPrefix is the subprotocol that carries a WebSocket
+// client's bearer token (k8s.io/apiserver's request/websocket).
+const webSocketBearerPrefix = "base64url.bearer.authorization.k8s.io."
+
+// HasWebSocketToken tells whether a Sec-WebSocket-Protocol value carries a
+// bearer token.
+func HasWebSocketToken(v string) bool { return strings.Contains(v, webSocketBearerPrefix) }
+
+// StripWebSocketToken removes the bearer subprotocols from
+// Sec-WebSocket-Protocol: a caller's token never goes upstream, whichever
+// credential authenticated it.
+func StripWebSocketToken(h http.Header) {
+	values := h.Values("Sec-WebSocket-Protocol")
+	if len(values) == 0 {
+		return
+	}
+	var keep []string
+	for _, v := range values {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" && !strings.HasPrefix(p, webSocketBearerPrefix) {
+				keep = append(keep, p)
+			}
+		}
+	}
+	h.Del("Sec-WebSocket-Protocol")
+	if len(keep) > 0 {
+		h.Set("Sec-WebSocket-Protocol", strings.Join(keep, ", "))
+	}
 }

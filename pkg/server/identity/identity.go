@@ -1,4 +1,15 @@
-package proxy
+// Package identity decides who a request through the impersonating proxy
+// goes upstream as.
+//
+//   - ReadHeaders reads a caller's Impersonate-* headers as kube-apiserver
+//     reads them, and refuses spellings it would not read.
+//   - Filter is kube-apiserver's own impersonation filter, asking an
+//     Authorizer (SubjectAccessReviewer: kube-apiserver itself) each question.
+//   - ForwardedAs is the identity the filter allowed, with the caller under
+//     OriginalUserExtra.
+//   - Forwardable refuses identities a token could not produce, or that
+//     would change in transit.
+package identity
 
 import (
 	"bytes"
@@ -13,6 +24,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	authnv1 "k8s.io/api/authentication/v1"
@@ -35,13 +47,13 @@ import (
 // asked for it.
 const OriginalUserExtra = "kubectl-impersonate.io/original-user"
 
-// CallerAuthorizer answers kube-apiserver's impersonation filter
+// Authorizer answers kube-apiserver's impersonation filter
 // (k8s.io/apiserver/pkg/endpoints/filters/impersonation) whether the caller may impersonate what
 // it asks: SubjectAccessReviewer asks kube-apiserver.
-type CallerAuthorizer = authorizer.UnconditionalAuthorizer
+type Authorizer = authorizer.UnconditionalAuthorizer
 
-// callerImpersonation is what a caller's Impersonate-* headers ask for.
-type callerImpersonation struct {
+// Asked is what a caller's Impersonate-* headers ask for.
+type Asked struct {
 	user   string
 	uid    string
 	groups []string
@@ -51,14 +63,14 @@ type callerImpersonation struct {
 // Errors of a caller's impersonation headers (403 unless said).
 var errImpersonationHeaders = errors.New("impersonation headers")
 
-// readCallerImpersonation reads the caller's impersonation headers as
+// ReadHeaders reads the caller's impersonation headers as
 // kube-apiserver reads them (Impersonate-User, Impersonate-Group,
 // Impersonate-Uid, Impersonate-Extra-<key> with the key percent-decoded and
 // lowercased), nil when there are none. Spellings kube-apiserver would not
 // read (underscores) or ambiguous ones (two users or UIDs) are refused, as
 // is a request without a user, and the extra key the proxy sets itself.
-func readCallerImpersonation(h http.Header) (*callerImpersonation, error) {
-	var c callerImpersonation
+func ReadHeaders(h http.Header) (*Asked, error) {
+	var c Asked
 	found := false
 	for name, values := range h {
 		n := attributes.NormalHeader(name)
@@ -83,9 +95,8 @@ func readCallerImpersonation(h http.Header) (*callerImpersonation, error) {
 			c.groups = append(c.groups, values...)
 		case strings.HasPrefix(name, authnv1.ImpersonateUserExtraHeaderPrefix):
 			// As kube-apiserver: lowercased, then percent-decoded.
-			key,
-				err := url.PathUnescape(strings.ToLower(strings.TrimPrefix(name,
-				authnv1.ImpersonateUserExtraHeaderPrefix)))
+			key, err := url.PathUnescape(
+				strings.ToLower(strings.TrimPrefix(name, authnv1.ImpersonateUserExtraHeaderPrefix)))
 			if err != nil || key == "" || !utf8.ValidString(key) {
 				return nil, fmt.Errorf("%w: %s has no valid extra key", errImpersonationHeaders, name)
 			}
@@ -122,10 +133,10 @@ func readCallerImpersonation(h http.Header) (*callerImpersonation, error) {
 	for _, vs := range c.extra {
 		values += len(vs)
 	}
-	if values > MaxImpersonatedValues {
+	if values > MaxValues {
 		return nil,
 			fmt.Errorf("%w: %d groups and extra values, over %d", errImpersonationHeaders, values-1,
-				MaxImpersonatedValues)
+				MaxValues)
 	}
 	for _, v := range append(append([]string{c.user, c.uid}, c.groups...), extraValues(c.extra)...) {
 		if !utf8.ValidString(v) {
@@ -135,9 +146,9 @@ func readCallerImpersonation(h http.Header) (*callerImpersonation, error) {
 	return &c, nil
 }
 
-// MaxImpersonatedValues bounds a caller's impersonation: the user, its
+// MaxValues bounds a caller's impersonation: the user, its
 // groups and extra values (one SubjectAccessReview each).
-const MaxImpersonatedValues = 32
+const MaxValues = 32
 
 func extraValues(extra map[string][]string) []string {
 	var out []string
@@ -154,7 +165,7 @@ func extraValues(extra map[string][]string) []string {
 // whose package would link every API group's scheme): the user's name,
 // UID, groups and extra, the resource or non-resource attributes, the
 // request's selectors. Nothing is cached (kube-apiserver's RBAC answers
-// each question afresh); each question has Timeout (RequestTimeout unless
+// each question afresh); each question has Timeout (DefaultTimeout unless
 // set).
 type SubjectAccessReviewer struct {
 	Upstream *url.URL
@@ -162,23 +173,26 @@ type SubjectAccessReviewer struct {
 	Timeout  time.Duration
 }
 
-var _ CallerAuthorizer = SubjectAccessReviewer{}
+var _ Authorizer = SubjectAccessReviewer{}
+
+// DefaultTimeout bounds a question, as kube-apiserver's --request-timeout
+// bounds a request.
+const DefaultTimeout = 60 * time.Second
 
 // Authorize posts a SubjectAccessReview: Allow when it allows, Deny when
 // it denies, else no opinion (which the filter refuses).
 func (s SubjectAccessReviewer) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string,
 	error) {
-	ctx, cancel := context.WithTimeout(ctx, cmp.Or(s.Timeout, RequestTimeout))
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(s.Timeout, DefaultTimeout))
 	defer cancel()
-	in := authzv1.SubjectAccessReview{Spec: reviewSpec(a)}
+	in := authzv1.SubjectAccessReview{Spec: ReviewSpec(a)}
 	in.APIVersion, in.Kind = "authorization.k8s.io/v1", "SubjectAccessReview"
 	body, err := json.Marshal(in)
 	if err != nil {
 		return authorizer.DecisionNoOpinion, "", err
 	}
-	req,
-		err := http.NewRequestWithContext(ctx, http.MethodPost,
-		s.Upstream.JoinPath("/apis/authorization.k8s.io/v1/subjectaccessreviews").String(), bytes.NewReader(body))
+	sar := s.Upstream.JoinPath("/apis/authorization.k8s.io/v1/subjectaccessreviews").String()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sar, bytes.NewReader(body))
 	if err != nil {
 		return authorizer.DecisionNoOpinion, "", err
 	}
@@ -210,10 +224,10 @@ func (s SubjectAccessReviewer) Authorize(ctx context.Context, a authorizer.Attri
 	return authorizer.DecisionNoOpinion, out.Status.Reason, nil
 }
 
-// reviewSpec is the SubjectAccessReview of a: the webhook authorizer's
+// ReviewSpec is the SubjectAccessReview of a: the webhook authorizer's
 // (webhook.go Authorize, resourceAttributesFrom and the selector
 // conversions, v0.37.2).
-func reviewSpec(a authorizer.Attributes) authzv1.SubjectAccessReviewSpec {
+func ReviewSpec(a authorizer.Attributes) authzv1.SubjectAccessReviewSpec {
 	var spec authzv1.SubjectAccessReviewSpec
 	if u := a.GetUser(); u != nil {
 		spec = authzv1.SubjectAccessReviewSpec{User: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups()}
@@ -278,14 +292,17 @@ func reviewSpec(a authorizer.Attributes) authzv1.SubjectAccessReviewSpec {
 	return spec
 }
 
-// callerImpersonationFilter is kube-apiserver's impersonation filter
-// (k8s.io/apiserver's, imported: this binary alone links what it links) in
-// front of next: constrained impersonation
-// with the classic one as its fallback (kube-apiserver 1.36+, where the
-// ConstrainedImpersonation gate is on by default), or the classic filter
-// alone (1.35, or a cluster that turned the gate off). Its refusals are
-// kube-apiserver's Status answers.
-func callerImpersonationFilter(next http.Handler, a CallerAuthorizer, constrained bool) http.Handler {
+// Filter is kube-apiserver's impersonation filter (k8s.io/apiserver's,
+// imported) in front of next, each question within WithDeadline's time.
+//   - constrained: constrained impersonation with the classic one as its
+//     fallback (kube-apiserver 1.36+, where the ConstrainedImpersonation
+//     gate is on by default);
+//   - else the classic filter alone (1.35, or a cluster that turned the
+//     gate off).
+//
+// Its refusals are kube-apiserver's Status answers.
+func Filter(next http.Handler, a Authorizer, constrained bool) http.Handler {
+	a = boundedAuthorizer{a}
 	scheme := runtime.NewScheme()
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
 	codecs := serializer.NewCodecFactory(scheme)
@@ -295,9 +312,9 @@ func callerImpersonationFilter(next http.Handler, a CallerAuthorizer, constraine
 	return impersonation.WithImpersonation(next, a, codecs)
 }
 
-// withAuthenticated is the caller as kube-apiserver's authenticator gives
+// WithAuthenticated is the caller as kube-apiserver's authenticator gives
 // it to the filter: a token's user is in system:authenticated.
-func withAuthenticated(u user.Info) user.Info {
+func WithAuthenticated(u user.Info) user.Info {
 	if slices.Contains(u.GetGroups(), user.AllAuthenticated) {
 		return u
 	}
@@ -307,18 +324,18 @@ func withAuthenticated(u user.Info) user.Info {
 
 // asked is the identity the headers name, before kube-apiserver's
 // defaults: what forwardable checks before any question is asked.
-func (c *callerImpersonation) asked() user.Info {
+func (c *Asked) Info() user.Info {
 	return &user.DefaultInfo{Name: c.user, UID: c.uid, Groups: c.groups, Extra: c.extra}
 }
 
-// forwardedAs is the identity the filter let the caller take, as the
+// ForwardedAs is the identity the filter let the caller take, as the
 // proxy forwards it: without the system:authenticated the filter added
 // (kube-apiserver adds it to an impersonated user itself, and the proxy's
 // credential would need to impersonate the group; one the caller asked
 // for is forwarded), with the caller under OriginalUserExtra, set last and
 // in place of any spelling of it, so that no extra of the caller's takes
 // its place.
-func forwardedAs(got, caller user.Info, c *callerImpersonation) user.Info {
+func ForwardedAs(got, caller user.Info, c *Asked) user.Info {
 	groups := slices.Clone(got.GetGroups())
 	if !slices.Contains(c.groups, user.AllAuthenticated) {
 		groups = slices.DeleteFunc(groups, func(g string) bool { return g == user.AllAuthenticated })
@@ -338,8 +355,14 @@ func forwardedAs(got, caller user.Info, c *callerImpersonation) user.Info {
 // also cut a watch once forwarded.
 type deadlineKey struct{}
 
+// WithDeadline bounds the filter's questions about a request by d, and
+// leaves the request's own context without a deadline.
+func WithDeadline(ctx context.Context, d time.Time) context.Context {
+	return context.WithValue(ctx, deadlineKey{}, d)
+}
+
 // boundedAuthorizer asks each question within the request's deadline.
-type boundedAuthorizer struct{ next CallerAuthorizer }
+type boundedAuthorizer struct{ next Authorizer }
 
 func (b boundedAuthorizer) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string,
 	error) {
@@ -349,4 +372,49 @@ func (b boundedAuthorizer) Authorize(ctx context.Context, a authorizer.Attribute
 		defer cancel()
 	}
 	return b.next.Authorize(ctx, a)
+}
+
+// Forwardable refuses identities kube-apiserver would never produce from a
+// token, or that would change in transit: HTTP/1.1 trims white space around
+// header values, so " system:masters" would arrive as "system:masters".
+func Forwardable(u user.Info, allowSystem bool) error {
+	check := func(what, v string) error {
+		if v != strings.TrimFunc(v, unicode.IsSpace) {
+			return fmt.Errorf("%s %q has leading or trailing white space", what, v)
+		}
+		for _, c := range v {
+			if unicode.IsControl(c) {
+				return fmt.Errorf("%s %q has a control character", what, v)
+			}
+		}
+		return nil
+	}
+	if err := check("username", u.GetName()); err != nil {
+		return err
+	}
+	if !allowSystem && strings.HasPrefix(u.GetName(), "system:") {
+		return fmt.Errorf("username %q is a system: identity (--allow-system-identities)", u.GetName())
+	}
+	if err := check("uid", u.GetUID()); err != nil {
+		return err
+	}
+	for _, g := range u.GetGroups() {
+		if err := check("group", g); err != nil {
+			return err
+		}
+		if !allowSystem && strings.HasPrefix(g, "system:") {
+			return fmt.Errorf("group %q is a system: identity (--allow-system-identities)", g)
+		}
+	}
+	for k, vs := range u.GetExtra() {
+		if err := check("extra key", k); err != nil {
+			return err
+		}
+		for _, v := range vs {
+			if err := check("extra value", v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
