@@ -2,10 +2,15 @@
 # Runs every fuzz target for FUZZTIME (default 60s) and prints a table of
 # executions and crashes. A crash leaves its input in the package's
 # testdata/fuzz/<Target>/ (commit it: it becomes a regression test) and
-# fails the run.
+# fails the run. A target that explores under FUZZ_MIN_RATE executions a
+# second (default 20) fails too, as does one still running 120 s past its
+# time: a fuzz target that tests almost nothing must not pass as tested.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-60s}
+min_rate=${FUZZ_MIN_RATE:-20}
+seconds=${fuzztime%s}
+[[ $seconds =~ ^[0-9]+$ ]] || { echo "fuzz: FUZZTIME must be whole seconds (like 10s), not $fuzztime" >&2; exit 2; }
 targets=(
   "./pkg/server/authn FuzzDecodeJWT"
   "./pkg/server/authn FuzzDecodeJWTStructured"
@@ -28,7 +33,10 @@ for t in "${targets[@]}"; do
   log=$(mktemp)
   # -fuzzminimizetime bounds the minimisation of each new interesting input
   # (60 s by default).
-  go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" -fuzzminimizetime=2s "$pkg" >"$log" 2>&1
+  # Compiled first, so that the bound below is the fuzzing's alone.
+  go test -c -o /dev/null "$pkg" >/dev/null 2>&1
+  timeout --kill-after=10 $((seconds + 120)) \
+    go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" -fuzzminimizetime=2s "$pkg" >"$log" 2>&1
   rc=$?
   execs=$(grep -oE 'execs: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+')
   crashes=0 note=""
@@ -39,13 +47,22 @@ for t in "${targets[@]}"; do
     # fails below.
     note=" (the run ended by go.dev/issue/75804, no failing input)"
     echo "fuzz: $name: $fuzztime without a failing input; Go's coordinator reported its deadline (go.dev/issue/75804)" >&2
+  elif [[ $rc -eq 124 || $rc -eq 137 ]]; then
+    crashes=1; failed=1; note=" (hung: still running 120 s past its time)"
+    echo "fuzz: $name: still running $((seconds + 120)) s after it started; a slow input: look at the last lines" >&2
+    tail -5 "$log" >&2
   elif [[ $rc -ne 0 ]]; then
     crashes=1; failed=1; tail -20 "$log" >&2
   fi
-  rows+=("| $name | $pkg | $fuzztime | ${execs:-0} | $crashes$note |")
+  rate=$(( ${execs:-0} / (seconds > 0 ? seconds : 1) ))
+  if (( rate < min_rate )); then
+    failed=1; note+=" (under $min_rate execs/s)"
+    echo "fuzz: $name: $rate executions a second, under FUZZ_MIN_RATE=$min_rate: make each input cheaper" >&2
+  fi
+  rows+=("| $name | $pkg | $fuzztime | ${execs:-0} | $rate | $crashes$note |")
   rm -f "$log"
 done
-echo "| target | package | time | execs | crashes |"
-echo "| --- | --- | --- | --- | --- |"
+echo "| target | package | time | execs | execs/s | crashes |"
+echo "| --- | --- | --- | --- | --- | --- |"
 printf '%s\n' "${rows[@]}"
 exit $failed

@@ -30,6 +30,8 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -134,9 +136,8 @@ func ReadHeaders(h http.Header) (*Asked, error) {
 		values += len(vs)
 	}
 	if values > MaxValues {
-		return nil,
-			fmt.Errorf("%w: %d groups and extra values, over %d", errImpersonationHeaders, values-1,
-				MaxValues)
+		return nil, fmt.Errorf("%w: %d groups and extra values beside the user, over %d in all",
+			errImpersonationHeaders, values-1, MaxValues)
 	}
 	for _, v := range append(append([]string{c.user, c.uid}, c.groups...), extraValues(c.extra)...) {
 		if !utf8.ValidString(v) {
@@ -245,51 +246,63 @@ func ReviewSpec(a authorizer.Attributes) authzv1.SubjectAccessReviewSpec {
 	ra := &authzv1.ResourceAttributes{Namespace: a.GetNamespace(), Verb: a.GetVerb(), Group: a.GetAPIGroup(),
 		Version:  a.GetAPIVersion(),
 		Resource: a.GetResource(), Subresource: a.GetSubresource(), Name: a.GetName()}
-	if fs, _ := a.GetFieldSelector(); len(fs) > 0 {
-		var reqs []metav1.FieldSelectorRequirement
-		for _, r := range fs {
-			switch r.Operator {
-			case selection.Equals, selection.DoubleEquals, selection.In:
-				reqs = append(reqs,
-					metav1.FieldSelectorRequirement{Key: r.Field, Operator: metav1.FieldSelectorOpIn,
-						Values: []string{r.Value}})
-			case selection.NotEquals, selection.NotIn:
-				reqs = append(reqs,
-					metav1.FieldSelectorRequirement{Key: r.Field, Operator: metav1.FieldSelectorOpNotIn,
-						Values: []string{r.Value}})
-			}
-		}
-		if len(reqs) > 0 {
-			ra.FieldSelector = &authzv1.FieldSelectorAttributes{Requirements: reqs}
-		}
-	}
-	if ls, _ := a.GetLabelSelector(); len(ls) > 0 {
-		var reqs []metav1.LabelSelectorRequirement
-		for _, r := range ls {
-			req := metav1.LabelSelectorRequirement{Key: r.Key()}
-			if vs := r.ValuesUnsorted(); len(vs) > 0 {
-				req.Values = vs
-			}
-			switch r.Operator() {
-			case selection.Equals, selection.DoubleEquals, selection.In:
-				req.Operator = metav1.LabelSelectorOpIn
-			case selection.NotEquals, selection.NotIn:
-				req.Operator = metav1.LabelSelectorOpNotIn
-			case selection.Exists:
-				req.Operator = metav1.LabelSelectorOpExists
-			case selection.DoesNotExist:
-				req.Operator = metav1.LabelSelectorOpDoesNotExist
-			default:
-				continue // requirements narrow: leaving one out asks for more, never less
-			}
-			reqs = append(reqs, req)
-		}
-		if len(reqs) > 0 {
-			ra.LabelSelector = &authzv1.LabelSelectorAttributes{Requirements: reqs}
-		}
-	}
+	fs, _ := a.GetFieldSelector()
+	ra.FieldSelector = fieldSelector(fs)
+	ls, _ := a.GetLabelSelector()
+	ra.LabelSelector = labelSelector(ls)
 	spec.ResourceAttributes = ra
 	return spec
+}
+
+// fieldSelector is the webhook authorizer's conversion of a request's
+// field selector: nil when no requirement converts.
+func fieldSelector(fs fields.Requirements) *authzv1.FieldSelectorAttributes {
+	var reqs []metav1.FieldSelectorRequirement
+	for _, r := range fs {
+		req := metav1.FieldSelectorRequirement{Key: r.Field, Values: []string{r.Value}}
+		switch r.Operator {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			req.Operator = metav1.FieldSelectorOpIn
+		case selection.NotEquals, selection.NotIn:
+			req.Operator = metav1.FieldSelectorOpNotIn
+		default:
+			continue // requirements narrow: leaving one out asks for more, never less
+		}
+		reqs = append(reqs, req)
+	}
+	if reqs == nil {
+		return nil
+	}
+	return &authzv1.FieldSelectorAttributes{Requirements: reqs}
+}
+
+// labelSelector is the webhook authorizer's conversion of a request's
+// label selector: nil when no requirement converts.
+func labelSelector(ls labels.Requirements) *authzv1.LabelSelectorAttributes {
+	var reqs []metav1.LabelSelectorRequirement
+	for _, r := range ls {
+		req := metav1.LabelSelectorRequirement{Key: r.Key(), Values: r.ValuesUnsorted()}
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			req.Operator = metav1.LabelSelectorOpIn
+		case selection.NotEquals, selection.NotIn:
+			req.Operator = metav1.LabelSelectorOpNotIn
+		case selection.Exists:
+			req.Operator = metav1.LabelSelectorOpExists
+		case selection.DoesNotExist:
+			req.Operator = metav1.LabelSelectorOpDoesNotExist
+		default:
+			continue // requirements narrow: leaving one out asks for more, never less
+		}
+		if len(req.Values) == 0 {
+			req.Values = nil
+		}
+		reqs = append(reqs, req)
+	}
+	if reqs == nil {
+		return nil
+	}
+	return &authzv1.LabelSelectorAttributes{Requirements: reqs}
 }
 
 // Filter is kube-apiserver's impersonation filter (k8s.io/apiserver's,
