@@ -89,10 +89,10 @@ soak: ## The proxy's soak (not in make test): 2 replicas, 200 requests/s, token 
 bench-check: ## The coarse speed bounds of make test: cached get-token (disk) at most 3 x hello, peak RSS at most 8 MiB; the full binary's version at most 5 x hello; status over 200 contexts (keyring) at most 1 s
 	hack/bench.sh --check
 
-lint: tools cross ## gofmt, goimports -local (imports grouped: standard, others, this module's), go mod tidy leaving nothing to change, go vet (Linux, Windows, macOS), the tests built for Windows and macOS, staticcheck, goreleaser check, Krew manifest validation
+lint: tools cross ## gofmt, goimports -local (imports grouped: standard, others, this module's), go mod tidy leaving nothing to change, go vet (Linux, Windows, macOS), the tests built for Windows and macOS, staticcheck, goreleaser check, Krew manifest validation, the GitHub Actions workflows (actionlint)
 	@out="$$(gofmt -l cmd pkg test hack internal)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@out="$$($(TOOLS)/goimports -local $(PKG) -l cmd pkg test hack internal)"; if [ -n "$$out" ]; then echo "goimports -local $(PKG) -w needed (imports in three groups: the standard library, other modules, this module):"; echo "$$out"; exit 1; fi
-	@for m in . hack/tools hack/tools/vuln hack/tools/sbom hack/tools/cosign hack/tools/mutation; do $(GO) -C $$m mod tidy -diff >/dev/null || { echo "go mod tidy changes $$m/go.mod or go.sum: run go -C $$m mod tidy"; exit 1; }; done
+	@for m in . hack/tools hack/tools/vuln hack/tools/sbom hack/tools/cosign hack/tools/mutation hack/tools/actionlint; do $(GO) -C $$m mod tidy -diff >/dev/null || { echo "go mod tidy changes $$m/go.mod or go.sum: run go -C $$m mod tidy"; exit 1; }; done
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/...
 	$(GO) vet -tags release ./test/release/...
@@ -100,6 +100,7 @@ lint: tools cross ## gofmt, goimports -local (imports grouped: standard, others,
 	$(TOOLS)/staticcheck ./...
 	$(GORELEASER) check
 	$(TOOLS)/validate-krew-manifest -skip-install -manifest krew/impersonate.yaml
+	hack/actionlint.sh
 
 tools: ## Build the pinned release and lint tools once (goreleaser, staticcheck, krew; cached in ~/.cache)
 	@echo "tools in $(TOOLS)"
