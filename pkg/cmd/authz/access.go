@@ -105,7 +105,7 @@ prints every namespace's matrix, -o json every cell.`,
   kubectl impersonate access -A --as=bob@example.com --resource=secrets --verb=get,list
   kubectl impersonate access --cluster-scope -o json`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunE(o),
+		RunE: g.RunE(o),
 	}
 	o.Kube = cmdutil.NewKubeFlags(cmd.Flags(), g.Env)
 	o.Kube.RegisterCompletions(cmd)

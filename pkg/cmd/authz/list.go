@@ -90,7 +90,7 @@ kept, as "kubectl get -o json" would; the verbs and reasons are in the table
   kubectl impersonate list deployments.apps -A -l tier=web --as=bob@example.com -o name`,
 		Args: cobra.ExactArgs(1),
 
-		RunE: cmdutil.RunE(o),
+		RunE: g.RunE(o),
 	}
 	o.Kube = cmdutil.NewKubeFlags(cmd.Flags(), g.Env)
 	o.Kube.RegisterCompletions(cmd)

@@ -56,7 +56,7 @@ needs create on subjectaccessreviews) and reports those it denies.`,
   kubectl impersonate who-can get configmaps app-settings -A -o yaml
   kubectl impersonate who-can get /metrics`,
 		Args: cobra.RangeArgs(2, 3),
-		RunE: cmdutil.RunE(o),
+		RunE: g.RunE(o),
 	}
 	o.Kube = cmdutil.NewKubeFlags(cmd.Flags(), g.Env)
 	o.Kube.RegisterCompletions(cmd)

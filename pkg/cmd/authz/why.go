@@ -47,7 +47,7 @@ alone).`,
 		Example: `  kubectl impersonate why list pods -n team-a
   kubectl impersonate why update deployments.apps/scale web -n team-a --as=bob@example.com`,
 		Args: cobra.RangeArgs(2, 3),
-		RunE: cmdutil.RunE(o),
+		RunE: g.RunE(o),
 	}
 	o.Kube = cmdutil.NewKubeFlags(cmd.Flags(), g.Env)
 	o.Kube.RegisterCompletions(cmd)

@@ -57,7 +57,7 @@ and prints the account's email and UUID. The token is never printed.`,
 		Example: `  CLOUDSIGMA_CLIENT_ID=robot CLOUDSIGMA_CLIENT_SECRET=... \
     kubectl impersonate cloudsigma whoami --cloudsigma-region=zrh --impersonate-user-email=alice@example.com`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunE(o),
+		RunE: g.RunE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
 	cmd.SetUsageFunc(cmdutil.GroupedUsage)

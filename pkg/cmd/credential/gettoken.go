@@ -43,7 +43,7 @@ token has expired and cannot be refreshed. Write its kubeconfig entry with
 		Example: `  # What kubectl runs (see the kubeconfig written by setup):
   kubectl-impersonate get-token --oidc-issuer-url=https://dex.example.com --oidc-client-id=kubernetes`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunE(o),
+		RunE: o.global.RunE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
 	cmd.SetUsageFunc(cmdutil.GroupedUsage)

@@ -63,7 +63,7 @@ kubectl with interactiveMode Never.`,
   # The same, over SSH: the entry's settings, but no browser is opened
   kubectl impersonate login --context=prod --force --skip-open-browser`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunE(o),
+		RunE: o.global.RunE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
 	cmd.SetUsageFunc(cmdutil.GroupedUsage)

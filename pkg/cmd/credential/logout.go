@@ -102,7 +102,7 @@ they expire (or an administrator deletes the session).`,
   # Every token kubectl-impersonate cached, in the keyring and on disk
   kubectl impersonate logout --all`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunE(o),
+		RunE: o.global.RunE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
 	cmd.SetUsageFunc(cmdutil.GroupedUsage)

@@ -69,7 +69,7 @@ sent.`,
   kubectl impersonate status prod staging -o yaml
   # Ask each cluster too
   kubectl impersonate status --check`,
-		RunE:              cmdutil.RunE(o),
+		RunE:              o.global.RunE(o),
 		ValidArgsFunction: cmdutil.CompleteContexts,
 	}
 	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to the kubeconfig file")

@@ -65,7 +65,7 @@ difference, a refusal (401) included.`,
   kubectl impersonate claims --authentication-config=/etc/kubernetes/auth-config.yaml --compare
   kubectl impersonate claims --token-file=- < token.jwt -o json`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunE(o),
+		RunE: g.RunE(o),
 	}
 	o.Kube = cmdutil.NewKubeFlags(cmd.Flags(), g.Env)
 	o.Kube.RegisterCompletions(cmd)
@@ -208,7 +208,7 @@ func (o *ClaimsOptions) compare(ctx context.Context, res *ClaimsResult) error {
 }
 
 // NeedsAPIServer: claims always runs kube-apiserver's authenticator.
-func (o *ClaimsOptions) NeedsAPIServer() *cmdutil.GlobalOptions { return o.global }
+func (o *ClaimsOptions) NeedsAPIServer() bool { return true }
 
 func printClaims(w io.Writer, r *ClaimsResult) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)

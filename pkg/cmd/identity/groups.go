@@ -50,7 +50,7 @@ server's answer usually means a missing --oidc-groups-prefix or claim
 mapping; "system:authenticated" is added by the API server itself.`,
 		Example: `  kubectl impersonate groups --oidc-groups-claim=groups`,
 		Args:    cobra.NoArgs,
-		RunE:    cmdutil.RunE(o),
+		RunE:    g.RunE(o),
 	}
 	o.Kube = cmdutil.NewKubeFlags(cmd.Flags(), g.Env)
 	o.Kube.RegisterCompletions(cmd)

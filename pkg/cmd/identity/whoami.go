@@ -63,7 +63,7 @@ issuer, client, grant, exchange, cache storage and expiry. No token is printed.`
   # As another user or group (impersonation headers; needs the impersonate permission)
   kubectl impersonate whoami --as=bob@example.com --as-group=oidc:developers`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunE(o),
+		RunE: g.RunE(o),
 	}
 	o.Kube = cmdutil.NewKubeFlags(cmd.Flags(), g.Env)
 	o.Kube.RegisterCompletions(cmd)

@@ -88,7 +88,7 @@ needed: "holds 240 cells, used 7".`,
   kubectl impersonate least-privilege --from-audit /var/log/kube-apiserver/audit.log \
     --audit-user system:serviceaccount:ci:deployer --name deployer | kubectl apply -f -`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunE(o),
+		RunE: g.RunE(o),
 	}
 	o.Kube = cmdutil.NewKubeFlags(cmd.Flags(), g.Env)
 	o.Kube.RegisterCompletions(cmd)

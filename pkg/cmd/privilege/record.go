@@ -76,7 +76,7 @@ hang-up, SIGTERM, --command-timeout), it ends COMMAND's process group
   kubectl impersonate record -o ci.jsonl -- python3 tests/smoke.py
   kubectl impersonate least-privilege --from ci.jsonl --subject ServiceAccount:ci:deployer`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: cmdutil.RunE(o),
+		RunE: g.RunE(o),
 	}
 	// A recorded test suite runs as long as it runs: no bound by default.
 	o.Kube = cmdutil.NewKubeFlagsTimeout(cmd.Flags(), g.Env, 0)
@@ -107,7 +107,7 @@ func (o *RecordOptions) Validate() error {
 }
 
 // NeedsAPIServer: record parses requests with kube-apiserver's own code.
-func (o *RecordOptions) NeedsAPIServer() *cmdutil.GlobalOptions { return o.global }
+func (o *RecordOptions) NeedsAPIServer() bool { return true }
 
 // bypassFlags are the child's own flags that make it skip the recording.
 var bypassFlags = []string{"--kubeconfig", "--context", "--server", "-s", "--token", "--cluster", "--user"}

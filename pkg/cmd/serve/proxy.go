@@ -95,7 +95,7 @@ telling the caller; metrics are served on --metrics-address only.`,
     --upstream-kubeconfig=proxy.kubeconfig --authentication-config=authn.yaml \
     --metrics-address=127.0.0.1:9090`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunE(o),
+		RunE: g.RunE(o),
 	}
 	o.addFlags(cmd.Flags())
 	return cmd
@@ -195,4 +195,4 @@ func (o *ProxyOptions) Run(ctx context.Context) error {
 }
 
 // NeedsAPIServer: the proxy always runs kube-apiserver's authenticator.
-func (o *ProxyOptions) NeedsAPIServer() *cmdutil.GlobalOptions { return o.global }
+func (o *ProxyOptions) NeedsAPIServer() bool { return true }

@@ -102,7 +102,7 @@ Client secrets never go into the kubeconfig: give them to kubectl through
   kubectl impersonate setup --profile=tenant-a --write --user=alice --context=prod-proxy \
     --server=https://k8s-proxy.example.com:8443 --cluster-certificate-authority=proxy-ca.crt`,
 		Args: cobra.NoArgs,
-		RunE: cmdutil.RunE(o),
+		RunE: o.global.RunE(o),
 	}
 	o.Auth.AddFlags(cmd.Flags())
 	cmd.SetUsageFunc(cmdutil.GroupedUsage)
@@ -472,12 +472,7 @@ func (o *SetupOptions) checkAuthConfig() error {
 
 // NeedsAPIServer: --authentication-config is checked with kube-apiserver's
 // configuration types.
-func (o *SetupOptions) NeedsAPIServer() *cmdutil.GlobalOptions {
-	if o.AuthConfig == "" {
-		return nil
-	}
-	return o.global
-}
+func (o *SetupOptions) NeedsAPIServer() bool { return o.AuthConfig != "" }
 
 // kuberc reports kubectl's credential plugin policy for command, and with
 // --write-kuberc allows it.

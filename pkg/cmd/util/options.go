@@ -95,10 +95,10 @@ type Validator interface {
 }
 
 // APIServerUser is an options struct whose command may need
-// kube-apiserver's code: NeedsAPIServer returns the global options when,
-// with the flags given, it does (nil when it does not).
+// kube-apiserver's code: NeedsAPIServer says whether, with the flags
+// given, it does.
 type APIServerUser interface {
-	NeedsAPIServer() *GlobalOptions
+	NeedsAPIServer() bool
 }
 
 // ExitCode ends a command with that exit code and no message: its answer
@@ -121,12 +121,10 @@ func (g *GlobalOptions) handOff(name string) error {
 
 // RunE runs o's three steps as a cobra RunE, in kubectl-impersonate-apiserver
 // when o needs kube-apiserver's code and this binary does not link it.
-func RunE(o Options) func(*cobra.Command, []string) error {
+func (g *GlobalOptions) RunE(o Options) func(*cobra.Command, []string) error {
 	return func(c *cobra.Command, args []string) error {
-		if u, ok := o.(APIServerUser); ok {
-			if g := u.NeedsAPIServer(); g != nil && g.APIServer == nil {
-				return g.handOff(c.CommandPath())
-			}
+		if u, ok := o.(APIServerUser); ok && u.NeedsAPIServer() && g.APIServer == nil {
+			return g.handOff(c.CommandPath())
 		}
 		if v, ok := o.(FlagValidator); ok {
 			if err := v.ValidateFlags(); err != nil {
