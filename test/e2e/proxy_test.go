@@ -67,8 +67,9 @@ func startProxyWith(t *testing.T, name, upstreamToken, upstreamPath string, auth
 // upstreamToken as its own credential and the given authentication flags,
 // waits for ready (a path of the proxy's), and returns its URL and its
 // audit log, in the logs folder as <test>-<name>-audit.log.
-func startProxyAt(t *testing.T, name, upstream, upstreamToken, ready string, authFlags ...string) (proxyURL,
-	auditLog string) {
+func startProxyAt(
+	t *testing.T, name, upstream, upstreamToken, ready string, authFlags ...string,
+) (proxyURL, auditLog string) {
 	t.Helper()
 	kubeconfig := filepath.Join(t.TempDir(), "upstream.kubeconfig")
 	writeUpstreamKubeconfig(t, kubeconfig, &apiserver{url: upstream}, upstreamToken)

@@ -211,8 +211,9 @@ func TestRecordStoppedBySignal(t *testing.T) {
 // startRecord starts record on a kubeconfig of server with token, its
 // command the test binary as record's child (env added), and returns it,
 // its stdout read line by line, and its stderr.
-func startRecord(t *testing.T, server *httptest.Server, token, recording string, env ...string) (*exec.Cmd,
-	io.Reader, *bufio.Scanner, *strings.Builder) {
+func startRecord(
+	t *testing.T, server *httptest.Server, token, recording string, env ...string,
+) (*exec.Cmd, io.Reader, *bufio.Scanner, *strings.Builder) {
 	t.Helper()
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: server.URL, CertificateAuthorityData: pem.EncodeToMemory(

@@ -79,8 +79,9 @@ type ListClient interface {
 	RBACReader
 	NamespacesWith(ctx context.Context, selector string) ([]string, error)
 	List(ctx context.Context, r resource.Resource, namespace, selector string, full bool) ([]resource.Object, error)
-	Filter(ctx context.Context, r resource.Resource, objs []resource.Object, o rbac.FilterOptions) ([]rbac.Decision,
-		rbac.FilterStats, error)
+	Filter(
+		ctx context.Context, r resource.Resource, objs []resource.Object, o rbac.FilterOptions,
+	) ([]rbac.Decision, rbac.FilterStats, error)
 }
 
 var (
@@ -124,8 +125,7 @@ func ResolveTarget(ctx context.Context, d Discoverer, t rbac.Target, warn func(s
 // resolved as kubectl resolves it (resource.Resolve).
 func Resources(ctx context.Context, d Discoverer, typed []string, subresources, clusterScope bool,
 	warn func(string)) ([]resource.Resource, error) {
-	out,
-		err := resource.Resolve(ctx, d, subresources, warn, func(all []resource.Resource) ([]resource.Resource, error) {
+	resolve := func(all []resource.Resource) ([]resource.Resource, error) {
 		var scope []resource.Resource
 		for _, r := range all {
 			if r.Namespaced != clusterScope {
@@ -146,7 +146,8 @@ func Resources(ctx context.Context, d Discoverer, typed []string, subresources, 
 			}
 		}
 		return out, nil
-	})
+	}
+	out, err := resource.Resolve(ctx, d, subresources, warn, resolve)
 	var failed *resource.DiscoveryError
 	if err != nil && len(typed) > 0 && !errors.As(err, &failed) {
 		return nil, fmt.Errorf("--resource: %w", err)

@@ -63,8 +63,9 @@ type StreamingAccess struct {
 // its RBAC objects are read: in the namespace asked about, even for a
 // check the server makes at cluster scope (a RoleBinding grants it
 // nowhere, and the grants say so), so that reading needs no more rights.
-func WhyTarget(ctx context.Context, d Discoverer, t rbac.Target, warn func(string)) (target rbac.Target, readNS string,
-	err error) {
+func WhyTarget(
+	ctx context.Context, d Discoverer, t rbac.Target, warn func(string),
+) (target rbac.Target, readNS string, err error) {
 	if t, err = ResolveTarget(ctx, d, t, warn); err != nil {
 		return t, "", err
 	}

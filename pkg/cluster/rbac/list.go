@@ -131,8 +131,9 @@ const rulesConcurrency = 16
 // locally with their resourceNames, and a SelfSubjectAccessReview only for
 // the verbs the review cannot settle (incomplete, or a cluster-scoped
 // resource, for which the review is namespace-bound).
-func (c *Client) Filter(ctx context.Context, r resource.Resource, objs []resource.Object, o FilterOptions) ([]Decision,
-	FilterStats, error) {
+func (c *Client) Filter(
+	ctx context.Context, r resource.Resource, objs []resource.Object, o FilterOptions,
+) ([]Decision, FilterStats, error) {
 	var st FilterStats
 	rules := map[string][]authzv1.ResourceRule{}
 	incomplete := map[string]bool{}

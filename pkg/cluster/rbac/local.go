@@ -18,8 +18,9 @@ import (
 // complete, with an evaluation error). An identity in system:masters gets
 // Superuser's rule, whatever is bound. Only resource rules are returned
 // (the matrix asks no non-resource URL); incomplete is always false.
-func (r *RBAC) RulesFor(user string, groups []string, namespace string) (rules []authzv1.ResourceRule,
-	incomplete bool) {
+func (r *RBAC) RulesFor(
+	user string, groups []string, namespace string,
+) (rules []authzv1.ResourceRule, incomplete bool) {
 	if slices.Contains(groups, SuperuserGroup) {
 		return Superuser(namespace)
 	}

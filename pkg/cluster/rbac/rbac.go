@@ -64,8 +64,7 @@ func PolicyRuleAllows(rule rbacv1.PolicyRule, t Target) bool {
 	if !matches(rule.Verbs, t.Verb) || !matches(rule.APIGroups, t.Group) {
 		return false
 	}
-	a,
-		_ := RuleAllows(authzv1.ResourceRule{Verbs: rule.Verbs, APIGroups: rule.APIGroups, Resources: rule.Resources},
+	a, _ := RuleAllows(authzv1.ResourceRule{Verbs: rule.Verbs, APIGroups: rule.APIGroups, Resources: rule.Resources},
 		t.Group, t.ResourceWithSub(), t.Verb)
 	if !a {
 		return false
@@ -269,8 +268,9 @@ func syntheticMember(s rbacv1.Subject) (authzv1.SubjectAccessReviewSpec, error) 
 // a binding's subject, may do t: a user as itself, a group as a member of
 // it, a service account as its user and groups; each authenticated. It is
 // who-can --verify: RBAC may grant what a webhook before it denies.
-func (c *Client) VerifySubject(ctx context.Context, s rbacv1.Subject, t Target) (*authzv1.SubjectAccessReviewStatus,
-	error) {
+func (c *Client) VerifySubject(
+	ctx context.Context, s rbacv1.Subject, t Target,
+) (*authzv1.SubjectAccessReviewStatus, error) {
 	spec, err := syntheticMember(s)
 	if err != nil {
 		return nil, err

@@ -60,8 +60,9 @@ func (c *Client) List(ctx context.Context, r Resource, namespace, selector strin
 }
 
 // list is List with limit objects a page, or all in one answer for 0.
-func (c *Client) list(ctx context.Context, r Resource, namespace, selector string, full bool, limit int) ([]Object,
-	error) {
+func (c *Client) list(
+	ctx context.Context, r Resource, namespace, selector string, full bool, limit int,
+) ([]Object, error) {
 	accept := metadataOnly
 	if full {
 		accept = "application/json"

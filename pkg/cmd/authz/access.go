@@ -149,8 +149,9 @@ func (o *AccessOptions) Complete(ctx context.Context, args []string) error {
 	}
 	// -A lists the namespaces with the caller's own rights.
 	o.client, o.caller = ic.Target, ic.Caller
-	o.impersonate = func(user string, groups []string, uid string, extra map[string][]string) (inspect.AccessClient,
-		error) {
+	o.impersonate = func(
+		user string, groups []string, uid string, extra map[string][]string,
+	) (inspect.AccessClient, error) {
 		return ic.Impersonate(user, groups, uid, extra)
 	}
 	if !o.AllNamespaces && !o.ClusterScope {
@@ -171,8 +172,8 @@ func (o *AccessOptions) Complete(ctx context.Context, args []string) error {
 // resolves its arguments in Complete: the scope's resources the server
 // serves, or --resource's, each as kubectl takes it.
 func (o *AccessOptions) resolveArgs(ctx context.Context) (err error) {
-	o.resources,
-		err = inspect.Resources(ctx, o.client, o.Resources, o.Subresources, o.ClusterScope, cmdutil.Notifier(o.ErrOut))
+	o.resources, err = inspect.Resources(
+		ctx, o.client, o.Resources, o.Subresources, o.ClusterScope, cmdutil.Notifier(o.ErrOut))
 	return err
 }
 

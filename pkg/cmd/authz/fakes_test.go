@@ -168,8 +168,9 @@ func (f *fakeAuthorizer) Why(_ context.Context, t rbac.Target) (*authzv1.Subject
 	return &st, nil
 }
 
-func (f *fakeAuthorizer) VerifySubject(_ context.Context, s rbacv1.Subject, t rbac.Target) (*authzv1.SubjectAccessReviewStatus,
-	error) {
+func (f *fakeAuthorizer) VerifySubject(
+	_ context.Context, s rbacv1.Subject, t rbac.Target,
+) (*authzv1.SubjectAccessReviewStatus, error) {
 	f.rec.record("Verify " + s.Kind + ":" + s.Name + " " + t.Verb + " " + t.Resource + " in " + t.Namespace)
 	if reason, ok := f.denySubjects[s.Kind+":"+s.Name]; ok {
 		return &authzv1.SubjectAccessReviewStatus{Denied: true, Reason: reason}, nil

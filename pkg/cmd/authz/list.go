@@ -94,8 +94,9 @@ kept, as "kubectl get -o json" would; the verbs and reasons are in the table
 	}
 	o.Kube = cmdutil.NewKubeFlags(cmd.Flags(), g.Env)
 	o.Kube.RegisterCompletions(cmd)
-	cmd.ValidArgsFunction = func(c *cobra.Command, args []string, toComplete string) ([]string,
-		cobra.ShellCompDirective) {
+	cmd.ValidArgsFunction = func(
+		c *cobra.Command, args []string, toComplete string,
+	) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -131,8 +132,9 @@ func (o *ListOptions) Complete(ctx context.Context, args []string) error {
 	}
 	// The caller lists; the target (itself, or --as) is reviewed.
 	o.caller, o.target, o.identity = ic.Caller, ic.Target, ic.Identity
-	o.impersonate = func(user string, groups []string, uid string, extra map[string][]string) (inspect.ListClient,
-		error) {
+	o.impersonate = func(
+		user string, groups []string, uid string, extra map[string][]string,
+	) (inspect.ListClient, error) {
 		return ic.Impersonate(user, groups, uid, extra)
 	}
 	if !o.AllNamespaces && o.ProjectLabel == "" {

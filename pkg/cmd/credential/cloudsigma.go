@@ -95,8 +95,7 @@ type cloudSigmaIdentity struct {
 
 // Run obtains the token and reads the profile it acts on.
 func (o *CloudSigmaWhoAmIOptions) Run(ctx context.Context) error {
-	r,
-		err := session.Obtain(ctx, o.sources, o.Auth, o.global.SessionEnv(o.IOStreams, cmdutil.SessionMode{}),
+	r, err := session.Obtain(ctx, o.sources, o.Auth, o.global.SessionEnv(o.IOStreams, cmdutil.SessionMode{}),
 		tokensource.Options{})
 	if err != nil {
 		return err

@@ -127,8 +127,7 @@ func (o *LoginOptions) Validate() error { return o.Auth.Validate() }
 // who is logged in, without printing the token.
 func (o *LoginOptions) Run(ctx context.Context) error {
 	env := o.global.SessionEnv(o.IOStreams, cmdutil.SessionMode{Interactive: true, Person: true})
-	r,
-		err := session.Obtain(ctx, o.sources, o.Auth, env,
+	r, err := session.Obtain(ctx, o.sources, o.Auth, env,
 		tokensource.Options{ForceLogin: o.Force, ForceRefresh: o.Auth.ForceRefresh})
 	if err != nil {
 		return err

@@ -298,8 +298,8 @@ func (o *LogoutOptions) logout(ctx context.Context, t *logoutTarget) (*LogoutRes
 		revoke = nil
 	}
 	var err error
-	r.Identity, r.Revocation,
-		err = session.Logout(ctx, a, o.deleteStore(a.TokenCacheDir), revoke, cmdutil.Notifier(o.ErrOut))
+	r.Identity, r.Revocation, err = session.Logout(
+		ctx, a, o.deleteStore(a.TokenCacheDir), revoke, cmdutil.Notifier(o.ErrOut))
 	if err != nil {
 		return nil, err
 	}

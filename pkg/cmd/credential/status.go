@@ -131,8 +131,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 // with the kubeconfig's TLS and proxy settings and the token instead of
 // the exec entry, read through the one gate (session.Gate).
 func (o *StatusOptions) selfSubjectReview(ctx context.Context, s *session.Session) (*session.Check, error) {
-	cfg,
-		err := clientcmd.NewNonInteractiveClientConfig(*o.raw, s.Context, &clientcmd.ConfigOverrides{},
+	cfg, err := clientcmd.NewNonInteractiveClientConfig(*o.raw, s.Context, &clientcmd.ConfigOverrides{},
 		nil).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("context %s: %w", s.Context, err)

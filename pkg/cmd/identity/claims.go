@@ -156,8 +156,7 @@ func (o *ClaimsOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p,
-		err := o.global.APIServer.Predict(ctx,
+	p, err := o.global.APIServer.Predict(ctx,
 		kubecode.PredictRequest{Token: raw,
 			Authentication: kubecode.Authentication{ConfigFile: o.AuthConfig, OIDC: oidc},
 			Trusted:        o.AuthConfig != "" || o.OIDC.IssuerURL != "", SkipVerify: o.SkipVerify})

@@ -22,8 +22,9 @@ type selfSubjectReviewer interface {
 // as get-token would hand it out now to the cluster they select, through
 // the one gate (KubeFlags.GatedConfig; session.ErrNotOurs when the
 // context's user does not run this plugin).
-func gatedToken(ctx context.Context, kube *cmdutil.KubeFlags, getenv func(string) string) (string, *session.TokenSource,
-	error) {
+func gatedToken(
+	ctx context.Context, kube *cmdutil.KubeFlags, getenv func(string) string,
+) (string, *session.TokenSource, error) {
 	kube.Getenv = getenv
 	cfg, ts, err := kube.GatedConfig(ctx)
 	if err != nil {

@@ -542,8 +542,7 @@ func (o *SetupOptions) write(exec *clientcmdapi.ExecConfig) error {
 			kubeconfig.SetCluster(cfg, o.Cluster, o.Server, o.ClusterCA)
 		}
 		for _, f := range fleet {
-			contexts, moved,
-				err := kubeconfig.SetClusterAudience(cfg, f.cluster, credspec.ExecExtensionName,
+			contexts, moved, err := kubeconfig.SetClusterAudience(cfg, f.cluster, credspec.ExecExtensionName,
 				func(raw []byte) ([]byte, error) {
 					// Keep what else the extension says (allowedServer).
 					ext, _ := credspec.ParseClusterExtension(raw)

@@ -129,8 +129,9 @@ func (k *KubeFlags) completionClient(ctx context.Context) (*rbac.Client, error) 
 }
 
 // CompleteNamespaces completes a namespace from the API server, bounded.
-func (k *KubeFlags) CompleteNamespaces(c *cobra.Command, _ []string, toComplete string) ([]string,
-	cobra.ShellCompDirective) {
+func (k *KubeFlags) CompleteNamespaces(
+	c *cobra.Command, _ []string, toComplete string,
+) ([]string, cobra.ShellCompDirective) {
 	ctx, cancel := context.WithTimeout(c.Context(), CompletionTimeout)
 	defer cancel()
 	client, err := k.completionClient(ctx)
@@ -148,8 +149,9 @@ func (k *KubeFlags) CompleteNamespaces(c *cobra.Command, _ []string, toComplete 
 // resource.group, short name, kind; with a "/", the resource's
 // subresources) from kubectl's discovery cache, asking the server only
 // when the cache is cold (aggregated discovery: two requests).
-func (k *KubeFlags) CompleteResources(c *cobra.Command, _ []string, toComplete string) ([]string,
-	cobra.ShellCompDirective) {
+func (k *KubeFlags) CompleteResources(
+	c *cobra.Command, _ []string, toComplete string,
+) ([]string, cobra.ShellCompDirective) {
 	ctx, cancel := context.WithTimeout(c.Context(), CompletionTimeout)
 	defer cancel()
 	client, err := k.completionClient(ctx)
@@ -203,8 +205,9 @@ func Verbs() []string {
 
 // CompleteVerbResource completes the VERB RESOURCE arguments of why and
 // who-can.
-func (k *KubeFlags) CompleteVerbResource(c *cobra.Command, args []string, toComplete string) ([]string,
-	cobra.ShellCompDirective) {
+func (k *KubeFlags) CompleteVerbResource(
+	c *cobra.Command, args []string, toComplete string,
+) ([]string, cobra.ShellCompDirective) {
 	switch len(args) {
 	case 0:
 		return Values(Verbs()...)(c, args, toComplete)

@@ -210,8 +210,8 @@ func DescribeIdentity(user string, groups []string) string {
 // RegisterCompletions completes --context, --cluster, --user and
 // --namespace from the kubeconfig and the API server.
 func (k *KubeFlags) RegisterCompletions(cmd *cobra.Command) {
-	fromConfig := func(pick func(*clientcmdapi.Config) []string) func(*cobra.Command, []string, string) ([]string,
-		cobra.ShellCompDirective) {
+	type completeFunc = func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective)
+	fromConfig := func(pick func(*clientcmdapi.Config) []string) completeFunc {
 		return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			raw, err := k.ClientConfig().RawConfig()
 			if err != nil {

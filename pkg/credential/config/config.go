@@ -75,8 +75,8 @@ func Dir(getenv func(string) string) (string, error) {
 func Load(path string) (*File, error) {
 	// The profiles file says where tokens and secrets go: only its owner
 	// may write it.
-	b, access,
-		err := safefile.ReadRegular("profiles file", path, maxFileSize, safefile.ReadOptions{Rule: safefile.Private})
+	b, access, err := safefile.ReadRegular(
+		"profiles file", path, maxFileSize, safefile.ReadOptions{Rule: safefile.Private})
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil,
 			fmt.Errorf("profiles file %s does not exist: create it (see docs/profiles.md) or set %s", path, EnvConfig)

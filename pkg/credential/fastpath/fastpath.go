@@ -32,8 +32,9 @@ import (
 // for the full binary: when the keyring failed here (absent, locked, hung),
 // the full binary is told so and does not wait for it a second time, so that
 // the whole call stays within one keyring timeout.
-func Serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (served bool,
-	handoff map[string]string) {
+func Serve(
+	ctx context.Context, args []string, getenv func(string) string, stdout io.Writer,
+) (served bool, handoff map[string]string) {
 	defer tokencache.CloseKeyring()
 	served, keyringErr := serve(ctx, args, getenv, stdout)
 	if !served && keyringErr != nil {

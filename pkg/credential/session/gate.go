@@ -25,8 +25,9 @@ import (
 // cfg bound to that cluster and carrying that token alone: no exec entry
 // to run, no other credential, the TLS and proxy settings that were
 // judged. store nil opens the settings' own cache.
-func (s *Session) Gate(ctx context.Context, cfg *rest.Config, store tokencache.Store) (*rest.Config, *TokenSource,
-	error) {
+func (s *Session) Gate(
+	ctx context.Context, cfg *rest.Config, store tokencache.Store,
+) (*rest.Config, *TokenSource, error) {
 	// The CA file is read once, bounded and never from a FIFO: what is
 	// judged is what the transport uses (a file read again later could
 	// have changed under a CA pin).

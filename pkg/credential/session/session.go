@@ -59,8 +59,9 @@ func (s *Session) Server() string {
 // selects those contexts (each must exist and run this plugin). user,
 // when set, holds flags of the command line that replace the exec
 // entries' values (login and logout).
-func List(raw *clientcmdapi.Config, names []string, user *settings.AuthOptions, getenv func(string) string) ([]*Session,
-	error) {
+func List(
+	raw *clientcmdapi.Config, names []string, user *settings.AuthOptions, getenv func(string) string,
+) ([]*Session, error) {
 	for _, n := range names {
 		if _, ok := raw.Contexts[n]; !ok {
 			return nil, fmt.Errorf("the kubeconfig has no context %q (kubectl config get-contexts lists them)", n)
@@ -92,8 +93,9 @@ type Selection struct{ Context, User, Cluster string }
 // one), as kubectl would run its user's exec entry: an error when the
 // context does not exist (unless --user names the user), when its user
 // does not run this plugin (ErrNotOurs), or when the entry cannot be read.
-func Current(raw *clientcmdapi.Config, sel Selection, user *settings.AuthOptions, getenv func(string) string) (*Session,
-	error) {
+func Current(
+	raw *clientcmdapi.Config, sel Selection, user *settings.AuthOptions, getenv func(string) string,
+) (*Session, error) {
 	name := cmp.Or(sel.Context, raw.CurrentContext)
 	c, found := raw.Contexts[name]
 	if !found && sel.User == "" {

@@ -15,8 +15,9 @@ import (
 // warn receives what Complete would tell the user. entryEnv, when given,
 // names the environment variables the exec entry sets (a caller that read
 // the entry from the kubeconfig knows them).
-func ParseArgs(args []string, getenv func(string) string, warn func(string), entryEnv ...string) (*AuthOptions, int,
-	error) {
+func ParseArgs(
+	args []string, getenv func(string) string, warn func(string), entryEnv ...string,
+) (*AuthOptions, int, error) {
 	return parseArgs(args, getenv, warn, true, entryEnv)
 }
 

@@ -272,9 +272,9 @@ func (o *AuthOptions) Complete(getenv func(string) string, warn func(string)) er
 				credspec.FlagClientSecretFile)
 		}
 		var err error
-		if o.ClientSecret,
-			err = readSecretFile(getenv, credspec.FlagClientSecretFile, "client secret", o.ClientSecretFile,
-			warn); err != nil {
+		o.ClientSecret, err = readSecretFile(
+			getenv, credspec.FlagClientSecretFile, "client secret", o.ClientSecretFile, warn)
+		if err != nil {
 			return err
 		}
 		// As before: a client secret is a token, never padded (a password
@@ -289,8 +289,8 @@ func (o *AuthOptions) Complete(getenv func(string) string, warn func(string)) er
 	}
 	if o.PasswordFile != "" {
 		var err error
-		if o.Password,
-			err = readSecretFile(getenv, credspec.FlagPasswordFile, "password", o.PasswordFile, warn); err != nil {
+		o.Password, err = readSecretFile(getenv, credspec.FlagPasswordFile, "password", o.PasswordFile, warn)
+		if err != nil {
 			return err
 		}
 	}

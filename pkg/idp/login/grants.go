@@ -464,8 +464,7 @@ func (c *Client) passwordGrant(ctx context.Context, p *oidc.Provider) (*oauth2.T
 		password = string(b)
 	}
 	c.cfg.Log.Printf(1, "requesting a token with the password grant at %s", p.Endpoint.TokenURL)
-	tok,
-		err := c.tokenRequest(ctx, p,
+	tok, err := c.tokenRequest(ctx, p,
 		url.Values{"grant_type": {"password"}, "username": {c.cfg.Username}, "password": {password}})
 	if err != nil {
 		return nil, fmt.Errorf("password grant: %w", err)

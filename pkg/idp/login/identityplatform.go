@@ -107,8 +107,9 @@ func (p *IdentityPlatform) Refresh(ctx context.Context, refreshToken string) (*t
 	return p.entry(ctx, out.IDToken, out.RefreshToken, refreshToken)
 }
 
-func (p *IdentityPlatform) entry(ctx context.Context, idToken, refreshToken, oldRefresh string) (*tokencache.Entry,
-	error) {
+func (p *IdentityPlatform) entry(
+	ctx context.Context, idToken, refreshToken, oldRefresh string,
+) (*tokencache.Entry, error) {
 	if idToken == "" {
 		return nil, errors.New("no ID token in the answer of Identity Platform")
 	}

@@ -182,8 +182,9 @@ const DefaultTimeout = 60 * time.Second
 
 // Authorize posts a SubjectAccessReview: Allow when it allows, Deny when
 // it denies, else no opinion (which the filter refuses).
-func (s SubjectAccessReviewer) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string,
-	error) {
+func (s SubjectAccessReviewer) Authorize(
+	ctx context.Context, a authorizer.Attributes,
+) (authorizer.Decision, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, cmp.Or(s.Timeout, DefaultTimeout))
 	defer cancel()
 	in := authzv1.SubjectAccessReview{Spec: ReviewSpec(a)}
@@ -377,8 +378,9 @@ func WithDeadline(ctx context.Context, d time.Time) context.Context {
 // boundedAuthorizer asks each question within the request's deadline.
 type boundedAuthorizer struct{ next Authorizer }
 
-func (b boundedAuthorizer) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string,
-	error) {
+func (b boundedAuthorizer) Authorize(
+	ctx context.Context, a authorizer.Attributes,
+) (authorizer.Decision, string, error) {
 	if d, ok := ctx.Value(deadlineKey{}).(time.Time); ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, d)

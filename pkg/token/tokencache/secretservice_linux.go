@@ -174,8 +174,7 @@ func (p *pipelinedAuth) Write(b []byte) (int, error) {
 		p.fake.WriteString("OK 00000000000000000000000000000000\r\n")
 	case line == "BEGIN\r\n":
 		p.begun = true
-		if _,
-			err := p.Conn.Write([]byte("\x00AUTH EXTERNAL " + hex.EncodeToString([]byte(p.uid)) +
+		if _, err := p.Conn.Write([]byte("\x00AUTH EXTERNAL " + hex.EncodeToString([]byte(p.uid)) +
 			"\r\nBEGIN\r\n")); err != nil {
 			return 0, err
 		}

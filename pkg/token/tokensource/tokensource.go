@@ -420,8 +420,9 @@ func invalidGrant(err error) bool {
 // entry's lock from its start (att; getLocked records its end), so that for
 // Cooldown after a failed or abandoned login the next calls for this
 // identity fail fast instead of opening another browser.
-func (s *Source) grant(ctx context.Context, id string, auth Authenticator, att *loginAttempt) (*tokencache.Entry,
-	error) {
+func (s *Source) grant(
+	ctx context.Context, id string, auth Authenticator, att *loginAttempt,
+) (*tokencache.Entry, error) {
 	pn, ok := auth.(PersonNeeder)
 	if !ok || !pn.NeedsPerson() {
 		return auth.Grant(ctx)

@@ -28,8 +28,9 @@ var _ kubecode.Code = Code{}
 // flags converted as kube-apiserver converts them. fill completes the flags
 // before the conversion (claims takes the token's own iss and aud when none
 // are given). rule describes the rules in one line.
-func authnOptions(a kubecode.Authentication, fill func(*oidcflags.Legacy)) (opts authn.Options, rule string,
-	err error) {
+func authnOptions(
+	a kubecode.Authentication, fill func(*oidcflags.Legacy),
+) (opts authn.Options, rule string, err error) {
 	if a.ConfigFile != "" {
 		cfg, err := authn.LoadConfigFile(a.ConfigFile)
 		if err != nil {

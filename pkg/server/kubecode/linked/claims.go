@@ -17,8 +17,9 @@ import (
 
 // claimsAuthnOptions builds the authenticator kube-apiserver would run:
 // the request's rules, else the token's own iss and aud (untrusted).
-func claimsAuthnOptions(r kubecode.PredictRequest, tok *jwtclaims.Token, res *kubecode.Prediction) (authn.Options,
-	error) {
+func claimsAuthnOptions(
+	r kubecode.PredictRequest, tok *jwtclaims.Token, res *kubecode.Prediction,
+) (authn.Options, error) {
 	opts, rule, err := authnOptions(r.Authentication, func(l *oidcflags.Legacy) {
 		if l.IssuerURL == "" {
 			l.IssuerURL = tok.String("iss")
