@@ -36,6 +36,7 @@ targets=(
   "pkg/cluster/usage policy.go read.go request.go seal.go"
   "pkg/cluster/risk risk.go checks.go"
   "pkg/server/identity identity.go"
+  "pkg/idp/oauth oauth.go assertion.go retry.go"
 )
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
