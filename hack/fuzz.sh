@@ -24,7 +24,7 @@ targets=(
   "./pkg/cluster/kubeapi FuzzDiscoveryWrites"
   "./pkg/cluster/kubeapi FuzzDiscoveryCacheDirsDistinct"
   "./pkg/host/logging FuzzEscape"
-  "./pkg/cluster/usage FuzzGenerateGrantsOnlyWhatWasAllowed"
+  "./pkg/cluster/rolegen FuzzGenerateGrantsOnlyWhatWasAllowed"
 )
 failed=0
 rows=()

@@ -33,10 +33,12 @@ targets=(
   "pkg/credential/session gate.go"
   "pkg/host/kuberc kuberc.go"
   "pkg/server/recorder recorder.go"
-  "pkg/cluster/usage policy.go read.go request.go seal.go"
+  "pkg/cluster/auditlog read.go request.go seal.go"
+  "pkg/cluster/rolegen rolegen.go"
   "pkg/cluster/risk risk.go checks.go"
   "pkg/server/identity identity.go"
   "pkg/idp/oauth oauth.go assertion.go retry.go"
+  "pkg/token/tokencache disk.go entry.go key.go keyring.go store.go cooldown.go lock.go"
 )
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/auditlog"
 )
 
 // envRecordRole makes the test binary record's command ("child") or the
@@ -168,11 +168,11 @@ func TestRecordAgainstAnotherUser(t *testing.T) {
 	f, err := os.Open(recording)
 	require.NoError(t, err)
 	defer f.Close()
-	l, err := usage.Read(f, usage.ReadOptions{})
+	l, err := auditlog.Read(f, auditlog.ReadOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, []usage.Request{{Verb: "list", Resource: "pods", Namespace: "default", Code: 200,
-		Decision: usage.Allow}, {Verb: "list", Resource: "secrets", Namespace: "default", Code: 403,
-		Decision: usage.Forbid}}, l.Requests)
+	assert.Equal(t, []auditlog.Request{{Verb: "list", Resource: "pods", Namespace: "default", Code: 200,
+		Decision: auditlog.Allow}, {Verb: "list", Resource: "secrets", Namespace: "default", Code: 403,
+		Decision: auditlog.Forbid}}, l.Requests)
 }
 
 // TestRecordStoppedBySignal: record itself hung up (its terminal closed)

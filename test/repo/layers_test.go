@@ -28,7 +28,7 @@ var layers = map[string][]string{
 	// identity used and needs
 	"cluster": {"host"},
 	// kube-apiserver's own code and what is built on it: the proxy, and
-	// record's endpoint (which writes pkg/cluster/usage's requests)
+	// record's endpoint (which writes pkg/cluster/auditlog's requests)
 	"server": {"host", "token", "idp", "cluster"},
 	// the commands: any layer
 	"cmd": {"host", "token", "idp", "credential", "cluster", "server"},

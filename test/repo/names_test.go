@@ -201,7 +201,7 @@ func TestNamesInProseExist(t *testing.T) {
 	// An upstream marker qualifies its own path, not a stale one after it
 	// (pkg/cmd/privilege/doc.go on f0d971a's tree).
 	require.NoError(t, os.WriteFile(planted, []byte("package x\n\n// Parsed with kube-apiserver's own code, "+
-		"written\n// through pkg/cluster/usage and "+moved+".\n"), 0o600))
+		"written\n// through pkg/cluster/auditlog and "+moved+".\n"), 0o600))
 	assert.Equal(t, []string{planted + ":4: " + moved}, staleNames(t, []string{planted}))
 }
 

@@ -11,11 +11,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/auditlog"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbacgraph"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rolegen"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 )
 
@@ -135,8 +136,8 @@ func TestOneRiskVerdict(t *testing.T) {
 
 			// least-privilege: the rule generated from its use.
 			res2, sub, _ := strings.Cut(target.ResourceWithSub(), "/")
-			p := usage.Generate([]usage.Request{{Verb: tt.verb, APIGroup: target.Group, Resource: res2,
-				Subresource: sub, Namespace: ns, Code: 200, Decision: usage.Allow}}, usage.PolicyOptions{})
+			p := rolegen.Generate([]auditlog.Request{{Verb: tt.verb, APIGroup: target.Group, Resource: res2,
+				Subresource: sub, Namespace: ns, Code: 200, Decision: auditlog.Allow}}, rolegen.PolicyOptions{})
 			var lp string
 			for _, e := range p.Escalations {
 				lp += e.String() + "\n"

@@ -3,5 +3,5 @@
 // loopback endpoint, as kube-apiserver's authorizer sees them) and
 // least-privilege (the Roles that serve a recording or kube-apiserver's
 // audit log, beside what the identity holds). They read and write through
-// pkg/cluster/usage and pkg/server/recorder.
+// pkg/cluster/auditlog, pkg/cluster/rolegen and pkg/server/recorder.
 package privilege

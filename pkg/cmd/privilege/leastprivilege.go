@@ -20,9 +20,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/auditlog"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rolegen"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 )
@@ -44,7 +45,7 @@ type LeastPrivilegeOptions struct {
 	// Held compares with what the kubeconfig's identity (--as) holds.
 	Held bool
 
-	reqs    []usage.Request
+	reqs    []auditlog.Request
 	skipped []string
 	keys    []ed25519.PublicKey
 	subject *rbacv1.Subject
@@ -104,7 +105,7 @@ needed: "holds 240 cells, used 7".`,
 	f.StringVar(&o.Name, "name", "least-privilege", "The name of the generated Roles, ClusterRole and bindings")
 	f.StringVar(&o.Subject, "subject", "", "Who the bindings bind: User:NAME, Group:NAME or ServiceAccount:NS:NAME "+
 		"(default: --audit-user with --from-audit; none: no bindings)")
-	f.IntVar(&o.MaxNames, "max-names", usage.DefaultMaxNames, "A rule names the objects used when they are at "+
+	f.IntVar(&o.MaxNames, "max-names", rolegen.DefaultMaxNames, "A rule names the objects used when they are at "+
 		"most this many; more, and it grants every object (said above the YAML); 0 names them all")
 	f.BoolVar(&o.Held, "held", true, "Count what the kubeconfig's identity (--as) holds in the namespaces used")
 	return cmd
@@ -144,19 +145,19 @@ func (o *LeastPrivilegeOptions) Complete(_ context.Context, _ []string) error {
 		o.subject = &s
 	}
 	for _, k := range o.RecordingKeys {
-		key, err := usage.ParseKey(k)
+		key, err := auditlog.ParseKey(k)
 		if err != nil {
 			return fmt.Errorf("--recording-key: %w", err)
 		}
 		o.keys = append(o.keys, key)
 	}
 	for _, f := range o.From {
-		if err := o.readLog(f, usage.ReadOptions{Sealed: true, Keys: o.keys}); err != nil {
+		if err := o.readLog(f, auditlog.ReadOptions{Sealed: true, Keys: o.keys}); err != nil {
 			return err
 		}
 	}
 	for _, f := range o.FromAudit {
-		if err := o.readLog(f, usage.ReadOptions{User: o.User}); err != nil {
+		if err := o.readLog(f, auditlog.ReadOptions{User: o.User}); err != nil {
 			return err
 		}
 	}
@@ -171,13 +172,13 @@ func (o *LeastPrivilegeOptions) Complete(_ context.Context, _ []string) error {
 }
 
 // readLog reads one log's requests, and says what it skipped.
-func (o *LeastPrivilegeOptions) readLog(path string, ro usage.ReadOptions) error {
+func (o *LeastPrivilegeOptions) readLog(path string, ro auditlog.ReadOptions) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("reading the requests: %w", err)
 	}
 	defer f.Close()
-	l, err := usage.Read(f, ro)
+	l, err := auditlog.Read(f, ro)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
@@ -218,7 +219,7 @@ func ParseSubject(s string) (rbacv1.Subject, error) {
 // Result is least-privilege's answer: the policy, and the identity's held
 // cells when counted.
 type Result struct {
-	usage.Policy
+	rolegen.Policy
 	// Held counts the cells the identity holds in the namespaces used
 	// (HeldIn), -1 when not counted.
 	Held   int      `json:"held"`
@@ -229,7 +230,7 @@ type Result struct {
 
 // Run generates the policy, counts what is held, and prints.
 func (o *LeastPrivilegeOptions) Run(ctx context.Context) error {
-	res := Result{Policy: usage.Generate(o.reqs, usage.PolicyOptions{Name: o.Name, Subject: o.subject,
+	res := Result{Policy: rolegen.Generate(o.reqs, rolegen.PolicyOptions{Name: o.Name, Subject: o.subject,
 		MaxNames: o.MaxNames}), Held: -1, Skipped: o.skipped}
 	if o.client != nil {
 		if err := o.held(ctx, &res); err != nil {
@@ -312,7 +313,7 @@ func summary(res Result, prefix string) string {
 		fmt.Fprintf(&b, "%swidened to every name (over --max-names): %s\n", prefix, logging.OneLine(c.String(), 200))
 	}
 	for _, e := range res.Escalations {
-		c := usage.Cell{Namespace: e.Namespace, Verb: e.Verb, APIGroup: e.APIGroup, Resource: e.Resource}
+		c := rolegen.Cell{Namespace: e.Namespace, Verb: e.Verb, APIGroup: e.APIGroup, Resource: e.Resource}
 		fmt.Fprintf(&b, "%srisk: %s: %s\n", prefix, logging.OneLine(c.String(), 200), logging.OneLine(e.Risk.String(),
 			400))
 	}
@@ -331,7 +332,7 @@ func plural(n int, noun string) string {
 }
 
 // objects are the policy's objects in apply order: roles, then bindings.
-func objects(p usage.Policy) []runtime.Object {
+func objects(p rolegen.Policy) []runtime.Object {
 	var out []runtime.Object
 	if p.ClusterRole != nil {
 		out = append(out, p.ClusterRole)

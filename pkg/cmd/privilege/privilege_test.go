@@ -28,8 +28,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/auditlog"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rolegen"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode/linked"
@@ -115,10 +116,10 @@ func TestRecordRunsTheCommandAndExitsWithItsCode(t *testing.T) {
 			f, err := os.Open(file)
 			require.NoError(t, err)
 			defer f.Close()
-			l, err := usage.Read(f, usage.ReadOptions{})
+			l, err := auditlog.Read(f, auditlog.ReadOptions{})
 			require.NoError(t, err)
-			assert.Equal(t, []usage.Request{{Verb: "list", Resource: "pods", Namespace: "team-a", Code: 200,
-				Decision: usage.Allow}}, l.Requests)
+			assert.Equal(t, []auditlog.Request{{Verb: "list", Resource: "pods", Namespace: "team-a", Code: 200,
+				Decision: auditlog.Allow}}, l.Requests)
 		})
 	}
 }
@@ -201,7 +202,7 @@ func TestLeastPrivilegeValidate(t *testing.T) {
 
 // recording writes events of reqs into a file, sealed as record seals
 // them, and returns it and the key.
-func recording(t *testing.T, reqs ...usage.Request) (string, string) {
+func recording(t *testing.T, reqs ...auditlog.Request) (string, string) {
 	var b bytes.Buffer
 	for _, r := range reqs {
 		line, err := json.Marshal(r.Event(cmp.Or(r.Path, "/a-resource"), "", time.Now()))
@@ -210,22 +211,22 @@ func recording(t *testing.T, reqs ...usage.Request) (string, string) {
 	}
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
-	sealed, err := usage.Seal(b.Bytes(), priv)
+	sealed, err := auditlog.Seal(b.Bytes(), priv)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "rec.jsonl")
 	require.NoError(t, os.WriteFile(path, sealed, 0o600))
-	return path, usage.FormatKey(pub)
+	return path, auditlog.FormatKey(pub)
 }
 
 func TestLeastPrivilegePrints(t *testing.T) {
 	file, key := recording(t,
-		usage.Request{Verb: "get", Path: "/api", Code: 200, Decision: usage.Allow},
-		usage.Request{Verb: "list", Resource: "pods", Namespace: "a", Code: 200, Decision: usage.Allow},
-		usage.Request{Verb: "get", Resource: "pods", Subresource: "exec", Namespace: "a", Name: "web", Code: 101,
-			Decision: usage.Allow},
-		usage.Request{Verb: "list", Resource: "secrets", Namespace: "a", Code: 403, Decision: usage.Forbid},
-		usage.Request{Verb: "delete", Resource: "secrets", Namespace: "a", Code: 429},
-		usage.Request{Verb: "get", Resource: "nodes", Name: "n1", Code: 200, Decision: usage.Allow},
+		auditlog.Request{Verb: "get", Path: "/api", Code: 200, Decision: auditlog.Allow},
+		auditlog.Request{Verb: "list", Resource: "pods", Namespace: "a", Code: 200, Decision: auditlog.Allow},
+		auditlog.Request{Verb: "get", Resource: "pods", Subresource: "exec", Namespace: "a", Name: "web", Code: 101,
+			Decision: auditlog.Allow},
+		auditlog.Request{Verb: "list", Resource: "secrets", Namespace: "a", Code: 403, Decision: auditlog.Forbid},
+		auditlog.Request{Verb: "delete", Resource: "secrets", Namespace: "a", Code: 429},
+		auditlog.Request{Verb: "get", Resource: "nodes", Name: "n1", Code: 200, Decision: auditlog.Allow},
 	)
 	// A line someone else added after the seal: not read.
 	b, err := os.ReadFile(file)
@@ -289,8 +290,8 @@ func TestLeastPrivilegePrints(t *testing.T) {
 // held in (the cluster answered for them; their names come from a log).
 func TestSummaryIsCommentLines(t *testing.T) {
 	res := Result{Held: 3, HeldIn: []string{"a\napiVersion: v1\nkind: ClusterRoleBinding\n---\n#", "b\x1b]0;x\a"},
-		Policy: usage.Policy{Used: []usage.Cell{{Namespace: "a", Verb: "get", Resource: "pods"}},
-			Escalations: []usage.Escalation{{Namespace: "a", Verb: "get", Resource: "secrets",
+		Policy: rolegen.Policy{Used: []rolegen.Cell{{Namespace: "a", Verb: "get", Resource: "pods"}},
+			Escalations: []rolegen.Escalation{{Namespace: "a", Verb: "get", Resource: "secrets",
 				Risk: risk.Risk{Kind: "x\n#", Why: "x\ny"}}}}, Skipped: []string{"a\nb"}}
 	out := summary(res, "# ")
 	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
@@ -420,7 +421,7 @@ func TestRecordingForgedByTheCommand(t *testing.T) {
 	// The whole file rewritten, sealed with the attacker's own key.
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
-	sealed, err := usage.Seal([]byte(forged+"\n"), priv)
+	sealed, err := auditlog.Seal([]byte(forged+"\n"), priv)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(file, sealed, 0o600))
 	out := run()

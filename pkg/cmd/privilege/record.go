@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/auditlog"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/safefile"
@@ -183,7 +183,7 @@ func writeSealed(f *os.File, events *memory) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("making the recording's key: %w", err)
 	}
-	b, err := usage.Seal(events.Bytes(), priv)
+	b, err := auditlog.Seal(events.Bytes(), priv)
 	if err == nil {
 		_, err = f.Write(b)
 	}
@@ -193,7 +193,7 @@ func writeSealed(f *os.File, events *memory) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("writing the recording: %w", err)
 	}
-	return usage.FormatKey(pub), nil
+	return auditlog.FormatKey(pub), nil
 }
 
 // upstream is the context's server and client-go's transports to it

@@ -1,7 +1,7 @@
 // Package attributes is what kube-apiserver's authorizer is asked for a
 // request, as k8s.io/apiserver's own request-info code reads it: the
 // resolver the proxy and record's endpoint share, and the checks of one
-// request (its impersonation first) as pkg/cluster/usage's requests.
+// request (its impersonation first) as pkg/cluster/auditlog's requests.
 package attributes
 
 import (
@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/auditlog"
 )
 
 // Resolver is kube-apiserver's own resolver of request attributes, with
@@ -25,27 +25,27 @@ var Resolver = &apirequest.RequestInfoFactory{
 
 // Of is what kube-apiserver's authorizer is asked for r: one impersonate
 // check for each identity its Impersonate-* headers name (kube-apiserver
-// asks those first, in the legacy mode: usage.ImpersonationChecks), then
+// asks those first, in the legacy mode: auditlog.ImpersonationChecks), then
 // the request itself.
-func Of(r *http.Request) []usage.Request {
+func Of(r *http.Request) []auditlog.Request {
 	main := request(r)
-	u, ok := usage.Identity(r.Header)
+	u, ok := auditlog.Identity(r.Header)
 	if !ok {
-		return []usage.Request{main}
+		return []auditlog.Request{main}
 	}
-	return append(usage.ImpersonationChecks(u, "", main), main)
+	return append(auditlog.ImpersonationChecks(u, "", main), main)
 }
 
 // request is r's own attributes, as k8s.io/apiserver reads them.
-func request(r *http.Request) usage.Request {
+func request(r *http.Request) auditlog.Request {
 	info, _ := Resolver.NewRequestInfo(r) // on an error, info holds what was parsed, as kube-apiserver's
 	switch {
 	case info == nil:
-		return usage.Request{Verb: strings.ToLower(r.Method), Path: r.URL.Path}
+		return auditlog.Request{Verb: strings.ToLower(r.Method), Path: r.URL.Path}
 	case !info.IsResourceRequest:
-		return usage.Request{Verb: info.Verb, Path: info.Path}
+		return auditlog.Request{Verb: info.Verb, Path: info.Path}
 	}
-	return usage.Request{Verb: info.Verb, APIGroup: info.APIGroup, Resource: info.Resource,
+	return auditlog.Request{Verb: info.Verb, APIGroup: info.APIGroup, Resource: info.Resource,
 		Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name}
 }
 

@@ -7,38 +7,38 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/auditlog"
 )
 
 func TestOf(t *testing.T) {
 	tests := []struct {
 		method, url string
 		header      http.Header
-		want        []usage.Request
+		want        []auditlog.Request
 	}{
 		{"GET", "/api/v1/namespaces/a/pods", nil,
-			[]usage.Request{{Verb: "list", Resource: "pods", Namespace: "a"}}},
+			[]auditlog.Request{{Verb: "list", Resource: "pods", Namespace: "a"}}},
 		{"GET", "/api/v1/namespaces/a/pods?watch=true", nil,
-			[]usage.Request{{Verb: "watch", Resource: "pods", Namespace: "a"}}},
+			[]auditlog.Request{{Verb: "watch", Resource: "pods", Namespace: "a"}}},
 		{"GET", "/api/v1/namespaces/a/pods?fieldSelector=metadata.name%3Dweb&watch=1", nil,
-			[]usage.Request{{Verb: "watch", Resource: "pods", Namespace: "a", Name: "web"}}},
+			[]auditlog.Request{{Verb: "watch", Resource: "pods", Namespace: "a", Name: "web"}}},
 		{"POST", "/api/v1/namespaces/a/pods/web/exec?command=ls", nil,
-			[]usage.Request{{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "a", Name: "web"}}},
+			[]auditlog.Request{{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "a", Name: "web"}}},
 		{"PATCH", "/apis/apps/v1/namespaces/a/deployments/d/scale", nil,
-			[]usage.Request{{Verb: "patch", APIGroup: "apps", Resource: "deployments", Subresource: "scale",
+			[]auditlog.Request{{Verb: "patch", APIGroup: "apps", Resource: "deployments", Subresource: "scale",
 				Namespace: "a", Name: "d"}}},
 		{"DELETE", "/api/v1/namespaces/a/configmaps", nil,
-			[]usage.Request{{Verb: "deletecollection", Resource: "configmaps", Namespace: "a"}}},
+			[]auditlog.Request{{Verb: "deletecollection", Resource: "configmaps", Namespace: "a"}}},
 		{"GET", "/api/v1/nodes/n1/proxy/metrics", nil,
-			[]usage.Request{{Verb: "get", Resource: "nodes", Subresource: "proxy", Name: "n1"}}},
+			[]auditlog.Request{{Verb: "get", Resource: "nodes", Subresource: "proxy", Name: "n1"}}},
 		{"GET", "/api/v1/namespaces/a", nil,
-			[]usage.Request{{Verb: "get", Resource: "namespaces", Namespace: "a", Name: "a"}}},
-		{"GET", "/apis/apps/v1", nil, []usage.Request{{Verb: "get", Path: "/apis/apps/v1"}}},
-		{"GET", "/metrics", nil, []usage.Request{{Verb: "get", Path: "/metrics"}}},
+			[]auditlog.Request{{Verb: "get", Resource: "namespaces", Namespace: "a", Name: "a"}}},
+		{"GET", "/apis/apps/v1", nil, []auditlog.Request{{Verb: "get", Path: "/apis/apps/v1"}}},
+		{"GET", "/metrics", nil, []auditlog.Request{{Verb: "get", Path: "/metrics"}}},
 		{"GET", "/api/v1/namespaces/a/pods", http.Header{
 			"Impersonate-User": {"system:serviceaccount:ci:robot"}, "Impersonate-Group": {"g1", "g2"},
 			"Impersonate-Uid": {"u-1"}, "Impersonate-Extra-Scopes%2Fx": {"view"}},
-			[]usage.Request{
+			[]auditlog.Request{
 				{Verb: "impersonate", Resource: "serviceaccounts", Namespace: "ci", Name: "robot"},
 				{Verb: "impersonate", Resource: "groups", Name: "g1"},
 				{Verb: "impersonate", Resource: "groups", Name: "g2"},
@@ -48,7 +48,7 @@ func TestOf(t *testing.T) {
 				{Verb: "list", Resource: "pods", Namespace: "a"},
 			}},
 		{"GET", "/api/v1/pods", http.Header{"Impersonate-User": {"bob"}},
-			[]usage.Request{{Verb: "impersonate", Resource: "users", Name: "bob"}, {Verb: "list", Resource: "pods"}}},
+			[]auditlog.Request{{Verb: "impersonate", Resource: "users", Name: "bob"}, {Verb: "list", Resource: "pods"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.url, func(t *testing.T) {

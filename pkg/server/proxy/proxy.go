@@ -25,7 +25,7 @@
 //
 // The request path is here; who a request goes upstream as is
 // pkg/server/identity's, the way upstream (timeouts, upgrades, streams)
-// pkg/server/upstream's, and the audit line pkg/cluster/usage's ProxyLine.
+// pkg/server/upstream's, and the audit line pkg/cluster/auditlog's ProxyLine.
 package proxy
 
 import (
@@ -57,7 +57,7 @@ import (
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/transport"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/auditlog"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/attributes"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/identity"
@@ -384,7 +384,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	elapsed := time.Since(start)
 	h.Metrics.observe(rec.code, elapsed)
 	if h.Audit != nil {
-		line := usage.ProxyLine{Time: time.Now().UTC().Format(time.RFC3339Nano), Remote: r.RemoteAddr,
+		line := auditlog.ProxyLine{Time: time.Now().UTC().Format(time.RFC3339Nano), Remote: r.RemoteAddr,
 			Method: r.Method, Path: r.URL.Path, Code: rec.code, LatencyMs: elapsed.Milliseconds(),
 			Answered: l.answered, Reason: l.reason}
 		if l.user != nil {

@@ -22,7 +22,8 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testissuer"
 	"github.com/kubectl-impersonate/kubectl-impersonate/internal/testkit"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/auditlog"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rolegen"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/attributes"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/authn"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/proxy"
@@ -151,20 +152,20 @@ func TestGrantsOnlyWhatTheClusterAllowed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.source+": "+tt.name, func(t *testing.T) {
 			var log []byte
-			ro := usage.ReadOptions{}
+			ro := auditlog.ReadOptions{}
 			switch tt.source {
 			case "record":
 				log = recordOne(t, tt.cluster, tt.method, tt.path, tt.header, tt.wantCode)
 			case "audit":
-				log, ro = []byte(strings.Join(tt.auditLines, "\n")), usage.ReadOptions{User: sa}
+				log, ro = []byte(strings.Join(tt.auditLines, "\n")), auditlog.ReadOptions{User: sa}
 			case "proxy":
 				log = proxyOne(t, tt.cluster, tt.method, tt.path, tt.abandon, tt.wantCode)
-				ro = usage.ReadOptions{User: "alice@example.com"}
+				ro = auditlog.ReadOptions{User: "alice@example.com"}
 			}
-			l, err := usage.Read(bytes.NewReader(log), ro)
+			l, err := auditlog.Read(bytes.NewReader(log), ro)
 			require.NoError(t, err)
 			require.Zero(t, l.Skipped, "%s", log)
-			p := usage.Generate(l.Requests, usage.PolicyOptions{})
+			p := rolegen.Generate(l.Requests, rolegen.PolicyOptions{})
 			var used []string
 			for _, c := range p.Used {
 				used = append(used, c.String())
@@ -284,8 +285,8 @@ func TestAttributesAreTheOutgoingRequest(t *testing.T) {
 	w := httptest.NewRecorder()
 	e.h.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
 	assert.Equal(t, 200, w.Code)
-	assert.Equal(t, []usage.Request{{Verb: "list", Resource: "pods", Namespace: "a", Code: 200,
-		Decision: usage.Allow}}, read(t, e, log), "the cluster got no impersonation: none is recorded")
+	assert.Equal(t, []auditlog.Request{{Verb: "list", Resource: "pods", Namespace: "a", Code: 200,
+		Decision: auditlog.Allow}}, read(t, e, log), "the cluster got no impersonation: none is recorded")
 }
 
 // TestAttributesBehindAPrefixedUpstream: a context whose server has a path
@@ -295,7 +296,7 @@ func TestAttributesBehindAPrefixedUpstream(t *testing.T) {
 	u := newUpstream(t)
 	e, log := startWith(t, u, func(c *rest.Config) { c.Host += "/k8s/clusters/c-1" })
 	assert.Equal(t, 200, do(t, client(t, e), "GET", e.url+"/api/v1/namespaces/a/pods", nil))
-	assert.Equal(t, []usage.Request{{Verb: "list", Resource: "pods", Namespace: "a", Code: 200,
-		Decision: usage.Allow}}, read(t, e, log))
+	assert.Equal(t, []auditlog.Request{{Verb: "list", Resource: "pods", Namespace: "a", Code: 200,
+		Decision: auditlog.Allow}}, read(t, e, log))
 	assert.Equal(t, "GET /k8s/clusters/c-1/api/v1/namespaces/a/pods Bearer "+upstreamToken+" ", u.requests()[0])
 }

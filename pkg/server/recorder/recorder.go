@@ -2,7 +2,7 @@
 // one child process reaches (TLS with a one-time CA, a one-time bearer
 // token), that forwards each request to the context's cluster with the
 // context's own credentials, and that writes each request as kube-apiserver's
-// authorizer sees it (pkg/server/attributes), with the cluster's answer (pkg/cluster/usage's Event lines). It links
+// authorizer sees it (pkg/server/attributes), with the cluster's answer (pkg/cluster/auditlog's Event lines). It links
 // kube-apiserver's request and authentication packages, so only
 // kubectl-impersonate-apiserver imports it (pkg/server/kubecode/linked).
 package recorder
@@ -38,7 +38,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/request/websocket"
 	"k8s.io/apiserver/pkg/authentication/user"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/auditlog"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/attributes"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
@@ -269,7 +269,7 @@ func oneTimeToken(token []byte) authenticator.Request {
 // answer.
 type state struct {
 	rec          *writer
-	reqs         []usage.Request
+	reqs         []auditlog.Request
 	uri          string
 	impersonated string
 	once         sync.Once
@@ -305,16 +305,16 @@ type writer struct {
 }
 
 // write records reqs (impersonate checks first, then the request) with
-// the answer's code. The request is decided by the code (usage.DecisionOf);
+// the answer's code. The request is decided by the code (auditlog.DecisionOf);
 // an impersonate check is allowed only when the request was (an answer
 // past the authorizer shows the impersonation filter, before it, let the
 // request through), refused with a 401, and undecided otherwise: a 403 or
 // a 400 may be the impersonation's own refusal, in any wording or
 // encoding.
-func (w *writer) write(reqs []usage.Request, uri, impersonated string, code int) {
+func (w *writer) write(reqs []auditlog.Request, uri, impersonated string, code int) {
 	var buf bytes.Buffer
 	n, notAllowed := 0, 0
-	main := usage.DecisionOf(code)
+	main := auditlog.DecisionOf(code)
 	for i, r := range reqs {
 		last := i == len(reqs)-1
 		r.Code, r.Decision = code, main
@@ -323,9 +323,9 @@ func (w *writer) write(reqs []usage.Request, uri, impersonated string, code int)
 		case last:
 			who = impersonated
 		case code == http.StatusUnauthorized:
-			r.Decision = usage.Forbid
-		case main != usage.Allow:
-			r.Decision = usage.Undecided
+			r.Decision = auditlog.Forbid
+		case main != auditlog.Allow:
+			r.Decision = auditlog.Undecided
 		}
 		b, err := json.Marshal(r.Event(uri, who, w.now()))
 		if err != nil {
@@ -333,7 +333,7 @@ func (w *writer) write(reqs []usage.Request, uri, impersonated string, code int)
 		}
 		buf.Write(append(b, '\n'))
 		n++
-		if r.Decision != usage.Allow {
+		if r.Decision != auditlog.Allow {
 			notAllowed++
 		}
 	}

@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/auditlog"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/usage"
 )
 
 const upstreamToken = "the-context-s-own-token"
@@ -148,9 +148,9 @@ func do(t *testing.T, c *http.Client, method, url string, h http.Header) int {
 	return resp.StatusCode
 }
 
-func read(t *testing.T, e *Endpoint, log *bytes.Buffer) []usage.Request {
+func read(t *testing.T, e *Endpoint, log *bytes.Buffer) []auditlog.Request {
 	require.NoError(t, e.Close())
-	l, err := usage.Read(bytes.NewReader(log.Bytes()), usage.ReadOptions{})
+	l, err := auditlog.Read(bytes.NewReader(log.Bytes()), auditlog.ReadOptions{})
 	require.NoError(t, err)
 	require.Zero(t, l.Skipped)
 	return l.Requests
@@ -176,15 +176,15 @@ func TestRecordsWhatTheClusterAuthorizes(t *testing.T) {
 	written, notAllowed := e.Counts()
 	assert.Equal(t, 9, written)
 	assert.Equal(t, 4, notAllowed)
-	assert.Equal(t, []usage.Request{
-		{Verb: "watch", Resource: "pods", Namespace: "a", Code: 200, Decision: usage.Allow},
-		{Verb: "list", Resource: "secrets", Namespace: "a", Code: 403, Decision: usage.Forbid},
+	assert.Equal(t, []auditlog.Request{
+		{Verb: "watch", Resource: "pods", Namespace: "a", Code: 200, Decision: auditlog.Allow},
+		{Verb: "list", Resource: "secrets", Namespace: "a", Code: 403, Decision: auditlog.Forbid},
 		// Admission's 403 cannot be told from the authorizer's by its
 		// bytes: refused all the same.
-		{Verb: "create", Resource: "pods", Namespace: "a", Code: 403, Decision: usage.Forbid},
-		{Verb: "get", Path: "/version", Code: 200, Decision: usage.Allow},
-		{Verb: "list", Resource: "configmaps", Namespace: "a", Code: 200, Decision: usage.Allow},
-		{Verb: "impersonate", Resource: "users", Name: "bob", Code: 200, Decision: usage.Allow},
+		{Verb: "create", Resource: "pods", Namespace: "a", Code: 403, Decision: auditlog.Forbid},
+		{Verb: "get", Path: "/version", Code: 200, Decision: auditlog.Allow},
+		{Verb: "list", Resource: "configmaps", Namespace: "a", Code: 200, Decision: auditlog.Allow},
+		{Verb: "impersonate", Resource: "users", Name: "bob", Code: 200, Decision: auditlog.Allow},
 		{Verb: "impersonate", Resource: "users", Name: "bob", Code: 403},
 	}, read(t, e, log), "the requests sent as bob are bob's, not the recording's")
 	for _, s := range u.requests() {
@@ -292,15 +292,15 @@ func TestAttacksOnTheRecording(t *testing.T) {
 		require.Error(t, err)
 		reqs := read(t, e, log)
 		require.Len(t, reqs, 1)
-		assert.Equal(t, usage.Undecided, reqs[0].Decision, "unanswered: %+v", reqs[0])
+		assert.Equal(t, auditlog.Undecided, reqs[0].Decision, "unanswered: %+v", reqs[0])
 	})
 	t.Run("an authorizer's 403 in protobuf is refused", func(t *testing.T) {
 		u := newUpstream(t)
 		e, log := start(t, u)
 		assert.Equal(t, 403, do(t, client(t, e), "GET", e.url+"/api/v1/namespaces/a/secrets",
 			http.Header{"Accept": {"application/vnd.kubernetes.protobuf"}}))
-		assert.Equal(t, []usage.Request{{Verb: "list", Resource: "secrets", Namespace: "a", Code: 403,
-			Decision: usage.Forbid}},
+		assert.Equal(t, []auditlog.Request{{Verb: "list", Resource: "secrets", Namespace: "a", Code: 403,
+			Decision: auditlog.Forbid}},
 			read(t, e, log))
 	})
 	t.Run("the command may not impersonate when the context does", func(t *testing.T) {

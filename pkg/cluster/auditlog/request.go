@@ -1,4 +1,4 @@
-package usage
+package auditlog
 
 import (
 	"crypto/rand"
@@ -182,10 +182,10 @@ func withoutServerGroups(u authnv1.UserInfo) authnv1.UserInfo {
 	return u
 }
 
-// decisionAnnotation is the audit annotation kube-apiserver's
+// DecisionAnnotation is the audit annotation kube-apiserver's
 // authorization filter writes, "allow" or "forbid": the one positive
 // evidence an audit event carries.
-const decisionAnnotation = "authorization.k8s.io/decision"
+const DecisionAnnotation = "authorization.k8s.io/decision"
 
 // Event is r as kube-apiserver's audit log writes it at level Metadata,
 // stage ResponseComplete (record writes the log least-privilege reads, and
@@ -213,7 +213,7 @@ func (r Request) Event(requestURI, impersonated string, at time.Time) auditv1.Ev
 			Namespace: r.Namespace, Name: r.Name, APIGroup: r.APIGroup}
 	}
 	if r.Decision != Undecided {
-		ev.Annotations = map[string]string{decisionAnnotation: string(r.Decision)}
+		ev.Annotations = map[string]string{DecisionAnnotation: string(r.Decision)}
 	}
 	return ev
 }

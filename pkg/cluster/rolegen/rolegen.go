@@ -1,4 +1,12 @@
-package usage
+// Package rolegen generates the least privilege that serves a use read by
+// pkg/cluster/auditlog.
+//
+//   - Generate makes a Role for each namespace used, a ClusterRole for the
+//     rest, and their bindings, from the requests the cluster allowed alone.
+//   - A name the use did not name is never granted, and a rule that names
+//     every object is said (Widened), as are the escalation paths granted.
+//   - Refused, undecided and wildcard requests are listed, never granted.
+package rolegen
 
 import (
 	"cmp"
@@ -11,6 +19,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/auditlog"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 )
@@ -45,14 +54,14 @@ type Policy struct {
 	// and discovery's aside.
 	Used []Cell `json:"used"`
 	// Refused are the requests the cluster refused: not granted.
-	Refused []Request `json:"refused,omitempty"`
+	Refused []auditlog.Request `json:"refused,omitempty"`
 	// Undecided are the requests nothing shows the authorizer allowed (no
 	// answer, an answer given before it decided): not granted.
-	Undecided []Request `json:"undecided,omitempty"`
+	Undecided []auditlog.Request `json:"undecided,omitempty"`
 	// Wildcards are the requests that name "*" (a verb, group, resource or
 	// path of it): the cluster answered what no such object is (404), and
 	// a rule of them would grant everything: not granted.
-	Wildcards []Request `json:"wildcards,omitempty"`
+	Wildcards []auditlog.Request `json:"wildcards,omitempty"`
 	// Widened are the cells whose rule grants every object though the use
 	// named some (more than MaxNames): wider than the cluster was seen to
 	// allow, on the user's word (--max-names).
@@ -117,7 +126,7 @@ type names struct {
 }
 
 // Generate is the least privilege that serves reqs.
-func Generate(reqs []Request, o PolicyOptions) Policy {
+func Generate(reqs []auditlog.Request, o PolicyOptions) Policy {
 	o.MaxNames = cmp.Or(o.MaxNames, DefaultMaxNames)
 	o.Name = cmp.Or(o.Name, "least-privilege")
 	var p Policy
@@ -163,7 +172,7 @@ func Generate(reqs []Request, o PolicyOptions) Policy {
 
 // sort puts each request where it goes: refused, undecided, a wildcard,
 // discovery, or used (what the rules grant, by cell, with the names used).
-func (p *Policy) sort(reqs []Request) map[ruleKey]*names {
+func (p *Policy) sort(reqs []auditlog.Request) map[ruleKey]*names {
 	used := map[ruleKey]*names{}
 	add := func(k ruleKey, name string) {
 		n := used[k]
@@ -179,10 +188,10 @@ func (p *Policy) sort(reqs []Request) map[ruleKey]*names {
 	}
 	for _, r := range reqs {
 		switch {
-		case r.Decision == Forbid:
+		case r.Decision == auditlog.Forbid:
 			p.Refused = append(p.Refused, r)
 			continue
-		case r.Decision != Allow:
+		case r.Decision != auditlog.Allow:
 			p.Undecided = append(p.Undecided, r)
 			continue
 		case wildcard(r):
@@ -219,7 +228,7 @@ func widened(n *names, maxNames int) bool {
 // as well as get before it switched protocols. Nothing for anything else:
 // a get that was not upgraded was asked get alone, an SPDY upgrade create
 // alone.
-func streamedCreate(r Request) string {
+func streamedCreate(r auditlog.Request) string {
 	if r.Code != http.StatusSwitchingProtocols || r.Verb != "get" {
 		return ""
 	}
@@ -229,7 +238,7 @@ func streamedCreate(r Request) string {
 // wildcard tells whether r names "*" anywhere a rule would read it as
 // every verb, group, resource or path, or as a name the impersonation
 // filter asks for every group, extra or node.
-func wildcard(r Request) bool {
+func wildcard(r auditlog.Request) bool {
 	return r.Name == "*" || slices.ContainsFunc([]string{r.Verb, r.APIGroup, r.Resource, r.Subresource, r.Path},
 		func(s string) bool { return strings.Contains(s, "*") })
 }

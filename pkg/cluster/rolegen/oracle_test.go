@@ -1,4 +1,4 @@
-package usage
+package rolegen
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/component-helpers/auth/rbac/validation"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/auditlog"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 )
 
@@ -42,7 +43,7 @@ func held(p Policy, ns string) []rbacv1.PolicyRule {
 }
 
 // cellRule is r as a rule of one cell.
-func cellRule(r Request) rbacv1.PolicyRule {
+func cellRule(r auditlog.Request) rbacv1.PolicyRule {
 	if r.Resource == "" {
 		return rbacv1.PolicyRule{Verbs: []string{r.Verb}, NonResourceURLs: []string{r.Path}}
 	}
@@ -55,7 +56,7 @@ func cellRule(r Request) rbacv1.PolicyRule {
 }
 
 // allows asks the oracle whether p's objects allow r.
-func allows(p Policy, r Request) bool {
+func allows(p Policy, r auditlog.Request) bool {
 	ns := r.Namespace
 	if r.Resource != "" && risk.ClusterScoped(r.Verb, r.APIGroup, r.Resource) {
 		ns = ""
@@ -66,7 +67,7 @@ func allows(p Policy, r Request) bool {
 
 // cellKey is a request's cell with its name: what the oracle is asked
 // (no namespace for a check kube-apiserver asks at cluster scope).
-func cellKey(r Request) string {
+func cellKey(r auditlog.Request) string {
 	ns := r.Namespace
 	if r.Resource != "" && risk.ClusterScoped(r.Verb, r.APIGroup, r.Resource) {
 		ns = ""
@@ -77,7 +78,7 @@ func cellKey(r Request) string {
 // randomUse is a use drawn from small pools (so that cells repeat, are
 // refused once and allowed another time, share names and namespaces),
 // every decision among them.
-func randomUse(rng *rand.Rand, n int) []Request {
+func randomUse(rng *rand.Rand, n int) []auditlog.Request {
 	pick := func(s []string) string { return s[rng.IntN(len(s))] }
 	targets := []struct{ group, resource, sub string }{
 		{"", "pods", ""}, {"", "pods", "log"}, {"", "pods", "exec"}, {"", "configmaps", ""}, {"", "secrets", ""},
@@ -85,11 +86,11 @@ func randomUse(rng *rand.Rand, n int) []Request {
 		{"rbac.authorization.k8s.io", "clusterroles", ""}, {"", "users", ""},
 	}
 	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete", "impersonate", "bind"}
-	decisions := []Decision{Allow, Allow, Forbid, Undecided}
-	var out []Request
+	decisions := []auditlog.Decision{auditlog.Allow, auditlog.Allow, auditlog.Forbid, auditlog.Undecided}
+	var out []auditlog.Request
 	for range n {
 		t := targets[rng.IntN(len(targets))]
-		r := Request{Verb: pick(verbs), APIGroup: t.group, Resource: t.resource, Subresource: t.sub,
+		r := auditlog.Request{Verb: pick(verbs), APIGroup: t.group, Resource: t.resource, Subresource: t.sub,
 			Decision: decisions[rng.IntN(len(decisions))], Code: []int{200, 101, 404}[rng.IntN(3)]}
 		// Impersonating users is asked at cluster scope: a log that says a
 		// namespace must not put it in a Role, which could not grant it.
@@ -100,7 +101,7 @@ func randomUse(rng *rand.Rand, n int) []Request {
 			r.Name = pick([]string{"one", "two", "three", "four"})
 		}
 		if rng.IntN(12) == 0 {
-			r = Request{Verb: pick([]string{"get", "post"}), Path: pick([]string{"/metrics", "/logs", "/api"}),
+			r = auditlog.Request{Verb: pick([]string{"get", "post"}), Path: pick([]string{"/metrics", "/logs", "/api"}),
 				Decision: decisions[rng.IntN(len(decisions))], Code: 200}
 		}
 		out = append(out, r)
@@ -125,10 +126,10 @@ func TestOracleAllowsExactlyTheUse(t *testing.T) {
 		// more than MaxNames or none were named.
 		named := map[string]map[string]bool{}
 		for _, r := range use {
-			if r.Decision != Allow || discoveryPath(r.Verb, r.Path) && r.Resource == "" {
+			if r.Decision != auditlog.Allow || discoveryPath(r.Verb, r.Path) && r.Resource == "" {
 				continue
 			}
-			pair := []Request{r}
+			pair := []auditlog.Request{r}
 			if upgradedGet(r) {
 				o := r
 				o.Verb = "create"
@@ -150,7 +151,7 @@ func TestOracleAllowsExactlyTheUse(t *testing.T) {
 		}
 		for _, r := range use {
 			switch {
-			case r.Decision == Allow && !(r.Resource == "" && discoveryPath(r.Verb, r.Path)):
+			case r.Decision == auditlog.Allow && !(r.Resource == "" && discoveryPath(r.Verb, r.Path)):
 				assert.True(t, allows(p, r), "round %d: the allowed %s is not allowed by %s", round, cellKey(r),
 					dump(p))
 				checked["allowed"]++
@@ -160,7 +161,7 @@ func TestOracleAllowsExactlyTheUse(t *testing.T) {
 					assert.True(t, allows(p, o), "round %d: %s was asked create too (1.35+ WebSockets)", round,
 						cellKey(r))
 				}
-			case !allowed[cellKey(r)] && !widened[cellKey(Request{Namespace: r.Namespace, Verb: r.Verb,
+			case !allowed[cellKey(r)] && !widened[cellKey(auditlog.Request{Namespace: r.Namespace, Verb: r.Verb,
 				APIGroup: r.APIGroup, Resource: r.Resource, Subresource: r.Subresource, Path: r.Path})]:
 				assert.False(t, allows(p, r), "round %d: the %s %s is allowed by %s", round, decisionName(r),
 					cellKey(r), dump(p))
@@ -168,7 +169,7 @@ func TestOracleAllowsExactlyTheUse(t *testing.T) {
 			}
 			// Neighbours: what no request of the use was.
 			for _, n := range neighbours(r) {
-				if allowed[cellKey(n)] || widened[cellKey(Request{Namespace: n.Namespace, Verb: n.Verb,
+				if allowed[cellKey(n)] || widened[cellKey(auditlog.Request{Namespace: n.Namespace, Verb: n.Verb,
 					APIGroup: n.APIGroup, Resource: n.Resource, Subresource: n.Subresource, Path: n.Path})] {
 					continue
 				}
@@ -186,13 +187,13 @@ func TestOracleAllowsExactlyTheUse(t *testing.T) {
 
 // upgradedGet is a WebSocket exec, attach or port-forward kube-apiserver
 // switched protocols for (101): since 1.35 it asked create as well as get.
-func upgradedGet(r Request) bool {
+func upgradedGet(r auditlog.Request) bool {
 	return r.Code == 101 && r.Verb == "get" && r.APIGroup == "" && r.Resource == "pods" &&
 		slices.Contains([]string{"exec", "attach", "portforward"}, r.Subresource)
 }
 
-func decisionName(r Request) string {
-	if r.Decision == Undecided {
+func decisionName(r auditlog.Request) string {
+	if r.Decision == auditlog.Undecided {
 		return "undecided"
 	}
 	return string(r.Decision)
@@ -200,8 +201,8 @@ func decisionName(r Request) string {
 
 // neighbours are the cells next to r: another verb, namespace, name or
 // resource.
-func neighbours(r Request) []Request {
-	var out []Request
+func neighbours(r auditlog.Request) []auditlog.Request {
+	var out []auditlog.Request
 	for _, v := range []string{"get", "delete", "escalate", "deletecollection"} {
 		if v != r.Verb {
 			n := r
@@ -260,17 +261,17 @@ func FuzzGenerateGrantsOnlyWhatWasAllowed(f *testing.F) {
 	f.Add([]byte(`{"verb":"GET","path":"/api/v1/namespaces/a/pods","code":200,"answered":true,"user":"u",`+
 		`"request":{"verb":"list","resource":"pods","namespace":"a"}}`), true)
 	f.Fuzz(func(t *testing.T, log []byte, asUser bool) {
-		o := ReadOptions{}
+		o := auditlog.ReadOptions{}
 		if asUser {
 			o.User = "u"
 		}
-		l, err := Read(bytes.NewReader(log), o)
+		l, err := auditlog.Read(bytes.NewReader(log), o)
 		require.NoError(t, err)
 		p := Generate(l.Requests, PolicyOptions{MaxNames: 2})
 		type cell struct{ ns, verb, group, resource string }
 		names := map[cell]map[string]bool{}
 		for _, r := range l.Requests {
-			if r.Decision != Allow {
+			if r.Decision != auditlog.Allow {
 				continue
 			}
 			ns := r.Namespace
@@ -318,10 +319,10 @@ func FuzzGenerateGrantsOnlyWhatWasAllowed(f *testing.F) {
 	})
 }
 
-func countAllowed(reqs []Request) int {
+func countAllowed(reqs []auditlog.Request) int {
 	n := 0
 	for _, r := range reqs {
-		if r.Decision == Allow && !wildcard(r) {
+		if r.Decision == auditlog.Allow && !wildcard(r) {
 			n++
 		}
 	}

@@ -1,4 +1,4 @@
-package usage
+package auditlog
 
 import (
 	"bufio"
@@ -370,7 +370,7 @@ func selected(ev auditv1.Event, o ReadOptions) []Request {
 		// impersonation passed, and the authorizer's decision only past
 		// it: both, or nothing shows it passed.
 		decision := Undecided
-		if _, decided := ev.Annotations[decisionAnnotation]; decided {
+		if _, decided := ev.Annotations[DecisionAnnotation]; decided {
 			decision = Allow
 		}
 		constraint := ""
@@ -409,7 +409,7 @@ func fromEvent(ev auditv1.Event) Request {
 	default:
 		r.Code = 200 // kube-apiserver logs a response without a status as 200
 	}
-	switch d := Decision(ev.Annotations[decisionAnnotation]); {
+	switch d := Decision(ev.Annotations[DecisionAnnotation]); {
 	case r.Code == http.StatusUnauthorized:
 		r.Decision = Forbid
 	case d == Allow || d == Forbid:
