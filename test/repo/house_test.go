@@ -77,7 +77,12 @@ func funcName(fd *ast.FuncDecl) string {
 	return fd.Name.Name
 }
 
-// TestHouseSizes: no production package over 1,500 lines, no function
+// roomFor are the packages kept under a smaller cap: where the next
+// features land (issue 57: elevation in the proxy, its reports in rbac).
+var roomFor = map[string]int{"pkg/server/proxy": 1200, "pkg/cluster/rbac": 1200}
+
+// TestHouseSizes: no production package over 1,500 lines (roomFor's
+// under their own), no function
 // over 80 (from func to its closing brace), no command's Run over 60.
 func TestHouseSizes(t *testing.T) {
 	files := productionFiles(t)
@@ -115,11 +120,18 @@ func TestHouseSizes(t *testing.T) {
 	sort.Strings(tooLong)
 	assert.Empty(t, tooLong, "split them where they hold two steps")
 	for pkg, n := range perPackage {
-		assert.LessOrEqual(t, n, maxPackageLines, "%s is %d lines of production code", pkg, n)
+		limit := maxPackageLines
+		if l, ok := roomFor[pkg]; ok {
+			limit = l
+		}
+		assert.LessOrEqual(t, n, limit, "%s is %d lines of production code", pkg, n)
 	}
 	// The rule reads what it should: a test that cannot fail proves nothing.
 	assert.Greater(t, len(perPackage), 20, "packages found")
-	assert.Greater(t, perPackage["pkg/cluster/rbac"], 1000, "pkg/cluster/rbac's lines counted")
+	assert.Greater(t, perPackage["pkg/cluster/rbac"], 500, "pkg/cluster/rbac's lines counted")
+	for pkg := range roomFor {
+		assert.Contains(t, perPackage, pkg, "a package kept small exists")
+	}
 }
 
 // TestOneSourceRecipe: a token source (tokensource.Source) is made in one

@@ -238,8 +238,8 @@ func TestOneOfEachHelper(t *testing.T) {
 		{"a risk verdict", []string{"pkg/cluster/risk"}, regexp.MustCompile(`func \(?\w*\)? ?\w*(Reaches|Escalation|Risk|Dangerous)\w*\([^)]*\) (string|bool|risk\.Risk)|"an escalation path|"a path to |reads Secrets`)},
 		// Which bindings apply to an identity has one walker (issue 57:
 		// rbac.RulesFor and the graph's bindingsFor, which differed):
-		// rbac.BindingsFor.
-		{"a walk of the bindings", []string{"pkg/cluster/rbac"}, regexp.MustCompile(`\.AppliesTo\(|range \w+\.ClusterRoleBindings`)},
+		// rbaceval.BindingsFor.
+		{"a walk of the bindings", []string{"pkg/cluster/rbaceval"}, regexp.MustCompile(`\.AppliesTo\(|range \w+\.ClusterRoleBindings`)},
 		// The kuberc's places have one owner (issue 57: the exec-entry
 		// lock built them beside kuberc.Path): kuberc.Candidates.
 		{"a kuberc's place", []string{"pkg/host/kuberc"}, regexp.MustCompile(`"\.kube", "kuberc"|"KUBERC"`)},

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 )
 
@@ -126,7 +126,7 @@ func ImpersonationChecks(u authnv1.UserInfo, constraint string, main Request) []
 		verb, group = constraint, risk.ImpersonationGroup
 	}
 	var out []Request
-	switch ns, name, ok := rbac.SplitServiceAccount(u.Username); {
+	switch ns, name, ok := rbaceval.SplitServiceAccount(u.Username); {
 	case ok:
 		out = append(out, Request{Verb: verb, APIGroup: group, Resource: "serviceaccounts", Namespace: ns, Name: name})
 	case constrained && (mode == risk.ModeArbitraryNode || mode == risk.ModeAssociatedNode):
@@ -170,7 +170,7 @@ func addedByServer(username, group string) bool {
 	if group == "system:authenticated" || username == "system:anonymous" && group == "system:unauthenticated" {
 		return true
 	}
-	if ns, _, ok := rbac.SplitServiceAccount(username); ok {
+	if ns, _, ok := rbaceval.SplitServiceAccount(username); ok {
 		return group == "system:serviceaccounts" || group == "system:serviceaccounts:"+ns
 	}
 	return group == "system:nodes" && strings.HasPrefix(username, "system:node:")

@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 )
@@ -30,7 +31,7 @@ type WhoAmIClient interface {
 // RBACReader reads the RBAC objects of a namespace ("" for all) and the
 // cluster.
 type RBACReader interface {
-	ReadRBAC(ctx context.Context, namespace string) (*rbac.RBAC, error)
+	ReadRBAC(ctx context.Context, namespace string) (*rbaceval.RBAC, error)
 }
 
 // Discoverer is the server's discovery (resource.Discoverer, its one
@@ -53,14 +54,14 @@ type WhyClient interface {
 	WhoAmIClient
 	RBACReader
 	Discoverer
-	Why(ctx context.Context, t rbac.Target) (*authzv1.SubjectAccessReviewStatus, error)
+	Why(ctx context.Context, t rbaceval.Target) (*authzv1.SubjectAccessReviewStatus, error)
 }
 
 // WhoCanClient reads RBAC, and verifies a subject with the chain.
 type WhoCanClient interface {
 	RBACReader
 	Discoverer
-	VerifySubject(ctx context.Context, s rbacv1.Subject, t rbac.Target) (*authzv1.SubjectAccessReviewStatus, error)
+	VerifySubject(ctx context.Context, s rbacv1.Subject, t rbaceval.Target) (*authzv1.SubjectAccessReviewStatus, error)
 }
 
 // AccessClient builds access matrices.
@@ -97,11 +98,11 @@ var (
 // from the server). Like kubectl auth can-i, a resource the server does
 // not serve gets a warning on warn, naming the closest one, and t is asked
 // as typed; so does a discovery that fails.
-func ResolveTarget(ctx context.Context, d Discoverer, t rbac.Target, warn func(string)) (rbac.Target, error) {
+func ResolveTarget(ctx context.Context, d Discoverer, t rbaceval.Target, warn func(string)) (rbaceval.Target, error) {
 	if t.NonResourceURL != "" {
 		return t, nil
 	}
-	resolved, err := resource.Resolve(ctx, d, true, warn, func(all []resource.Resource) (rbac.Target, error) {
+	resolved, err := resource.Resolve(ctx, d, true, warn, func(all []resource.Resource) (rbaceval.Target, error) {
 		return resolveTarget(all, t)
 	})
 	var failed *resource.DiscoveryError
@@ -173,7 +174,7 @@ func ExtraOf[V ~[]string](extra map[string]V) map[string][]string {
 // resources (users, groups, uids, userextras; constrained impersonation's
 // users, groups, serviceaccounts and nodes of authentication.k8s.io), which
 // discovery does not list, are left as they are.
-func resolveTarget(all []resource.Resource, t rbac.Target) (rbac.Target, error) {
+func resolveTarget(all []resource.Resource, t rbaceval.Target) (rbaceval.Target, error) {
 	if t.NonResourceURL != "" || t.Resource == "*" ||
 		(t.Group == "" && slices.Contains([]string{"users", "groups", "serviceaccounts/token"}, t.Resource)) ||
 		(t.Group == risk.ImpersonationGroup &&

@@ -13,7 +13,7 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 )
 
@@ -39,9 +39,11 @@ type Say struct {
 // usual case of a project's admin, who gets the same answers, more
 // slowly). The result has one LocalRules per identity, in order; the
 // second is --diff-as's.
-func LocalRules(ctx context.Context, say Say, reader RBACReader, first string, ids ...RulesClient) []rbac.LocalRules {
+func LocalRules(
+	ctx context.Context, say Say, reader RBACReader, first string, ids ...RulesClient,
+) []rbaceval.LocalRules {
 	warn, verbose := say.Warn, say.Verbose
-	fallback := func(why string) []rbac.LocalRules {
+	fallback := func(why string) []rbaceval.LocalRules {
 		if ctx.Err() != nil {
 			return nil // Ctrl-C: the caller says it
 		}
@@ -73,9 +75,9 @@ func LocalRules(ctx context.Context, say Say, reader RBACReader, first string, i
 		// kube-apiserver's first authorizer, before any of its
 		// configured chain (a webhook too), allows system:masters every
 		// request; no rules review lists it.
-		out := make([]rbac.LocalRules, len(ids))
+		out := make([]rbaceval.LocalRules, len(ids))
 		for i := range out {
-			out[i] = rbac.Superuser
+			out[i] = rbaceval.Superuser
 		}
 		return out
 	}
@@ -95,7 +97,7 @@ func LocalRules(ctx context.Context, say Say, reader RBACReader, first string, i
 		}
 		return fallback("the RBAC objects cannot be read (" + logging.OneLine(fmt.Sprint(err), 200) + ")")
 	}
-	out := make([]rbac.LocalRules, len(ids))
+	out := make([]rbaceval.LocalRules, len(ids))
 	for i, id := range ids {
 		var why string
 		if out[i], why = checkedLocal(ctx, snapshot, id, i, whos[i].ui, whos[i].err, first, served); why != "" {
@@ -108,8 +110,10 @@ func LocalRules(ctx context.Context, say Say, reader RBACReader, first string, i
 // checkedLocal is the i-th identity's rules from the RBAC objects (ui,
 // as the server named it), when they give the rules the server reviews in
 // first (served, for the first identity); else why not.
-func checkedLocal(ctx context.Context, snapshot *rbac.RBAC, id RulesClient, i int, ui *authnv1.UserInfo, whoErr error,
-	first string, served []authzv1.ResourceRule) (rbac.LocalRules, string) {
+func checkedLocal(
+	ctx context.Context, snapshot *rbaceval.RBAC, id RulesClient, i int, ui *authnv1.UserInfo, whoErr error,
+	first string, served []authzv1.ResourceRule,
+) (rbaceval.LocalRules, string) {
 	prefix, what := "", ""
 	if i > 0 {
 		prefix, what = "--diff-as: ", " for --diff-as"
@@ -135,7 +139,7 @@ func checkedLocal(ctx context.Context, snapshot *rbac.RBAC, id RulesClient, i in
 				"the RBAC objects do not give the rules the server reviews for --diff-as in " + logging.Printable(first)
 		}
 	}
-	if mine, _ := local(first); !rbac.SameRules(mine, served) {
+	if mine, _ := local(first); !rbaceval.SameRules(mine, served) {
 		return nil,
 			"the RBAC objects do not give the rules the server reviews" + what + " in " + logging.Printable(first)
 	}
@@ -145,5 +149,5 @@ func checkedLocal(ctx context.Context, snapshot *rbac.RBAC, id RulesClient, i in
 // Masters tells whether ui is in system:masters, the group kube-apiserver
 // allows every request.
 func Masters(ui *authnv1.UserInfo) bool {
-	return ui != nil && slices.Contains(ui.Groups, rbac.SuperuserGroup)
+	return ui != nil && slices.Contains(ui.Groups, rbaceval.SuperuserGroup)
 }

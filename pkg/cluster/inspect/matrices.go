@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
 )
 
@@ -30,7 +31,7 @@ type MatrixRequest struct {
 	MaxReviews int
 	// Local and OtherLocal evaluate RBAC objects read once (LocalRules)
 	// instead of a rules review per namespace.
-	Local, OtherLocal rbac.LocalRules
+	Local, OtherLocal rbaceval.LocalRules
 	// ReviewProgress, when set, follows the access reviews of a matrix.
 	ReviewProgress func(namespace string, done, total int)
 }

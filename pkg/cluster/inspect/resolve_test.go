@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
 )
 
@@ -75,16 +75,16 @@ func TestResolveTargetNames(t *testing.T) {
 		{resource: "aaa", wantResource: "aaas", wantGroup: "a.io"},
 	} {
 		t.Run(tt.resource, func(t *testing.T) {
-			got, err := resolveTarget(served, rbac.ParseTarget("get", tt.resource, "", "ns"))
+			got, err := resolveTarget(served, rbaceval.ParseTarget("get", tt.resource, "", "ns"))
 			if tt.wantErr != "" {
 				assert.ErrorContains(t, err, tt.wantErr)
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, rbac.Target{Verb: "get", Resource: tt.wantResource, Group: tt.wantGroup, Subresource: tt.wantSub, Namespace: "ns"}, got)
+			assert.Equal(t, rbaceval.Target{Verb: "get", Resource: tt.wantResource, Group: tt.wantGroup, Subresource: tt.wantSub, Namespace: "ns"}, got)
 		})
 	}
-	url := rbac.ParseTarget("get", "/metrics", "", "")
+	url := rbaceval.ParseTarget("get", "/metrics", "", "")
 	got, err := resolveTarget(served, url)
 	require.NoError(t, err)
 	assert.Equal(t, url, got, "non-resource URLs stay as they are")

@@ -9,20 +9,22 @@ import (
 	"golang.org/x/sync/errgroup"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 )
 
 // WhoCan is who-can's use case: the RBAC grants of t (resolved by
 // WhyTarget, its RBAC objects read in readNS), and with verify each
 // subject asked of the authorizer chain (Verify).
-func WhoCan(ctx context.Context, c WhoCanClient, t rbac.Target, readNS string, verify bool) ([]rbac.Grant, error) {
+func WhoCan(
+	ctx context.Context, c WhoCanClient, t rbaceval.Target, readNS string, verify bool,
+) ([]rbaceval.Grant, error) {
 	bindings, err := c.ReadRBAC(ctx, readNS)
 	if err != nil {
 		return nil, fmt.Errorf("%w (who-can needs to list roles and bindings)", err)
 	}
 	grants := bindings.WhoCan(t)
 	if grants == nil {
-		grants = []rbac.Grant{}
+		grants = []rbaceval.Grant{}
 	}
 	if verify {
 		if err := Verify(ctx, c, t, grants); err != nil {
@@ -36,15 +38,15 @@ func WhoCan(ctx context.Context, c WhoCanClient, t rbac.Target, readNS string, v
 // where the grant applies: a RoleBinding's subjects in its namespace, a
 // ClusterRoleBinding's where the question is asked; and records, on each
 // grant, the subjects it denies.
-func Verify(ctx context.Context, c WhoCanClient, target rbac.Target, grants []rbac.Grant) error {
+func Verify(ctx context.Context, c WhoCanClient, target rbaceval.Target, grants []rbaceval.Grant) error {
 	type question struct {
 		subject rbacv1.Subject
-		target  rbac.Target
+		target  rbaceval.Target
 	}
 	verdicts := map[string]string{} // subject@namespace → "" (allowed) or the denial
 	var questions []question
 	key := func(s rbacv1.Subject, ns string) string { return SubjectName(s) + "@" + ns }
-	where := func(g rbac.Grant) rbac.Target {
+	where := func(g rbaceval.Grant) rbaceval.Target {
 		t := target
 		if g.BindingKind == "RoleBinding" {
 			t.Namespace = g.Namespace
@@ -124,7 +126,7 @@ type SubjectAccess struct {
 
 // BySubject groups grants by subject, a service account subject without a
 // namespace taking its RoleBinding's (as RBAC does), sorted by kind and name.
-func BySubject(grants []rbac.Grant) []SubjectAccess {
+func BySubject(grants []rbaceval.Grant) []SubjectAccess {
 	index := map[string]*SubjectAccess{}
 	var keys []string
 	for _, g := range grants {

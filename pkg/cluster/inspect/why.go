@@ -6,20 +6,20 @@ import (
 	"slices"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 )
 
 // WhyResult is why's answer (-o json|yaml).
 type WhyResult struct {
-	Allowed  bool         `json:"allowed"`
-	Denied   bool         `json:"denied,omitempty"`
-	Reason   string       `json:"reason,omitempty"`
-	Username string       `json:"username"`
-	Groups   []string     `json:"groups"`
-	Grants   []rbac.Grant `json:"grants,omitempty"`
-	RBACNote string       `json:"rbacNote,omitempty"`
+	Allowed  bool             `json:"allowed"`
+	Denied   bool             `json:"denied,omitempty"`
+	Reason   string           `json:"reason,omitempty"`
+	Username string           `json:"username"`
+	Groups   []string         `json:"groups"`
+	Grants   []rbaceval.Grant `json:"grants,omitempty"`
+	RBACNote string           `json:"rbacNote,omitempty"`
 	// Streaming is set for pods/exec, pods/attach and pods/portforward: the
 	// command works only with both verbs.
 	Streaming *StreamingAccess `json:"streaming,omitempty"`
@@ -64,8 +64,8 @@ type StreamingAccess struct {
 // check the server makes at cluster scope (a RoleBinding grants it
 // nowhere, and the grants say so), so that reading needs no more rights.
 func WhyTarget(
-	ctx context.Context, d Discoverer, t rbac.Target, warn func(string),
-) (target rbac.Target, readNS string, err error) {
+	ctx context.Context, d Discoverer, t rbaceval.Target, warn func(string),
+) (target rbaceval.Target, readNS string, err error) {
 	if t, err = ResolveTarget(ctx, d, t, warn); err != nil {
 		return t, "", err
 	}
@@ -81,7 +81,7 @@ func WhyTarget(
 // who the identity is, the other verb of a streaming command, the
 // identity check of a constrained impersonation path, and the RBAC
 // bindings behind it (read in readNS) when the identity may read them.
-func Why(ctx context.Context, c WhyClient, t rbac.Target, readNS string) (*WhyResult, error) {
+func Why(ctx context.Context, c WhyClient, t rbaceval.Target, readNS string) (*WhyResult, error) {
 	st, err := c.Why(ctx, t)
 	if err != nil {
 		return nil, err
@@ -113,7 +113,7 @@ func Why(ctx context.Context, c WhyClient, t rbac.Target, readNS string) (*WhyRe
 	case err != nil:
 		return nil, err
 	default:
-		res.Grants = rbac.ForIdentity(bindings.WhoCan(t), ui.Username, ui.Groups)
+		res.Grants = rbaceval.ForIdentity(bindings.WhoCan(t), ui.Username, ui.Groups)
 		res.DecidedElsewhere = (len(res.Grants) > 0) != res.Allowed
 	}
 	return res, nil
@@ -121,7 +121,7 @@ func Why(ctx context.Context, c WhyClient, t rbac.Target, readNS string) (*WhyRe
 
 // streaming asks the other verb of kubectl exec, attach or port-forward's
 // subresource (nil for any other target): the command needs both.
-func streaming(ctx context.Context, c WhyClient, t rbac.Target, allowed bool) (*StreamingAccess, error) {
+func streaming(ctx context.Context, c WhyClient, t rbaceval.Target, allowed bool) (*StreamingAccess, error) {
 	otherVerb := risk.StreamingPair(t.Verb, t.Group, t.Resource+"/"+t.Subresource)
 	if otherVerb == "" {
 		return nil, nil
@@ -143,13 +143,13 @@ func streaming(ctx context.Context, c WhyClient, t rbac.Target, allowed bool) (*
 
 // impersonationPath asks the identity check of impersonate-on:<mode>:<verb>
 // (nil for any other target).
-func impersonationPath(ctx context.Context, c WhyClient, t rbac.Target, on bool) (*ImpersonationPath, error) {
+func impersonationPath(ctx context.Context, c WhyClient, t rbaceval.Target, on bool) (*ImpersonationPath, error) {
 	mode, _, ok := risk.ParseImpersonateOn(t.Verb)
 	if !ok || t.NonResourceURL != "" {
 		return nil, nil
 	}
 	check := IdentityCheck(mode)
-	idt := rbac.Target{Verb: check.Verb, Group: check.Group, Resource: check.Resource, Name: check.Name}
+	idt := rbaceval.Target{Verb: check.Verb, Group: check.Group, Resource: check.Resource, Name: check.Name}
 	if check.Namespaced {
 		idt.Namespace = t.Namespace
 	}

@@ -10,6 +10,7 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 )
@@ -110,33 +111,6 @@ func (m *Matrix) setStreaming() {
 	}
 }
 
-// RuleAllows tells whether one rule grants verb on resource (with
-// subresource "pods/log" style names), and whether only for some names.
-func RuleAllows(rule authzv1.ResourceRule, group, resource, verb string) (allowed, partial bool) {
-	if !matches(rule.Verbs, verb) || !matches(rule.APIGroups, group) {
-		return false, false
-	}
-	// Kubernetes' RBAC (pkg/apis/rbac/v1 ResourceMatches): "*" matches
-	// every resource and subresource, "resource" or "resource/sub" only
-	// itself, and "*/sub" that subresource of every resource. There is no
-	// "resource/*" form: such a rule matches nothing but itself.
-	_, sub, _ := strings.Cut(resource, "/")
-	ok := slices.ContainsFunc(rule.Resources, func(r string) bool {
-		return r == "*" || r == resource || (sub != "" && r == "*/"+sub)
-	})
-	if !ok {
-		return false, false
-	}
-	if len(rule.ResourceNames) > 0 {
-		return false, true
-	}
-	return true, false
-}
-
-func matches(list []string, v string) bool {
-	return slices.Contains(list, "*") || slices.Contains(list, v)
-}
-
 // AccessOptions configure Access.
 type AccessOptions struct {
 	Namespace string
@@ -158,7 +132,7 @@ type AccessOptions struct {
 	// and of the cluster's rules for the escalation checks) from the RBAC
 	// objects instead of asking the server (access -A when RBAC is the
 	// only authorizer and its objects are readable).
-	LocalRules LocalRules
+	LocalRules rbaceval.LocalRules
 	// MaxReviews bounds the access reviews of this matrix (0: no bound,
 	// negative: none may be sent): with an authorizer besides RBAC every
 	// cell is one, and a caller asking about many namespaces passes what is
@@ -406,7 +380,7 @@ type job struct {
 func (p *planner) fromRules(group, resource, verb string) Cell {
 	cell := Cell{Source: FromRules}
 	for _, rule := range p.rules {
-		a, partial := RuleAllows(rule, group, resource, verb)
+		a, partial := rbaceval.RuleAllows(rule, group, resource, verb)
 		cell.Allowed = cell.Allowed || a
 		cell.Partial = cell.Partial || partial
 	}

@@ -13,46 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 	authzv1 "k8s.io/api/authorization/v1"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 )
-
-func TestRuleAllows(t *testing.T) {
-	rule := func(groups, resources, verbs, names []string) authzv1.ResourceRule {
-		return authzv1.ResourceRule{APIGroups: groups, Resources: resources, Verbs: verbs, ResourceNames: names}
-	}
-	tests := []struct {
-		name                     string
-		rule                     authzv1.ResourceRule
-		group, resource, verb    string
-		wantAllowed, wantPartial bool
-	}{
-		{"exact", rule([]string{""}, []string{"pods"}, []string{"get"}, nil), "", "pods", "get", true, false},
-		{"other verb", rule([]string{""}, []string{"pods"}, []string{"get"}, nil), "", "pods", "list", false, false},
-		{"other group", rule([]string{"apps"}, []string{"pods"}, []string{"get"}, nil), "", "pods", "get", false, false},
-		{"wildcard verbs", rule([]string{""}, []string{"pods"}, []string{"*"}, nil), "", "pods", "delete", true, false},
-		{"wildcard groups and resources", rule([]string{"*"}, []string{"*"}, []string{"get"}, nil), "apps", "deployments", "get", true, false},
-		{"resourceNames: partial", rule([]string{""}, []string{"configmaps"}, []string{"get"}, []string{"a", "b"}), "", "configmaps", "get", false, true},
-		{"subresource needs its own rule", rule([]string{""}, []string{"pods"}, []string{"get"}, nil), "", "pods/log", "get", false, false},
-		{"subresource exact", rule([]string{""}, []string{"pods/log"}, []string{"get"}, nil), "", "pods/log", "get", true, false},
-		// Kubernetes' RBAC has no "resource/*" form: the rule matches nothing
-		// (a review found the earlier expansion over-reporting).
-		{"pods/* is not every subresource", rule([]string{""}, []string{"pods/*"}, []string{"get"}, nil), "", "pods/exec", "get", false, false},
-		{"pods/* is not pods", rule([]string{""}, []string{"pods/*"}, []string{"get"}, nil), "", "pods", "get", false, false},
-		{"* matches subresources", rule([]string{""}, []string{"*"}, []string{"get"}, nil), "", "pods/log", "get", true, false},
-		{"*/log is not */logs", rule([]string{""}, []string{"*/log"}, []string{"get"}, nil), "", "pods/logs", "get", false, false},
-		{"*/scale needs the group", rule([]string{""}, []string{"*/scale"}, []string{"update"}, nil), "apps", "deployments/scale", "update", false, false},
-		{"*/scale", rule([]string{"apps"}, []string{"*/scale"}, []string{"update"}, nil), "apps", "deployments/scale", "update", true, false},
-		{"*/scale is not the resource", rule([]string{"apps"}, []string{"*/scale"}, []string{"update"}, nil), "apps", "deployments", "update", false, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			a, p := RuleAllows(tt.rule, tt.group, tt.resource, tt.verb)
-			assert.Equal(t, tt.wantAllowed, a)
-			assert.Equal(t, tt.wantPartial, p)
-		})
-	}
-}
 
 // The request counts of the matrix (make bench prints them): 31 resources ×
 // 8 verbs answered from one rules review, against one access review per
@@ -243,7 +207,7 @@ func TestAccessEscalation(t *testing.T) {
 	assert.Equal(t, 1+1, ssar, "the namespace's open check alone")
 
 	// The cluster's rules grant impersonate:user-info for some names: ~.
-	f.rules[ClusterScopeNamespace] = []authzv1.ResourceRule{{APIGroups: []string{risk.ImpersonationGroup}, Resources: []string{"users"}, Verbs: []string{"impersonate:user-info"}, ResourceNames: []string{"alice"}}}
+	f.rules[rbaceval.ClusterScopeNamespace] = []authzv1.ResourceRule{{APIGroups: []string{risk.ImpersonationGroup}, Resources: []string{"users"}, Verbs: []string{"impersonate:user-info"}, ResourceNames: []string{"alice"}}}
 	m, err = newClient(t, srv.URL).Access(context.Background(), []resource.Resource{pods}, AccessOptions{Namespace: "team-a", Verbs: []string{"get", "list"}, Escalation: true})
 	require.NoError(t, err)
 	i := slices.IndexFunc(m.Escalation, func(e EscalationCell) bool { return e.Mode == risk.ModeUserInfo })
@@ -251,7 +215,7 @@ func TestAccessEscalation(t *testing.T) {
 	assert.Contains(t, m.ImpersonateOn, risk.ModeUserInfo, "held for some names: its impersonate-on cells are shown")
 
 	// An incomplete review: every cell asked, impersonate-on ones included.
-	f = &fakeAuthz{rules: map[string][]authzv1.ResourceRule{"team-a": rules}, incomplete: map[string]bool{"team-a": true, ClusterScopeNamespace: true},
+	f = &fakeAuthz{rules: map[string][]authzv1.ResourceRule{"team-a": rules}, incomplete: map[string]bool{"team-a": true, rbaceval.ClusterScopeNamespace: true},
 		allow: map[string]bool{allowKey("team-a", "impersonate:serviceaccount", risk.ImpersonationGroup, "serviceaccounts", ""): true,
 			allowKey("team-a", "impersonate-on:serviceaccount:list", "", "pods", ""): true}}
 	srv2 := httptest.NewServer(f)
@@ -313,7 +277,7 @@ func TestClusterScoped(t *testing.T) {
 		{"get", "users", false},
 		{"impersonate-on:user-info:list", "pods", false},
 	} {
-		assert.Equal(t, tt.want, ParseTarget(tt.verb, tt.resource, "", "team-a").ClusterScoped(), "%s %s", tt.verb, tt.resource)
+		assert.Equal(t, tt.want, rbaceval.ParseTarget(tt.verb, tt.resource, "", "team-a").ClusterScoped(), "%s %s", tt.verb, tt.resource)
 	}
 }
 

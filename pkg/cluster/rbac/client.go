@@ -1,12 +1,14 @@
 // Package rbac answers what an identity may do, as the API server's RBAC
 // authorizer answers it: the access matrix (access), the objects of a list
 // the identity may act on (list), the bindings that grant an action
-// (who-can) and the server's own reason for a decision (why). Where it
-// reads RBAC objects itself it follows Kubernetes' rule semantics
-// (k8s.io/kubernetes pkg/apis/rbac/v1/evaluation_helpers.go); every answer
-// it is meant to share with the server is compared with SubjectAccessReview
-// in the end-to-end tests. What the server serves (discovery, names,
-// lists) is pkg/cluster/resource's.
+// (who-can) and the server's own reason for a decision (why).
+//
+//   - Where it reads RBAC objects itself, pkg/cluster/rbaceval evaluates
+//     them with Kubernetes' rule semantics.
+//   - Every answer it is meant to share with the server is compared with
+//     SubjectAccessReview in the end-to-end tests.
+//   - What the server serves (discovery, names, lists) is
+//     pkg/cluster/resource's.
 package rbac
 
 import (

@@ -8,6 +8,7 @@ import (
 
 	authzv1 "k8s.io/api/authorization/v1"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 )
@@ -43,7 +44,7 @@ func checkAnswer(c risk.EscalationCheck, p *planner) Cell {
 	cell := p.fromRules(c.Group, res, c.Verb)
 	if c.Resource == "userextras" && !cell.Allowed {
 		for _, rule := range p.rules {
-			if matches(rule.Verbs, c.Verb) && matches(rule.APIGroups, c.Group) &&
+			if rbaceval.Matches(rule.Verbs, c.Verb) && rbaceval.Matches(rule.APIGroups, c.Group) &&
 				slices.ContainsFunc(rule.Resources, func(r string) bool {
 					return strings.HasPrefix(r, "userextras/") || strings.HasPrefix(r, "*/")
 				}) {
@@ -63,26 +64,19 @@ func checkCell(c risk.EscalationCheck, ns string, cell Cell) EscalationCell {
 		Namespace:   ns, Name: c.Name, Mode: c.Mode, Cell: cell}
 }
 
-// ClusterScopeNamespace is the namespace of the rules review that lists
-// the cluster's rules alone: no namespace can have this name, so no
-// RoleBinding applies (kube-apiserver's RBAC lists the ClusterRoleBindings'
-// rules, then the namespace's RoleBindings'; the review does not check the
-// name).
-const ClusterScopeNamespace = "kubectl-impersonate.io/cluster-scope"
-
 // clusterPlanner is the planner of the cluster-scoped escalation checks.
 // Without a rules review (p.ssar) every check
 // is asked. A namespace's review (p) lists every ClusterRoleBinding's rules
 // too, but its RoleBindings' as well, which grant nothing at cluster scope:
 // when a complete one has no rule that could grant a cluster check, none
-// does; otherwise the cluster's rules are reviewed (ClusterScopeNamespace).
+// does; otherwise the cluster's rules are reviewed (rbaceval.ClusterScopeNamespace).
 // A failed review of them leaves every check to an access review.
-func (c *Client) clusterPlanner(ctx context.Context, p *planner, local LocalRules) (*planner, error) {
+func (c *Client) clusterPlanner(ctx context.Context, p *planner, local rbaceval.LocalRules) (*planner, error) {
 	if p.ssar {
 		return p, nil
 	}
 	if local != nil {
-		rules, incomplete := local(ClusterScopeNamespace)
+		rules, incomplete := local(rbaceval.ClusterScopeNamespace)
 		return &planner{rules: rules, incomplete: incomplete, authoritative: true}, nil
 	}
 	if !p.incomplete && !slices.ContainsFunc(risk.EscalationChecks, func(e risk.EscalationCheck) bool {
@@ -91,7 +85,7 @@ func (c *Client) clusterPlanner(ctx context.Context, p *planner, local LocalRule
 	}) {
 		return p, nil
 	}
-	rules, incomplete, err := c.RulesReview(ctx, ClusterScopeNamespace)
+	rules, incomplete, err := c.RulesReview(ctx, rbaceval.ClusterScopeNamespace)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("reviewing your rules at cluster scope: %w", ctx.Err())

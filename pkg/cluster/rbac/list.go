@@ -10,16 +10,9 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
 )
-
-// ObjectAllowed tells whether a rule grants verb on the object name of
-// resource: a rule without resourceNames grants every object, one with
-// resourceNames only those it names.
-func ObjectAllowed(rule authzv1.ResourceRule, group, resource, name, verb string) bool {
-	allowed, partial := RuleAllows(rule, group, resource, verb)
-	return allowed || (partial && slices.Contains(rule.ResourceNames, name))
-}
 
 // namespaceRules fills rules and incomplete for each namespace: from
 // o.LocalRules, or with one rules review per namespace, rulesConcurrency at
@@ -114,7 +107,7 @@ type FilterOptions struct {
 	// LocalRules, when set, answers the rules reviews from the RBAC
 	// objects (read once, checked against the server by the caller)
 	// instead of one SelfSubjectRulesReview per namespace.
-	LocalRules LocalRules
+	LocalRules rbaceval.LocalRules
 	// Progress, when set, is told how many of the namespaces' rules
 	// reviews have been answered.
 	Progress func(done, total int)
@@ -211,8 +204,8 @@ func fromRules(r resource.Resource, objs []resource.Object, o FilterOptions, rul
 		for _, v := range o.Verbs {
 			allowed, named := false, false
 			for _, rule := range rules[obj.Namespace] {
-				allowed = allowed || ObjectAllowed(rule, r.Group, r.Name, obj.Name, v)
-				if _, partial := RuleAllows(rule, r.Group, r.Name, v); partial {
+				allowed = allowed || rbaceval.ObjectAllowed(rule, r.Group, r.Name, obj.Name, v)
+				if _, partial := rbaceval.RuleAllows(rule, r.Group, r.Name, v); partial {
 					named = true
 				}
 			}

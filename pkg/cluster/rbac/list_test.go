@@ -18,36 +18,6 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
 )
 
-func TestObjectAllowed(t *testing.T) {
-	rule := func(groups, resources, verbs, names []string) authzv1.ResourceRule {
-		return authzv1.ResourceRule{APIGroups: groups, Resources: resources, Verbs: verbs, ResourceNames: names}
-	}
-	cm := []string{"configmaps"}
-	tests := []struct {
-		name        string
-		rule        authzv1.ResourceRule
-		object      string
-		verb        string
-		wantAllowed bool
-	}{
-		{"no resourceNames: every object", rule([]string{""}, cm, []string{"get"}, nil), "x", "get", true},
-		{"named object", rule([]string{""}, cm, []string{"get"}, []string{"a", "b"}), "b", "get", true},
-		{"object not named", rule([]string{""}, cm, []string{"get"}, []string{"a", "b"}), "c", "get", false},
-		{"named object, other verb", rule([]string{""}, cm, []string{"get"}, []string{"a"}), "a", "delete", false},
-		{"wildcard verb and named object", rule([]string{""}, cm, []string{"*"}, []string{"a"}), "a", "delete", true},
-		{"wildcard resource and group", rule([]string{"*"}, []string{"*"}, []string{"get"}, nil), "x", "get", true},
-		{"wildcard resource, named", rule([]string{"*"}, []string{"*"}, []string{"get"}, []string{"x"}), "x", "get", true},
-		{"other group", rule([]string{"apps"}, cm, []string{"get"}, nil), "x", "get", false},
-		{"subresource rule does not grant the object", rule([]string{""}, []string{"configmaps/status"}, []string{"get"}, nil), "x", "get", false},
-		{"names are case-sensitive", rule([]string{""}, cm, []string{"get"}, []string{"A"}), "a", "get", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.wantAllowed, ObjectAllowed(tt.rule, "", "configmaps", tt.object, tt.verb))
-		})
-	}
-}
-
 // fakeAuthz answers rules reviews from per-namespace rules, and access
 // reviews from a table of answers written by hand (never computed by the
 // matcher under test), counting both: the counts asserted are the

@@ -17,7 +17,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 )
 
@@ -126,7 +126,7 @@ func (g *Graph) Write(w io.Writer, format string) error {
 // ForIdentity is access --graph's picture: the identity (user, its groups)
 // and, for each binding that applies to it in scope (rbac.BindingsFor),
 // the subject that matched, the binding, its role and the role's rules.
-func ForIdentity(r *rbac.RBAC, user string, groups []string, scope rbac.Scope) *Graph {
+func ForIdentity(r *rbaceval.RBAC, user string, groups []string, scope rbaceval.Scope) *Graph {
 	g := newGraph("RBAC of " + user)
 	id := g.node(Identity, user, subjectLabel(rbacv1.Subject{Kind: rbacv1.UserKind, Name: user}), "")
 	for _, grp := range groups {
@@ -148,7 +148,7 @@ func ForIdentity(r *rbac.RBAC, user string, groups []string, scope rbac.Scope) *
 
 // ForGrants is who-can --graph's picture: each subject of each grant, the
 // binding, its role, and the request t they grant.
-func ForGrants(t rbac.Target, grants []rbac.Grant) *Graph {
+func ForGrants(t rbaceval.Target, grants []rbaceval.Grant) *Graph {
 	what := t.Verb + " " + t.ResourceDisplay()
 	if t.NonResourceURL != "" {
 		what = t.Verb + " " + t.NonResourceURL
@@ -206,7 +206,7 @@ func (g *Graph) Claims(claims map[string][]string, user string, groups []string)
 	}
 }
 
-func (g *Graph) binding(b rbac.Grant) string {
+func (g *Graph) binding(b rbaceval.Grant) string {
 	label := b.BindingKind + " " + b.Binding
 	if b.Namespace != "" {
 		label = b.BindingKind + " " + b.Namespace + "/" + b.Binding
@@ -215,7 +215,7 @@ func (g *Graph) binding(b rbac.Grant) string {
 }
 
 // role adds b's role and its rules, under the binding bid.
-func (g *Graph) role(r *rbac.RBAC, b rbac.Grant, bid string) {
+func (g *Graph) role(r *rbaceval.RBAC, b rbaceval.Grant, bid string) {
 	rules := r.RulesOf(b)
 	rid := g.node(Role, roleID(b), roleLabel(b), "")
 	g.edge(bid, rid)
@@ -229,14 +229,14 @@ func (g *Graph) role(r *rbac.RBAC, b rbac.Grant, bid string) {
 	}
 }
 
-func roleID(b rbac.Grant) string {
+func roleID(b rbaceval.Grant) string {
 	if b.RoleKind == "ClusterRole" {
 		return "ClusterRole/" + b.Role
 	}
 	return "Role/" + b.Namespace + "/" + b.Role
 }
 
-func roleLabel(b rbac.Grant) string {
+func roleLabel(b rbaceval.Grant) string {
 	if b.RoleKind == "ClusterRole" {
 		return "ClusterRole " + b.Role
 	}

@@ -17,16 +17,16 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 )
 
 // fixture: alice, in dev; dev edits team-a; every authenticated user views;
 // alice may impersonate bob; a RoleBinding of team-b names a role that
 // does not exist, and one binds someone else.
-func fixture() *rbac.RBAC {
+func fixture() *rbaceval.RBAC {
 	group := func(n string) rbacv1.Subject { return rbacv1.Subject{Kind: "Group", Name: n} }
 	user := func(n string) rbacv1.Subject { return rbacv1.Subject{Kind: "User", Name: n} }
-	return &rbac.RBAC{
+	return &rbaceval.RBAC{
 		ClusterRoles: map[string][]rbacv1.PolicyRule{
 			"view":         {{APIGroups: []string{""}, Resources: []string{"pods", "configmaps"}, Verbs: []string{"get", "list"}}},
 			"impersonator": {{APIGroups: []string{""}, Resources: []string{"users"}, ResourceNames: []string{"bob"}, Verbs: []string{"impersonate"}}},
@@ -65,7 +65,7 @@ func labels(g *Graph) []string {
 }
 
 func TestForIdentity(t *testing.T) {
-	g := ForIdentity(fixture(), "alice", []string{"dev", "system:authenticated"}, rbac.AllNamespaces)
+	g := ForIdentity(fixture(), "alice", []string{"dev", "system:authenticated"}, rbaceval.AllNamespaces)
 	assert.Equal(t, []string{
 		"identity User alice",
 		"group Group dev",
@@ -89,16 +89,16 @@ func TestForIdentity(t *testing.T) {
 	assert.Contains(t, g.Edges, Edge{From: "group:dev", To: "binding:RoleBinding/team-a/devs"})
 	assert.Len(t, g.Edges, 15)
 
-	only := ForIdentity(fixture(), "alice", []string{"dev"}, rbac.InNamespace("team-b"))
+	only := ForIdentity(fixture(), "alice", []string{"dev"}, rbaceval.InNamespace("team-b"))
 	assert.NotContains(t, labels(only), "binding RoleBinding team-a/devs", "another namespace's")
-	cluster := ForIdentity(fixture(), "alice", []string{"dev"}, rbac.ClusterScope)
+	cluster := ForIdentity(fixture(), "alice", []string{"dev"}, rbaceval.ClusterScope)
 	assert.Equal(t, []string{"identity User alice", "group Group dev", "binding ClusterRoleBinding alice-as-bob",
 		"role ClusterRole impersonator", "grant impersonate | users | named bob !"}, labels(cluster))
 }
 
 func TestForGrants(t *testing.T) {
 	r := fixture()
-	target := rbac.Target{Verb: "impersonate", Resource: "users", Name: "bob"}
+	target := rbaceval.Target{Verb: "impersonate", Resource: "users", Name: "bob"}
 	g := ForGrants(target, r.WhoCan(target))
 	assert.Equal(t, []string{
 		"target impersonate users bob at cluster scope !",
@@ -151,7 +151,7 @@ func TestDOTEscapes(t *testing.T) {
 }
 
 func TestSVGIsWellFormedAndEscaped(t *testing.T) {
-	for _, g := range []*Graph{hostile(), ForIdentity(fixture(), "alice", []string{"dev", "system:authenticated"}, rbac.AllNamespaces)} {
+	for _, g := range []*Graph{hostile(), ForIdentity(fixture(), "alice", []string{"dev", "system:authenticated"}, rbaceval.AllNamespaces)} {
 		var b bytes.Buffer
 		require.NoError(t, g.WriteSVG(&b))
 		d := xml.NewDecoder(&b)
@@ -202,7 +202,7 @@ func TestWrap(t *testing.T) {
 // runs its one script by hash, and inlines the picture.
 func TestHTMLIsSelfContained(t *testing.T) {
 	var b bytes.Buffer
-	require.NoError(t, ForIdentity(fixture(), "alice", []string{"dev"}, rbac.AllNamespaces).WriteHTML(&b))
+	require.NoError(t, ForIdentity(fixture(), "alice", []string{"dev"}, rbaceval.AllNamespaces).WriteHTML(&b))
 	page := b.String()
 	csp := regexp.MustCompile(`content="default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-([^']+)'"`).
 		FindStringSubmatch(page)
@@ -221,7 +221,7 @@ func TestHTMLIsSelfContained(t *testing.T) {
 }
 
 func TestClaims(t *testing.T) {
-	g := ForIdentity(fixture(), "oidc:alice", []string{"oidc:dev", "system:authenticated"}, rbac.InNamespace("team-a"))
+	g := ForIdentity(fixture(), "oidc:alice", []string{"oidc:dev", "system:authenticated"}, rbaceval.InNamespace("team-a"))
 	g.Claims(map[string][]string{"email": {"alice"}, "groups": {"dev", "ops"}, "sub": {"lice"},
 		"name": {"Alice"}}, "oidc:alice", []string{"oidc:dev", "system:authenticated"})
 	assert.Equal(t, []string{"claim claim email: alice", "claim claim groups: dev"}, labels(g)[len(g.Nodes)-2:],

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbacgraph"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
@@ -259,7 +260,7 @@ func (o *AccessOptions) graph(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	scope := rbac.ScopeOf(o.namespace, o.ClusterScope)
+	scope := rbaceval.ScopeOf(o.namespace, o.ClusterScope)
 	r, err := o.caller.ReadRBAC(ctx, scope.Namespace)
 	if err != nil {
 		return fmt.Errorf("--graph draws the RBAC objects, read with your own rights: %w", err)

@@ -14,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
 )
 
@@ -105,13 +106,13 @@ func (f *fakeDiscovery) Invalidate() bool {
 // or rbacErr), the namespaces and the objects of a list.
 type fakeObjects struct {
 	rec        *recorder
-	rbac       *rbac.RBAC
+	rbac       *rbaceval.RBAC
 	rbacErr    error
 	namespaces []string
 	objects    []resource.Object
 }
 
-func (f *fakeObjects) ReadRBAC(_ context.Context, ns string) (*rbac.RBAC, error) {
+func (f *fakeObjects) ReadRBAC(_ context.Context, ns string) (*rbaceval.RBAC, error) {
 	f.rec.record("ReadRBAC " + ns)
 	return f.rbac, f.rbacErr
 }
@@ -159,7 +160,7 @@ type fakeAuthorizer struct {
 	maxInFlight      int32
 }
 
-func (f *fakeAuthorizer) Why(_ context.Context, t rbac.Target) (*authzv1.SubjectAccessReviewStatus, error) {
+func (f *fakeAuthorizer) Why(_ context.Context, t rbaceval.Target) (*authzv1.SubjectAccessReviewStatus, error) {
 	f.rec.record("Why " + t.Verb + " " + t.Resource + " " + t.Namespace)
 	st := f.why
 	if f.whyVerbs != nil {
@@ -169,7 +170,7 @@ func (f *fakeAuthorizer) Why(_ context.Context, t rbac.Target) (*authzv1.Subject
 }
 
 func (f *fakeAuthorizer) VerifySubject(
-	_ context.Context, s rbacv1.Subject, t rbac.Target,
+	_ context.Context, s rbacv1.Subject, t rbaceval.Target,
 ) (*authzv1.SubjectAccessReviewStatus, error) {
 	f.rec.record("Verify " + s.Kind + ":" + s.Name + " " + t.Verb + " " + t.Resource + " in " + t.Namespace)
 	if reason, ok := f.denySubjects[s.Kind+":"+s.Name]; ok {

@@ -22,6 +22,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 )
@@ -46,7 +47,7 @@ var (
 	pods  = resource.Resource{Version: "v1", Name: "pods", Namespaced: true, Verbs: []string{"get", "list"},
 		Kind: "Pod", SingularName: "pod", ShortNames: []string{"po"}}
 	secrets  = resource.Resource{Version: "v1", Name: "secrets", Namespaced: true, Verbs: []string{"get", "list"}}
-	devGrant = &rbac.RBAC{
+	devGrant = &rbaceval.RBAC{
 		Roles: map[string][]rbacv1.PolicyRule{"team-a/pod-reader": {{APIGroups: []string{""},
 			Resources: []string{"pods"}, Verbs: []string{"get"}}}},
 		RoleBindings: []rbacv1.RoleBinding{{ObjectMeta: metav1.ObjectMeta{Name: "devs-read-pods", Namespace: "team-a"},
@@ -61,7 +62,7 @@ func TestWhyRun(t *testing.T) {
 		args     []string
 		quiet    bool
 		why      authzv1.SubjectAccessReviewStatus
-		rbac     *rbac.RBAC
+		rbac     *rbaceval.RBAC
 		rbacErr  error
 		whyVerbs map[string]bool
 		want     []string
@@ -82,7 +83,7 @@ func TestWhyRun(t *testing.T) {
 			rbac: devGrant,
 			want: []string{"may get pods in namespace team-a? yes"}},
 		{name: "denied: exit code 1, as kubectl auth can-i", args: []string{"get", "pods"},
-			why: authzv1.SubjectAccessReviewStatus{}, rbac: &rbac.RBAC{},
+			why: authzv1.SubjectAccessReviewStatus{}, rbac: &rbaceval.RBAC{},
 			want: []string{"may get pods in namespace team-a? no"}, wantCode: 1},
 		{name: "-q, allowed: nothing printed, nothing more asked", args: []string{"get", "pods"}, quiet: true,
 			why:   authzv1.SubjectAccessReviewStatus{Allowed: true},
@@ -90,33 +91,33 @@ func TestWhyRun(t *testing.T) {
 		{name: "-q, denied: exit code 1 alone", args: []string{"get", "pods"}, quiet: true, wantCode: 1,
 			asked: []string{"Why get pods team-a"}},
 		{name: "an unknown resource: a warning naming the closest, asked as typed", args: []string{"get", "podz"},
-			rbac:    &rbac.RBAC{},
+			rbac:    &rbaceval.RBAC{},
 			want:    []string{"may get podz in namespace team-a? no"},
 			wantErr: `the server does not serve a resource "podz" (did you mean "pods"?)`, wantCode: 1,
 			asked: []string{"Why get podz team-a", "ReadRBAC team-a"}},
 		{name: "kubectl exec needs get and create (1.35+): create alone", args: []string{"create", "pods/exec"},
-			rbac:     &rbac.RBAC{},
+			rbac:     &rbaceval.RBAC{},
 			whyVerbs: map[string]bool{"create": true},
 			want: []string{"may create pods/exec in namespace team-a? yes",
 				"kubectl exec: fails (since Kubernetes 1.35 it needs get and create on pods/exec over WebSockets: get no, create yes)"},
 			asked: []string{"Why create pods team-a", "Why get pods team-a", "ReadRBAC team-a"}},
-		{name: "kubectl port-forward with both verbs", args: []string{"get", "pods/portforward"}, rbac: &rbac.RBAC{},
+		{name: "kubectl port-forward with both verbs", args: []string{"get", "pods/portforward"}, rbac: &rbaceval.RBAC{},
 			whyVerbs: map[string]bool{"create": true, "get": true}, want: []string{"kubectl port-forward: works"},
 			asked: []string{"Why get pods team-a", "Why create pods team-a", "ReadRBAC team-a"}},
 		{name: "an escalation verb, said so", args: []string{"impersonate", "users", "bob"},
-			why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbac: &rbac.RBAC{},
+			why: authzv1.SubjectAccessReviewStatus{Allowed: true}, rbac: &rbaceval.RBAC{},
 			want: []string{"may impersonate users bob at cluster scope? yes",
 				"This is an escalation path: impersonating acts with the permissions"},
 			asked: []string{"Why impersonate users ", "ReadRBAC team-a"}},
 		{name: "impersonate-on also asks the mode's identity check",
-			args: []string{"impersonate-on:user-info:list", "pods"}, rbac: &rbac.RBAC{},
+			args: []string{"impersonate-on:user-info:list", "pods"}, rbac: &rbaceval.RBAC{},
 			whyVerbs: map[string]bool{"impersonate-on:user-info:list": true},
 			want: []string{"? yes", "constrained impersonation",
 				"Constrained impersonation path: fails (impersonate:user-info users.authentication.k8s.io, any name: no; impersonate-on:user-info:list: yes)"},
 			asked: []string{"Why impersonate-on:user-info:list pods team-a", "Why impersonate:user-info users ",
 				"ReadRBAC team-a"}},
 		{name: "the serviceaccount mode's identity check is the namespace's",
-			args: []string{"impersonate-on:serviceaccount:get", "pods"}, rbac: &rbac.RBAC{},
+			args: []string{"impersonate-on:serviceaccount:get", "pods"}, rbac: &rbaceval.RBAC{},
 			whyVerbs: map[string]bool{"impersonate-on:serviceaccount:get": true, "impersonate:serviceaccount": true},
 			want:     []string{"Constrained impersonation path: works"},
 			asked: []string{"Why impersonate-on:serviceaccount:get pods team-a",
@@ -128,7 +129,7 @@ func TestWhyRun(t *testing.T) {
 				"another authorizer of the chain (such as a webhook) denied it", "RoleBinding/devs-read-pods"}},
 		{name: "no binding, yet allowed: decided elsewhere", args: []string{"get", "pods"},
 			why:  authzv1.SubjectAccessReviewStatus{Allowed: true},
-			rbac: &rbac.RBAC{}, want: []string{"? yes", "No RBAC binding grants it to you: another authorizer"}},
+			rbac: &rbaceval.RBAC{}, want: []string{"? yes", "No RBAC binding grants it to you: another authorizer"}},
 		{name: "RBAC unreadable", args: []string{"get", "pods"}, why: authzv1.SubjectAccessReviewStatus{Allowed: true},
 			rbacErr: &kubeapi.APIError{Code: 403},
 			want:    []string{"? yes", "you may not read RBAC objects here"}},
@@ -283,7 +284,7 @@ func TestAccessRun(t *testing.T) {
 			Resources: []string{"pods"}}}
 		o, _ := newOpts(f, &imp)
 		o.AllNamespaces = true
-		caller := newCluster(&fakeCluster{fakeObjects: fakeObjects{namespaces: []string{"a", "b"}, rbac: &rbac.RBAC{
+		caller := newCluster(&fakeCluster{fakeObjects: fakeObjects{namespaces: []string{"a", "b"}, rbac: &rbaceval.RBAC{
 			Roles:        map[string][]rbacv1.PolicyRule{"a/reader": {podsRule}},
 			ClusterRoles: map[string][]rbacv1.PolicyRule{},
 			RoleBindings: []rbacv1.RoleBinding{{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "a"},
@@ -351,7 +352,7 @@ func TestListRun(t *testing.T) {
 	// evaluated for every namespace, when a rules review as the target
 	// gives the same rules; otherwise a rules review per namespace.
 	podsGet := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}
-	snapshot := &rbac.RBAC{ClusterRoles: map[string][]rbacv1.PolicyRule{"reader": {podsGet}},
+	snapshot := &rbaceval.RBAC{ClusterRoles: map[string][]rbacv1.PolicyRule{"reader": {podsGet}},
 		RoleBindings: []rbacv1.RoleBinding{{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a"},
 			RoleRef:  rbacv1.RoleRef{Kind: "ClusterRole", Name: "reader"},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, Name: "dev"}}}}}
@@ -513,7 +514,7 @@ func TestResolveTargetInvalidatesTheCache(t *testing.T) {
 			f := newCluster(&fakeCluster{fakeDiscovery: fakeDiscovery{resources: tt.fresh, cachedResources: tt.cached}})
 			var warnings []string
 			got,
-				err := inspect.ResolveTarget(context.Background(), f, rbac.Target{Verb: "get", Resource: tt.typed},
+				err := inspect.ResolveTarget(context.Background(), f, rbaceval.Target{Verb: "get", Resource: tt.typed},
 				func(s string) { warnings = append(warnings, s) })
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantDiscoveries, f.discoveries)
@@ -591,7 +592,7 @@ func TestWhoCanBySubject(t *testing.T) {
 	alice := rbacv1.Subject{Kind: rbacv1.UserKind, Name: "alice"}
 	ops := rbacv1.Subject{Kind: rbacv1.GroupKind, Name: "ops"}
 	builder := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "builder"}
-	snap := &rbac.RBAC{Roles: map[string][]rbacv1.PolicyRule{},
+	snap := &rbaceval.RBAC{Roles: map[string][]rbacv1.PolicyRule{},
 		ClusterRoles: map[string][]rbacv1.PolicyRule{"reader": reader},
 		RoleBindings: []rbacv1.RoleBinding{rb("b", "r", alice), rb("a", "r", alice, builder),
 			rb("c", "r", builder)},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/auditlog"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbacgraph"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
@@ -76,10 +77,10 @@ func TestOneRiskVerdict(t *testing.T) {
 	const ns = "team-a"
 	for _, tt := range riskFixture {
 		t.Run(tt.verb+" "+tt.resource, func(t *testing.T) {
-			target := rbac.ParseTarget(tt.verb, tt.resource, "", ns)
+			target := rbaceval.ParseTarget(tt.verb, tt.resource, "", ns)
 			rule := rbacv1.PolicyRule{APIGroups: []string{target.Group}, Resources: []string{target.ResourceWithSub()},
 				Verbs: []string{tt.verb}}
-			grant := &rbac.RBAC{
+			grant := &rbaceval.RBAC{
 				Roles: map[string][]rbacv1.PolicyRule{ns + "/r": {rule}},
 				RoleBindings: []rbacv1.RoleBinding{{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: ns},
 					RoleRef: rbacv1.RoleRef{Kind: "Role", Name: "r"}, Subjects: []rbacv1.Subject{{Kind: "Group",

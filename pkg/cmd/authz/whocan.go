@@ -12,7 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/inspect"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbacgraph"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
@@ -30,7 +30,7 @@ type WhoCanOptions struct {
 	// Graph draws the grants instead (rbacgraph).
 	Graph  bool
 	Output *cmdutil.OutputFlags
-	target rbac.Target
+	target rbaceval.Target
 	readNS string
 	client inspect.WhoCanClient
 	genericiooptions.IOStreams
@@ -150,7 +150,7 @@ const rbacOnlyNote = "These are the RBAC bindings only: an authorizer before or 
 
 // printDenied ends a verified table: the subjects the chain denies, or that
 // it confirms them all.
-func printDenied(w io.Writer, grants []rbac.Grant) {
+func printDenied(w io.Writer, grants []rbaceval.Grant) {
 	denied := map[string]string{}
 	for _, g := range grants {
 		for s, reason := range g.Denied {

@@ -11,7 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/inspect"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 )
@@ -22,7 +22,7 @@ type WhyOptions struct {
 	Output *cmdutil.OutputFlags
 	// Quiet prints nothing: the exit code is the answer (kubectl auth can-i -q).
 	Quiet  bool
-	target rbac.Target
+	target rbaceval.Target
 	// readNS is where the target's RBAC objects are read (WhyTarget).
 	readNS string
 	client inspect.WhyClient
@@ -80,12 +80,12 @@ func (o *WhyOptions) resolveArgs(ctx context.Context) (err error) {
 }
 
 // parseTarget is VERB RESOURCE [NAME] in namespace ns.
-func parseTarget(args []string, ns string) rbac.Target {
+func parseTarget(args []string, ns string) rbaceval.Target {
 	name := ""
 	if len(args) == 3 {
 		name = args[2]
 	}
-	return rbac.ParseTarget(args[0], args[1], name, ns)
+	return rbaceval.ParseTarget(args[0], args[1], name, ns)
 }
 
 // ValidateFlags checks -o, before anything is read.
@@ -122,7 +122,7 @@ func answer(allowed bool) error {
 }
 
 // printWhy is why's text: the verdict, the reason, and what explains it.
-func printWhy(w io.Writer, t rbac.Target, res *inspect.WhyResult) {
+func printWhy(w io.Writer, t rbaceval.Target, res *inspect.WhyResult) {
 	verdict := "no"
 	if res.Allowed {
 		verdict = "yes"
@@ -170,7 +170,7 @@ func printWhy(w io.Writer, t rbac.Target, res *inspect.WhyResult) {
 	printGrants(w, res.Grants)
 }
 
-func printGrants(w io.Writer, grants []rbac.Grant) {
+func printGrants(w io.Writer, grants []rbaceval.Grant) {
 	if len(grants) == 0 {
 		return
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/auditlog"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rolegen"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
@@ -133,7 +134,7 @@ func (o *LeastPrivilegeOptions) Complete(_ context.Context, _ []string) error {
 	subject := o.Subject
 	if subject == "" && o.User != "" {
 		subject = "User:" + o.User
-		if ns, name, ok := rbac.SplitServiceAccount(o.User); ok {
+		if ns, name, ok := rbaceval.SplitServiceAccount(o.User); ok {
 			subject = "ServiceAccount:" + ns + ":" + name
 		}
 	}

@@ -1,4 +1,4 @@
-package rbac
+package rbaceval
 
 import (
 	"slices"
@@ -179,3 +179,10 @@ func SameRules(a, b []authzv1.ResourceRule) bool {
 	}
 	return true
 }
+
+// ClusterScopeNamespace is the namespace of the rules review that lists
+// the cluster's rules alone: no namespace can have this name, so no
+// RoleBinding applies (kube-apiserver's RBAC lists the ClusterRoleBindings'
+// rules, then the namespace's RoleBindings'; the review does not check the
+// name).
+const ClusterScopeNamespace = "kubectl-impersonate.io/cluster-scope"

@@ -1,4 +1,4 @@
-package rbac
+package rbaceval
 
 import (
 	"testing"
