@@ -285,6 +285,7 @@ func TestKeyringChunking(t *testing.T) {
 		{name: "exactly one item", size: chunkSize - len(singlePrefix), wantItems: 1},
 		{name: "one byte over", size: chunkSize - len(singlePrefix) + 1, wantItems: 1 + 1},
 		{name: "large token (20 KB)", size: 20_000, wantItems: 1 + 10},
+		{name: "exactly two chunks", size: 2 * chunkSize, wantItems: 1 + 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -494,5 +495,40 @@ func TestAutoPrefersTheNewerCopy(t *testing.T) {
 			assert.Equal(t, string(tc.want), string(got))
 			assert.Equal(t, tc.wantWhere, a.Where())
 		})
+	}
+}
+
+// A chunked value's header: 1 to 1,000 chunks, a generation and a SHA-256.
+func TestParseChunkHeader(t *testing.T) {
+	sum := strings.Repeat("a", 64)
+	for count, ok := range map[string]bool{"1": true, "1000": true, "0": false, "1001": false, "-1": false, "x": false} {
+		_, got := parseChunkHeader(chunkedPrefix + "gen:" + count + ":" + sum)
+		assert.Equal(t, ok, got, "count %s", count)
+	}
+	_, got := parseChunkHeader(chunkedPrefix + ":1:" + sum)
+	assert.False(t, got, "no generation")
+	_, got = parseChunkHeader(chunkedPrefix + "gen:1:" + sum[1:])
+	assert.False(t, got, "a short sum")
+}
+
+// No timeout given is the default one, not none.
+func TestKeyringDefaultTimeout(t *testing.T) {
+	k := &Keyring{API: newFakeKeyring(0)}
+	require.NoError(t, k.Put(context.Background(), testID, []byte("v")))
+	got, err := k.Get(context.Background(), testID)
+	require.NoError(t, err)
+	assert.Equal(t, "v", string(got))
+}
+
+
+// The cache's temporary files, as either release named them, and nothing
+// else: the shortest (".tmp-ID-N") counts.
+func TestIsTempFile(t *testing.T) {
+	id := strings.Repeat("ab", 32)
+	for name, want := range map[string]bool{
+		".tmp-" + id + "-1": true, ".tmp-" + id + ".json-123": true, ".tmp-" + id + "-": false,
+		".tmp-" + id: false, ".tmp-" + id[1:] + "-1-": false, id + ".json": false, ".tmp-" + id + "x1": false,
+	} {
+		assert.Equal(t, want, isTempFile(name), name)
 	}
 }
