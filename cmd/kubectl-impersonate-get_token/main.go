@@ -1,7 +1,10 @@
 // Command kubectl-impersonate-get_token is the cached path of
-// "kubectl-impersonate get-token", the command kubectl runs on every call:
-// it prints the ExecCredential when a valid token is cached and hands every
-// other case, with the same arguments, to kubectl-impersonate next to it.
+// "kubectl-impersonate get-token", the command kubectl runs on every call.
+//
+//   - It prints the ExecCredential when a valid token is cached.
+//   - It hands every other case, with the same arguments, to
+//     kubectl-impersonate next to it.
+//
 // Krew links kubectl-impersonate to this binary: run by that name, it also
 // hands every other command to the full binary. See pkg/credential/fastpath.
 package main

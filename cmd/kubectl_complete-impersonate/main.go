@@ -1,7 +1,11 @@
-// Command kubectl_complete-impersonate completes "kubectl impersonate ...":
-// kubectl (1.26+) runs it, found on PATH by that name, with the words typed
-// so far, and it hands them to "kubectl-impersonate __complete" beside it
-// (cobra's completion protocol: candidates, then a directive line). Krew
+// Command kubectl_complete-impersonate completes "kubectl impersonate ...".
+//
+//   - kubectl (1.26+) runs it, found on PATH by that name, with the words
+//     typed so far.
+//   - It hands them to "kubectl-impersonate __complete" beside it (cobra's
+//     completion protocol: candidates, then a directive line).
+//
+// Krew
 // links one executable per plugin, so "kubectl impersonate setup
 // --write-completion" copies this one beside Krew's link: a copy, not a
 // link, so that "kubectl krew upgrade" (which replaces the store) leaves it

@@ -84,14 +84,17 @@ type reader struct {
 	seg   segment
 }
 
-// Read reads a log of audit.k8s.io/v1 Events, one JSON object a line (as
-// kube-apiserver's --audit-log-path writes them, format json, and record
-// does), or the impersonating proxy's --audit-log: the requests o selects,
-// one per audit ID (the response's stage where the log has it, the stage
-// the response started otherwise). A line that is no such request is
-// skipped and counted, never fatal: the identity profiled writes the
-// requests, and must not stop its own profile with one bad line. Only a
-// failed read is an error.
+// Read reads the requests o selects from a log of what the cluster was
+// asked, one per audit ID.
+//
+//   - The log is audit.k8s.io/v1 Events, one JSON object a line (as
+//     kube-apiserver's --audit-log-path writes them, format json, and record
+//     does), or the impersonating proxy's --audit-log.
+//   - Of an audit ID's events, the response's stage where the log has it,
+//     the stage the response started otherwise.
+//   - A line that is no such request is skipped and counted, never fatal:
+//     the identity profiled writes the requests, and must not stop its own
+//     profile with one bad line. Only a failed read is an error.
 func Read(r io.Reader, o ReadOptions) (Log, error) {
 	rd := bufio.NewReaderSize(r, 1<<20)
 	rr := &reader{o: o, byID: map[string]*entry{}, seg: segment{first: 1}}

@@ -111,14 +111,15 @@ func Identity(h http.Header) (authnv1.UserInfo, bool) {
 }
 
 // ImpersonationChecks are the checks kube-apiserver's impersonation filter
-// makes to let a request act as u (k8s.io/apiserver
-// pkg/endpoints/filters/impersonation, v0.37): constraint "" is the legacy
-// mode, impersonate on the user (a service account's object for
-// system:serviceaccount:NS:NAME), each group, the UID and each extra's
-// values; constraint "impersonate:MODE" (constrained impersonation,
-// KEP-5284, as the audit event's impersonationConstraint names it) is
-// impersonate:MODE on the same identity in authentication.k8s.io, then
-// impersonate-on:MODE:VERB on main, the request itself.
+// makes to let a request act as u (k8s.io/apiserver, v0.37).
+//
+//   - constraint "" is the legacy mode: impersonate on the user (a service
+//     account's object for system:serviceaccount:NS:NAME), each group, the
+//     UID and each extra's values.
+//   - constraint "impersonate:MODE" is constrained impersonation (KEP-5284,
+//     as the audit event's impersonationConstraint names it):
+//     impersonate:MODE on the same identity in authentication.k8s.io, then
+//     impersonate-on:MODE:VERB on main, the request itself.
 func ImpersonationChecks(u authnv1.UserInfo, constraint string, main Request) []Request {
 	mode, constrained := strings.CutPrefix(constraint, "impersonate:")
 	verb, group := "impersonate", ""

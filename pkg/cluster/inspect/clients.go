@@ -1,9 +1,13 @@
-// Package inspect holds the inspection use cases below their commands:
-// the access matrices (one per namespace, with the escalation paths and
-// --diff-as), the filtered list, why and who-can, and the evaluation of
-// RBAC objects read once where it gives the server's answer. Each asks the
-// API server through a small interface an *rbac.Client implements, and
-// returns what the command prints.
+// Package inspect holds the inspection use cases below their commands.
+//
+//   - The access matrices: one per namespace, with the escalation paths and
+//     --diff-as.
+//   - The filtered list, why and who-can.
+//   - The evaluation of RBAC objects read once, where it gives the server's
+//     answer.
+//
+// Each asks the API server through a small interface an *rbac.Client
+// implements, and returns what the command prints.
 package inspect
 
 import (

@@ -1,7 +1,10 @@
 // Package kubeapi talks to the API server with the transport client-go
-// builds for a kubeconfig, and asks it who the caller is (SelfSubjectReview)
-// and which version it runs. It decodes plain JSON into k8s.io/api types:
-// client-go's typed clients would link the scheme of every API group.
+// builds for a kubeconfig.
+//
+//   - It asks who the caller is (SelfSubjectReview) and which version the
+//     server runs.
+//   - It decodes plain JSON into k8s.io/api types: client-go's typed
+//     clients would link the scheme of every API group.
 package kubeapi
 
 import (

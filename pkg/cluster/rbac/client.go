@@ -1,14 +1,16 @@
-// Package rbac answers what an identity may do, as the API server's RBAC
-// authorizer answers it: the access matrix (access), the objects of a list
-// the identity may act on (list), the bindings that grant an action
-// (who-can) and the server's own reason for a decision (why).
+// Package rbac asks the cluster what an identity may do, as its RBAC
+// authorizer answers.
 //
-//   - Where it reads RBAC objects itself, pkg/cluster/rbaceval evaluates
-//     them with Kubernetes' rule semantics.
-//   - Every answer it is meant to share with the server is compared with
-//     SubjectAccessReview in the end-to-end tests.
-//   - What the server serves (discovery, names, lists) is
-//     pkg/cluster/resource's.
+//   - access: the access matrix.
+//   - list: the objects of a list the identity may act on.
+//   - who-can --verify: the bindings that grant an action, checked.
+//   - why: the server's own reason for a decision.
+//
+// Where it reads RBAC objects itself, pkg/cluster/rbaceval evaluates them
+// with Kubernetes' rule semantics. Every answer it is meant to share with
+// the server is compared with SubjectAccessReview in the end-to-end tests.
+// What the server serves (discovery, names, lists) is
+// pkg/cluster/resource's.
 package rbac
 
 import (

@@ -70,9 +70,12 @@ func ScopeOf(namespace string, clusterOnly bool) Scope {
 }
 
 // BindingsFor are the bindings that apply to the identity (user, its
-// groups) in s, as kube-apiserver's RBAC rule resolver walks them
-// (VisitRulesFor): every ClusterRoleBinding to a ClusterRole, then the
-// RoleBindings of s. Each Grant keeps the subjects that matched.
+// groups) in s, as kube-apiserver's RBAC rule resolver walks them.
+//
+//   - Every ClusterRoleBinding to a ClusterRole, then the RoleBindings of s
+//     (VisitRulesFor's order).
+//   - Each Grant keeps the subjects that matched.
+//
 // RulesFor, access's rules and --graph's picture walk them here.
 func (r *RBAC) BindingsFor(user string, groups []string, s Scope) []Grant {
 	var out []Grant

@@ -1,9 +1,11 @@
-// Package rbacgraph draws RBAC as a picture: an identity, its groups, the
-// bindings that apply to them, the roles they bind and what those grant
-// (access --graph); or the subjects, bindings and roles that grant one
-// request (who-can --graph). Escalation paths are marked. It writes DOT, an
-// SVG laid out here (no graphviz needed), and a self-contained HTML page
-// that pans and zooms offline.
+// Package rbacgraph draws RBAC as a picture, escalation paths marked.
+//
+//   - access --graph: an identity, its groups, the bindings that apply to
+//     them, the roles they bind and what those grant.
+//   - who-can --graph: the subjects, bindings and roles that grant one
+//     request.
+//   - It writes DOT, an SVG laid out here (no graphviz needed), and a
+//     self-contained HTML page that pans and zooms offline.
 package rbacgraph
 
 import (

@@ -1,8 +1,10 @@
-// Package resource is what the API server serves, as kubectl sees it: the
-// resources of discovery (from kubectl's discovery cache until a name is
-// missing), their resolution from what a person types (plural, singular,
-// kind, short name, resource.group), and the listing of their objects,
-// paged and bounded.
+// Package resource is what the API server serves, as kubectl sees it.
+//
+//   - The resources of discovery, from kubectl's discovery cache until a
+//     name is missing.
+//   - Their resolution from what a person types (plural, singular, kind,
+//     short name, resource.group).
+//   - The listing of their objects, paged and bounded.
 package resource
 
 import (

@@ -170,8 +170,7 @@ func (o *AccessOptions) Complete(ctx context.Context, args []string) error {
 }
 
 // resolveArgs resolves the rows' resources through discovery, as kubectl
-// resolves its arguments in Complete: the scope's resources the server
-// serves, or --resource's, each as kubectl takes it.
+// resolves its arguments: the scope's, or --resource's, as kubectl takes it.
 func (o *AccessOptions) resolveArgs(ctx context.Context) (err error) {
 	o.resources, err = inspect.Resources(
 		ctx, o.client, o.Resources, o.Subresources, o.ClusterScope, cmdutil.Notifier(o.ErrOut))

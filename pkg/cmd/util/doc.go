@@ -1,5 +1,7 @@
-// Package util is what the commands share (as kubectl's pkg/cmd/util): the
-// global options, kubectl's flags bound through client-go's clientcmd
-// (KubeFlags), completion, output printers, the terminal, the watchdog of
-// --command-timeout and the version stamp.
+// Package util is what the commands share, as kubectl's pkg/cmd/util.
+//
+//   - The global options, and kubectl's flags bound through client-go's
+//     clientcmd (KubeFlags).
+//   - Completion, output printers, the terminal.
+//   - The watchdog of --command-timeout and the version stamp.
 package util

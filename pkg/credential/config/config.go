@@ -1,6 +1,8 @@
-// Package config reads and writes the profiles file: named sets of get-token settings,
-// so that kubeconfig exec args stay short (--profile NAME) and secrets stay
-// out of kubeconfig.
+// Package config reads and writes the profiles file: named sets of
+// get-token settings.
+//
+//   - kubeconfig exec args stay short (--profile NAME).
+//   - Secrets stay out of kubeconfig.
 //
 // The file is YAML at $KUBECTL_IMPERSONATE_CONFIG, else
 // $XDG_CONFIG_HOME/kubectl-impersonate/config.yaml, else

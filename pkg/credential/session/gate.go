@@ -15,16 +15,21 @@ import (
 )
 
 // Gate is the one way a cached token leaves the cache for a server in the
-// full binary (test/repo's TestOneTokenGate keeps it so): cfg is the REST
-// configuration a client of the plugin's own (completion, status --check,
-// whoami, groups, claims) would use, after every kubectl flag; Gate judges
-// the cluster it names exactly as get-token judges the cluster kubectl
-// names (credspec.Admit: https, the allowed servers and what the cluster
-// entry does with the token, the cluster's own audience), reads the token
-// get-token would hand out now without renewing it, and returns a copy of
-// cfg bound to that cluster and carrying that token alone: no exec entry
-// to run, no other credential, the TLS and proxy settings that were
-// judged. store nil opens the settings' own cache.
+// full binary (test/repo's TestOneTokenGate keeps it so).
+//
+//   - cfg is the REST configuration a client of the plugin's own
+//     (completion, status --check, whoami, groups, claims) would use, after
+//     every kubectl flag.
+//   - Gate judges the cluster cfg names exactly as get-token judges the
+//     cluster kubectl names (credspec.Admit: https, the allowed servers and
+//     what the cluster entry does with the token, the cluster's own
+//     audience).
+//   - It reads the token get-token would hand out now, without renewing it.
+//   - It returns a copy of cfg bound to that cluster and carrying that token
+//     alone: no exec entry to run, no other credential, the TLS and proxy
+//     settings that were judged.
+//
+// store nil opens the settings' own cache.
 func (s *Session) Gate(
 	ctx context.Context, cfg *rest.Config, store tokencache.Store,
 ) (*rest.Config, *TokenSource, error) {

@@ -1,8 +1,10 @@
-// Package session reads the sessions of a kubeconfig: the contexts whose
-// user's exec entry runs this plugin, their settings (one parse of an exec
-// entry, for the context's cluster), and what the token cache holds for
-// them, judged as get-token judges it. It also obtains, revokes and ends
-// them: the use cases of get-token, login, status and logout.
+// Package session reads, obtains, revokes and ends the sessions of a
+// kubeconfig.
+//
+//   - A session is a context whose user's exec entry runs this plugin: its
+//     settings (one parse of an exec entry, for the context's cluster), and
+//     what the token cache holds for it, judged as get-token judges it.
+//   - It holds the use cases of get-token, login, status and logout.
 package session
 
 import (

@@ -1,12 +1,15 @@
 // Package environ is the one seam through which the process's globals
-// reach code below the commands: its environment (Getenv, Environ) and the
-// user's home directory as the environment gives it (HomeDir). The
-// commands' GlobalOptions (pkg/cmd/util) and the binaries' main functions
-// read the process here and hand what they read down as parameters; no
-// other package reads os.Args, os.Getenv, os.LookupEnv, os.Environ,
-// os.UserHomeDir or kubectl's default kubeconfig rules itself
-// (TestProcessGlobals in test/repo). It imports the standard library
-// only: the cached get-token path links it.
+// reach code below the commands.
+//
+//   - Its environment (Getenv, Environ) and the user's home directory as
+//     the environment gives it (HomeDir).
+//   - The commands' GlobalOptions (pkg/cmd/util) and the binaries' main
+//     functions read the process here and hand what they read down as
+//     parameters; no other package reads os.Args, os.Getenv, os.LookupEnv,
+//     os.Environ, os.UserHomeDir or kubectl's default kubeconfig rules
+//     itself (TestProcessGlobals in test/repo).
+//   - It imports the standard library only: the cached get-token path links
+//     it.
 package environ
 
 import (

@@ -1,6 +1,8 @@
 // Package execcred speaks the client-go exec credential plugin protocol
-// (client.authentication.k8s.io v1 and v1beta1): it reads the request that
-// kubectl passes in KUBERNETES_EXEC_INFO and writes the ExecCredential reply.
+// (client.authentication.k8s.io v1 and v1beta1).
+//
+//   - It reads the request that kubectl passes in KUBERNETES_EXEC_INFO.
+//   - It writes the ExecCredential reply.
 //
 // Spec: https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-credential-plugins
 //

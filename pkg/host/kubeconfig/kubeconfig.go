@@ -1,11 +1,14 @@
 // Package kubeconfig writes user, cluster and context entries of kubeconfig
-// files (https://kubernetes.io/docs/concepts/configuration/organize-cluster-access-kubeconfig/)
-// as kubectl config set-credentials, set-cluster and set-context do: through
-// client-go's clientcmd, which picks the files as kubectl does (--kubeconfig,
-// else $KUBECONFIG's list, else ~/.kube/config), writes each entry back to
-// the file that defines it (a new one to the default file), locks each file
-// while writing it, writes through a symlink (the link stays a link) and
-// keeps an existing file's mode.
+// files as kubectl config set-credentials, set-cluster and set-context do.
+//
+//   - Through client-go's clientcmd, which picks the files as kubectl does
+//     (--kubeconfig, else $KUBECONFIG's list, else ~/.kube/config).
+//   - Each entry goes back to the file that defines it (a new one to the
+//     default file); each file is locked while written.
+//   - It writes through a symlink (the link stays a link) and keeps an
+//     existing file's mode.
+//
+// The files: https://kubernetes.io/docs/concepts/configuration/organize-cluster-access-kubeconfig/
 //
 // Only the full binary links this package; the fast get-token binary never
 // writes a kubeconfig.

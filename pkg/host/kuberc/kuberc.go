@@ -1,9 +1,11 @@
-// Package kuberc reads and edits kubectl's preferences file, the kuberc
-// (kubectl.config.k8s.io/v1beta1 Preference, kubectl ≥ 1.35), for its
-// credential plugin policy: with credentialPluginPolicy "Allowlist",
-// kubectl runs only the exec plugins its credentialPluginAllowlist names,
-// matched by resolving both with exec.LookPath (k8s.io/kubectl pkg/config,
-// client-go plugin/pkg/client/auth/exec).
+// Package kuberc reads and edits kubectl's preferences file, the kuberc,
+// for its credential plugin policy.
+//
+//   - The file is kubectl.config.k8s.io/v1beta1 Preference (kubectl ≥ 1.35).
+//   - With credentialPluginPolicy "Allowlist", kubectl runs only the exec
+//     plugins its credentialPluginAllowlist names, matched by resolving both
+//     with exec.LookPath (k8s.io/kubectl pkg/config, client-go
+//     plugin/pkg/client/auth/exec).
 //
 // Entries are written as "name": kubectl 1.35 knows only that field, and
 // 1.36+ converts it to "command". Everything else in the file is kept.

@@ -1,8 +1,10 @@
 // Package logging is a small levelled logger for stderr and the one
-// escaping printer of everything the plugin prints that someone else wrote:
-// a token's claims, an API server's or a provider's answers, a kubeconfig.
-// The logger never receives a token, secret or code: callers log URLs,
-// names and outcomes only.
+// escaping printer of what others wrote.
+//
+//   - What others wrote: a token's claims, an API server's or a provider's
+//     answers, a kubeconfig.
+//   - The logger never receives a token, secret or code: callers log URLs,
+//     names and outcomes only.
 //
 // The predicate (Unsafe, docs/security.md): C0 controls, DEL, C1 controls,
 // the bidirectional embeddings, overrides and isolates (U+202A-U+202E,

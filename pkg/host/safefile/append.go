@@ -7,12 +7,15 @@ import (
 )
 
 // OpenAppend is the one open of a secret file to append to (record's
-// recording, which holds exec commands and their arguments): created the
-// user's alone (Unix 0600; Windows a protected DACL of the user, SYSTEM
-// and the Administrators, not the folder's), never through a link (a
-// symlink, a Windows reparse point) nor at a file with another name (more
-// than one hard link), and an existing file only when it passes the
-// Secret rule. what names the file in errors.
+// recording, which holds exec commands and their arguments).
+//
+//   - A new file is the user's alone (Unix 0600; Windows a protected DACL
+//     of the user, SYSTEM and the Administrators, not the folder's).
+//   - Never through a link (a symlink, a Windows reparse point), nor at a
+//     file with another name (more than one hard link).
+//   - An existing file only when it passes the Secret rule.
+//
+// what names the file in errors.
 func OpenAppend(what, path string) (*os.File, error) {
 	f, err := openAppend(path)
 	if errors.Is(err, errLink) {

@@ -25,12 +25,16 @@ type ReadOptions struct {
 }
 
 // ReadRegular is the one read of a file someone else may have named or
-// planted (profiles, kuberc, token cache entries, secret files): it opens
-// without waiting on a FIFO or a terminal, refuses what is not a regular
-// file, judges the descriptor by opts.Rule and opts.Check, and reads at
-// most limit bytes. what names the file in errors ("profiles file"); a
-// missing file's error matches fs.ErrNotExist. The Access returned says
-// who else may read the file (a secret file others may read is warned of).
+// planted (profiles, kuberc, token cache entries, secret files).
+//
+//   - It opens without waiting on a FIFO or a terminal, and refuses what is
+//     not a regular file.
+//   - It judges the descriptor by opts.Rule and opts.Check, and reads at
+//     most limit bytes.
+//   - what names the file in errors ("profiles file"); a missing file's
+//     error matches fs.ErrNotExist.
+//   - The Access returned says who else may read the file (a secret file
+//     others may read is warned of).
 func ReadRegular(what, path string, limit int64, opts ReadOptions) ([]byte, Access, error) {
 	f, err := openRead(path, opts.NoFollow)
 	if err != nil {

@@ -1,9 +1,11 @@
-// Package safefile is the one atomic file write of the plugin: a file is
-// written under a temporary name beside it and renamed into place, so a
-// reader (kubectl, another plugin process) sees the old file or the new
-// one, never half of one. Writes go through an os.Root, so that a name
-// (a discovery cache's "group/version/...") cannot leave the directory
-// it is written in, not even through a symlink planted on the way.
+// Package safefile is the one atomic file write of the plugin.
+//
+//   - A file is written under a temporary name beside it and renamed into
+//     place: a reader (kubectl, another plugin process) sees the old file
+//     or the new one, never half of one.
+//   - Writes go through an os.Root, so that a name (a discovery cache's
+//     "group/version/...") cannot leave the directory it is written in,
+//     not even through a symlink planted on the way.
 package safefile
 
 import (

@@ -1,8 +1,10 @@
 // Package httpguard bounds what this program reads from identity providers
-// and how often it asks them: every answer is cut off at a size no real
-// provider reaches, and a GET repeated within an interval (a JWKS refetch
-// that tokens with unknown key IDs trigger, one per request) is answered
-// from the last copy instead of the network.
+// and how often it asks them.
+//
+//   - Every answer is cut off at a size no real provider reaches.
+//   - A GET repeated within an interval (a JWKS refetch that tokens with
+//     unknown key IDs trigger, one per request) is answered from the last
+//     copy instead of the network.
 package httpguard
 
 import (

@@ -1,8 +1,11 @@
-// Package login obtains tokens from an OpenID Connect provider: the
-// authorization code grant with PKCE (RFC 7636) through a loopback server
-// (RFC 8252, github.com/int128/oauth2cli) or a pasted code, the device
-// authorization grant (RFC 8628), the client credentials grant (RFC 6749
-// §4.4) and refresh (RFC 6749 §6). ID tokens are verified on receipt.
+// Package login obtains tokens from an OpenID Connect provider, and
+// verifies ID tokens on receipt.
+//
+//   - The authorization code grant with PKCE (RFC 7636) through a loopback
+//     server (RFC 8252, github.com/int128/oauth2cli) or a pasted code.
+//   - The device authorization grant (RFC 8628).
+//   - The client credentials grant (RFC 6749 §4.4) and refresh (RFC 6749
+//     §6).
 package login
 
 import (

@@ -1,10 +1,13 @@
 // Package oauth is the one client of token endpoints and of the JSON APIs
-// around them: every grant (refresh, client credentials, password, Keycloak's
-// UMA ticket, RFC 8693 token exchange) goes through golang.org/x/oauth2's
-// token request (its EndpointParams carry the grant's parameters), and every
-// answer that is not a success becomes one *Error that tells the provider's
-// passing trouble (no answer, 5xx, 429: Transient, retried by one
-// RetryPolicy) from a refusal. One lifetime rule (Expiry) dates every token.
+// around them.
+//
+//   - Every grant (refresh, client credentials, password, Keycloak's UMA
+//     ticket, RFC 8693 token exchange) goes through golang.org/x/oauth2's
+//     token request (its EndpointParams carry the grant's parameters).
+//   - Every answer that is not a success becomes one *Error that tells the
+//     provider's passing trouble (no answer, 5xx, 429: Transient, retried by
+//     one RetryPolicy) from a refusal.
+//   - One lifetime rule (Expiry) dates every token.
 package oauth
 
 import (

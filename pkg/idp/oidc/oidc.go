@@ -1,6 +1,8 @@
 // Package oidc discovers an OpenID Connect provider and verifies the ID
-// tokens it issues (OpenID Connect Core 1.0 §3.1.3.7: signature against the
-// provider's JWKS, iss, aud, exp, and the nonce of the request).
+// tokens it issues.
+//
+//   - Verification is OpenID Connect Core 1.0 §3.1.3.7: signature against
+//     the provider's JWKS, iss, aud, exp, and the nonce of the request.
 //
 // It wraps github.com/coreos/go-oidc. Nothing here runs on the cached
 // get-token path: discovery and JWKS fetches happen only when a token is

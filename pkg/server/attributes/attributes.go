@@ -1,7 +1,9 @@
 // Package attributes is what kube-apiserver's authorizer is asked for a
-// request, as k8s.io/apiserver's own request-info code reads it: the
-// resolver the proxy and record's endpoint share, and the checks of one
-// request (its impersonation first) as pkg/cluster/auditlog's requests.
+// request, as k8s.io/apiserver's own request-info code reads it.
+//
+//   - Resolver is the one the proxy and record's endpoint share.
+//   - Of is the checks of one request (its impersonation first), as
+//     pkg/cluster/auditlog's requests.
 package attributes
 
 import (
@@ -23,10 +25,11 @@ var Resolver = &apirequest.RequestInfoFactory{
 	GrouplessAPIPrefixes: sets.NewString("api"),
 }
 
-// Of is what kube-apiserver's authorizer is asked for r: one impersonate
-// check for each identity its Impersonate-* headers name (kube-apiserver
-// asks those first, in the legacy mode: auditlog.ImpersonationChecks), then
-// the request itself.
+// Of is what kube-apiserver's authorizer is asked for r, in its order.
+//
+//   - One impersonate check for each identity its Impersonate-* headers
+//     name, in the legacy mode (auditlog.ImpersonationChecks).
+//   - Then the request itself.
 func Of(r *http.Request) []auditlog.Request {
 	main := request(r)
 	u, ok := auditlog.Identity(r.Header)

@@ -342,13 +342,14 @@ func (c *Asked) Info() user.Info {
 	return &user.DefaultInfo{Name: c.user, UID: c.uid, Groups: c.groups, Extra: c.extra}
 }
 
-// ForwardedAs is the identity the filter let the caller take, as the
-// proxy forwards it: without the system:authenticated the filter added
-// (kube-apiserver adds it to an impersonated user itself, and the proxy's
-// credential would need to impersonate the group; one the caller asked
-// for is forwarded), with the caller under OriginalUserExtra, set last and
-// in place of any spelling of it, so that no extra of the caller's takes
-// its place.
+// ForwardedAs is the identity the filter let the caller take, as the proxy
+// forwards it.
+//
+//   - Without the system:authenticated the filter added: kube-apiserver adds
+//     it to an impersonated user itself, and the proxy's credential would
+//     need to impersonate the group. One the caller asked for is forwarded.
+//   - With the caller under OriginalUserExtra, set last and in place of any
+//     spelling of it, so that no extra of the caller's takes its place.
 func ForwardedAs(got, caller user.Info, c *Asked) user.Info {
 	groups := slices.Clone(got.GetGroups())
 	if !slices.Contains(c.groups, user.AllAuthenticated) {
@@ -389,9 +390,12 @@ func (b boundedAuthorizer) Authorize(
 	return b.next.Authorize(ctx, a)
 }
 
-// Forwardable refuses identities kube-apiserver would never produce from a
-// token, or that would change in transit: HTTP/1.1 trims white space around
-// header values, so " system:masters" would arrive as "system:masters".
+// Forwardable refuses what the proxy must not forward as an identity.
+//
+//   - What kube-apiserver would never produce from a token.
+//   - What would change in transit: HTTP/1.1 trims white space around
+//     header values, so " system:masters" would arrive as "system:masters".
+//   - A system: user or group, unless allowSystem.
 func Forwardable(u user.Info, allowSystem bool) error {
 	check := func(what, v string) error {
 		if v != strings.TrimFunc(v, unicode.IsSpace) {

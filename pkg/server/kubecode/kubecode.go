@@ -1,14 +1,18 @@
 // Package kubecode is the seam between the commands and kube-apiserver's
-// own code (its JWT authenticator and configuration types, in pkg/server/authn,
-// and the proxy built on them, in pkg/server/proxy): the interface the commands
-// call and the values they pass, typed, flag-free and light.
-// kubectl-impersonate-apiserver injects the implementation
-// (pkg/server/kubecode/linked); the other binaries link none of that code (its
-// package initialisers cost every process about 10 ms) and hand the
-// commands that need it to that binary (pkg/cmd/util's RunE). Each command
-// lives whole in its own package: claims in pkg/cmd/identity, proxy in
-// pkg/cmd/serve, setup --authentication-config in pkg/cmd/setup, record in
-// pkg/cmd/privilege.
+// own code.
+//
+//   - The code: its JWT authenticator and configuration types
+//     (pkg/server/authn), and the proxy built on them (pkg/server/proxy).
+//   - The seam: the interface the commands call and the values they pass,
+//     typed, flag-free and light.
+//   - kubectl-impersonate-apiserver injects the implementation
+//     (pkg/server/kubecode/linked); the other binaries link none of that
+//     code (its package initialisers cost every process about 10 ms) and
+//     hand the commands that need it to that binary (pkg/cmd/util's RunE).
+//
+// Each command lives whole in its own package: claims in pkg/cmd/identity,
+// proxy in pkg/cmd/serve, setup --authentication-config in pkg/cmd/setup,
+// record in pkg/cmd/privilege.
 package kubecode
 
 import (

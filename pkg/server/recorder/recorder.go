@@ -1,9 +1,15 @@
-// Package recorder is record's endpoint: a reverse proxy on 127.0.0.1 that
-// one child process reaches (TLS with a one-time CA, a one-time bearer
-// token), that forwards each request to the context's cluster with the
-// context's own credentials, and that writes each request as kube-apiserver's
-// authorizer sees it (pkg/server/attributes), with the cluster's answer (pkg/cluster/auditlog's Event lines). It links
-// kube-apiserver's request and authentication packages, so only
+// Package recorder is record's endpoint: a reverse proxy on 127.0.0.1 for
+// one child process.
+//
+//   - The child reaches it with TLS under a one-time CA and a one-time
+//     bearer token.
+//   - It forwards each request to the context's cluster with the context's
+//     own credentials.
+//   - It writes each request as kube-apiserver's authorizer sees it
+//     (pkg/server/attributes), with the cluster's answer
+//     (pkg/cluster/auditlog's Event lines).
+//
+// It links kube-apiserver's request and authentication packages, so only
 // kubectl-impersonate-apiserver imports it (pkg/server/kubecode/linked).
 package recorder
 

@@ -8,15 +8,20 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/execcred"
 )
 
-// Admit is the one set of rules a token passes before it is handed to a
-// cluster, c (spec.cluster of the ExecCredential, or what the plugin's own
-// clients would send: nil when the exec entry does not provide cluster
-// information): the server speaks https (CheckScheme), it is among the
-// allowed servers with nothing in its cluster entry that would hand the
-// token to someone else (CheckAllowedServer), and the settings become the
-// cluster's own (ForCluster: a fleet's per-cluster audience). get-token,
-// the fast binary and session.Gate, the reader of the plugin's own
-// clients' token, call it; nothing else hands a token out.
+// Admit is the one set of rules a token passes before it is handed to the
+// cluster c.
+//
+//   - c is spec.cluster of the ExecCredential, or what the plugin's own
+//     clients would send; nil when the exec entry provides no cluster
+//     information.
+//   - The server speaks https (CheckScheme).
+//   - It is among the allowed servers, with nothing in its cluster entry
+//     that would hand the token to someone else (CheckAllowedServer).
+//   - The settings become the cluster's own (ForCluster: a fleet's
+//     per-cluster audience).
+//
+// get-token, the fast binary and session.Gate (the reader of the plugin's
+// own clients' token) call it; nothing else hands a token out.
 func (o *Spec) Admit(c *execcred.Cluster) error {
 	if c != nil {
 		if err := CheckScheme(c.Server); err != nil {

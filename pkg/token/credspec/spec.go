@@ -1,10 +1,12 @@
-// Package credspec is what selects a token, as values: the provider,
-// client and grant of the login, the cache, the exchange and the servers
-// the token may go to; their checks, the cache key they lead to, and the
-// one recipe of the credential source (Source). It binds no flag and
-// links no network code: the fast get-token binary, the commands, the
-// login and the exchanges share it (package settings binds it to flags,
-// profiles and the exec entry's lock).
+// Package credspec is what selects a token, as values, with their checks.
+//
+//   - The values: the provider, client and grant of the login, the cache,
+//     the exchange and the servers the token may go to.
+//   - Their checks, the cache key they lead to, and the one recipe of the
+//     credential source (Source).
+//   - It binds no flag and links no network code: the fast get-token
+//     binary, the commands, the login and the exchanges share it (package
+//     settings binds it to flags, profiles and the exec entry's lock).
 package credspec
 
 import (

@@ -520,7 +520,6 @@ func TestKeyringDefaultTimeout(t *testing.T) {
 	assert.Equal(t, "v", string(got))
 }
 
-
 // The cache's temporary files, as either release named them, and nothing
 // else: the shortest (".tmp-ID-N") counts.
 func TestIsTempFile(t *testing.T) {

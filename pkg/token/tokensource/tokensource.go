@@ -1,6 +1,8 @@
-// Package tokensource is the get-token use case: a lock-free cache read, and
-// on a miss a per-entry cross-process lock, a second read, a refresh or a new
-// grant, and a write back.
+// Package tokensource is the get-token use case.
+//
+//   - A lock-free cache read.
+//   - On a miss, a per-entry cross-process lock, a second read, a refresh
+//     or a new grant, and a write back.
 package tokensource
 
 import (

@@ -1,11 +1,16 @@
 // Package linked is kube-apiserver's own code behind the kubecode.Code
-// seam: claims predicts with its JWT authenticator, proxy serves with it,
-// setup --authentication-config checks a cluster's configuration as
-// kube-apiserver validates it, record parses requests with its request-info
-// code (pkg/server/recorder). Only cmd/kubectl-impersonate-apiserver
-// imports this package: the code's package initialisers (component-base's
-// metrics registry, CEL, the egress selector) would otherwise cost every
-// kubectl-impersonate process about 10 ms.
+// seam.
+//
+//   - claims predicts with its JWT authenticator, and proxy serves with it.
+//   - setup --authentication-config checks a cluster's configuration as
+//     kube-apiserver validates it.
+//   - record parses requests with its request-info code
+//     (pkg/server/recorder).
+//
+// Only cmd/kubectl-impersonate-apiserver imports this package: the code's
+// package initialisers (component-base's metrics registry, CEL, the egress
+// selector) would otherwise cost every kubectl-impersonate process about
+// 10 ms.
 package linked
 
 import (
