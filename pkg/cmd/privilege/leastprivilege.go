@@ -1,7 +1,6 @@
 package privilege
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -18,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/yaml"
+	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/auditlog"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/inspect"
@@ -185,9 +184,10 @@ func (o *LeastPrivilegeOptions) readLog(path string, ro auditlog.ReadOptions) er
 	}
 	o.reqs = append(o.reqs, l.Requests...)
 	if l.Unsealed > 0 {
-		o.skipped = append(o.skipped, fmt.Sprintf("%d lines of %s not read: not sealed by record%s (written by "+
-			"someone else, or a recording cut short): %s", l.Unsealed, path, map[bool]string{true: " with the " +
-			"--recording-key given"}[len(o.keys) > 0], strings.Join(l.Skips, "; ")))
+		keyGiven := map[bool]string{true: " with the --recording-key given"}[len(o.keys) > 0]
+		o.skipped = append(o.skipped, fmt.Sprintf("%s of %s not read: not sealed by record%s (written by "+
+			"someone else, or a recording cut short): %s", plural(l.Unsealed, "line"), path, keyGiven,
+			strings.Join(l.Skips, "; ")))
 	}
 	if len(o.keys) == 0 && ro.Sealed {
 		for _, k := range slices.Sorted(maps.Keys(l.SealKeys)) {
@@ -350,58 +350,34 @@ func objects(p rolegen.Policy) []runtime.Object {
 	return out
 }
 
-// printYAML writes objs as YAML documents.
+// printYAML writes objs as YAML documents, "---" between them.
 func printYAML(w io.Writer, objs []runtime.Object) error {
-	for i, obj := range objs {
-		b, err := yaml.Marshal(obj)
-		if err != nil {
+	p := &printers.YAMLPrinter{}
+	for _, obj := range objs {
+		if err := p.PrintObj(obj, w); err != nil {
 			return fmt.Errorf("encoding the output: %w", err)
-		}
-		if i > 0 {
-			if _, err := io.WriteString(w, "---\n"); err != nil {
-				return err
-			}
-		}
-		if _, err := w.Write(withoutNullTimestamps(b)); err != nil {
-			return err
 		}
 	}
 	return nil
 }
 
-// printList writes objs as a v1 List (kubectl apply takes it).
+// printList writes objs as a v1 List (kubectl apply takes it), as kubectl
+// get -o json|yaml prints one.
 func printList(w io.Writer, format string, objs []runtime.Object) error {
-	list := struct {
-		metav1.TypeMeta `json:",inline"`
-		Items           []runtime.Object `json:"items"`
-	}{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}, Items: objs}
-	if list.Items == nil {
-		list.Items = []runtime.Object{}
+	list := &metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}, Items: []runtime.RawExtension{}}
+	for _, obj := range objs {
+		b, err := json.Marshal(obj)
+		if err != nil {
+			return fmt.Errorf("encoding the output: %w", err)
+		}
+		list.Items = append(list.Items, runtime.RawExtension{Raw: b})
 	}
-	var b []byte
-	var err error
+	var p printers.ResourcePrinter = &printers.YAMLPrinter{}
 	if format == "json" {
-		b, err = json.MarshalIndent(list, "", "    ")
-		b = append(b, '\n')
-	} else {
-		b, err = yaml.Marshal(list)
+		p = &printers.JSONPrinter{}
 	}
-	if err != nil {
+	if err := p.PrintObj(list, w); err != nil {
 		return fmt.Errorf("encoding the output: %w", err)
 	}
-	_, err = w.Write(withoutNullTimestamps(b))
-	return err
-}
-
-// withoutNullTimestamps drops the YAML lines "creationTimestamp: null"
-// (metav1.ObjectMeta's zero time), which a generated object has no use for.
-func withoutNullTimestamps(b []byte) []byte {
-	lines := bytes.SplitAfter(b, []byte("\n"))
-	out := lines[:0]
-	for _, l := range lines {
-		if string(bytes.TrimSpace(l)) != "creationTimestamp: null" {
-			out = append(out, l)
-		}
-	}
-	return bytes.Join(out, nil)
+	return nil
 }

@@ -247,7 +247,7 @@ func TestLeastPrivilegePrints(t *testing.T) {
 	assert.True(t, strings.HasPrefix(out, "# least privilege for 4 cells used (verb, resource, namespace); "+
 		"not granted: 1 refused by the cluster, 1 undecided (no answer, or one given before its authorizer "+
 		"decided), 1 discovery (every user's)\n"), out)
-	assert.Contains(t, out, "# 1 lines of "+file+" not read: not sealed by record with the --recording-key given "+
+	assert.Contains(t, out, "# 1 line of "+file+" not read: not sealed by record with the --recording-key given "+
 		"(written by someone else, or a recording cut short)")
 	assert.Contains(t, out, "# risk: create pods/exec in a: credentials: a path to other identities' credentials: "+
 		"it runs commands in pods")
@@ -280,6 +280,14 @@ func TestLeastPrivilegePrints(t *testing.T) {
 	assert.Equal(t, "List", list.Kind)
 	assert.Len(t, list.Items, 2)
 	assert.Contains(t, errOut, "kubectl-impersonate: least-privilege: least privilege for 4 cells used")
+	out, _ = run("-o", "yaml", "--subject=User:robot")
+	var ylist struct {
+		APIVersion, Kind string
+		Items            []map[string]any
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(out), &ylist))
+	assert.Equal(t, []any{"v1", "List", 4}, []any{ylist.APIVersion, ylist.Kind, len(ylist.Items)}, out)
+	assert.NotContains(t, out, "creationTimestamp")
 
 	out, _ = run("-o", "jsonpath={.refused[0].resource} {.used[*].verb}")
 	assert.Equal(t, "secrets get list get create", out)
@@ -416,7 +424,7 @@ func TestRecordingForgedByTheCommand(t *testing.T) {
 	for _, args := range [][]string{nil, {"--recording-key", key[1]}} {
 		out := run(args...)
 		assert.NotContains(t, out, "clusterrolebindings", "%v: the forged line is granted", args)
-		assert.Contains(t, out, "# 1 lines of "+file+" not read: not sealed by record", "%v", args)
+		assert.Contains(t, out, "# 1 line of "+file+" not read: not sealed by record", "%v", args)
 	}
 	// The whole file rewritten, sealed with the attacker's own key.
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
