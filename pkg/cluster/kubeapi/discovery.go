@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -82,11 +83,14 @@ func DiscoveryCacheDir(getenv func(string) string, host string) string {
 // ":" into "_": with a port, the name's last "_" is the port's and every
 // other one a "-"; without one, no "-" may be in the host (a name's "_"
 // would then be a "-" or a port's ":").
-var kubectlDirURL = regexp.MustCompile(`^https://([A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?:[0-9]{1,5}|[A-Za-z0-9](?:[A-Za-z0-9.]*[A-Za-z0-9])?)/?$`)
+var kubectlDirURL = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(
+		`^https://([A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?:[0-9]{1,5}|[A-Za-z0-9](?:[A-Za-z0-9.]*[A-Za-z0-9])?)/?$`)
+})
 
 // sharesKubectlDir says host may use kubectl's own discovery directory:
 // no other URL names it (kubectlDirURL).
-func sharesKubectlDir(host string) bool { return kubectlDirURL.MatchString(host) }
+func sharesKubectlDir(host string) bool { return kubectlDirURL().MatchString(host) }
 
 // Discovered is what the server serves: its groups (the core group "" first,
 // as client-go lists it) and each group version's resources.

@@ -2,7 +2,6 @@ package kubeapi
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,9 +16,26 @@ import (
 // verb, short and category names plain tokens (token). docs/security.md,
 // "The API server".
 
-// token is a name that is safe as a path element and on a terminal:
-// letters, digits and ".", "_", "-", ":" inside, at most 253 bytes.
-var token = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9._:-]{0,251}[A-Za-z0-9])?$`)
+// isToken tells whether s is a name that is safe as a path element and on
+// a terminal: letters and digits, and ".", "_", "-", ":" inside, at most
+// 253 bytes. Written out: the regular expression it was
+// (^[A-Za-z0-9](?:[A-Za-z0-9._:-]{0,251}[A-Za-z0-9])?$) cost every start
+// of the binary 181 KB and 0.4 ms to compile (TestNothingHeavyAtStart).
+func isToken(s string) bool {
+	if len(s) == 0 || len(s) > 253 || !isAlnum(s[0]) || !isAlnum(s[len(s)-1]) {
+		return false
+	}
+	for i := 1; i < len(s)-1; i++ {
+		if c := s[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' && c != ':' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
 
 func checkGroup(name string) error {
 	if name == "" || len(validation.IsDNS1123Subdomain(name)) == 0 {
@@ -36,7 +52,7 @@ func checkVersion(v string) error {
 }
 
 func checkToken(what, s string) error {
-	if token.MatchString(s) && !strings.Contains(s, "..") {
+	if isToken(s) && !strings.Contains(s, "..") {
 		return nil
 	}
 	return fmt.Errorf("%s %q is not a plain name", what, s)

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"net/netip"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -142,7 +141,7 @@ func (c CloudSigma) Validate(clientSecret string) error {
 		return fmt.Errorf("--cloudsigma-region (or $CLOUDSIGMA_REGION) is required with --exchange=cloudsigma (e.g. " +
 			"zrh, sjc, mnl)")
 	}
-	if !regionPattern.MatchString(c.Region) {
+	if !isRegion(c.Region) {
 		return fmt.Errorf("--cloudsigma-region %q is not a region name (lowercase letters, digits and -, at most "+
 			"32): it goes into the API host name", c.Region)
 	}
@@ -167,7 +166,20 @@ func (c CloudSigma) Validate(clientSecret string) error {
 	return nil
 }
 
-var regionPattern = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
+// isRegion tells whether s is a CloudSigma region as the API host takes
+// it: 1 to 32 of a-z, 0-9 and "-" (written out: as a regular expression it
+// cost every start 26 KB to compile).
+func isRegion(s string) bool {
+	if len(s) == 0 || len(s) > 32 {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // checkAPIHost makes sure the region only filled in the template's host:
 // the RPT and the service token go to that host.
