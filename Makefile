@@ -16,10 +16,12 @@ endif
 # The pinned tools (hack/tools/go.mod), built once and cached; evaluated only
 # by the recipes that use them.
 TOOLS = $(shell hack/tools/build.sh)
+# $(call tool,NAME): one pinned tool, built when first wanted (hack/tools/build.sh NAME).
+tool = $(shell hack/tools/build.sh $(1))/$(1)
 # goreleaser, with the repository's canonical URL as its origin (goreleaser
 # reads the commit and its date only once it has a remote: a clone without
 # one would get neither, and its archives would not be dated at the commit).
-GORELEASER = GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/kubectl-impersonate/kubectl-impersonate $(TOOLS)/goreleaser
+GORELEASER = GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/kubectl-impersonate/kubectl-impersonate $(call tool,goreleaser)
 # goreleaser adds each binary to its archive when the binary's build ends:
 # one build at a time (-p 1) makes that order, and so the archives' bytes,
 # the same on every run (the host snapshot, warm: 13.9 s, against 12.9 s
@@ -89,17 +91,17 @@ soak: ## The proxy's soak (not in make test): 2 replicas, 200 requests/s, token 
 bench-check: ## The coarse speed bounds of make test: cached get-token (disk) at most 3 x hello, peak RSS at most 8 MiB; the full binary's version at most 5 x hello; status over 200 contexts (keyring) at most 1 s
 	hack/bench.sh --check
 
-lint: tools cross ## gofmt, goimports -local (imports grouped: standard, others, this module's), go mod tidy leaving nothing to change, go vet (Linux, Windows, macOS), the tests built for Windows and macOS, staticcheck, goreleaser check, Krew manifest validation, the GitHub Actions workflows (actionlint)
+lint: cross ## gofmt, goimports -local (imports grouped: standard, others, this module's), go mod tidy leaving nothing to change, go vet (Linux, Windows, macOS), the tests built for Windows and macOS, staticcheck, goreleaser check, Krew manifest validation, the GitHub Actions workflows (actionlint)
 	@out="$$(gofmt -l cmd pkg test hack internal)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	@out="$$($(TOOLS)/goimports -local $(PKG) -l cmd pkg test hack internal)"; if [ -n "$$out" ]; then echo "goimports -local $(PKG) -w needed (imports in three groups: the standard library, other modules, this module):"; echo "$$out"; exit 1; fi
+	@out="$$($(call tool,goimports) -local $(PKG) -l cmd pkg test hack internal)"; if [ -n "$$out" ]; then echo "goimports -local $(PKG) -w needed (imports in three groups: the standard library, other modules, this module):"; echo "$$out"; exit 1; fi
 	@for m in . hack/tools hack/tools/vuln hack/tools/sbom hack/tools/cosign hack/tools/mutation hack/tools/actionlint; do $(GO) -C $$m mod tidy -diff >/dev/null || { echo "go mod tidy changes $$m/go.mod or go.sum: run go -C $$m mod tidy"; exit 1; }; done
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/...
 	$(GO) vet -tags release ./test/release/...
 	$(GO) -C hack/tools vet ./oci-image
-	$(TOOLS)/staticcheck ./...
+	$(call tool,staticcheck) ./...
 	$(GORELEASER) check
-	$(TOOLS)/validate-krew-manifest -skip-install -manifest krew/impersonate.yaml
+	$(call tool,validate-krew-manifest) -skip-install -manifest krew/impersonate.yaml
 	hack/actionlint.sh
 
 tools: ## Build the pinned release and lint tools once (goreleaser, staticcheck, krew; cached in ~/.cache)
@@ -111,7 +113,7 @@ release-snapshot: ## Build every release archive (linux, darwin, windows x amd64
 	@n=$$(ls dist/kubectl-impersonate_*.cdx.json | wc -l); test "$$n" -eq 6 || { echo "expected 6 SBOMs, found $$n"; exit 1; }
 	@n=$$(ls dist/*_v*/kubectl* | wc -l); test "$$n" -eq 24 || { echo "expected 24 binaries (4 x 6 platforms), found $$n"; exit 1; }
 	hack/krew-manifest.sh "$(call snapshot_version,dist)" dist dist/krew/impersonate.yaml
-	$(TOOLS)/validate-krew-manifest -skip-install -manifest dist/krew/impersonate.yaml
+	$(call tool,validate-krew-manifest) -skip-install -manifest dist/krew/impersonate.yaml
 	$(call oci_image,dist)
 
 # The host platform's snapshot (linux/amd64: the same configuration with one
@@ -121,7 +123,7 @@ snapshot-host: ## Build the linux/amd64 snapshot into dist-host/: archive, Krew 
 	sed -e 's/^    goos: .*/    goos: [linux]/' -e 's/^    goarch: .*/    goarch: [amd64]/' -e 's/^project_name:/dist: dist-host\nproject_name:/' .goreleaser.yaml > .goreleaser.host.yaml
 	$(GORELEASER_RELEASE) --snapshot --clean --config .goreleaser.host.yaml; rc=$$?; rm -f .goreleaser.host.yaml; exit $$rc
 	PLATFORMS=linux/amd64 hack/krew-manifest.sh "$(call snapshot_version,dist-host)" dist-host dist-host/krew/impersonate.yaml
-	$(TOOLS)/validate-krew-manifest -skip-install -manifest dist-host/krew/impersonate.yaml
+	$(call tool,validate-krew-manifest) -skip-install -manifest dist-host/krew/impersonate.yaml
 	$(call oci_image,dist-host)
 
 release: ## Build the tagged commit's release into dist/ (archives and SBOMs, the image and its SBOM, the Krew manifest) and sign it with its provenance (COSIGN_KEY, whose public half is the committed kubectl-impersonate.pub); publishing is goreleaser's
@@ -136,10 +138,10 @@ release-build: ## The tagged commit's release into dist/, unsigned (the release 
 	$(call oci_image,dist)
 
 release-test: snapshot-host ## Verify the snapshot as docs/install.md says (signed with a key of the test's; the image through a registry on 127.0.0.1) and each tampered asset refused, check its SBOMs against the binaries in the archive and the image and its Krew manifest against the archives, rebuild it from a fresh clone with an empty Go build cache and compare byte for byte, then install it with Krew and run and complete it through kubectl
-	KI_DIST=$(CURDIR)/dist-host KI_REBUILD=snapshot-host KI_TOOLS=$(TOOLS) KI_KREW=$(TOOLS)/krew KI_KUBECTL="$$(test/e2e/tools/build.sh)/kubectl" $(GO) test -tags release -count=1 -timeout 30m -v ./test/release/
+	KI_DIST=$(CURDIR)/dist-host KI_REBUILD=snapshot-host KI_TOOLS=$(TOOLS) KI_KREW=$(call tool,krew) KI_KUBECTL="$$(test/e2e/tools/build.sh)/kubectl" $(GO) test -tags release -count=1 -timeout 30m -v ./test/release/
 
 release-test-all: release-snapshot ## release-test on all six platforms (not in make test: about 25 minutes on 2 cores): every archive, SBOM and sum checked, the whole release rebuilt from a fresh clone with an empty Go build cache and compared byte for byte
-	KI_DIST=$(CURDIR)/dist KI_REBUILD=release-snapshot KI_TOOLS=$(TOOLS) KI_KREW=$(TOOLS)/krew KI_KUBECTL="$$(test/e2e/tools/build.sh)/kubectl" $(GO) test -tags release -count=1 -timeout 90m -v ./test/release/
+	KI_DIST=$(CURDIR)/dist KI_REBUILD=release-snapshot KI_TOOLS=$(TOOLS) KI_KREW=$(call tool,krew) KI_KUBECTL="$$(test/e2e/tools/build.sh)/kubectl" $(GO) test -tags release -count=1 -timeout 90m -v ./test/release/
 
 krew-manifest: ## Regenerate krew/impersonate.yaml from dist/ for VERSION (after goreleaser release)
 	@test -n "$(VERSION)" || { echo "usage: make krew-manifest VERSION=1.2.3"; exit 1; }
@@ -149,7 +151,7 @@ deploy-manifest: ## Name the release's image by tag and digest in deploy/proxy/p
 	$(GO) -C hack/tools run ./oci-image -dist $(CURDIR)/dist -manifest $(CURDIR)/deploy/proxy/proxy.yaml
 
 krew-validate: tools ## Validate krew/impersonate.yaml with Krew's validate-krew-manifest
-	$(TOOLS)/validate-krew-manifest -skip-install -manifest krew/impersonate.yaml
+	$(call tool,validate-krew-manifest) -skip-install -manifest krew/impersonate.yaml
 
 mutation: ## Mutation testing of the security packages (gremlins): at least 90 % test efficacy in each, survivors listed as file:line; and issue 46's named mutants, each killed by its test
 	hack/mutants.sh

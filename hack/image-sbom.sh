@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dist=${1:?usage: hack/image-sbom.sh DIST [CA-BUNDLE]}
 ca=${2:-/etc/ssl/certs/ca-certificates.crt}
-tools=$(hack/tools/build.sh)
+tools=$(hack/tools/build.sh sbom-archive cyclonedx-gomod)
 ref=$(cat "$dist/image.ref")
 mapfile -t inputs < <(python3 - "$dist" <<'PY'
 import json, sys

@@ -24,7 +24,7 @@
 #   hack/release-sign.sh --check-key    (make release, before it builds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools=$(hack/tools/build.sh)
+tools=$(hack/tools/build.sh cosign goreleaser)
 cosign="$tools/cosign"
 workflow="kubectl-impersonate/kubectl-impersonate/.github/workflows/release.yaml@refs/tags/"
 

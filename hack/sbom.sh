@@ -6,5 +6,5 @@
 #   hack/sbom.sh ARCHIVE DOCUMENT VERSION COMMIT-DATE
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-tools="$("$here/tools/build.sh")"
+tools="$("$here/tools/build.sh" sbom-archive cyclonedx-gomod)"
 exec "$tools/sbom-archive" -version "$3" -time "$4" "$2" "$1"

@@ -11,7 +11,7 @@
 # naming each GO-ID and the version that fixes it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools=$(hack/tools/build.sh)
+tools=$(hack/tools/build.sh govulncheck indexdb)
 mod=$(go -C hack/tools/vuln mod download -json golang.org/x/vulndb)
 version=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["Version"])' <<<"$mod")
 src=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])' <<<"$mod")

@@ -1,0 +1,177 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSudoStateIsGuardedByTheCluster (issue 58, the state model): the
+// objects of time-boxed elevation (deploy/sudo) are guarded by
+// kube-apiserver's own admission, no webhook server: a request is its
+// creator's, for a role and at most the duration its namespace's
+// SudoPolicy allows (no policy, no request); a grant is its approver's,
+// who is not the requester and holds "approve" on the request; neither
+// changes once made; a grant's creation time is the server's. who-can
+// answers who may approve. Each refusal's message is the cluster's.
+func TestSudoStateIsGuardedByTheCluster(t *testing.T) {
+	api := st.api["legacy"]
+	admin, err := st.adminKubeconfig(api)
+	require.NoError(t, err)
+	env := baseEnv(t.TempDir())
+	r := run(t, env, false, st.kubectl, "--kubeconfig="+admin, "apply", "--server-side", "-f", "../../deploy/sudo/crds.yaml",
+		"-f", "../../deploy/sudo/rbac.yaml")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = run(t, env, false, st.kubectl, "--kubeconfig="+admin, "wait", "--for=condition=established", "--timeout=60s",
+		"crd/sudopolicies.sudo.kubectl-impersonate.io", "crd/sudorequests.sudo.kubectl-impersonate.io",
+		"crd/sudogrants.sudo.kubectl-impersonate.io")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = run(t, env, false, st.kubectl, "--kubeconfig="+admin, "apply", "--server-side", "-f", "../../deploy/sudo/admission.yaml")
+	require.Equal(t, 0, r.code, r.stderr)
+	kubectlApply(t, admin, `apiVersion: v1
+kind: Namespace
+metadata: {name: sudo-payments}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: sudo-nopolicy}
+---
+apiVersion: sudo.kubectl-impersonate.io/v1alpha1
+kind: SudoPolicy
+metadata: {name: default, namespace: sudo-payments}
+spec: {roles: [edit], maxDurationSeconds: 3600}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sudo-requesters, namespace: sudo-payments}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: sudo-requester.kubectl-impersonate.io}
+subjects:
+  - {apiGroup: rbac.authorization.k8s.io, kind: User, name: sudo-alice}
+  - {apiGroup: rbac.authorization.k8s.io, kind: User, name: sudo-bob}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sudo-approvers, namespace: sudo-payments}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: sudo-approver.kubectl-impersonate.io}
+subjects:
+  - {apiGroup: rbac.authorization.k8s.io, kind: User, name: sudo-alice}
+  - {apiGroup: rbac.authorization.k8s.io, kind: User, name: sudo-bob}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: grant-writer, namespace: sudo-payments}
+rules: [{apiGroups: [sudo.kubectl-impersonate.io], resources: [sudogrants], verbs: [create]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: grant-writer, namespace: sudo-payments}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: grant-writer}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: sudo-carol}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sudo-requesters, namespace: sudo-nopolicy}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: sudo-requester.kubectl-impersonate.io}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: sudo-alice}]
+`)
+	// create runs kubectl create as user (kube-apiserver's impersonation:
+	// admission sees that user) and returns the exit code and stderr.
+	dir := t.TempDir()
+	create := func(user, manifest string) (int, string) {
+		f := filepath.Join(dir, "object.json")
+		require.NoError(t, os.WriteFile(f, []byte(manifest), 0o600))
+		res := run(t, env, false, st.kubectl, "--kubeconfig="+admin, "--as="+user, "create", "-f", f)
+		return res.code, res.stderr
+	}
+	request := func(ns, name, requester, role string, seconds int) string {
+		return fmt.Sprintf(`{"apiVersion":"sudo.kubectl-impersonate.io/v1alpha1","kind":"SudoRequest",`+
+			`"metadata":{"name":%q,"namespace":%q},"spec":{"requester":%q,"role":%q,"durationSeconds":%d,`+
+			`"reason":"INC-123 payments down","ticket":"INC-123"}}`, name, ns, requester, role, seconds)
+	}
+	// A grant's metadata says it began in 2020: kube-apiserver sets the
+	// creation time itself.
+	grant := func(name, requester, approver string) string {
+		return fmt.Sprintf(`{"apiVersion":"sudo.kubectl-impersonate.io/v1alpha1","kind":"SudoGrant",`+
+			`"metadata":{"name":%q,"namespace":"sudo-payments","creationTimestamp":"2020-01-01T00:00:00Z"},`+
+			`"spec":{"request":%q,"requester":%q,"role":"edit",`+
+			`"durationSeconds":1800,"reason":"INC-123 payments down","ticket":"INC-123","approver":%q}}`,
+			name, name, requester, approver)
+	}
+	// A new policy takes effect within seconds (kube-apiserver compiles
+	// and syncs it): the first refusal is waited for, bounded.
+	deadline := time.Now().Add(30 * time.Second)
+	var code int
+	var msg string
+	for {
+		code, msg = create("sudo-alice", request("sudo-payments", "for-bob", "sudo-bob", "edit", 1800))
+		if code != 0 || time.Now().After(deadline) {
+			break
+		}
+		del := run(t, env, false, st.kubectl, "--kubeconfig="+admin, "delete", "sudorequest", "for-bob", "-n", "sudo-payments")
+		require.Equal(t, 0, del.code, del.stderr)
+		time.Sleep(500 * time.Millisecond)
+	}
+	require.NotEqual(t, 0, code, "the admission policy took effect within 30 s")
+	assert.Contains(t, msg, "a SudoRequest asks for its creator: spec.requester must be sudo-alice")
+	for _, tt := range []struct {
+		name, manifest, want string
+	}{
+		{"a role the policy does not name", request("sudo-payments", "r-admin", "sudo-alice", "admin", 600),
+			"the role admin may not be requested in sudo-payments (its SudoPolicy allows edit)"},
+		{"longer than the policy allows", request("sudo-payments", "r-long", "sudo-alice", "edit", 7200),
+			"a grant in sudo-payments lasts at most 3600 seconds (asked: 7200)"},
+		{"a namespace without a policy", request("sudo-nopolicy", "r-none", "sudo-alice", "edit", 600),
+			"no params found for policy binding"},
+	} {
+		code, msg := create("sudo-alice", tt.manifest)
+		assert.NotEqual(t, 0, code, tt.name)
+		assert.Contains(t, msg, tt.want, tt.name)
+	}
+	code, msg = create("sudo-alice", request("sudo-payments", "inc-123", "sudo-alice", "edit", 1800))
+	require.Equal(t, 0, code, msg)
+
+	// Approval: not by the requester (alice holds approve too), not by one
+	// without the verb, not under another name; then bob's.
+	code, msg = create("sudo-alice", grant("inc-123", "sudo-alice", "sudo-alice"))
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, msg, "you cannot approve your own request")
+	code, msg = create("sudo-carol", grant("inc-123", "sudo-alice", "sudo-carol"))
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, msg, "sudo-carol may not approve inc-123: approving needs the verb approve on sudorequests in sudo-payments")
+	code, msg = create("sudo-bob", grant("inc-123", "sudo-alice", "sudo-alice"))
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, msg, "spec.approver must be sudo-bob")
+	before := time.Now().Truncate(time.Second)
+	code, msg = create("sudo-bob", grant("inc-123", "sudo-alice", "sudo-bob"))
+	require.Equal(t, 0, code, msg)
+	ts := run(t, env, false, st.kubectl, "--kubeconfig="+admin, "get", "sudogrant", "inc-123", "-n", "sudo-payments",
+		"-o", "jsonpath={.metadata.creationTimestamp}")
+	require.Equal(t, 0, ts.code, ts.stderr)
+	created, err := time.Parse(time.RFC3339, strings.TrimSpace(ts.stdout))
+	require.NoError(t, err)
+	assert.False(t, created.Before(before) || created.After(time.Now().Add(time.Second)),
+		"the grant's start is the server's clock, not the 2020 it was sent with: %s", created)
+
+	// Neither changes once made.
+	for _, kind := range []string{"sudogrant", "sudorequest"} {
+		p := run(t, env, false, st.kubectl, "--kubeconfig="+admin, "patch", kind, "inc-123", "-n", "sudo-payments",
+			"--type=merge", "-p", `{"spec":{"durationSeconds":3600}}`)
+		assert.NotEqual(t, 0, p.code, kind)
+		assert.Contains(t, p.stderr, "cannot change once made", kind)
+	}
+
+	// who-can answers who may approve, from RBAC as the cluster reads it.
+	w := run(t, env, false, st.ki, "who-can", "approve", "sudorequests", "-n", "sudo-payments", "--kubeconfig="+admin)
+	require.Equal(t, 0, w.code, w.stderr)
+	assert.Contains(t, w.stdout, "sudo-alice")
+	assert.Contains(t, w.stdout, "sudo-bob")
+	assert.NotContains(t, w.stdout, "sudo-carol")
+}
