@@ -23,6 +23,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/privilege"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/serve"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/setup"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/sudo"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/execcred"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
@@ -61,6 +62,7 @@ var commands = []command{
 	{[]string{"record"}, privilege.NewCmdRecord},
 	{[]string{"least-privilege"}, privilege.NewCmdLeastPrivilege},
 	{[]string{"proxy"}, serve.NewCmdProxy},
+	{[]string{"sudo"}, sudo.NewCmdSudo},
 	{[]string{"version"},
 		func(_ *cmdutil.GlobalOptions, s genericiooptions.IOStreams) *cobra.Command { return NewCmdVersion(s) }},
 }

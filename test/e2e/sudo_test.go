@@ -3,9 +3,11 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -23,19 +25,7 @@ import (
 // changes once made; a grant's creation time is the server's. who-can
 // answers who may approve. Each refusal's message is the cluster's.
 func TestSudoStateIsGuardedByTheCluster(t *testing.T) {
-	api := st.api["legacy"]
-	admin, err := st.adminKubeconfig(api)
-	require.NoError(t, err)
-	env := baseEnv(t.TempDir())
-	r := run(t, env, false, st.kubectl, "--kubeconfig="+admin, "apply", "--server-side", "-f", "../../deploy/sudo/crds.yaml",
-		"-f", "../../deploy/sudo/rbac.yaml")
-	require.Equal(t, 0, r.code, r.stderr)
-	r = run(t, env, false, st.kubectl, "--kubeconfig="+admin, "wait", "--for=condition=established", "--timeout=60s",
-		"crd/sudopolicies.sudo.kubectl-impersonate.io", "crd/sudorequests.sudo.kubectl-impersonate.io",
-		"crd/sudogrants.sudo.kubectl-impersonate.io")
-	require.Equal(t, 0, r.code, r.stderr)
-	r = run(t, env, false, st.kubectl, "--kubeconfig="+admin, "apply", "--server-side", "-f", "../../deploy/sudo/admission.yaml")
-	require.Equal(t, 0, r.code, r.stderr)
+	admin, env := sudoCluster(t)
 	kubectlApply(t, admin, `apiVersion: v1
 kind: Namespace
 metadata: {name: sudo-payments}
@@ -174,4 +164,129 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: sudo-alice}]
 	assert.Contains(t, w.stdout, "sudo-alice")
 	assert.Contains(t, w.stdout, "sudo-bob")
 	assert.NotContains(t, w.stdout, "sudo-carol")
+}
+
+// sudoCluster is the cluster with deploy/sudo installed, as its admin.
+func sudoCluster(t *testing.T) (string, []string) {
+	t.Helper()
+	admin, err := st.adminKubeconfig(st.api["legacy"])
+	require.NoError(t, err)
+	env := baseEnv(t.TempDir())
+	installSudo(t, admin, env)
+	return admin, env
+}
+
+// installSudo applies deploy/sudo as its docs say: the kinds and roles,
+// then, once the kinds are served, the admission policies.
+func installSudo(t *testing.T, admin string, env []string) {
+	t.Helper()
+	r := run(t, env, false, st.kubectl, "--kubeconfig="+admin, "apply", "--server-side", "-f", "../../deploy/sudo/crds.yaml",
+		"-f", "../../deploy/sudo/rbac.yaml")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = run(t, env, false, st.kubectl, "--kubeconfig="+admin, "wait", "--for=condition=established", "--timeout=60s",
+		"crd/sudopolicies.sudo.kubectl-impersonate.io", "crd/sudorequests.sudo.kubectl-impersonate.io",
+		"crd/sudogrants.sudo.kubectl-impersonate.io")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = run(t, env, false, st.kubectl, "--kubeconfig="+admin, "apply", "--server-side", "-f", "../../deploy/sudo/admission.yaml")
+	require.Equal(t, 0, r.code, r.stderr)
+}
+
+// TestSudoCommands: the commands over that state, as two people would run
+// them (kube-apiserver's impersonation stands for their logins): dave
+// requests; a role the policy does not allow is refused with the cluster's
+// message; erin sees it pending and approves; dave's own approval is
+// refused; dave's status shows the grant ending 30 minutes after its
+// server-set start; erin revokes it and dave holds nothing.
+func TestSudoCommands(t *testing.T) {
+	admin, env := sudoCluster(t)
+	kubectlApply(t, admin, `apiVersion: v1
+kind: Namespace
+metadata: {name: sudo-cmds}
+---
+apiVersion: sudo.kubectl-impersonate.io/v1alpha1
+kind: SudoPolicy
+metadata: {name: default, namespace: sudo-cmds}
+spec: {roles: [edit, view], maxDurationSeconds: 3600}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sudo-requesters, namespace: sudo-cmds}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: sudo-requester.kubectl-impersonate.io}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: sudo-dave}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sudo-approvers, namespace: sudo-cmds}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: sudo-approver.kubectl-impersonate.io}
+subjects:
+  - {apiGroup: rbac.authorization.k8s.io, kind: User, name: sudo-dave}
+  - {apiGroup: rbac.authorization.k8s.io, kind: User, name: sudo-erin}
+`)
+	sudo := func(user string, args ...string) result {
+		return run(t, env, false, append([]string{st.ki, "sudo"}, append(args, "-n", "sudo-cmds",
+			"--kubeconfig="+admin, "--as="+user)...)...)
+	}
+	// The policy of a new namespace takes effect within seconds: the
+	// refusal is waited for, bounded.
+	var refused result
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		refused = sudo("sudo-dave", "request", "--role", "admin", "--for", "10m", "--reason", "try")
+		if refused.code != 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	assert.NotEqual(t, 0, refused.code)
+	assert.Contains(t, refused.stderr, "the role admin may not be requested in sudo-cmds (its SudoPolicy allows edit, view)")
+
+	r := sudo("sudo-dave", "request", "--role", "edit", "--for", "30m", "--reason", "INC-9 checkout down",
+		"--ticket", "INC-9")
+	require.Equal(t, 0, r.code, r.stderr)
+	m := regexp.MustCompile(`^sudorequest/(sudo-[a-z0-9]+) created in sudo-cmds: edit for 30m0s\n$`).FindStringSubmatch(r.stdout)
+	require.NotNil(t, m, r.stdout)
+	name := m[1]
+	assert.Contains(t, r.stderr, "kubectl impersonate sudo approve "+name+" -n sudo-cmds")
+
+	l := sudo("sudo-erin", "list", "-o", "json")
+	require.Equal(t, 0, l.code, l.stderr)
+	var pending []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(l.stdout), &pending))
+	require.Len(t, pending, 1, l.stdout)
+	assert.Equal(t, []any{name, "sudo-dave", "edit", float64(1800), "INC-9 checkout down", "INC-9"},
+		[]any{pending[0]["name"], pending[0]["requester"], pending[0]["role"], pending[0]["durationSeconds"],
+			pending[0]["reason"], pending[0]["ticket"]})
+
+	own := sudo("sudo-dave", "approve", name)
+	assert.NotEqual(t, 0, own.code)
+	assert.Contains(t, own.stderr, "you cannot approve your own request")
+
+	a := sudo("sudo-erin", "approve", name)
+	require.Equal(t, 0, a.code, a.stderr)
+	assert.Contains(t, a.stdout, "sudogrant/"+name+" created in sudo-cmds: sudo-dave holds edit until ")
+	approved := time.Now()
+
+	s := sudo("sudo-dave", "status", "-o", "json")
+	require.Equal(t, 0, s.code, s.stderr)
+	var grants []struct {
+		Name, Role, Approver string
+		Ends                 time.Time
+		Ended                bool
+	}
+	require.NoError(t, json.Unmarshal([]byte(s.stdout), &grants))
+	require.Len(t, grants, 1, s.stdout)
+	assert.Equal(t, []any{name, "edit", "sudo-erin", false}, []any{grants[0].Name, grants[0].Role, grants[0].Approver,
+		grants[0].Ended})
+	assert.WithinDuration(t, approved.Add(30*time.Minute), grants[0].Ends, 5*time.Second, "30 minutes from its start")
+	human := sudo("sudo-dave", "status")
+	require.Equal(t, 0, human.code, human.stderr)
+	assert.Contains(t, human.stdout, "INC-9 checkout down")
+	none := sudo("sudo-erin", "list")
+	require.Equal(t, 0, none.code, none.stderr)
+	assert.Contains(t, none.stderr, "No requests awaiting approval.")
+
+	rv := sudo("sudo-erin", "revoke", name)
+	require.Equal(t, 0, rv.code, rv.stderr)
+	s = sudo("sudo-dave", "status", "-o", "json")
+	require.Equal(t, 0, s.code, s.stderr)
+	assert.JSONEq(t, "[]", s.stdout)
 }

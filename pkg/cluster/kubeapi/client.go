@@ -224,6 +224,13 @@ func (c *Client) Post(ctx context.Context, path string, in, out any) error {
 	return c.do(ctx, http.MethodPost, path, "", bytes.NewReader(body), MaxPost, answer{}, out)
 }
 
+// Delete deletes the object at path (kubectl delete: the API server's
+// default propagation).
+func (c *Client) Delete(ctx context.Context, path string) error {
+	var ignored struct{}
+	return c.do(ctx, http.MethodDelete, path, "", nil, MaxPost, answer{}, &ignored)
+}
+
 // Get decodes the answer to a GET of path into out. Discovery documents
 // and lists of RBAC objects can be large: up to MaxGet.
 func (c *Client) Get(ctx context.Context, path string, out any) error {

@@ -1,0 +1,85 @@
+package sudo
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/elevation"
+	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
+)
+
+// named is a subcommand of one object, named by its argument.
+type named struct {
+	base
+	name string
+}
+
+// Complete takes the name and builds the client.
+func (o *named) Complete(_ context.Context, args []string) error {
+	o.name = args[0]
+	return o.complete()
+}
+
+// ApproveOptions is sudo approve.
+type ApproveOptions struct{ named }
+
+func newCmdApprove(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &ApproveOptions{named{base: base{IOStreams: streams}}}
+	cmd := &cobra.Command{
+		Use:   "approve REQUEST",
+		Short: "Approve someone else's request: its grant starts now",
+		Long: `approve makes the SudoGrant of a request, copied from the request as the
+cluster holds it and signed by you. The grant starts at its creation time, as
+kube-apiserver sets it, and ends that much later. The cluster's admission
+refuses your own request and an approver without the verb approve on it.`,
+		Example: `  kubectl impersonate sudo approve sudo-x7k2p -n payments`,
+		Args:    cobra.ExactArgs(1),
+		RunE:    g.RunE(o),
+	}
+	o.bind(cmd, g)
+	return cmd
+}
+
+// Run makes the grant.
+func (o *ApproveOptions) Run(ctx context.Context) error {
+	g, err := elevation.Approve(ctx, o.client, o.namespace, o.name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "sudogrant/%s created in %s: %s holds %s until %s\n", logging.Printable(g.Name),
+		logging.Printable(g.Namespace), logging.Printable(g.Spec.Requester), logging.Printable(g.Spec.Role),
+		g.Ends().UTC().Format(time.RFC3339))
+	return nil
+}
+
+// RevokeOptions is sudo revoke.
+type RevokeOptions struct{ named }
+
+func newCmdRevoke(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &RevokeOptions{named{base: base{IOStreams: streams}}}
+	cmd := &cobra.Command{
+		Use:   "revoke GRANT",
+		Short: "End a grant now (delete it)",
+		Long: `revoke deletes a SudoGrant: the elevation it gave ends now. Approvers hold
+the delete verb on grants (deploy/sudo/rbac.yaml).`,
+		Example: `  kubectl impersonate sudo revoke sudo-x7k2p -n payments`,
+		Args:    cobra.ExactArgs(1),
+		RunE:    g.RunE(o),
+	}
+	o.bind(cmd, g)
+	return cmd
+}
+
+// Run deletes the grant.
+func (o *RevokeOptions) Run(ctx context.Context) error {
+	if err := elevation.Revoke(ctx, o.client, o.namespace, o.name); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "sudogrant/%s revoked in %s\n", logging.Printable(o.name), logging.Printable(o.namespace))
+	return nil
+}
