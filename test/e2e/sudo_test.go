@@ -18,12 +18,18 @@ import (
 
 // TestSudoStateIsGuardedByTheCluster (issue 58, the state model): the
 // objects of time-boxed elevation (deploy/sudo) are guarded by
-// kube-apiserver's own admission, no webhook server: a request is its
-// creator's, for a role and at most the duration its namespace's
-// SudoPolicy allows (no policy, no request); a grant is its approver's,
-// who is not the requester and holds "approve" on the request; neither
-// changes once made; a grant's creation time is the server's. who-can
-// answers who may approve. Each refusal's message is the cluster's.
+// kube-apiserver's own admission, no webhook server.
+//   - A request is its creator's, for a role and at most the duration its
+//     namespace's SudoPolicy allows (no policy, no request).
+//   - An approval, on the request's status, is not by the stored requester,
+//     needs "approve", is signed by the approver, and happens once.
+//   - A grant outside the policy, or signed with another's name, is
+//     refused; one admission cannot judge (made up, or lying about its
+//     requester: an attacker's review found both) does not count.
+//   - A grant's creation time is the server's; a revocation is signed and
+//     final; approvers cannot delete grants; specs never change.
+//
+// who-can answers who may approve. Each refusal's message is the cluster's.
 func TestSudoStateIsGuardedByTheCluster(t *testing.T) {
 	admin, env := sudoCluster(t)
 	kubectlApply(t, admin, `apiVersion: v1
@@ -58,7 +64,9 @@ subjects:
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {name: grant-writer, namespace: sudo-payments}
-rules: [{apiGroups: [sudo.kubectl-impersonate.io], resources: [sudogrants], verbs: [create]}]
+rules:
+  - {apiGroups: [sudo.kubectl-impersonate.io], resources: [sudogrants], verbs: [create]}
+  - {apiGroups: [sudo.kubectl-impersonate.io], resources: [sudorequests/status], verbs: [get, update, patch]}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -88,12 +96,18 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: sudo-alice}]
 	}
 	// A grant's metadata says it began in 2020: kube-apiserver sets the
 	// creation time itself.
-	grant := func(name, requester, approver string) string {
+	grant := func(name, requester, approver, role string, seconds int, uid string) string {
 		return fmt.Sprintf(`{"apiVersion":"sudo.kubectl-impersonate.io/v1alpha1","kind":"SudoGrant",`+
 			`"metadata":{"name":%q,"namespace":"sudo-payments","creationTimestamp":"2020-01-01T00:00:00Z"},`+
-			`"spec":{"request":%q,"requester":%q,"role":"edit",`+
-			`"durationSeconds":1800,"reason":"INC-123 payments down","ticket":"INC-123","approver":%q}}`,
-			name, name, requester, approver)
+			`"spec":{"request":%q,"requestUID":%q,"requester":%q,"role":%q,"durationSeconds":%d,`+
+			`"reason":"INC-123 payments down","ticket":"INC-123","approver":%q}}`,
+			name, name, uid, requester, role, seconds, approver)
+	}
+	// patchStatus signs kind name's status as user (a merge patch of the
+	// status subresource: an UPDATE, with the stored object, in admission).
+	patchStatus := func(user, kind, name, status string) result {
+		return run(t, env, false, st.kubectl, "--kubeconfig="+admin, "--as="+user, "patch", kind, name,
+			"-n", "sudo-payments", "--subresource=status", "--type=merge", "-p", `{"status":`+status+`}`)
 	}
 	// A new policy takes effect within seconds (kube-apiserver compiles
 	// and syncs it): the first refusal is waited for, bounded.
@@ -128,19 +142,49 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: sudo-alice}]
 	code, msg = create("sudo-alice", request("sudo-payments", "inc-123", "sudo-alice", "edit", 1800))
 	require.Equal(t, 0, code, msg)
 
-	// Approval: not by the requester (alice holds approve too), not by one
-	// without the verb, not under another name; then bob's.
-	code, msg = create("sudo-alice", grant("inc-123", "sudo-alice", "sudo-alice"))
+	uidOf := func(name string) string {
+		r := run(t, env, false, st.kubectl, "--kubeconfig="+admin, "get", "sudorequest", name, "-n", "sudo-payments",
+			"-o", "jsonpath={.metadata.uid}")
+		require.Equal(t, 0, r.code, r.stderr)
+		return strings.TrimSpace(r.stdout)
+	}
+	uid := uidOf("inc-123")
+
+	// Approval, on the request's status where admission sees the stored
+	// requester: not by the requester (alice holds approve too), not by one
+	// without the verb, not signed with another's name, once.
+	for _, tt := range []struct{ user, status, want string }{
+		{"sudo-alice", `{"approvedBy":"sudo-alice"}`, "you cannot approve your own request"},
+		{"sudo-carol", `{"approvedBy":"sudo-carol"}`,
+			"sudo-carol may not approve inc-123: approving needs the verb approve on sudorequests in sudo-payments"},
+		{"sudo-bob", `{"approvedBy":"sudo-alice"}`, "status.approvedBy must be sudo-bob"},
+	} {
+		p := patchStatus(tt.user, "sudorequest", "inc-123", tt.status)
+		assert.NotEqual(t, 0, p.code, tt.user)
+		assert.Contains(t, p.stderr, tt.want, tt.user)
+	}
+	p := patchStatus("sudo-bob", "sudorequest", "inc-123", `{"approvedBy":"sudo-bob"}`)
+	require.Equal(t, 0, p.code, p.stderr)
+	p = patchStatus("sudo-bob", "sudorequest", "inc-123", `{"approvedBy":"sudo-bob"}`)
+	assert.NotEqual(t, 0, p.code)
+	assert.Contains(t, p.stderr, "inc-123 was already approved by sudo-bob")
+
+	// Grants: a made-up one outside the policy is refused; one inside it,
+	// or one that lies about its requester, is admitted (a policy reads no
+	// other object) but does not count (elevation.Check, as status reads
+	// it); the approver's own is made with the server's time.
+	code, msg = create("sudo-bob", grant("ghost", "sudo-alice", "sudo-bob", "cluster-admin", 604800, "x"))
 	assert.NotEqual(t, 0, code)
-	assert.Contains(t, msg, "you cannot approve your own request")
-	code, msg = create("sudo-carol", grant("inc-123", "sudo-alice", "sudo-carol"))
-	assert.NotEqual(t, 0, code)
-	assert.Contains(t, msg, "sudo-carol may not approve inc-123: approving needs the verb approve on sudorequests in sudo-payments")
-	code, msg = create("sudo-bob", grant("inc-123", "sudo-alice", "sudo-alice"))
+	assert.Contains(t, msg, "a SudoGrant in sudo-payments must be within its SudoPolicy (roles edit, at most 3600 seconds)")
+	code, msg = create("sudo-bob", grant("inc-123", "sudo-alice", "sudo-alice", "edit", 1800, uid))
 	assert.NotEqual(t, 0, code)
 	assert.Contains(t, msg, "spec.approver must be sudo-bob")
+	code, msg = create("sudo-alice", grant("inc-124", "sudo-bob", "sudo-alice", "edit", 1800, "x"))
+	require.Equal(t, 0, code, "admitted: %s", msg)
+	code, msg = create("sudo-bob", grant("ghost", "sudo-alice", "sudo-bob", "edit", 1800, "x"))
+	require.Equal(t, 0, code, "admitted: %s", msg)
 	before := time.Now().Truncate(time.Second)
-	code, msg = create("sudo-bob", grant("inc-123", "sudo-alice", "sudo-bob"))
+	code, msg = create("sudo-bob", grant("inc-123", "sudo-alice", "sudo-bob", "edit", 1800, uid))
 	require.Equal(t, 0, code, msg)
 	ts := run(t, env, false, st.kubectl, "--kubeconfig="+admin, "get", "sudogrant", "inc-123", "-n", "sudo-payments",
 		"-o", "jsonpath={.metadata.creationTimestamp}")
@@ -149,6 +193,38 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: sudo-alice}]
 	require.NoError(t, err)
 	assert.False(t, created.Before(before) || created.After(time.Now().Add(time.Second)),
 		"the grant's start is the server's clock, not the 2020 it was sent with: %s", created)
+	counts := func(user string) map[string]string {
+		r := run(t, env, false, st.ki, "sudo", "status", "-n", "sudo-payments", "-o", "json", "--kubeconfig="+admin,
+			"--as="+user)
+		require.Equal(t, 0, r.code, r.stderr)
+		var got []struct {
+			Name, Why string
+			Active    bool
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
+		out := map[string]string{}
+		for _, g := range got {
+			out[g.Name] = map[bool]string{true: "active"}[g.Active] + g.Why
+		}
+		return out
+	}
+	assert.Equal(t, map[string]string{"inc-123": "active", "ghost": "its request ghost does not exist"}, counts("sudo-alice"))
+	assert.Equal(t, map[string]string{"inc-124": "its request inc-124 does not exist"}, counts("sudo-bob"))
+
+	// Revoked once, by who revokes; not deleted by approvers.
+	p = patchStatus("sudo-bob", "sudogrant", "inc-123", `{"revokedBy":"sudo-alice"}`)
+	assert.NotEqual(t, 0, p.code)
+	assert.Contains(t, p.stderr, "status.revokedBy must be sudo-bob")
+	p = patchStatus("sudo-bob", "sudogrant", "inc-123", `{"revokedBy":"sudo-bob"}`)
+	require.Equal(t, 0, p.code, p.stderr)
+	p = patchStatus("sudo-bob", "sudogrant", "inc-123", `{"revokedBy":"sudo-bob"}`)
+	assert.NotEqual(t, 0, p.code)
+	assert.Contains(t, p.stderr, "inc-123 was already revoked by sudo-bob")
+	d := run(t, env, false, st.kubectl, "--kubeconfig="+admin, "--as=sudo-bob", "delete", "sudogrant", "inc-123",
+		"-n", "sudo-payments")
+	assert.NotEqual(t, 0, d.code)
+	assert.Contains(t, d.stderr, "forbidden")
+	assert.Equal(t, "revoked by sudo-bob", counts("sudo-alice")["inc-123"])
 
 	// Neither changes once made.
 	for _, kind := range []string{"sudogrant", "sudorequest"} {
@@ -195,8 +271,9 @@ func installSudo(t *testing.T, admin string, env []string) {
 // them (kube-apiserver's impersonation stands for their logins): dave
 // requests; a role the policy does not allow is refused with the cluster's
 // message; erin sees it pending and approves; dave's own approval is
-// refused; dave's status shows the grant ending 30 minutes after its
-// server-set start; erin revokes it and dave holds nothing.
+// refused; dave's status shows the grant active, ending 30 minutes after
+// its server-set start; a second approval is refused; erin revokes it and
+// dave's status says so.
 func TestSudoCommands(t *testing.T) {
 	admin, env := sudoCluster(t)
 	kubectlApply(t, admin, `apiVersion: v1
@@ -268,14 +345,14 @@ subjects:
 	s := sudo("sudo-dave", "status", "-o", "json")
 	require.Equal(t, 0, s.code, s.stderr)
 	var grants []struct {
-		Name, Role, Approver string
-		Ends                 time.Time
-		Ended                bool
+		Name, Role, Approver, Why string
+		Ends                      time.Time
+		Active                    bool
 	}
 	require.NoError(t, json.Unmarshal([]byte(s.stdout), &grants))
 	require.Len(t, grants, 1, s.stdout)
-	assert.Equal(t, []any{name, "edit", "sudo-erin", false}, []any{grants[0].Name, grants[0].Role, grants[0].Approver,
-		grants[0].Ended})
+	assert.Equal(t, []any{name, "edit", "sudo-erin", true}, []any{grants[0].Name, grants[0].Role, grants[0].Approver,
+		grants[0].Active})
 	assert.WithinDuration(t, approved.Add(30*time.Minute), grants[0].Ends, 5*time.Second, "30 minutes from its start")
 	human := sudo("sudo-dave", "status")
 	require.Equal(t, 0, human.code, human.stderr)
@@ -284,9 +361,14 @@ subjects:
 	require.Equal(t, 0, none.code, none.stderr)
 	assert.Contains(t, none.stderr, "No requests awaiting approval.")
 
+	again := sudo("sudo-erin", "approve", name)
+	assert.NotEqual(t, 0, again.code, "one grant a request")
 	rv := sudo("sudo-erin", "revoke", name)
 	require.Equal(t, 0, rv.code, rv.stderr)
 	s = sudo("sudo-dave", "status", "-o", "json")
 	require.Equal(t, 0, s.code, s.stderr)
-	assert.JSONEq(t, "[]", s.stdout)
+	grants = nil
+	require.NoError(t, json.Unmarshal([]byte(s.stdout), &grants))
+	require.Len(t, grants, 1, s.stdout)
+	assert.Equal(t, []any{false, "revoked by sudo-erin"}, []any{grants[0].Active, grants[0].Why})
 }

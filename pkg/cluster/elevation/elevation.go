@@ -3,11 +3,13 @@
 //
 //   - Ask makes a SudoRequest for the caller (kube-apiserver's admission
 //     checks it is the caller's, within the namespace's SudoPolicy).
-//   - Approve makes the SudoGrant of a request, copied from the request as
-//     the cluster holds it, signed by the caller.
-//   - A grant ends at its creationTimestamp (the server's clock) plus its
-//     duration (Ends); Revoke deletes it.
-//   - Grants and Requests list them; Pending is the requests not approved.
+//   - Approve signs the request's status (where admission sees the stored
+//     requester), then makes its SudoGrant, copied from the request as the
+//     cluster holds it and bound to its UID.
+//   - Check says whether a grant counts: its request exists, was approved
+//     by its approver, and the grant copies it; not revoked, not ended (its
+//     creationTimestamp, the server's clock, plus its duration).
+//   - Revoke signs the grant's status; Grants, Requests and Pending list.
 package elevation
 
 import (
@@ -32,7 +34,7 @@ const (
 type Client interface {
 	Get(ctx context.Context, path string, out any) error
 	Post(ctx context.Context, path string, in, out any) error
-	Delete(ctx context.Context, path string) error
+	Put(ctx context.Context, path string, in, out any) error
 	WhoAmI(ctx context.Context) (*authnv1.UserInfo, string, error)
 }
 
@@ -45,16 +47,31 @@ type RequestSpec struct {
 	Ticket          string `json:"ticket,omitempty"`
 }
 
+// RequestStatus is the approval, signed by the approver.
+type RequestStatus struct {
+	ApprovedBy string `json:"approvedBy,omitempty"`
+}
+
 // Request is a SudoRequest.
 type Request struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata"`
-	Spec              RequestSpec `json:"spec"`
+	Spec              RequestSpec    `json:"spec"`
+	Status            *RequestStatus `json:"status,omitempty"`
+}
+
+// ApprovedBy is who approved r, "" when no one has.
+func (r Request) ApprovedBy() string {
+	if r.Status == nil {
+		return ""
+	}
+	return r.Status.ApprovedBy
 }
 
 // GrantSpec is an approval: the request's fields and the approver.
 type GrantSpec struct {
 	Request         string `json:"request"`
+	RequestUID      string `json:"requestUID"`
 	Requester       string `json:"requester"`
 	Role            string `json:"role"`
 	DurationSeconds int64  `json:"durationSeconds"`
@@ -63,11 +80,25 @@ type GrantSpec struct {
 	Approver        string `json:"approver"`
 }
 
+// GrantStatus is a revocation, signed by who revoked.
+type GrantStatus struct {
+	RevokedBy string `json:"revokedBy,omitempty"`
+}
+
 // Grant is a SudoGrant.
 type Grant struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata"`
-	Spec              GrantSpec `json:"spec"`
+	Spec              GrantSpec    `json:"spec"`
+	Status            *GrantStatus `json:"status,omitempty"`
+}
+
+// RevokedBy is who revoked g, "" when no one has.
+func (g Grant) RevokedBy() string {
+	if g.Status == nil {
+		return ""
+	}
+	return g.Status.RevokedBy
 }
 
 // Ends is when g ends: its creation time, which kube-apiserver set, plus
@@ -76,10 +107,11 @@ func (g Grant) Ends() time.Time {
 	return g.CreationTimestamp.Add(time.Duration(g.Spec.DurationSeconds) * time.Second)
 }
 
-// Matches tells whether g approves r as r asks: the enforcement checks a
-// grant against its request, which admission cannot.
+// Matches tells whether g approves r as r asks: what admission cannot
+// check (a policy reads no other object).
 func (g Grant) Matches(r Request) bool {
 	return g.Name == r.Name && g.Namespace == r.Namespace && g.Spec.Request == r.Name &&
+		g.Spec.RequestUID != "" && g.Spec.RequestUID == string(r.UID) &&
 		g.Spec.Requester == r.Spec.Requester && g.Spec.Role == r.Spec.Role &&
 		g.Spec.DurationSeconds == r.Spec.DurationSeconds && g.Spec.Reason == r.Spec.Reason &&
 		g.Spec.Ticket == r.Spec.Ticket
@@ -115,8 +147,9 @@ func Ask(ctx context.Context, c Client, ns string, spec RequestSpec) (*Request, 
 	return &out, nil
 }
 
-// Approve makes the grant of the request name in ns, as the cluster holds
-// the request, signed by the caller.
+// Approve signs the approval of the request name in ns on its status
+// (unless the caller already did), then makes its grant, copied from the
+// request as the cluster holds it.
 func Approve(ctx context.Context, c Client, ns, name string) (*Grant, error) {
 	var r Request
 	if err := c.Get(ctx, path(ns, "sudorequests", name), &r); err != nil {
@@ -126,22 +159,69 @@ func Approve(ctx context.Context, c Client, ns, name string) (*Grant, error) {
 	if err != nil {
 		return nil, fmt.Errorf("asking who you are: %w", err)
 	}
+	switch r.ApprovedBy() {
+	case "":
+		r.Status = &RequestStatus{ApprovedBy: me.Username}
+		if err := c.Put(ctx, path(ns, "sudorequests", name)+"/status", r, &r); err != nil {
+			return nil, fmt.Errorf("approving %s in %s: %w", name, ns, err)
+		}
+	case me.Username: // approved, the grant not made: make it
+	default:
+		return nil, fmt.Errorf("%s in %s was already approved by %s", name, ns, r.ApprovedBy())
+	}
 	in := Grant{TypeMeta: metav1.TypeMeta{APIVersion: Group + "/" + Version, Kind: "SudoGrant"},
 		ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: ns},
-		Spec: GrantSpec{Request: r.Name, Requester: r.Spec.Requester, Role: r.Spec.Role,
+		Spec: GrantSpec{Request: r.Name, RequestUID: string(r.UID), Requester: r.Spec.Requester, Role: r.Spec.Role,
 			DurationSeconds: r.Spec.DurationSeconds, Reason: r.Spec.Reason, Ticket: r.Spec.Ticket,
 			Approver: me.Username}}
 	var out Grant
 	if err := c.Post(ctx, path(ns, "sudogrants", ""), in, &out); err != nil {
-		return nil, fmt.Errorf("approving %s in %s: %w", name, ns, err)
+		return nil, fmt.Errorf("starting the grant of %s in %s: %w", name, ns, err)
 	}
 	return &out, nil
 }
 
-// Revoke deletes the grant name in ns: it ends now.
+// Check says whether g counts at now, given its request r (nil when there
+// is none), and why not.
+func Check(g Grant, r *Request, now time.Time) (bool, string) {
+	switch {
+	case r == nil:
+		return false, "its request " + g.Spec.Request + " does not exist"
+	case !g.Matches(*r):
+		return false, "it does not copy its request " + r.Name + " (requester, role, duration, reason, ticket, UID)"
+	case r.ApprovedBy() != g.Spec.Approver:
+		return false, "its request was not approved by " + g.Spec.Approver
+	case g.RevokedBy() != "":
+		return false, "revoked by " + g.RevokedBy()
+	case !now.Before(g.Ends()):
+		return false, "ended at " + g.Ends().UTC().Format(time.RFC3339)
+	}
+	return true, ""
+}
+
+// Revoke signs the revocation of the grant name in ns: it ends now.
 func Revoke(ctx context.Context, c Client, ns, name string) error {
-	if err := c.Delete(ctx, path(ns, "sudogrants", name)); err != nil {
+	var g Grant
+	if err := c.Get(ctx, path(ns, "sudogrants", name), &g); err != nil {
+		return fmt.Errorf("reading the grant %s in %s: %w", name, ns, err)
+	}
+	me, _, err := c.WhoAmI(ctx)
+	if err != nil {
+		return fmt.Errorf("asking who you are: %w", err)
+	}
+	g.Status = &GrantStatus{RevokedBy: me.Username}
+	if err := c.Put(ctx, path(ns, "sudogrants", name)+"/status", g, &g); err != nil {
 		return fmt.Errorf("revoking %s in %s: %w", name, ns, err)
+	}
+	return nil
+}
+
+// RequestOf is g's request among reqs, nil when there is none.
+func RequestOf(g Grant, reqs []Request) *Request {
+	for i := range reqs {
+		if reqs[i].Namespace == g.Namespace && reqs[i].Name == g.Spec.Request {
+			return &reqs[i]
+		}
 	}
 	return nil
 }
@@ -168,11 +248,11 @@ func Requests(ctx context.Context, c Client, ns string) ([]Request, error) {
 	return l.Items, nil
 }
 
-// Pending are the requests no grant approves, oldest first.
-func Pending(reqs []Request, grants []Grant) []Request {
+// Pending are the requests no one approved, oldest first.
+func Pending(reqs []Request) []Request {
 	var out []Request
 	for _, r := range reqs {
-		if !slices.ContainsFunc(grants, func(g Grant) bool { return g.Namespace == r.Namespace && g.Name == r.Name }) {
+		if r.ApprovedBy() == "" {
 			out = append(out, r)
 		}
 	}

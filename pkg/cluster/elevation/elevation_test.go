@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // fakeAPI answers as the cluster's storage does, no admission: what it
@@ -17,96 +18,163 @@ import (
 type fakeAPI struct {
 	user    string
 	objects map[string][]byte
-	posted  []string
+	sent    []string
 }
 
 func (f *fakeAPI) Get(_ context.Context, path string, out any) error {
 	return json.Unmarshal(f.objects[path], out)
 }
 
-func (f *fakeAPI) Post(_ context.Context, path string, in, out any) error {
+func (f *fakeAPI) keep(method, path string, in, out any) error {
 	b, err := json.Marshal(in)
 	if err != nil {
 		return err
 	}
-	f.posted = append(f.posted, path)
+	f.sent = append(f.sent, method+" "+path)
+	f.objects[path] = b
 	return json.Unmarshal(b, out)
 }
 
-func (f *fakeAPI) Delete(_ context.Context, path string) error {
-	f.posted = append(f.posted, "DELETE "+path)
-	return nil
+func (f *fakeAPI) Post(_ context.Context, path string, in, out any) error {
+	return f.keep("POST", path, in, out)
+}
+func (f *fakeAPI) Put(_ context.Context, path string, in, out any) error {
+	return f.keep("PUT", path, in, out)
 }
 
 func (f *fakeAPI) WhoAmI(context.Context) (*authnv1.UserInfo, string, error) {
 	return &authnv1.UserInfo{Username: f.user}, "v1", nil
 }
 
-// Ask names the caller as the requester, whatever the spec said; Approve
-// copies the request as the cluster holds it, not as anyone retells it,
-// and signs with the caller.
-func TestAskAndApprove(t *testing.T) {
+const reqPath = "/apis/sudo.kubectl-impersonate.io/v1alpha1/namespaces/payments/sudorequests/sudo-x"
+
+func held(approvedBy string) Request {
+	r := Request{ObjectMeta: metav1.ObjectMeta{Name: "sudo-x", Namespace: "payments", UID: types.UID("u-1")},
+		Spec: RequestSpec{Requester: "alice", Role: "edit", DurationSeconds: 1800, Reason: "INC-1", Ticket: "T"}}
+	if approvedBy != "" {
+		r.Status = &RequestStatus{ApprovedBy: approvedBy}
+	}
+	return r
+}
+
+// Ask names the caller as the requester, whatever the spec said.
+func TestAsk(t *testing.T) {
 	f := &fakeAPI{user: "alice", objects: map[string][]byte{}}
 	r, err := Ask(context.Background(), f, "payments", RequestSpec{Requester: "mallory", Role: "edit",
 		DurationSeconds: 1800, Reason: "INC-1", Ticket: "INC-1"})
 	require.NoError(t, err)
 	assert.Equal(t, "alice", r.Spec.Requester)
 	assert.Equal(t, "sudo-", r.GenerateName)
-	assert.Equal(t, []string{"/apis/sudo.kubectl-impersonate.io/v1alpha1/namespaces/payments/sudorequests"}, f.posted)
-
-	held := Request{ObjectMeta: metav1.ObjectMeta{Name: "sudo-x", Namespace: "payments"},
-		Spec: RequestSpec{Requester: "alice", Role: "edit", DurationSeconds: 1800, Reason: "INC-1", Ticket: "T"}}
-	f.objects["/apis/sudo.kubectl-impersonate.io/v1alpha1/namespaces/payments/sudorequests/sudo-x"], _ = json.Marshal(held)
-	f.user = "bob"
-	g, err := Approve(context.Background(), f, "payments", "sudo-x")
-	require.NoError(t, err)
-	assert.Equal(t, GrantSpec{Request: "sudo-x", Requester: "alice", Role: "edit", DurationSeconds: 1800, Reason: "INC-1",
-		Ticket: "T", Approver: "bob"}, g.Spec)
-	assert.Equal(t, "sudo-x", g.Name, "named as its request")
-	assert.True(t, g.Matches(held))
-	require.NoError(t, Revoke(context.Background(), f, "payments", "sudo-x"))
-	assert.Contains(t, f.posted, "DELETE /apis/sudo.kubectl-impersonate.io/v1alpha1/namespaces/payments/sudogrants/sudo-x")
+	assert.Equal(t, []string{"POST /apis/sudo.kubectl-impersonate.io/v1alpha1/namespaces/payments/sudorequests"}, f.sent)
 }
 
-// A grant ends at its creation time plus its duration; it matches its
-// request only field for field.
-func TestGrantEndsAndMatches(t *testing.T) {
-	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	r := Request{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "p"},
-		Spec: RequestSpec{Requester: "alice", Role: "edit", DurationSeconds: 600, Reason: "why", Ticket: "T"}}
-	g := Grant{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "p", CreationTimestamp: metav1.NewTime(start)},
-		Spec: GrantSpec{Request: "a", Requester: "alice", Role: "edit", DurationSeconds: 600, Reason: "why", Ticket: "T",
-			Approver: "bob"}}
-	assert.Equal(t, start.Add(10*time.Minute), g.Ends())
-	assert.True(t, g.Matches(r))
-	for name, change := range map[string]func(*Grant){
-		"another requester": func(g *Grant) { g.Spec.Requester = "mallory" },
-		"another role":      func(g *Grant) { g.Spec.Role = "admin" },
-		"longer":            func(g *Grant) { g.Spec.DurationSeconds = 601 },
-		"another request":   func(g *Grant) { g.Spec.Request = "b" },
-		"another name":      func(g *Grant) { g.Name = "b" },
-		"another namespace": func(g *Grant) { g.Namespace = "q" },
-		"another reason":    func(g *Grant) { g.Spec.Reason = "else" },
-		"another ticket":    func(g *Grant) { g.Spec.Ticket = "U" },
+// Approve signs the request's status, then starts its grant from the
+// request as the cluster holds it, bound to its UID; a request the caller
+// approved already gets its grant; one someone else approved is refused.
+func TestApprove(t *testing.T) {
+	for _, tt := range []struct {
+		name, approvedBy string
+		sent             []string
+		wantErr          string
+	}{
+		{name: "not approved", sent: []string{"PUT " + reqPath + "/status",
+			"POST /apis/sudo.kubectl-impersonate.io/v1alpha1/namespaces/payments/sudogrants"}},
+		{name: "approved by the caller, no grant yet", approvedBy: "bob",
+			sent: []string{"POST /apis/sudo.kubectl-impersonate.io/v1alpha1/namespaces/payments/sudogrants"}},
+		{name: "approved by someone else", approvedBy: "carol", wantErr: "sudo-x in payments was already approved by carol"},
 	} {
-		c := g
-		change(&c)
-		assert.False(t, c.Matches(r), name)
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeAPI{user: "bob", objects: map[string][]byte{}}
+			f.objects[reqPath], _ = json.Marshal(held(tt.approvedBy))
+			g, err := Approve(context.Background(), f, "payments", "sudo-x")
+			if tt.wantErr != "" {
+				assert.EqualError(t, err, tt.wantErr)
+				assert.Empty(t, f.sent)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.sent, f.sent)
+			assert.Equal(t, GrantSpec{Request: "sudo-x", RequestUID: "u-1", Requester: "alice", Role: "edit",
+				DurationSeconds: 1800, Reason: "INC-1", Ticket: "T", Approver: "bob"}, g.Spec)
+			if b, ok := f.objects[reqPath+"/status"]; ok {
+				var r Request
+				require.NoError(t, json.Unmarshal(b, &r))
+				assert.Equal(t, "bob", r.ApprovedBy(), "the approval is signed by the caller")
+			}
+		})
 	}
 }
 
-// Pending: the requests without a grant of their name in their namespace,
-// oldest first.
-func TestPending(t *testing.T) {
-	at := func(ns, name string, min int) Request {
-		return Request{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-			CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, min, 0, 0, time.UTC))}}
+// Revoke signs the grant's status with the caller.
+func TestRevoke(t *testing.T) {
+	f := &fakeAPI{user: "bob", objects: map[string][]byte{}}
+	gp := "/apis/sudo.kubectl-impersonate.io/v1alpha1/namespaces/payments/sudogrants/sudo-x"
+	f.objects[gp], _ = json.Marshal(Grant{ObjectMeta: metav1.ObjectMeta{Name: "sudo-x", Namespace: "payments"}})
+	require.NoError(t, Revoke(context.Background(), f, "payments", "sudo-x"))
+	assert.Equal(t, []string{"PUT " + gp + "/status"}, f.sent)
+	var g Grant
+	require.NoError(t, json.Unmarshal(f.objects[gp+"/status"], &g))
+	assert.Equal(t, "bob", g.RevokedBy())
+}
+
+// Check: a grant counts only while its request exists, was approved by
+// its approver, is copied field for field (its UID too), it is not revoked
+// and has not ended (its server-set start plus its duration).
+func TestCheck(t *testing.T) {
+	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	r := held("bob")
+	good := Grant{ObjectMeta: metav1.ObjectMeta{Name: "sudo-x", Namespace: "payments", CreationTimestamp: metav1.NewTime(start)},
+		Spec: GrantSpec{Request: "sudo-x", RequestUID: "u-1", Requester: "alice", Role: "edit", DurationSeconds: 1800,
+			Reason: "INC-1", Ticket: "T", Approver: "bob"}}
+	assert.Equal(t, start.Add(30*time.Minute), good.Ends())
+	during := start.Add(29 * time.Minute)
+	ok, why := Check(good, &r, during)
+	assert.True(t, ok, why)
+	for _, tt := range []struct {
+		name   string
+		change func(*Grant, *Request) *Request
+		at     time.Time
+		why    string
+	}{
+		{"no request (a grant made up)", func(*Grant, *Request) *Request { return nil }, during, "its request sudo-x does not exist"},
+		{"a request made again under the name", func(_ *Grant, r *Request) *Request { r.UID = "u-2"; return r }, during, "does not copy"},
+		{"another requester (the approver lied)", func(g *Grant, r *Request) *Request { g.Spec.Requester = "mallory"; return r }, during, "does not copy"},
+		{"another role", func(g *Grant, r *Request) *Request { g.Spec.Role = "admin"; return r }, during, "does not copy"},
+		{"longer", func(g *Grant, r *Request) *Request { g.Spec.DurationSeconds = 1801; return r }, during, "does not copy"},
+		{"another reason", func(g *Grant, r *Request) *Request { g.Spec.Reason = "x"; return r }, during, "does not copy"},
+		{"another ticket", func(g *Grant, r *Request) *Request { g.Spec.Ticket = "U"; return r }, during, "does not copy"},
+		{"no UID", func(g *Grant, r *Request) *Request { g.Spec.RequestUID, r.UID = "", ""; return r }, during, "does not copy"},
+		{"the request not approved", func(_ *Grant, r *Request) *Request { r.Status = nil; return r }, during, "not approved by bob"},
+		{"approved by someone else", func(_ *Grant, r *Request) *Request { r.Status.ApprovedBy = "carol"; return r }, during, "not approved by bob"},
+		{"revoked", func(g *Grant, r *Request) *Request { g.Status = &GrantStatus{RevokedBy: "erin"}; return r }, during, "revoked by erin"},
+		{"at its end", func(_ *Grant, r *Request) *Request { return r }, start.Add(30 * time.Minute), "ended at 2026-11-29T12:30:00Z"},
+	} {
+		g, req := good, held("bob")
+		got, why := Check(g, tt.change(&g, &req), tt.at)
+		assert.False(t, got, tt.name)
+		assert.Contains(t, why, tt.why, tt.name)
 	}
-	reqs := []Request{at("p", "c", 3), at("p", "a", 1), at("q", "a", 2), at("p", "b", 1)}
-	grants := []Grant{{ObjectMeta: metav1.ObjectMeta{Namespace: "p", Name: "a"}}}
+}
+
+// Pending: the requests no one approved, oldest first; RequestOf finds a
+// grant's request in its namespace.
+func TestPendingAndRequestOf(t *testing.T) {
+	at := func(ns, name string, min int, approvedBy string) Request {
+		r := Request{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, min, 0, 0, time.UTC))}}
+		if approvedBy != "" {
+			r.Status = &RequestStatus{ApprovedBy: approvedBy}
+		}
+		return r
+	}
+	reqs := []Request{at("p", "c", 3, ""), at("p", "a", 1, "bob"), at("q", "a", 2, ""), at("p", "b", 1, "")}
 	var names []string
-	for _, r := range Pending(reqs, grants) {
+	for _, r := range Pending(reqs) {
 		names = append(names, r.Namespace+"/"+r.Name)
 	}
 	assert.Equal(t, []string{"p/b", "q/a", "p/c"}, names)
+	got := RequestOf(Grant{ObjectMeta: metav1.ObjectMeta{Namespace: "q"}, Spec: GrantSpec{Request: "a"}}, reqs)
+	require.NotNil(t, got)
+	assert.Equal(t, "q", got.Namespace)
+	assert.Nil(t, RequestOf(Grant{ObjectMeta: metav1.ObjectMeta{Namespace: "r"}, Spec: GrantSpec{Request: "a"}}, reqs))
 }

@@ -224,11 +224,14 @@ func (c *Client) Post(ctx context.Context, path string, in, out any) error {
 	return c.do(ctx, http.MethodPost, path, "", bytes.NewReader(body), MaxPost, answer{}, out)
 }
 
-// Delete deletes the object at path (kubectl delete: the API server's
-// default propagation).
-func (c *Client) Delete(ctx context.Context, path string) error {
-	var ignored struct{}
-	return c.do(ctx, http.MethodDelete, path, "", nil, MaxPost, answer{}, &ignored)
+// Put replaces the object at path with in (its resourceVersion makes it
+// conditional) and decodes the answer into out.
+func (c *Client) Put(ctx context.Context, path string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, http.MethodPut, path, "", bytes.NewReader(body), MaxPost, answer{}, out)
 }
 
 // Get decodes the answer to a GET of path into out. Discovery documents

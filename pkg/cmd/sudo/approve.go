@@ -33,10 +33,11 @@ func newCmdApprove(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams)
 	cmd := &cobra.Command{
 		Use:   "approve REQUEST",
 		Short: "Approve someone else's request: its grant starts now",
-		Long: `approve makes the SudoGrant of a request, copied from the request as the
-cluster holds it and signed by you. The grant starts at its creation time, as
-kube-apiserver sets it, and ends that much later. The cluster's admission
-refuses your own request and an approver without the verb approve on it.`,
+		Long: `approve signs your approval on the request's status, then makes its SudoGrant,
+copied from the request as the cluster holds it. The grant starts at its
+creation time, as kube-apiserver sets it, and ends that much later. The
+cluster's admission refuses your own request, an approver without the verb
+approve on it, and a request already approved.`,
 		Example: `  kubectl impersonate sudo approve sudo-x7k2p -n payments`,
 		Args:    cobra.ExactArgs(1),
 		RunE:    g.RunE(o),
@@ -65,8 +66,9 @@ func newCmdRevoke(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) 
 	cmd := &cobra.Command{
 		Use:   "revoke GRANT",
 		Short: "End a grant now (delete it)",
-		Long: `revoke deletes a SudoGrant: the elevation it gave ends now. Approvers hold
-the delete verb on grants (deploy/sudo/rbac.yaml).`,
+		Long: `revoke signs a SudoGrant's revocation on its status: the elevation it gave ends
+now. Approvers revoke (deploy/sudo/rbac.yaml); a grant is not deleted, so its
+request cannot be approved again.`,
 		Example: `  kubectl impersonate sudo revoke sudo-x7k2p -n payments`,
 		Args:    cobra.ExactArgs(1),
 		RunE:    g.RunE(o),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/elevation"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 )
 
 // GrantStatus is one grant as status prints it with -o json|yaml.
@@ -23,7 +24,9 @@ type GrantStatus struct {
 	Reason    string    `json:"reason"`
 	Ticket    string    `json:"ticket,omitempty"`
 	Ends      time.Time `json:"ends"`
-	Ended     bool      `json:"ended"`
+	// Active: the grant counts now (elevation.Check); else Why not.
+	Active bool   `json:"active"`
+	Why    string `json:"why,omitempty"`
 }
 
 // listing is a subcommand that lists: the namespace or -A, and -o.
@@ -87,25 +90,34 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	reqs, err := elevation.Requests(ctx, o.client, ns)
+	if err != nil {
+		return err
+	}
 	now := o.now()
 	out := []GrantStatus{}
 	for _, g := range grants {
 		if g.Spec.Requester != me.Username {
 			continue
 		}
+		active, why := elevation.Check(g, elevation.RequestOf(g, reqs), now)
 		out = append(out, GrantStatus{Namespace: g.Namespace, Name: g.Name, Requester: g.Spec.Requester,
 			Role: g.Spec.Role, Approver: g.Spec.Approver, Reason: g.Spec.Reason, Ticket: g.Spec.Ticket,
-			Ends: g.Ends().UTC(), Ended: !now.Before(g.Ends())})
+			Ends: g.Ends().UTC(), Active: active, Why: why})
 	}
 	return o.Output.Print(o.Out, out, func(w io.Writer) {
 		if len(out) == 0 {
-			fmt.Fprintln(o.ErrOut, "No grants for "+me.Username+".")
+			fmt.Fprintln(o.ErrOut, "No grants for "+logging.Printable(me.Username)+".")
 			return
 		}
 		var rows [][]string
 		for _, s := range out {
-			rows = append(rows, []string{s.Namespace, s.Name, s.Role, s.Approver, s.Ends.Format(time.RFC3339),
-				until(s.Ends, now), s.Reason})
+			left := until(s.Ends, now)
+			if !s.Active {
+				left = "none: " + s.Why
+			}
+			rows = append(rows, []string{s.Namespace, s.Name, s.Role, s.Approver, s.Ends.Format(time.RFC3339), left,
+				s.Reason})
 		}
 		table(w, "NAMESPACE\tGRANT\tROLE\tAPPROVER\tENDS\tLEFT\tREASON", rows)
 	})
@@ -148,12 +160,8 @@ func (o *ListOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	grants, err := elevation.Grants(ctx, o.client, ns)
-	if err != nil {
-		return err
-	}
 	out := []PendingRequest{}
-	for _, r := range elevation.Pending(reqs, grants) {
+	for _, r := range elevation.Pending(reqs) {
 		out = append(out, PendingRequest{Namespace: r.Namespace, Name: r.Name, Requester: r.Spec.Requester,
 			Role: r.Spec.Role, DurationSeconds: r.Spec.DurationSeconds, Reason: r.Spec.Reason, Ticket: r.Spec.Ticket,
 			Created: r.CreationTimestamp.UTC()})
