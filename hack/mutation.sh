@@ -39,6 +39,7 @@ targets=(
   "pkg/server/identity identity.go"
   "pkg/idp/oauth oauth.go assertion.go retry.go"
   "pkg/token/tokencache disk.go entry.go key.go keyring.go store.go cooldown.go lock.go"
+  "pkg/cluster/elevation elevation.go"
 )
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
