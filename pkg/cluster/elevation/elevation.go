@@ -228,22 +228,21 @@ func RequestOf(g Grant, reqs []Request) *Request {
 
 // Grants lists the grants of ns ("" for every namespace).
 func Grants(ctx context.Context, c Client, ns string) ([]Grant, error) {
-	var l struct {
-		Items []Grant `json:"items"`
-	}
-	if err := c.Get(ctx, path(ns, "sudogrants", ""), &l); err != nil {
-		return nil, fmt.Errorf("listing grants: %w", err)
-	}
-	return l.Items, nil
+	return list[Grant](ctx, c, ns, "sudogrants")
 }
 
 // Requests lists the requests of ns ("" for every namespace).
 func Requests(ctx context.Context, c Client, ns string) ([]Request, error) {
+	return list[Request](ctx, c, ns, "sudorequests")
+}
+
+// list lists plural in ns ("" for every namespace): one GET, its items.
+func list[T any](ctx context.Context, c Client, ns, plural string) ([]T, error) {
 	var l struct {
-		Items []Request `json:"items"`
+		Items []T `json:"items"`
 	}
-	if err := c.Get(ctx, path(ns, "sudorequests", ""), &l); err != nil {
-		return nil, fmt.Errorf("listing requests: %w", err)
+	if err := c.Get(ctx, path(ns, plural, ""), &l); err != nil {
+		return nil, fmt.Errorf("listing %s: %w", plural, err)
 	}
 	return l.Items, nil
 }
