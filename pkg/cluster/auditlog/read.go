@@ -249,7 +249,9 @@ type ProxyLine struct {
 	UID    string   `json:"uid,omitempty"`
 	// OriginalUser is the caller that impersonated User, if one did.
 	OriginalUser string `json:"originalUser,omitempty"`
-	Reason       string `json:"reason,omitempty"`
+	// Grant is the sudo grant (NAMESPACE/NAME) the request was made under.
+	Grant  string `json:"grant,omitempty"`
+	Reason string `json:"reason,omitempty"`
 	// Request is what the cluster's authorizer was asked, as User.
 	Request *Request `json:"request,omitempty"`
 }

@@ -194,7 +194,7 @@ func Check(g Grant, r *Request, now time.Time) (bool, string) {
 	case g.RevokedBy() != "":
 		return false, "revoked by " + g.RevokedBy()
 	case !now.Before(g.Ends()):
-		return false, "ended at " + g.Ends().UTC().Format(time.RFC3339)
+		return false, "expired at " + g.Ends().UTC().Format(time.RFC3339)
 	}
 	return true, ""
 }

@@ -147,7 +147,7 @@ func TestCheck(t *testing.T) {
 		{"the request not approved", func(_ *Grant, r *Request) *Request { r.Status = nil; return r }, during, "not approved by bob"},
 		{"approved by someone else", func(_ *Grant, r *Request) *Request { r.Status.ApprovedBy = "carol"; return r }, during, "not approved by bob"},
 		{"revoked", func(g *Grant, r *Request) *Request { g.Status = &GrantStatus{RevokedBy: "erin"}; return r }, during, "revoked by erin"},
-		{"at its end", func(_ *Grant, r *Request) *Request { return r }, start.Add(30 * time.Minute), "ended at 2026-11-29T12:30:00Z"},
+		{"at its end", func(_ *Grant, r *Request) *Request { return r }, start.Add(30 * time.Minute), "expired at 2026-11-29T12:30:00Z"},
 	} {
 		g, req := good, held("bob")
 		got, why := Check(g, tt.change(&g, &req), tt.at)

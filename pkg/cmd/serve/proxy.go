@@ -30,6 +30,7 @@ type ProxyOptions struct {
 	AllowSystemIdentities        bool
 	AllowCallerImpersonation     bool
 	CallerImpersonationMode      string
+	Sudo                         bool
 	AuditLog                     string
 	TokenCacheSize               int
 	TokenCacheTTL                time.Duration
@@ -127,6 +128,10 @@ func (o *ProxyOptions) addFlags(f *pflag.FlagSet) {
 		"Which impersonation filter of kube-apiserver decides --allow-caller-impersonation: constrained (1.36+, "+
 			"where its feature gate is on by default), classic (1.35, or a cluster that turned the gate off), or "+
 			"auto (constrained when the upstream's /version is 1.36 or later)")
+	f.BoolVar(&o.Sudo, "sudo", false, "Serve time-boxed, approved elevation (kubectl impersonate sudo, deploy/sudo): "+
+		"a caller impersonating itself with the extra kubectl-impersonate.io/sudo-grant=NAMESPACE/NAME goes upstream "+
+		"with that live grant's group, reason and ticket until it ends (the proxy's credential needs list and watch "+
+		"on sudogrants and sudorequests)")
 	f.BoolVar(&o.AllowSystemIdentities, "allow-system-identities", false, "Let tokens map to system: users and "+
 		"groups (refused by default: a token should not make anyone a node, a controller or system:masters)")
 	f.StringVar(&o.AuditLog, "audit-log", "-", "Audit log file, one JSON line per request with the refusal reason (- "+
@@ -189,8 +194,8 @@ func (o *ProxyOptions) Run(ctx context.Context) error {
 			Authentication:        kubecode.Authentication{ConfigFile: o.AuthConfig, OIDC: oidc},
 			SigningKeyFile:        o.SigningKeyFile,
 			AllowSystemIdentities: o.AllowSystemIdentities, AllowCallerImpersonation: o.AllowCallerImpersonation,
-			CallerImpersonationMode: o.CallerImpersonationMode,
-			AuditLog:                o.AuditLog, CacheTTL: o.CacheTTL(), MaxInFlight: cmp.Or(o.MaxInFlight, -1),
+			CallerImpersonationMode: o.CallerImpersonationMode, Sudo: o.Sudo,
+			AuditLog: o.AuditLog, CacheTTL: o.CacheTTL(), MaxInFlight: cmp.Or(o.MaxInFlight, -1),
 			Log: o.ErrOut})
 }
 

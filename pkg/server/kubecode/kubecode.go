@@ -210,6 +210,8 @@ type ProxyConfig struct {
 	AllowSystemIdentities    bool
 	AllowCallerImpersonation bool
 	CallerImpersonationMode  string
+	// Sudo serves time-boxed elevation (deploy/sudo's grants).
+	Sudo bool
 	// AuditLog is the audit log's file ("-": Log; "": none).
 	AuditLog string
 	// CacheTTL is the token cache's TTL (negative: none).

@@ -29,7 +29,8 @@ func NewMetrics() *Metrics {
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubectl_impersonate_proxy_refusals_total",
 			Help: "Requests the proxy refused before forwarding, by reason: no_token, invalid_token (verification " +
-				"failures), not_ready (the issuers' keys not loaded yet), identity, impersonation, request, overload."},
+				"failures), not_ready (the issuers' keys not loaded yet), identity, impersonation, request, " +
+				"overload, sudo (an elevation refused), sudo_not_current (grants not known to be current)."},
 			[]string{"reason"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "kubectl_impersonate_proxy_request_duration_seconds",

@@ -62,6 +62,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/attributes"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/identity"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/sudo"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/upstream"
 )
 
@@ -112,6 +113,11 @@ type Handler struct {
 	// and the request then goes as the identity it allows, with the caller
 	// under identity.OriginalUserExtra. Nil: such headers are refused (403).
 	CallerImpersonation identity.Authorizer
+	// Sudo, when set (--sudo), serves time-boxed elevation: a caller who
+	// impersonates itself with the extra sudo.GrantExtra (NAMESPACE/NAME)
+	// goes upstream with that live grant's group and extras, until it ends
+	// (pkg/server/sudo). Nil: such requests are refused (403).
+	Sudo Elevator
 	// ConstrainedImpersonation runs kube-apiserver's constrained
 	// impersonation filter (1.36+: impersonate:user-info and the other
 	// modes, then the classic verb) rather than the classic one alone.
@@ -130,6 +136,11 @@ type Handler struct {
 	// of them, verified those it accepted. authentications counts the
 	// requests authenticated: less verified, the cache's hits.
 	verifications, verified, authentications atomic.Int64
+}
+
+// Elevator decides an elevated request: pkg/server/sudo's Store.
+type Elevator interface {
+	Elevate(caller user.Info, ns, grant string) (*sudo.Elevation, error)
 }
 
 // identityKey carries the authenticated identity from ServeHTTP to the
@@ -310,6 +321,10 @@ type requestLog struct {
 	acceptEncoding []string
 	// text: refusals are written as text (textRefusal).
 	text bool
+	// elevation is the grant the request is served under, if any; grant
+	// the one it asked for (NAMESPACE/NAME).
+	elevation *sudo.Elevation
+	grant     string
 	// release gives back the request's in-flight slot.
 	release func()
 }
@@ -397,6 +412,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if l.original != nil {
 			line.OriginalUser = l.original.GetName()
 		}
+		if l.grant != "" {
+			line.Grant = l.grant
+		}
 		b, _ := json.Marshal(line)
 		b = logging.EscapeJSON(b) // a path or a claim may hold what a terminal must not get
 		h.auditMu.Lock()
@@ -449,11 +467,14 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 	}
 	var asked *identity.Asked
 	var askedErr error // refused once the caller is authenticated (401 first)
-	if h.CallerImpersonation == nil {
+	if h.CallerImpersonation == nil && h.Sudo == nil {
 		for name := range r.Header {
-			if strings.HasPrefix(attributes.NormalHeader(name), "impersonate-") {
-				h.refuse(w, l, http.StatusForbidden, "request", "caller sent "+name,
-					"impersonation headers are not accepted through the impersonating proxy")
+			if n := attributes.NormalHeader(name); strings.HasPrefix(n, "impersonate-") {
+				msg := "impersonation headers are not accepted through the impersonating proxy"
+				if k, _ := url.PathUnescape(strings.TrimPrefix(n, "impersonate-extra-")); k == sudo.GrantExtra {
+					msg = "this impersonating proxy does not serve sudo grants (kubectl-impersonate proxy --sudo)"
+				}
+				h.refuse(w, l, http.StatusForbidden, "request", "caller sent "+name, msg)
 				return
 			}
 		}
@@ -474,7 +495,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 		return
 	}
 	l.user = u
-	if err := identity.Forwardable(u, h.AllowSystemIdentities); err != nil {
+	if err := h.forwardable(u); err != nil {
 		h.refuse(w, l, http.StatusForbidden, "identity", err.Error(),
 			"the token's identity cannot be impersonated through this proxy: "+err.Error())
 		return
@@ -485,17 +506,58 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 		return
 	}
 	if asked != nil {
-		// What could not be forwarded is refused before any question.
-		if err := identity.Forwardable(asked.Info(), h.AllowSystemIdentities); err != nil {
-			h.refuse(w, l, http.StatusForbidden, "identity", err.Error(),
-				"the impersonated identity cannot be forwarded through this proxy: "+err.Error())
-			return
-		}
-		l.asked = asked
-		h.impersonate(w, r, l, u)
+		h.serveAsked(w, r, l, u, asked)
 		return
 	}
 	h.forward(w, r, l, u)
+}
+
+// serveAsked serves a request whose caller u impersonates: a sudo grant
+// (sudo.Asked) is elevate's, anything else kube-apiserver's impersonation
+// filter's (CallerImpersonation), or refused.
+func (h *Handler) serveAsked(
+	w http.ResponseWriter, r *http.Request, l *requestLog, u user.Info, asked *identity.Asked,
+) {
+	ns, grant, err := sudo.Asked(asked.Info(), u)
+	switch {
+	case err != nil:
+		h.refuse(w, l, http.StatusForbidden, "sudo", err.Error(), logging.OneLine(err.Error(), 0))
+		return
+	case grant != "" && h.Sudo == nil:
+		h.refuse(w, l, http.StatusForbidden, "sudo", "sudo not served",
+			"this impersonating proxy does not serve sudo grants (kubectl-impersonate proxy --sudo)")
+		return
+	case grant != "":
+		l.grant = ns + "/" + grant
+		h.elevate(w, r, l, u, ns, grant)
+		return
+	case h.CallerImpersonation == nil:
+		h.refuse(w, l, http.StatusForbidden, "request", "caller sent impersonation headers",
+			"impersonation headers are not accepted through the impersonating proxy")
+		return
+	}
+	// What could not be forwarded is refused before any question.
+	if err := h.forwardable(asked.Info()); err != nil {
+		h.refuse(w, l, http.StatusForbidden, "identity", err.Error(),
+			"the impersonated identity cannot be forwarded through this proxy: "+err.Error())
+		return
+	}
+	l.asked = asked
+	h.impersonate(w, r, l, u)
+}
+
+// forwardable refuses what the proxy must not forward as an identity
+// (identity.Forwardable), and what only an elevation carries
+// (sudo.Reserved): a token's sudo: group would be given the role its
+// RoleBinding binds.
+func (h *Handler) forwardable(u user.Info) error {
+	if err := identity.Forwardable(u, h.AllowSystemIdentities); err != nil {
+		return err
+	}
+	if why := sudo.Reserved(u); why != "" {
+		return errors.New(why)
+	}
+	return nil
 }
 
 // impersonate runs kubectl --as through kube-apiserver's impersonation
@@ -540,7 +602,7 @@ func (h *Handler) serveImpersonated(w http.ResponseWriter, r *http.Request) {
 	}
 	got, _ := apirequest.UserFrom(r.Context())
 	target := identity.ForwardedAs(got, l.user, l.asked)
-	if err := identity.Forwardable(target, h.AllowSystemIdentities); err != nil {
+	if err := h.forwardable(target); err != nil {
 		h.refuse(w, l, http.StatusForbidden, "identity", err.Error(),
 			"the impersonated identity cannot be forwarded through this proxy: "+err.Error())
 		return
@@ -549,9 +611,78 @@ func (h *Handler) serveImpersonated(w http.ResponseWriter, r *http.Request) {
 	h.forward(w, r, l, target)
 }
 
-// forward sends the request upstream as u.
+// elevate serves a request under the grant ns/name (pkg/server/sudo):
+// in ns, as the caller with the grant's group and extras, until the grant
+// ends; outside any namespace (discovery, cluster-scoped resources), as the
+// caller alone while the grant counts; in another namespace, refused. A
+// view of grants that is not current is 503, never a stale allow.
+func (h *Handler) elevate(w http.ResponseWriter, r *http.Request, l *requestLog, caller user.Info, ns, name string) {
+	ri, err := attributes.Resolver.NewRequestInfo(r)
+	if err != nil {
+		h.refuse(w, l, http.StatusBadRequest, "request", "request info: "+err.Error(), "the request could not be read")
+		return
+	}
+	e, err := h.Sudo.Elevate(caller, ns, name)
+	switch {
+	case errors.Is(err, sudo.ErrNotCurrent):
+		w.Header().Set("Retry-After", "1")
+		h.refuse(w, l, http.StatusServiceUnavailable, "sudo_not_current", err.Error(),
+			"the impersonating proxy cannot tell whether sudo grant "+ns+"/"+name+" counts now, try again")
+		return
+	case err != nil:
+		h.refuse(w, l, http.StatusForbidden, "sudo", err.Error(), logging.OneLine(err.Error(), 0))
+		return
+	}
+	switch {
+	case ri.Namespace != "" && ri.Namespace != ns:
+		msg := fmt.Sprintf("sudo grant %s/%s is for namespace %s, not %s", ns, name, ns, ri.Namespace)
+		h.refuse(w, l, http.StatusForbidden, "sudo", msg, msg)
+		return
+	case ri.Namespace == "":
+		h.forward(w, r, l, caller)
+		return
+	}
+	if ri.IsResourceRequest && ri.Verb == "create" && ri.APIGroup == "" && ri.Resource == "serviceaccounts" &&
+		ri.Subresource == "token" {
+		if err := sudo.ClampTokenRequest(r, e.Ends, time.Now()); err != nil {
+			h.refuse(w, l, http.StatusForbidden, "sudo", err.Error(), logging.OneLine(err.Error(), 0))
+			return
+		}
+	}
+	l.elevation, l.user = e, e.As
+	h.forward(w, r, l, e.As)
+}
+
+// forward sends the request upstream as u; under a grant, it (a stream
+// included) ends when the grant does.
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request, l *requestLog, u user.Info) {
 	ctx := r.Context()
+	if e := l.elevation; e != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, e.Ends)
+		defer cancel()
+		go func() {
+			select {
+			case <-e.Revoked:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		// A watch cut by the grant's end makes ReverseProxy abort the
+		// response (http.ErrAbortHandler): it ends instead, and the audit
+		// line says why.
+		defer func() {
+			if v := recover(); v != nil {
+				//nolint:errorlint // ReverseProxy panics with this very value
+				if v != http.ErrAbortHandler || ctx.Err() == nil {
+					panic(v)
+				}
+				if e.Over(time.Now()) {
+					l.reason = "closed: sudo grant " + e.Namespace + "/" + e.Name + " ended"
+				}
+			}
+		}()
+	}
 	if upstream.LongRunning(r) {
 		l.release() // watches, exec, logs: not counted, not timed (kube-apiserver's rules)
 		rc := http.NewResponseController(w)

@@ -68,11 +68,14 @@ func issuerAndAuthn(t testing.TB, cfg func(*testissuer.Issuer) authn.Options) (*
 type recordingUpstream struct {
 	mu   sync.Mutex
 	seen []*http.Request
+	body []byte
 }
 
 func (u *recordingUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
 	u.mu.Lock()
 	u.seen = append(u.seen, r.Clone(context.Background()))
+	u.body = body
 	u.mu.Unlock()
 	if r.Header.Get("Upgrade") != "" {
 		conn, rw, err := http.NewResponseController(w).Hijack()
@@ -85,6 +88,13 @@ func (u *recordingUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = io.WriteString(w, `{"kind":"PodList"}`)
+}
+
+// lastBody is the body of the last request seen.
+func (u *recordingUpstream) lastBody() []byte {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.body
 }
 
 func (u *recordingUpstream) take() []*http.Request {

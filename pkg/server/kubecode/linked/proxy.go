@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/identity"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/proxy"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/sudo"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/upstream"
 )
 
@@ -124,6 +126,19 @@ func (Code) ServeProxy(ctx context.Context, o kubecode.ProxyConfig) error {
 		var why string
 		h.ConstrainedImpersonation, why = callerImpersonationMode(ctx, o.CallerImpersonationMode, u, rt)
 		logging.Noticef(o.Log, "proxy: kubectl --as is decided by kube-apiserver's %s", why)
+	}
+	if o.Sudo {
+		watchCfg := rest.CopyConfig(cfg)
+		watchCfg.Host = u.String()
+		dyn, err := dynamic.NewForConfig(watchCfg)
+		if err != nil {
+			return fmt.Errorf("making the client that watches sudo grants: %w", err)
+		}
+		store := sudo.NewStore()
+		go store.Watch(ctx, dyn, func(s string) { logging.Notice(o.Log, "proxy: "+s) })
+		h.Sudo = store
+		logging.Noticef(o.Log, "proxy: serving sudo grants (kubectl impersonate sudo): elevated requests wait for "+
+			"the watch of sudogrants and sudorequests")
 	}
 	srv := &proxy.Server{Handler: h, Listen: o.Listen, MetricsAddress: o.MetricsAddress, Certs: certs,
 		Listening: func(api, metrics net.Addr) {

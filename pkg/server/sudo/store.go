@@ -1,0 +1,262 @@
+package sudo
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/elevation"
+)
+
+// Store is one proxy replica's view of grants and requests, fed by watches
+// (Watch): what Elevate decides by.
+//
+//   - Current: both watches listed once and are open, or closed for less
+//     than Grace (a watch ends every few minutes and reopens at once).
+//   - A grant counts when elevation.Check says so at the proxy's clock.
+type Store struct {
+	// Grace is how long a closed watch still counts as current (DefaultGrace
+	// when 0).
+	Grace time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+
+	mu       sync.RWMutex
+	grants   map[string]elevation.Grant // "namespace/name"
+	requests map[string]elevation.Request
+	// revoked holds a channel per grant a stream was opened under, closed
+	// when the grant stops counting early.
+	revoked map[string]chan struct{}
+	feeds   [2]feed
+}
+
+// DefaultGrace is Store.Grace's default.
+const DefaultGrace = time.Second
+
+// feed is one watch's state.
+type feed struct {
+	synced bool
+	open   bool
+	// closedAt is when it last closed (zero while open).
+	closedAt time.Time
+	// err is why it last closed, for the operator.
+	err string
+}
+
+const (
+	grantFeed = iota
+	requestFeed
+)
+
+// NewStore returns an empty Store, current once both watches list.
+func NewStore() *Store {
+	return &Store{grants: map[string]elevation.Grant{}, requests: map[string]elevation.Request{},
+		revoked: map[string]chan struct{}{}}
+}
+
+func (s *Store) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func key(ns, name string) string { return ns + "/" + name }
+
+// current says why the view is not current, "" when it is.
+func (s *Store) current(now time.Time) string {
+	grace := s.Grace
+	if grace == 0 {
+		grace = DefaultGrace
+	}
+	for i, f := range s.feeds {
+		what := [...]string{"sudogrants", "sudorequests"}[i]
+		switch {
+		case !f.synced:
+			return "the watch of " + what + " has not listed yet" + suffix(f.err)
+		case !f.open && now.Sub(f.closedAt) >= grace:
+			return "the watch of " + what + " closed " + now.Sub(f.closedAt).Round(time.Second).String() +
+				" ago" + suffix(f.err)
+		}
+	}
+	return ""
+}
+
+func suffix(err string) string {
+	if err == "" {
+		return ""
+	}
+	return ": " + err
+}
+
+// Current says whether the view is current, and why not.
+func (s *Store) Current() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if why := s.current(s.now()); why != "" {
+		return fmt.Errorf("%w: %s", ErrNotCurrent, why)
+	}
+	return nil
+}
+
+// Elevate is caller's request under the grant name in ns: ErrRefused
+// (403) with what is wrong, ErrNotCurrent (503) when the view is not
+// current.
+func (s *Store) Elevate(caller user.Info, ns, name string) (*Elevation, error) {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if why := s.current(now); why != "" {
+		return nil, fmt.Errorf("%w: %s", ErrNotCurrent, why)
+	}
+	g, ok := s.grants[key(ns, name)]
+	if !ok {
+		return nil, fmt.Errorf("%w: there is no sudo grant %s in %s", ErrRefused, name, ns)
+	}
+	if g.Spec.Requester != caller.GetName() {
+		return nil, fmt.Errorf("%w: grant %s/%s is %s's, not yours", ErrRefused, ns, name, g.Spec.Requester)
+	}
+	var r *elevation.Request
+	if req, ok := s.requests[key(ns, g.Spec.Request)]; ok {
+		r = &req
+	}
+	if ok, why := elevation.Check(g, r, now); !ok {
+		if strings.HasPrefix(why, "expired ") || strings.HasPrefix(why, "revoked ") {
+			return nil, fmt.Errorf("%w: grant %s/%s %s", ErrRefused, ns, name, why)
+		}
+		return nil, fmt.Errorf("%w: grant %s/%s does not count: %s", ErrRefused, ns, name, why)
+	}
+	ch, ok := s.revoked[key(ns, name)]
+	if !ok {
+		ch = make(chan struct{})
+		s.revoked[key(ns, name)] = ch
+	}
+	return &Elevation{Namespace: ns, Name: name, Ends: g.Ends(), Revoked: ch,
+		As: elevated(caller, ns, name, g.Spec.Role, clean(g.Spec.Reason), clean(g.Spec.Ticket))}, nil
+}
+
+// clean is s as a header carries it: trimmed, control characters as
+// spaces.
+func clean(s string) string {
+	return strings.TrimSpace(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s))
+}
+
+// Len is how many grants and requests the view holds.
+func (s *Store) Len() (grants, requests int) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.grants), len(s.requests)
+}
+
+// setGrant records g (nil: deleted) and ends the streams of a grant that
+// stops counting.
+func (s *Store) setGrant(k string, g *elevation.Grant) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g == nil {
+		delete(s.grants, k)
+	} else {
+		s.grants[k] = *g
+	}
+	s.recheck(k)
+}
+
+// setRequest records r (nil: deleted), and rechecks its grant (named as
+// it).
+func (s *Store) setRequest(k string, r *elevation.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r == nil {
+		delete(s.requests, k)
+	} else {
+		s.requests[k] = *r
+	}
+	s.recheck(k)
+}
+
+// replaceGrants and replaceRequests set every grant or request at once (a
+// list), rechecking each grant streams were opened under.
+func (s *Store) replaceGrants(gs map[string]elevation.Grant) { s.replace(func() { s.grants = gs }) }
+
+func (s *Store) replaceRequests(rs map[string]elevation.Request) { s.replace(func() { s.requests = rs }) }
+
+func (s *Store) replace(set func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	set()
+	for k := range s.revoked {
+		s.recheck(k)
+	}
+}
+
+// recheck closes the revocation channel of the grant k once it no longer
+// counts (streams also end at Ends by their own deadline). Holds mu.
+func (s *Store) recheck(k string) {
+	ch, ok := s.revoked[k]
+	if !ok {
+		return
+	}
+	counts := false
+	if g, ok := s.grants[k]; ok {
+		var r *elevation.Request
+		if req, ok := s.requests[key(g.Namespace, g.Spec.Request)]; ok {
+			r = &req
+		}
+		counts, _ = elevation.Check(g, r, s.now())
+	}
+	if !counts {
+		close(ch)
+		delete(s.revoked, k)
+	}
+}
+
+// setFeed records a watch's state.
+func (s *Store) setFeed(i int, synced, open bool, err string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := &s.feeds[i]
+	f.synced = f.synced || synced
+	if f.open && !open {
+		f.closedAt = s.now()
+	}
+	if !f.open && open {
+		f.closedAt = time.Time{}
+	}
+	f.open = open
+	if err != "" || open {
+		f.err = err
+	}
+}
+
+// Load sets the whole view at once, current as if both watches had listed
+// and stayed open: for a proxy fed otherwise, benchmarks and tests.
+func (s *Store) Load(grants []elevation.Grant, requests []elevation.Request) {
+	gs, rs := map[string]elevation.Grant{}, map[string]elevation.Request{}
+	for _, g := range grants {
+		gs[key(g.Namespace, g.Name)] = g
+	}
+	for _, r := range requests {
+		rs[key(r.Namespace, r.Name)] = r
+	}
+	s.replaceGrants(gs)
+	s.replaceRequests(rs)
+	for i := range s.feeds {
+		s.setFeed(i, true, true, "")
+	}
+}
+
+// Close marks both watches closed now (a test's outage).
+func (s *Store) Close(why string) {
+	for i := range s.feeds {
+		s.setFeed(i, false, false, why)
+	}
+}
