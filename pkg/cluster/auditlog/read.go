@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/elevation"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 )
 
@@ -37,6 +39,10 @@ type ReadOptions struct {
 	// them.
 	Sealed bool
 	Keys   []ed25519.PublicKey
+	// Grant, when set, reads only the requests made under that sudo grant
+	// (NAMESPACE/NAME): its extra (elevation.GrantExtra) on the user the
+	// authorizer was asked about, or the proxy's line's grant.
+	Grant string
 }
 
 // Log is what Read read: the requests, and the lines it skipped.
@@ -275,7 +281,7 @@ func proxyLine(line []byte, o ReadOptions) ([]Request, error) {
 		return nil, errors.New("a proxy's line without the request's attributes (a proxy older than " +
 			"least-privilege): record the use again with a newer proxy")
 	}
-	if o.User != "" && l.User != o.User {
+	if (o.User != "" && l.User != o.User) || (o.Grant != "" && l.Grant != o.Grant) {
 		return nil, nil
 	}
 	r := *l.Request
@@ -361,6 +367,16 @@ func readLine(rd *bufio.Reader) (line []byte, tooLong bool, err error) {
 
 // selected is what ev holds of the requests o selects.
 func selected(ev auditv1.Event, o ReadOptions) []Request {
+	if o.Grant != "" {
+		u := ev.User
+		if ev.ImpersonatedUser != nil {
+			u = *ev.ImpersonatedUser
+		}
+		if !slices.Contains(u.Extra[elevation.GrantExtra], o.Grant) {
+			return nil
+		}
+		return []Request{fromEvent(ev)}
+	}
 	impersonated := ""
 	if ev.ImpersonatedUser != nil {
 		impersonated = ev.ImpersonatedUser.Username
@@ -435,7 +451,7 @@ func fromEvent(ev auditv1.Event) Request {
 	if r.Verb == "create" && r.Subresource == "" && !nameInURI(ev.RequestURI, r.Resource, r.Name) {
 		// The audit log names the object created, from the response; the
 		// authorizer saw no name (the URL has none).
-		r.Name = ""
+		r.Name, r.Created = "", r.Name
 	}
 	return r
 }

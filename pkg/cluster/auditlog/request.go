@@ -31,6 +31,9 @@ type Request struct {
 	Subresource string `json:"subresource,omitempty"`
 	Namespace   string `json:"namespace,omitempty"`
 	Name        string `json:"name,omitempty"`
+	// Created is the name of the object a create without a name in its
+	// URL made (from the response): the authorizer saw none (Name "").
+	Created string `json:"created,omitempty"`
 	// Path is a non-resource request's URL path.
 	Path string `json:"path,omitempty"`
 	// Code is the answer's HTTP status (0: none came).

@@ -30,6 +30,11 @@ const (
 	Version = "v1alpha1"
 )
 
+// GrantExtra is the user extra naming the grant (NAMESPACE/NAME) a request
+// is made under: the impersonating proxy reads it from the caller and sets
+// it upstream, where kube-apiserver's audit log keeps it.
+const GrantExtra = "kubectl-impersonate.io/sudo-grant"
+
 // Client is what elevation asks of the API server (kubeapi.Client's).
 type Client interface {
 	Get(ctx context.Context, path string, out any) error

@@ -89,6 +89,9 @@ const workloadWhy = "a path to other identities' permissions: a pod may run as a
 var risks = []riskEntry{
 	{"", []string{"secrets"}, []string{"get", "list", "watch"}, Credentials,
 		"a path to other identities' credentials: Secrets hold service account tokens and other credentials"},
+	{"", []string{"secrets"}, []string{"create"}, Credentials,
+		"a path to other identities' credentials: a Secret of type kubernetes.io/service-account-token made for a " +
+			"service account is filled with its token, which never expires"},
 	{"", []string{"serviceaccounts/token"}, []string{"create"}, Credentials,
 		"a path to other identities' credentials: it issues tokens of service accounts, which act as them"},
 	{"", []string{"pods/exec", "pods/attach"}, []string{"get"}, Credentials,
@@ -147,6 +150,24 @@ func Of(verb, group, resource string) Risk {
 		if slices.ContainsFunc(e.resources, func(r string) bool { return resourceCovers(resource, r) }) {
 			return wildcarded(Risk{Kind: e.kind, Why: e.why}, verb, group, resource)
 		}
+	}
+	return Risk{}
+}
+
+// Lasting is what a request made with verb on resource of group may leave
+// that lasts past the permission it was made with (a grant's end): its
+// risk (Of), or a role or binding written, which keeps granting.
+func Lasting(verb, group, resource string) Risk {
+	if verb != "create" && verb != "update" && verb != "patch" {
+		return Risk{}
+	}
+	if r := Of(verb, group, resource); r.Risky() {
+		return r
+	}
+	if group == "rbac.authorization.k8s.io" &&
+		slices.Contains([]string{"roles", "clusterroles", "rolebindings", "clusterrolebindings"}, resource) {
+		return Risk{Kind: Escalation, Why: "a path to keep permissions: a role or binding written keeps " +
+			"granting after the permission it was written with ends"}
 	}
 	return Risk{}
 }

@@ -36,7 +36,7 @@ func TestOf(t *testing.T) {
 		{"impersonate-on:nonsense:list", "", "pods", "", ""},
 		{"get", "", "secrets", Credentials, "Secrets hold"},
 		{"watch", "", "secrets", Credentials, "Secrets hold"},
-		{"create", "", "secrets", "", ""},
+		{"create", "", "secrets", Credentials, "never expires"},
 		{"get", "apps", "secrets", "", ""},
 		{"create", "", "serviceaccounts/token", Credentials, "issues tokens"},
 		{"get", "", "serviceaccounts/token", "", ""},

@@ -65,7 +65,7 @@ func newCmdRevoke(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) 
 	o := &RevokeOptions{named{base: base{IOStreams: streams}}}
 	cmd := &cobra.Command{
 		Use:   "revoke GRANT",
-		Short: "End a grant now (delete it)",
+		Short: "End a grant now: sign its revocation",
 		Long: `revoke signs a SudoGrant's revocation on its status: the elevation it gave ends
 now. Approvers revoke (deploy/sudo/rbac.yaml); a grant is not deleted, so its
 request cannot be approved again.`,

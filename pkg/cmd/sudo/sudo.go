@@ -3,11 +3,12 @@
 //
 //   - request, approve, revoke: make and end grants, as the cluster's
 //     admission allows (deploy/sudo/admission.yaml).
+//
 //   - status: your grants and their time left; list: requests awaiting
 //     approval.
 //
-// Nothing here elevates a request yet: the proxy's enforcement is to come
-// (docs/elevation.md).
+//   - sudo -- COMMAND and shell: run a client under a live grant, through
+//     the impersonating proxy that enforces it (pkg/server/sudo).
 package sudo
 
 import (
@@ -26,6 +27,8 @@ import (
 
 // NewCmdSudo builds sudo and its subcommands.
 func NewCmdSudo(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &RunOptions{base: base{IOStreams: streams}, global: g, now: time.Now}
+	run := &cobra.Command{RunE: g.RunE(o)}
 	cmd := &cobra.Command{
 		Use:   "sudo",
 		Short: "Time-boxed, approved elevation: request a role for a while, approve, revoke, see what is held",
@@ -33,12 +36,36 @@ func NewCmdSudo(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *c
 role for a while with a reason, someone else approves, and the grant ends at its
 creation time (kube-apiserver's clock) plus its duration. The state lives in the
 cluster (deploy/sudo: SudoPolicy, SudoRequest, SudoGrant), guarded by its
-admission policies. The proxy's enforcement of grants is not built yet: a grant
-does not elevate anything by itself (docs/elevation.md).`,
-		Args: cobra.NoArgs,
+admission policies. The impersonating proxy (kubectl-impersonate proxy --sudo)
+enforces a grant: a request that asks for it (as sudo -- COMMAND and sudo shell
+write it) goes upstream as you plus the grant's group, with its reason, ticket
+and name in kube-apiserver's audit log, until it ends (docs/elevation.md).
+
+sudo -- COMMAND runs COMMAND under your live grant in the namespace (--grant to
+choose), as sudo shell runs your shell.`,
+		Example: `  # Ask for edit in payments for 30 minutes; someone else approves
+  kubectl impersonate sudo request -n payments --role edit --for 30m --reason "INC-7 checkout down" --ticket INC-7
+  kubectl impersonate sudo approve sudo-7x2kq -n payments
+
+  # Run one command, or a shell, under your live grant
+  kubectl impersonate sudo -n payments -- kubectl rollout restart deployment/checkout
+  kubectl impersonate sudo shell -n payments`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
+				return fmt.Errorf("unknown command %q for sudo: give the command to run after --", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return run.RunE(cmd, args)
+		},
 	}
+	o.bindRun(cmd, g)
 	cmd.AddCommand(newCmdRequest(g, streams), newCmdApprove(g, streams), newCmdRevoke(g, streams),
-		newCmdStatus(g, streams), newCmdList(g, streams))
+		newCmdStatus(g, streams), newCmdList(g, streams), newCmdShell(g, streams), newCmdReport(g, streams))
 	return cmd
 }
 

@@ -63,6 +63,12 @@ func (k *KubeFlags) ClientConfig() clientcmd.ClientConfig {
 // NamespaceFlag is -n as given ("" when not given).
 func (k *KubeFlags) NamespaceFlag() string { return k.overrides.Context.Namespace }
 
+// ContextFlag is --context as given ("" when not given).
+func (k *KubeFlags) ContextFlag() string { return k.overrides.CurrentContext }
+
+// ServerFlag is --server as given ("" when not given).
+func (k *KubeFlags) ServerFlag() string { return k.overrides.ClusterInfo.Server }
+
 // Impersonates says whether --as or --as-group is given.
 func (k *KubeFlags) Impersonates() bool {
 	return k.overrides.AuthInfo.Impersonate != "" || len(k.overrides.AuthInfo.ImpersonateGroups) > 0

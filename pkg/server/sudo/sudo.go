@@ -24,12 +24,14 @@ import (
 	"time"
 
 	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/elevation"
 )
 
 // The extras an elevated request carries upstream; only the proxy sets
 // them.
 const (
-	GrantExtra  = "kubectl-impersonate.io/sudo-grant"
+	GrantExtra  = elevation.GrantExtra
 	ReasonExtra = "kubectl-impersonate.io/sudo-reason"
 	TicketExtra = "kubectl-impersonate.io/sudo-ticket"
 )

@@ -1,0 +1,333 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// sudoGrantExtra is the extra a request asks the proxy for a grant with.
+const sudoGrantExtra = "kubectl-impersonate.io/sudo-grant"
+
+// TestSudoThroughTheProxy (issue 58, proxy mode): alice and bob log in to
+// Dex through two replicas of the proxy (--sudo); kube-apiserver decides
+// everything but the grant, and its audit log is the witness.
+//   - alice's elevated delete is 403 before approval; her own approval is
+//     refused by the admission policy; bob approves, and the same delete
+//     is allowed within 2 s on both replicas; her plain delete and the
+//     elevated one in another namespace stay 403.
+//   - The audit event of the elevated request names alice, the elevation
+//     group, the reason, the ticket and the grant.
+//   - sudo -- COMMAND runs kubectl under the grant; a TokenRequest under it
+//     asking for a day ends with the grant.
+//   - Revocation: refused on both replicas within 2 s, a watch opened
+//     before closed within 2 s.
+//   - Expiry: a one-minute grant's watch is closed by its end + 1 s, and a
+//     new request after the end is 403 "grant G expired at T" on both
+//     replicas.
+func TestSudoThroughTheProxy(t *testing.T) {
+	admin, env := sudoCluster(t)
+	api := st.api["legacy"]
+	const ns, elsewhere = "sudo-pay", "sudo-elsewhere"
+	const aliceName, bobName = "proxy:alice@example.com", "proxy:bob@example.com"
+	kubectlApply(t, admin, fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata: {name: %[1]s}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: %[2]s}
+---
+apiVersion: sudo.kubectl-impersonate.io/v1alpha1
+kind: SudoPolicy
+metadata: {name: default, namespace: %[1]s}
+spec: {roles: [edit], maxDurationSeconds: 3600}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sudo-requesters, namespace: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: sudo-requester.kubectl-impersonate.io}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: %[3]q}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sudo-approvers, namespace: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: sudo-approver.kubectl-impersonate.io}
+subjects:
+  - {apiGroup: rbac.authorization.k8s.io, kind: User, name: %[3]q}
+  - {apiGroup: rbac.authorization.k8s.io, kind: User, name: %[4]q}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sudo-edit, namespace: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "sudo:%[1]s:edit"}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sudo-edit, namespace: %[2]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "sudo:%[1]s:edit"}]
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: ci, namespace: %[1]s}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: web, namespace: %[1]s}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: web, namespace: %[2]s}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: e2e-proxy-sudo}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: kubectl-impersonate-proxy-sudo}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-proxy}]
+`, ns, elsewhere, aliceName, bobName))
+	r := run(t, env, false, st.kubectl, "--kubeconfig="+admin, "apply", "--server-side", "-f",
+		"../../deploy/proxy/rbac-sudo.yaml")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	oidc := []string{"--oidc-issuer-url=" + st.issuer, "--oidc-certificate-authority=" + st.caFile,
+		"--oidc-client-id=" + publicClient, "--oidc-username-claim=email", "--oidc-username-prefix=proxy:",
+		"--oidc-groups-claim=groups", "--sudo"}
+	replica := [2]string{}
+	replica[0], _ = startProxyAt(t, "sudo-1", api.url, proxyToken, "/readyz", oidc...)
+	replica[1], _ = startProxyAt(t, "sudo-2", api.url, proxyToken, "/readyz", oidc...)
+	alice := newPerson(t, "alice", &apiserver{mode: "proxy", url: replica[0]})
+	bob := newPerson(t, "bob", &apiserver{mode: "proxy", url: replica[1]})
+	sudo := func(p *person, args ...string) result {
+		if args[0] == "--" { // the namespace before the command
+			return p.plugin(nil, append([]string{"sudo", "-n", ns}, args...)...)
+		}
+		return p.plugin(nil, append([]string{"sudo"}, append(args, "-n", ns)...)...)
+	}
+	// elevated is alice's request under grant through replica i, as
+	// kubectl --as and --as-user-extra send it.
+	elevated := func(i int, grant string, args ...string) result {
+		return alice.kubectl(append([]string{"--server=" + replica[i], "--as=" + aliceName,
+			"--as-user-extra=" + sudoGrantExtra + "=" + ns + "/" + grant}, args...)...)
+	}
+	deleteWeb := func(i int, grant, namespace string) result {
+		return elevated(i, grant, "delete", "configmap", "web", "-n", namespace, "--dry-run=server")
+	}
+	request := func(d, reason string) string {
+		r := sudo(alice, "request", "--role", "edit", "--for", d, "--reason", reason, "--ticket", "INC-7")
+		require.Equal(t, 0, r.code, r.stderr)
+		m := regexp.MustCompile(`^sudorequest/(sudo-[a-z0-9]+) created`).FindStringSubmatch(r.stdout)
+		require.NotNil(t, m, r.stdout)
+		return m[1]
+	}
+
+	// The policy of a new namespace takes effect within seconds.
+	var name string
+	for deadline := time.Now().Add(30 * time.Second); name == ""; {
+		r := sudo(alice, "request", "--role", "edit", "--for", "30m", "--reason", "INC-7 checkout down",
+			"--ticket", "INC-7")
+		if m := regexp.MustCompile(`^sudorequest/(sudo-[a-z0-9]+) created`).FindStringSubmatch(r.stdout); m != nil {
+			name = m[1]
+		}
+		require.True(t, name != "" || time.Now().Before(deadline), r.stderr)
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	before := deleteWeb(0, name, ns)
+	assert.NotEqual(t, 0, before.code)
+	assert.Contains(t, before.stderr, "there is no sudo grant "+name+" in "+ns, "403 before approval")
+	own := sudo(alice, "approve", name)
+	assert.NotEqual(t, 0, own.code)
+	assert.Contains(t, own.stderr, "you cannot approve your own request", "the admission policy's message")
+
+	a := sudo(bob, "approve", name)
+	require.Equal(t, 0, a.code, a.stderr)
+	approved := time.Now()
+	var allowed result
+	for i := range 2 {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if allowed = deleteWeb(i, name, ns); allowed.code == 0 || time.Now().After(deadline) {
+				break
+			}
+		}
+		require.Equal(t, 0, allowed.code, "replica %d: %s", i+1, allowed.stderr)
+		if i == 0 {
+			t.Logf("the elevated delete was allowed %s after the approval", time.Since(approved).Round(time.Millisecond))
+			assert.Less(t, time.Since(approved), 2*time.Second, "allowed within 2 s of the approval")
+		}
+	}
+	plain := alice.kubectl("delete", "configmap", "web", "-n", ns, "--dry-run=server")
+	assert.NotEqual(t, 0, plain.code)
+	assert.Contains(t, plain.stderr, `cannot delete resource "configmaps"`, "without the grant: RBAC's answer")
+	other := deleteWeb(1, name, elsewhere)
+	assert.NotEqual(t, 0, other.code)
+	assert.Contains(t, other.stderr, "sudo grant "+ns+"/"+name+" is for namespace "+ns+", not "+elsewhere)
+
+	// kube-apiserver's audit log: the real person, the group, why, under
+	// which grant.
+	var seen *auditEvent
+	for deadline := time.Now().Add(10 * time.Second); seen == nil && time.Now().Before(deadline); {
+		for _, e := range readAudit(t, api.auditLog) {
+			if e.Stage == "ResponseComplete" && e.Verb == "delete" && e.ImpersonatedUser != nil &&
+				strings.Contains(e.RequestURI, "/namespaces/"+ns+"/configmaps/web") &&
+				slices.Contains(e.ImpersonatedUser.Groups, "sudo:"+ns+":edit") {
+				seen = &e
+				break
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.NotNil(t, seen, "the elevated delete in kube-apiserver's audit log")
+	assert.Equal(t, aliceName, seen.ImpersonatedUser.Username)
+	assert.Equal(t, "e2e-proxy", seen.User.Username)
+	assert.Equal(t, []string{ns + "/" + name}, seen.ImpersonatedUser.Extra[sudoGrantExtra])
+	assert.Equal(t, []string{"INC-7 checkout down"}, seen.ImpersonatedUser.Extra["kubectl-impersonate.io/sudo-reason"])
+	assert.Equal(t, []string{"INC-7"}, seen.ImpersonatedUser.Extra["kubectl-impersonate.io/sudo-ticket"])
+
+	// sudo -- COMMAND: kubectl under the grant; a day's token ends with it.
+	var grants []struct {
+		Name string
+		Ends time.Time
+	}
+	s := sudo(alice, "status", "-o", "json")
+	require.Equal(t, 0, s.code, s.stderr)
+	require.NoError(t, json.Unmarshal([]byte(s.stdout), &grants))
+	require.Len(t, grants, 1, s.stdout)
+	ends := grants[0].Ends
+	tok := sudo(alice, "--", st.kubectl, "create", "token", "ci", "--duration=24h")
+	require.Equal(t, 0, tok.code, tok.stderr)
+	assert.Contains(t, tok.stderr, "runs under grant "+ns+"/"+name)
+	parts := strings.Split(strings.TrimSpace(tok.stdout), ".")
+	require.Len(t, parts, 3, "a JWT")
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	require.NoError(t, err)
+	var claims struct {
+		Exp int64 `json:"exp"`
+	}
+	require.NoError(t, json.Unmarshal(payload, &claims))
+	t.Logf("grant ends %s; the token asked for 24h ends %s", ends.Format(time.RFC3339),
+		time.Unix(claims.Exp, 0).UTC().Format(time.RFC3339))
+	assert.LessOrEqual(t, claims.Exp, ends.Unix()+1, "the token ends by the grant's end")
+	assert.Greater(t, claims.Exp, time.Now().Add(20*time.Minute).Unix(), "clamped, not refused")
+
+	// sudo report: every request under the grant, from kube-apiserver's
+	// audit log, and what it left that may outlive it.
+	for _, argv := range [][]string{{"create", "secret", "generic", "keep", "--from-literal=k=v"},
+		{"create", "cronjob", "nightly", "--image=registry.k8s.io/pause:3.10", "--schedule=@daily"}} {
+		c := sudo(alice, append([]string{"--", st.kubectl}, argv...)...)
+		require.Equal(t, 0, c.code, c.stderr)
+	}
+	var rep struct {
+		Requests   []map[string]any
+		MayOutlive []struct {
+			Request struct{ Resource, Subresource, Name, Created string }
+			Risk    struct{ Kind string }
+		}
+	}
+	var outlive []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+		rp := sudo(alice, "report", name, "--from-audit", api.auditLog, "-o", "json")
+		require.Equal(t, 0, rp.code, rp.stderr)
+		require.NoError(t, json.Unmarshal([]byte(rp.stdout), &rep))
+		outlive = nil
+		for _, m := range rep.MayOutlive {
+			outlive = append(outlive, strings.TrimSuffix(m.Request.Resource+"/"+m.Request.Subresource, "/")+" "+
+				m.Request.Name+m.Request.Created+" "+m.Risk.Kind)
+		}
+		if len(outlive) >= 3 || time.Now().After(deadline) {
+			break
+		}
+	}
+	t.Logf("sudo report: %d requests under %s; may outlive it: %v", len(rep.Requests), name, outlive)
+	assert.Contains(t, outlive, "secrets keep credentials")
+	assert.Contains(t, outlive, "cronjobs nightly workload")
+	assert.Contains(t, outlive, "serviceaccounts/token ci credentials")
+
+	// A one-minute grant, for expiry, while the first one is revoked.
+	short := request("1m", "INC-8 expiry")
+	require.Equal(t, 0, sudo(bob, "approve", short).code)
+	watchUnder := func(i int, grant string) <-chan time.Time {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		t.Cleanup(cancel)
+		cmd := exec.CommandContext(ctx, st.kubectl, "--kubeconfig="+alice.kubeconfig, "--server="+replica[i],
+			"--as="+aliceName, "--as-user-extra="+sudoGrantExtra+"="+ns+"/"+grant,
+			"get", "configmaps", "-n", ns, "-w", "-o", "name")
+		cmd.Env = alice.env
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		sc := bufio.NewScanner(out)
+		require.True(t, sc.Scan(), "the watch lists first")
+		closed := make(chan time.Time, 1)
+		go func() {
+			for sc.Scan() {
+			}
+			_ = cmd.Wait()
+			closed <- time.Now()
+		}()
+		return closed
+	}
+	shortWatch := watchUnder(1, short)
+	revokedWatch := watchUnder(0, name)
+	rv := sudo(bob, "revoke", name)
+	require.Equal(t, 0, rv.code, rv.stderr)
+	revoked := time.Now()
+	for i := range 2 {
+		var after result
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if after = deleteWeb(i, name, ns); after.code != 0 || time.Now().After(deadline) {
+				break
+			}
+		}
+		assert.Contains(t, after.stderr, "grant "+ns+"/"+name+" revoked by "+bobName, "replica %d", i+1)
+		assert.Less(t, time.Since(revoked), 2*time.Second, "refused within 2 s of the revocation (replica %d)", i+1)
+	}
+	select {
+	case at := <-revokedWatch:
+		t.Logf("the watch under the revoked grant closed %s after the revocation", at.Sub(revoked).Round(time.Millisecond))
+		assert.Less(t, at.Sub(revoked), 2*time.Second)
+	case <-time.After(10 * time.Second):
+		t.Error("the watch outlived the revocation")
+	}
+
+	s = sudo(alice, "status", "-o", "json")
+	require.Equal(t, 0, s.code, s.stderr)
+	grants = nil
+	require.NoError(t, json.Unmarshal([]byte(s.stdout), &grants))
+	var shortEnds time.Time
+	for _, g := range grants {
+		if g.Name == short {
+			shortEnds = g.Ends
+		}
+	}
+	require.False(t, shortEnds.IsZero(), s.stdout)
+	select {
+	case at := <-shortWatch:
+		t.Logf("the watch under the one-minute grant closed %s after its end", at.Sub(shortEnds).Round(time.Millisecond))
+		assert.Less(t, at.Sub(shortEnds), time.Second+500*time.Millisecond, "closed by its end + 1 s")
+		assert.Greater(t, at.Sub(shortEnds), -time.Second, "not before its end")
+	case <-time.After(time.Until(shortEnds) + 10*time.Second):
+		t.Error("the watch outlived its grant")
+	}
+	time.Sleep(time.Until(shortEnds))
+	for i := range 2 {
+		late := deleteWeb(i, short, ns)
+		assert.NotEqual(t, 0, late.code)
+		assert.Contains(t, late.stderr, "grant "+ns+"/"+short+" expired at "+shortEnds.UTC().Format(time.RFC3339),
+			"replica %d", i+1)
+	}
+}
