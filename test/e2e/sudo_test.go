@@ -156,7 +156,7 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: sudo-alice}]
 	for _, tt := range []struct{ user, status, want string }{
 		{"sudo-alice", `{"approvedBy":"sudo-alice"}`, "you cannot approve your own request"},
 		{"sudo-carol", `{"approvedBy":"sudo-carol"}`,
-			"sudo-carol may not approve inc-123: approving needs the verb approve on sudorequests in sudo-payments"},
+			"sudo-carol may not approve inc-123: deciding needs the verb approve on sudorequests in sudo-payments"},
 		{"sudo-bob", `{"approvedBy":"sudo-alice"}`, "status.approvedBy must be sudo-bob"},
 	} {
 		p := patchStatus(tt.user, "sudorequest", "inc-123", tt.status)
@@ -273,7 +273,8 @@ func installSudo(t *testing.T, admin string, env []string) {
 // message; erin sees it pending and approves; dave's own approval is
 // refused; dave's status shows the grant active, ending 30 minutes after
 // its server-set start; a second approval is refused; erin revokes it and
-// dave's status says so.
+// dave's status says so. erin denies a request, which then cannot be
+// approved or denied again; dave withdraws another (deny, his own).
 func TestSudoCommands(t *testing.T) {
 	admin, env := sudoCluster(t)
 	kubectlApply(t, admin, `apiVersion: v1
@@ -371,4 +372,30 @@ subjects:
 	require.NoError(t, json.Unmarshal([]byte(s.stdout), &grants))
 	require.Len(t, grants, 1, s.stdout)
 	assert.Equal(t, []any{false, "revoked by sudo-erin"}, []any{grants[0].Active, grants[0].Why})
+
+	// deny: an approver's denial is final; the requester may withdraw
+	// their own request the same way.
+	ask := func() string {
+		r := sudo("sudo-dave", "request", "--role", "view", "--for", "10m", "--reason", "look")
+		require.Equal(t, 0, r.code, r.stderr)
+		m := regexp.MustCompile(`^sudorequest/(sudo-[a-z0-9]+) created`).FindStringSubmatch(r.stdout)
+		require.NotNil(t, m, r.stdout)
+		return m[1]
+	}
+	denied := ask()
+	d := sudo("sudo-erin", "deny", denied)
+	require.Equal(t, 0, d.code, d.stderr)
+	assert.Equal(t, "sudorequest/"+denied+" denied in sudo-cmds\n", d.stdout)
+	late := sudo("sudo-erin", "approve", denied)
+	assert.NotEqual(t, 0, late.code)
+	assert.Contains(t, late.stderr, denied+" in sudo-cmds was denied by sudo-erin")
+	again = sudo("sudo-erin", "deny", denied)
+	assert.NotEqual(t, 0, again.code)
+	assert.Contains(t, again.stderr, denied+" was already denied by sudo-erin", "the cluster's message")
+	withdrawn := ask()
+	w := sudo("sudo-dave", "deny", withdrawn)
+	require.Equal(t, 0, w.code, w.stderr)
+	none = sudo("sudo-erin", "list")
+	require.Equal(t, 0, none.code, none.stderr)
+	assert.Contains(t, none.stderr, "No requests awaiting approval.", "denied and withdrawn requests are not pending")
 }

@@ -9,7 +9,8 @@
 //   - Check says whether a grant counts: its request exists, was approved
 //     by its approver, and the grant copies it; not revoked, not ended (its
 //     creationTimestamp, the server's clock, plus its duration).
-//   - Revoke signs the grant's status; Grants, Requests and Pending list.
+//   - Deny signs a request's denial; Revoke signs the grant's status;
+//     Grants, Requests and Pending list.
 package elevation
 
 import (
@@ -52,9 +53,11 @@ type RequestSpec struct {
 	Ticket          string `json:"ticket,omitempty"`
 }
 
-// RequestStatus is the approval, signed by the approver.
+// RequestStatus is the decision, signed by who decided: an approval, or
+// a denial (by an approver, or the requester withdrawing it).
 type RequestStatus struct {
 	ApprovedBy string `json:"approvedBy,omitempty"`
+	DeniedBy   string `json:"deniedBy,omitempty"`
 }
 
 // Request is a SudoRequest.
@@ -71,6 +74,14 @@ func (r Request) ApprovedBy() string {
 		return ""
 	}
 	return r.Status.ApprovedBy
+}
+
+// DeniedBy is who denied r, "" when no one has.
+func (r Request) DeniedBy() string {
+	if r.Status == nil {
+		return ""
+	}
+	return r.Status.DeniedBy
 }
 
 // GrantSpec is an approval: the request's fields and the approver.
@@ -164,6 +175,9 @@ func Approve(ctx context.Context, c Client, ns, name string) (*Grant, error) {
 	if err != nil {
 		return nil, fmt.Errorf("asking who you are: %w", err)
 	}
+	if r.DeniedBy() != "" {
+		return nil, fmt.Errorf("%s in %s was denied by %s", name, ns, r.DeniedBy())
+	}
 	switch r.ApprovedBy() {
 	case "":
 		r.Status = &RequestStatus{ApprovedBy: me.Username}
@@ -184,6 +198,24 @@ func Approve(ctx context.Context, c Client, ns, name string) (*Grant, error) {
 		return nil, fmt.Errorf("starting the grant of %s in %s: %w", name, ns, err)
 	}
 	return &out, nil
+}
+
+// Deny signs the denial of the request name in ns on its status: it will
+// not be approved (its requester may deny it: a withdrawal).
+func Deny(ctx context.Context, c Client, ns, name string) error {
+	var r Request
+	if err := c.Get(ctx, path(ns, "sudorequests", name), &r); err != nil {
+		return fmt.Errorf("reading the request %s in %s: %w", name, ns, err)
+	}
+	me, _, err := c.WhoAmI(ctx)
+	if err != nil {
+		return fmt.Errorf("asking who you are: %w", err)
+	}
+	r.Status = &RequestStatus{DeniedBy: me.Username}
+	if err := c.Put(ctx, path(ns, "sudorequests", name)+"/status", r, &r); err != nil {
+		return fmt.Errorf("denying %s in %s: %w", name, ns, err)
+	}
+	return nil
 }
 
 // Check says whether g counts at now, given its request r (nil when there
@@ -252,11 +284,11 @@ func list[T any](ctx context.Context, c Client, ns, plural string) ([]T, error) 
 	return l.Items, nil
 }
 
-// Pending are the requests no one approved, oldest first.
+// Pending are the requests no one approved or denied, oldest first.
 func Pending(reqs []Request) []Request {
 	var out []Request
 	for _, r := range reqs {
-		if r.ApprovedBy() == "" {
+		if r.ApprovedBy() == "" && r.DeniedBy() == "" {
 			out = append(out, r)
 		}
 	}

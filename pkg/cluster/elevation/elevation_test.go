@@ -105,6 +105,25 @@ func TestApprove(t *testing.T) {
 	}
 }
 
+// Deny signs the request's status with the caller; a denied request is
+// not pending and not approved.
+func TestDeny(t *testing.T) {
+	f := &fakeAPI{user: "bob", objects: map[string][]byte{}}
+	f.objects[reqPath], _ = json.Marshal(held(""))
+	require.NoError(t, Deny(context.Background(), f, "payments", "sudo-x"))
+	assert.Equal(t, []string{"PUT " + reqPath + "/status"}, f.sent)
+	var r Request
+	require.NoError(t, json.Unmarshal(f.objects[reqPath+"/status"], &r))
+	assert.Equal(t, "bob", r.DeniedBy())
+	assert.Empty(t, Pending([]Request{r, held("carol")}), "neither the denied nor the approved")
+	assert.Len(t, Pending([]Request{r, held("")}), 1)
+	f.objects[reqPath] = f.objects[reqPath+"/status"]
+	f.sent = nil
+	_, err := Approve(context.Background(), f, "payments", "sudo-x")
+	assert.EqualError(t, err, "sudo-x in payments was denied by bob")
+	assert.Empty(t, f.sent)
+}
+
 // Revoke signs the grant's status with the caller.
 func TestRevoke(t *testing.T) {
 	f := &fakeAPI{user: "bob", objects: map[string][]byte{}}

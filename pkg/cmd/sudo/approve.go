@@ -58,6 +58,35 @@ func (o *ApproveOptions) Run(ctx context.Context) error {
 	return nil
 }
 
+// DenyOptions is sudo deny.
+type DenyOptions struct{ named }
+
+func newCmdDeny(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &DenyOptions{named{base: base{IOStreams: streams}}}
+	cmd := &cobra.Command{
+		Use:   "deny REQUEST",
+		Short: "Deny a request (or withdraw your own): it will not be approved",
+		Long: `deny signs a denial on the request's status: it can no longer be approved. An
+approver (the verb approve on the request) denies; the requester may deny their
+own request to withdraw it. The cluster's admission refuses a request already
+approved or denied.`,
+		Example: `  kubectl impersonate sudo deny sudo-x7k2p -n payments`,
+		Args:    cobra.ExactArgs(1),
+		RunE:    g.RunE(o),
+	}
+	o.bind(cmd, g)
+	return cmd
+}
+
+// Run signs the denial.
+func (o *DenyOptions) Run(ctx context.Context) error {
+	if err := elevation.Deny(ctx, o.client, o.namespace, o.name); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "sudorequest/%s denied in %s\n", logging.Printable(o.name), logging.Printable(o.namespace))
+	return nil
+}
+
 // RevokeOptions is sudo revoke.
 type RevokeOptions struct{ named }
 
@@ -77,7 +106,7 @@ request cannot be approved again.`,
 	return cmd
 }
 
-// Run deletes the grant.
+// Run signs the revocation.
 func (o *RevokeOptions) Run(ctx context.Context) error {
 	if err := elevation.Revoke(ctx, o.client, o.namespace, o.name); err != nil {
 		return err

@@ -1,7 +1,7 @@
 // Package sudo holds kubectl impersonate sudo: time-boxed, approved
 // elevation's commands over its state in the cluster (pkg/cluster/elevation).
 //
-//   - request, approve, revoke: make and end grants, as the cluster's
+//   - request, approve, deny, revoke: make, refuse and end grants, as the cluster's
 //     admission allows (deploy/sudo/admission.yaml).
 //
 //   - status: your grants and their time left; list: requests awaiting
@@ -64,7 +64,8 @@ choose), as sudo shell runs your shell.`,
 		},
 	}
 	o.bindRun(cmd, g)
-	cmd.AddCommand(newCmdRequest(g, streams), newCmdApprove(g, streams), newCmdRevoke(g, streams),
+	cmd.AddCommand(newCmdRequest(g, streams), newCmdApprove(g, streams), newCmdDeny(g, streams),
+		newCmdRevoke(g, streams),
 		newCmdStatus(g, streams), newCmdList(g, streams), newCmdShell(g, streams), newCmdReport(g, streams))
 	return cmd
 }
