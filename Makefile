@@ -82,8 +82,9 @@ demo-check: ## Run the demo non-interactively (headless Chromium answers the log
 e2e: snapshot-host ## End-to-end tests on real kube-apiserver, etcd, Dex, kubectl, keyring, Chromium, and the proxy's image in podman
 	KI_IMAGE_DIST=$(CURDIR)/dist-host test/e2e/run.sh
 
-bench: ## Benchmark the cached get-token (disk and keyring) against a Go hello world; writes the tables into docs/performance.md
+bench: ## Benchmark the cached get-token (disk and keyring) against a Go hello world, and the proxy with 1,000 sudo grants; writes the tables into docs/performance.md and docs/elevation.md
 	hack/bench.sh
+	hack/bench-sudo.sh
 
 soak: ## The proxy's soak (not in make test): 2 replicas, 200 requests/s, token re-issue, key rotation, a restart, for SOAK_DURATION (default 10m); writes its report into docs/proxy.md
 	hack/soak.sh

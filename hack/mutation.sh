@@ -40,6 +40,7 @@ targets=(
   "pkg/idp/oauth oauth.go assertion.go retry.go"
   "pkg/token/tokencache disk.go entry.go key.go keyring.go store.go cooldown.go lock.go"
   "pkg/cluster/elevation elevation.go"
+  "pkg/server/sudo sudo.go store.go tokenrequest.go"
 )
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

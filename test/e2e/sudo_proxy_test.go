@@ -8,7 +8,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -111,7 +113,12 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-proxy}]
 	replica[0], _ = startProxyAt(t, "sudo-1", api.url, proxyToken, "/readyz", oidc...)
 	replica[1], _ = startProxyAt(t, "sudo-2", api.url, proxyToken, "/readyz", oidc...)
 	alice := newPerson(t, "alice", &apiserver{mode: "proxy", url: replica[0]})
-	bob := newPerson(t, "bob", &apiserver{mode: "proxy", url: replica[1]})
+	// The keyring is shared by the tests: bob's tokens are kept apart from
+	// alice's by one more scope (the cache's key holds the scopes).
+	bob := newPerson(t, "bob", &apiserver{mode: "proxy", url: replica[1]}, "--oidc-extra-scope=profile")
+	// Each logs in once (the browser, through kubectl in a terminal).
+	require.Equal(t, aliceName, alice.whoami().Status.UserInfo.Username)
+	require.Equal(t, bobName, bob.whoami().Status.UserInfo.Username)
 	sudo := func(p *person, args ...string) result {
 		if args[0] == "--" { // the namespace before the command
 			return p.plugin(nil, append([]string{"sudo", "-n", ns}, args...)...)
@@ -231,6 +238,15 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-proxy}]
 		c := sudo(alice, append([]string{"--", st.kubectl}, argv...)...)
 		require.Equal(t, 0, c.code, c.stderr)
 	}
+	// A service-account-token Secret would outlive the grant: refused by
+	// the cluster's admission (sudo-persistence).
+	forever := sudo(alice, "--", st.kubectl, "create", "-f", writeTemp(t, `apiVersion: v1
+kind: Secret
+metadata: {name: forever, annotations: {kubernetes.io/service-account.name: ci}}
+type: kubernetes.io/service-account-token
+`))
+	assert.NotEqual(t, 0, forever.code)
+	assert.Contains(t, forever.stderr, "a service-account-token Secret made under a sudo grant would outlive it")
 	var rep struct {
 		Requests   []map[string]any
 		MayOutlive []struct {
@@ -330,4 +346,12 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-proxy}]
 		assert.Contains(t, late.stderr, "grant "+ns+"/"+short+" expired at "+shortEnds.UTC().Format(time.RFC3339),
 			"replica %d", i+1)
 	}
+}
+
+// writeTemp writes content to a file of the test's and returns its path.
+func writeTemp(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "manifest.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+	return p
 }

@@ -228,6 +228,9 @@ func Check(g Grant, r *Request, now time.Time) (bool, string) {
 		return false, "it does not copy its request " + r.Name + " (requester, role, duration, reason, ticket, UID)"
 	case r.ApprovedBy() != g.Spec.Approver:
 		return false, "its request was not approved by " + g.Spec.Approver
+	case g.DeletionTimestamp != nil || r.DeletionTimestamp != nil:
+		// A finalizer can keep a deleted object readable: deleted is gone.
+		return false, "it or its request is being deleted"
 	case g.RevokedBy() != "":
 		return false, "revoked by " + g.RevokedBy()
 	case !now.Before(g.Ends()):

@@ -167,6 +167,14 @@ func TestCheck(t *testing.T) {
 		{"approved by someone else", func(_ *Grant, r *Request) *Request { r.Status.ApprovedBy = "carol"; return r }, during, "not approved by bob"},
 		{"revoked", func(g *Grant, r *Request) *Request { g.Status = &GrantStatus{RevokedBy: "erin"}; return r }, during, "revoked by erin"},
 		{"at its end", func(_ *Grant, r *Request) *Request { return r }, start.Add(30 * time.Minute), "expired at 2026-11-29T12:30:00Z"},
+		{"deleted, kept by a finalizer", func(g *Grant, r *Request) *Request {
+			g.DeletionTimestamp = &metav1.Time{Time: start}
+			return r
+		}, during, "being deleted"},
+		{"its request deleted, kept by a finalizer", func(_ *Grant, r *Request) *Request {
+			r.DeletionTimestamp = &metav1.Time{Time: start}
+			return r
+		}, during, "being deleted"},
 	} {
 		g, req := good, held("bob")
 		got, why := Check(g, tt.change(&g, &req), tt.at)

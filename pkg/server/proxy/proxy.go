@@ -471,7 +471,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, l *requestLog) {
 		for name := range r.Header {
 			if n := attributes.NormalHeader(name); strings.HasPrefix(n, "impersonate-") {
 				msg := "impersonation headers are not accepted through the impersonating proxy"
-				if k, _ := url.PathUnescape(strings.TrimPrefix(n, "impersonate-extra-")); k == sudo.GrantExtra {
+				if asksForGrant(r.Header) {
 					msg = "this impersonating proxy does not serve sudo grants (kubectl-impersonate proxy --sudo)"
 				}
 				h.refuse(w, l, http.StatusForbidden, "request", "caller sent "+name, msg)
@@ -546,6 +546,18 @@ func (h *Handler) serveAsked(
 	h.impersonate(w, r, l, u)
 }
 
+// asksForGrant tells whether h carries the extra that asks for a sudo
+// grant, in any spelling.
+func asksForGrant(h http.Header) bool {
+	for name := range h {
+		k, _ := url.PathUnescape(strings.TrimPrefix(attributes.NormalHeader(name), "impersonate-extra-"))
+		if strings.EqualFold(k, sudo.GrantExtra) {
+			return true
+		}
+	}
+	return false
+}
+
 // forwardable refuses what the proxy must not forward as an identity
 // (identity.Forwardable), and what only an elevation carries
 // (sudo.Reserved): a token's sudo: group would be given the role its
@@ -617,6 +629,14 @@ func (h *Handler) serveImpersonated(w http.ResponseWriter, r *http.Request) {
 // caller alone while the grant counts; in another namespace, refused. A
 // view of grants that is not current is 503, never a stale allow.
 func (h *Handler) elevate(w http.ResponseWriter, r *http.Request, l *requestLog, caller user.Info, ns, name string) {
+	if p := r.URL.EscapedPath(); strings.Contains(p, "//") || strings.Contains(p, ";") {
+		// A gateway before kube-apiserver may merge slashes or drop path
+		// parameters, and turn what the proxy read as another request
+		// into a TokenRequest the clamp did not see.
+		h.refuse(w, l, http.StatusBadRequest, "sudo", "empty segment or ; in an elevated path",
+			"an elevated request's path may not contain empty segments (//) or ;")
+		return
+	}
 	ri, err := attributes.Resolver.NewRequestInfo(r)
 	if err != nil {
 		h.refuse(w, l, http.StatusBadRequest, "request", "request info: "+err.Error(), "the request could not be read")
@@ -661,11 +681,12 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, l *requestLog,
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, e.Ends)
 		defer cancel()
+		done := ctx.Done()
 		go func() {
 			select {
 			case <-e.Revoked:
 				cancel()
-			case <-ctx.Done():
+			case <-done:
 			}
 		}()
 		// A watch cut by the grant's end makes ReverseProxy abort the

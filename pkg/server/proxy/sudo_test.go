@@ -97,6 +97,12 @@ func TestProxySudo(t *testing.T) {
 			map[string]string{"Impersonate-User": "alice@example.com",
 				"Impersonate-Extra-" + url.PathEscape(sudo.ReasonExtra): "approved"}, false, 403,
 			"impersonation headers are not accepted", false},
+		{"an empty segment (a gateway would merge it)", alice,
+			"/api/v1/namespaces/payments/serviceaccounts/ci//token", sudoHeaders("alice@example.com", grant), false,
+			400, "may not contain empty segments", false},
+		{"a path parameter (a gateway would drop it)", alice,
+			"/api/v1/namespaces/payments/serviceaccounts/ci/token;x", sudoHeaders("alice@example.com", grant), false,
+			400, "may not contain empty segments (//) or ;", false},
 		{"a proxy without --sudo", alice, "/api/v1/namespaces/payments/pods",
 			sudoHeaders("alice@example.com", grant), true, 403, "does not serve sudo grants", false},
 	} {
@@ -168,16 +174,33 @@ func TestProxySudo(t *testing.T) {
 	assert.Empty(t, p.upstream.take()[0].Header.Values("Impersonate-Group")[1:], "plain: dev alone")
 }
 
-// TestProxySudoEndsStreams: a watch opened under a grant is closed at the
-// grant's end, and at its revocation, within a second.
+// TestProxySudoEndsStreams: a watch and an upgraded stream (exec,
+// attach, port-forward) opened under a grant are closed at the grant's
+// end, and at its revocation, within a second.
 func TestProxySudoEndsStreams(t *testing.T) {
-	for _, c := range []string{"expiry", "revocation"} {
-		t.Run(c, func(t *testing.T) {
+	for _, c := range []struct{ name, how string }{
+		{"watch at expiry", "expiry"}, {"watch at revocation", "revocation"},
+		{"upgrade at expiry", "expiry"}, {"upgrade at revocation", "revocation"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			upgrade := strings.HasPrefix(c.name, "upgrade")
 			is, a := issuerAndAuthn(t, structuredConfig)
 			tok, err := is.Mint(is.Claims("sub-1", "kube", time.Hour, aliceClaims), testissuer.Valid)
 			require.NoError(t, err)
 			done := make(chan struct{})
 			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if upgrade {
+					conn, rw, err := http.NewResponseController(w).Hijack()
+					if err != nil {
+						return
+					}
+					defer conn.Close()
+					_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n" +
+						"Upgrade: SPDY/3.1\r\n\r\nevent-1\n")
+					_ = rw.Flush()
+					<-done // a shell that never ends by itself
+					return
+				}
 				_, _ = io.WriteString(w, "event-1\n")
 				w.(http.Flusher).Flush()
 				select { // a watch that never ends by itself
@@ -191,27 +214,37 @@ func TestProxySudoEndsStreams(t *testing.T) {
 			store := sudo.NewStore()
 			// Ends in 1.5 s for expiry; in 30 minutes for revocation.
 			g, r := sudoPair(time.Now().Add(-58500*time.Millisecond), time.Minute)
-			if c == "revocation" {
+			if c.how == "revocation" {
 				g, r = sudoPair(time.Now(), 30*time.Minute)
 			}
 			store.Load([]elevation.Grant{g}, []elevation.Request{r})
 			p := httptest.NewServer(&Handler{Upstream: u, Sudo: store, Authenticator: a,
-				Transport: upstream.HeaderTimeout(http.DefaultTransport, 2*time.Second)})
+				Transport:        upstream.HeaderTimeout(http.DefaultTransport, 2*time.Second),
+				UpgradeTransport: upstream.HeaderTimeout(http.DefaultTransport, 2*time.Second)})
 			defer p.Close()
-			req, _ := http.NewRequest("GET", p.URL+"/api/v1/namespaces/payments/pods?watch=true", nil)
+			path := "/api/v1/namespaces/payments/pods?watch=true"
+			if upgrade {
+				path = "/api/v1/namespaces/payments/pods/web/exec?command=sh&stdin=true&tty=true"
+			}
+			req, _ := http.NewRequest("GET", p.URL+path, nil)
 			req.Header.Set("Authorization", "Bearer "+tok)
+			if upgrade {
+				req.Header.Set("Connection", "Upgrade")
+				req.Header.Set("Upgrade", "SPDY/3.1")
+			}
 			for k, v := range sudoHeaders("alice@example.com", "payments/sudo-x") {
 				req.Header.Set(k, v)
 			}
 			resp, err := http.DefaultClient.Do(req)
 			require.NoError(t, err)
 			defer resp.Body.Close()
-			require.Equal(t, 200, resp.StatusCode)
+			want := map[bool]int{false: 200, true: 101}[upgrade]
+			require.Equal(t, want, resp.StatusCode)
 			br := bufio.NewReader(resp.Body)
 			first, _ := br.ReadString('\n')
 			require.Equal(t, "event-1\n", first)
 			end := g.Ends()
-			if c == "revocation" {
+			if c.how == "revocation" {
 				time.Sleep(300 * time.Millisecond)
 				revoked := g
 				revoked.Status = &elevation.GrantStatus{RevokedBy: "bob@example.com"}
@@ -225,7 +258,7 @@ func TestProxySudoEndsStreams(t *testing.T) {
 				assert.WithinDuration(t, end, at, time.Second, "closed within a second of the grant's end")
 				assert.False(t, at.Before(end.Add(-50*time.Millisecond)), "not before")
 			case <-time.After(10 * time.Second):
-				t.Fatal("the watch outlived its grant")
+				t.Fatal("the stream outlived its grant")
 			}
 		})
 	}

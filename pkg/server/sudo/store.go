@@ -41,6 +41,9 @@ const DefaultGrace = time.Second
 type feed struct {
 	synced bool
 	open   bool
+	// gen counts the watches opened: a report of an older one's end is
+	// ignored.
+	gen uint64
 	// closedAt is when it last closed (zero while open).
 	closedAt time.Time
 	// err is why it last closed, for the operator.
@@ -187,7 +190,9 @@ func (s *Store) setRequest(k string, r *elevation.Request) {
 // list), rechecking each grant streams were opened under.
 func (s *Store) replaceGrants(gs map[string]elevation.Grant) { s.replace(func() { s.grants = gs }) }
 
-func (s *Store) replaceRequests(rs map[string]elevation.Request) { s.replace(func() { s.requests = rs }) }
+func (s *Store) replaceRequests(rs map[string]elevation.Request) {
+	s.replace(func() { s.requests = rs })
+}
 
 func (s *Store) replace(set func()) {
 	s.mu.Lock()
@@ -219,23 +224,79 @@ func (s *Store) recheck(k string) {
 	}
 }
 
-// setFeed records a watch's state.
-func (s *Store) setFeed(i int, synced, open bool, err string) {
+// listing marks feed i as listing (a list, or a watch that sends its
+// initial events): not synced until its Replace, since what it replaces
+// may hide a revocation the closed watch missed.
+func (s *Store) listing(i int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.feeds[i].synced = false
+}
+
+// synced marks feed i's list done (Replace).
+func (s *Store) synced(i int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.feeds[i].synced = true
+}
+
+// opened marks a watch of feed i open, and returns its generation.
+func (s *Store) opened(i int) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := &s.feeds[i]
-	f.synced = f.synced || synced
-	if f.open && !open {
-		f.closedAt = s.now()
+	f.gen++
+	f.open, f.closedAt, f.err = true, time.Time{}, ""
+	return f.gen
+}
+
+// closed marks the watch gen of feed i closed, unless a newer one opened
+// since (a late report of an older watch); err says why, "" for a watch
+// that ended as watches do.
+func (s *Store) closed(i int, gen uint64, err string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := &s.feeds[i]
+	if gen != f.gen {
+		return
 	}
-	if !f.open && open {
-		f.closedAt = time.Time{}
+	if f.open {
+		f.open, f.closedAt = false, s.now()
 	}
-	f.open = open
-	if err != "" || open {
+	if err != "" {
 		f.err = err
 	}
 }
+
+// failed records why feed i could not list or watch: it stays closed.
+func (s *Store) failed(i int, err string) {
+	s.mu.Lock()
+	f := &s.feeds[i]
+	gen := f.gen
+	s.mu.Unlock()
+	s.closed(i, gen, err)
+}
+
+// Sweep ends the streams of grants that no longer count: all of them
+// while the view is not current (a revocation may be unseen), and those
+// past their end (their streams ended by their own deadline). Watch runs
+// it every SweepInterval.
+func (s *Store) Sweep() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stale := s.current(s.now()) != ""
+	for k, ch := range s.revoked {
+		if stale {
+			close(ch)
+			delete(s.revoked, k)
+			continue
+		}
+		s.recheck(k)
+	}
+}
+
+// SweepInterval is how often Watch runs Sweep.
+const SweepInterval = 250 * time.Millisecond
 
 // Load sets the whole view at once, current as if both watches had listed
 // and stayed open: for a proxy fed otherwise, benchmarks and tests.
@@ -250,13 +311,14 @@ func (s *Store) Load(grants []elevation.Grant, requests []elevation.Request) {
 	s.replaceGrants(gs)
 	s.replaceRequests(rs)
 	for i := range s.feeds {
-		s.setFeed(i, true, true, "")
+		s.synced(i)
+		s.opened(i)
 	}
 }
 
 // Close marks both watches closed now (a test's outage).
 func (s *Store) Close(why string) {
 	for i := range s.feeds {
-		s.setFeed(i, false, false, why)
+		s.failed(i, why)
 	}
 }

@@ -187,27 +187,78 @@ func TestElevate(t *testing.T) {
 }
 
 // TestCurrent: the view is current once both watches listed and while
-// they are open, or closed for less than Grace; never before a list.
+// they are open, or closed for less than Grace; never before a list, and
+// not during a relist (a list, or a watch sending its initial events,
+// replaces what the closed watch may have missed: a revocation); a late
+// report of an older watch's end does not close the newer one.
 func TestCurrent(t *testing.T) {
 	now := start
 	s := NewStore()
 	s.Now = func() time.Time { return now }
 	require.ErrorIs(t, s.Current(), ErrNotCurrent, "nothing listed")
-	s.setFeed(grantFeed, true, true, "")
+	s.synced(grantFeed)
+	g := s.opened(grantFeed)
 	require.ErrorIs(t, s.Current(), ErrNotCurrent, "requests not listed")
-	s.setFeed(requestFeed, true, false, "")
-	require.ErrorIs(t, s.Current(), ErrNotCurrent, "listed, but no watch opened yet")
-	s.setFeed(requestFeed, false, true, "")
+	s.synced(requestFeed)
+	require.ErrorIs(t, s.Current(), ErrNotCurrent, "listed, but no watch of requests opened yet")
+	r := s.opened(requestFeed)
 	require.NoError(t, s.Current())
-	s.setFeed(grantFeed, false, false, "") // a watch ends, as every few minutes
+	s.closed(grantFeed, g, "") // a watch ends, as every few minutes
 	now = now.Add(DefaultGrace - time.Millisecond)
 	require.NoError(t, s.Current(), "within the grace")
 	now = now.Add(time.Millisecond)
 	err := s.Current()
 	require.ErrorIs(t, err, ErrNotCurrent)
 	assert.Contains(t, err.Error(), "the watch of sudogrants closed")
-	s.setFeed(grantFeed, false, true, "")
+	g2 := s.opened(grantFeed)
 	require.NoError(t, s.Current(), "reopened")
+	s.closed(grantFeed, g, "late") // the older watch's report, after the new one opened
+	require.NoError(t, s.Current(), "a late report of an older watch is ignored")
+
+	// A relist after a 410 (events lost): not current until its Replace,
+	// though a watch (sending its initial events) is open.
+	s.closed(requestFeed, r, "too old resource version")
+	s.listing(requestFeed)
+	s.opened(requestFeed)
+	err = s.Current()
+	require.ErrorIs(t, err, ErrNotCurrent)
+	assert.Contains(t, err.Error(), "sudorequests has not listed yet")
+	s.synced(requestFeed)
+	require.NoError(t, s.Current())
+	s.failed(grantFeed, "connection refused")
+	now = now.Add(DefaultGrace)
+	assert.ErrorContains(t, s.Current(), "connection refused")
+	_ = g2
+}
+
+// TestSweep: while the view is not current every open stream is ended (a
+// revocation may be unseen); a grant past its end ends its own.
+func TestSweep(t *testing.T) {
+	g, r := pair()
+	now := start.Add(time.Minute)
+	s := NewStore()
+	s.Now = func() time.Time { return now }
+	s.Load([]elevation.Grant{g}, []elevation.Request{r})
+	e, err := s.Elevate(alice, "payments", "sudo-x")
+	require.NoError(t, err)
+	s.Sweep()
+	require.False(t, e.Over(now), "current, counting: kept")
+	now = g.Ends()
+	s.Sweep()
+	require.True(t, e.Over(now.Add(-time.Second)), "past its end: its channel closed")
+
+	s = NewStore()
+	now = start.Add(time.Minute)
+	s.Now = func() time.Time { return now }
+	s.Load([]elevation.Grant{g}, []elevation.Request{r})
+	e, err = s.Elevate(alice, "payments", "sudo-x")
+	require.NoError(t, err)
+	s.Close("connection reset")
+	s.Sweep()
+	require.False(t, e.Over(now), "within the grace: kept")
+	now = now.Add(DefaultGrace)
+	s.Sweep()
+	require.True(t, e.Over(start.Add(time.Minute)), "not current past the grace: ended")
 }
 
 // TestRevokedClosesStreams: a stream's channel closes when its grant is

@@ -28,20 +28,24 @@ func (s *Store) Watch(ctx context.Context, c dynamic.Interface, log func(string)
 		res := c.Resource(gvr)
 		lw := &cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				s.listing(i)
 				l, err := res.List(ctx, o)
 				if err != nil {
-					s.setFeed(i, false, false, logging.OneLine(err.Error(), 300))
+					s.failed(i, logging.OneLine(err.Error(), 300))
 				}
 				return l, err
 			},
 			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				if o.SendInitialEvents != nil && *o.SendInitialEvents {
+					s.listing(i) // a list by watch: synced at its Replace
+				}
 				w, err := res.Watch(ctx, o)
 				if err != nil {
-					s.setFeed(i, false, false, logging.OneLine(err.Error(), 300))
+					s.failed(i, logging.OneLine(err.Error(), 300))
 					return nil, err
 				}
-				s.setFeed(i, false, true, "")
-				return newFeedWatch(w, func() { s.setFeed(i, false, false, "") }), nil
+				gen := s.opened(i)
+				return newFeedWatch(w, func() { s.closed(i, gen, "") }), nil
 			},
 		}
 		r := cache.NewReflectorWithOptions(lw, &unstructured.Unstructured{}, &feedStore{s: s, i: i},
@@ -52,7 +56,7 @@ func (s *Store) Watch(ctx context.Context, c dynamic.Interface, log func(string)
 			for ctx.Err() == nil {
 				err := r.ListAndWatchWithContext(ctx)
 				if err != nil && ctx.Err() == nil {
-					s.setFeed(i, false, false, logging.OneLine(err.Error(), 300))
+					s.failed(i, logging.OneLine(err.Error(), 300))
 					if log != nil {
 						log(fmt.Sprintf("watching %s: %s", plural, logging.OneLine(err.Error(), 300)))
 					}
@@ -64,6 +68,18 @@ func (s *Store) Watch(ctx context.Context, c dynamic.Interface, log func(string)
 			}
 		})
 	}
+	wg.Go(func() {
+		t := time.NewTicker(SweepInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				s.Sweep()
+			}
+		}
+	})
 	wg.Wait()
 }
 
@@ -103,8 +119,10 @@ func newFeedWatch(w watch.Interface, closed func()) *feedWatch {
 	return f
 }
 
+// Stop reports the watch closed at once: the reflector may open the next
+// one before the forwarding goroutine ends (its report is then ignored).
 func (f *feedWatch) Stop() {
-	f.once.Do(func() { close(f.stop) })
+	f.once.Do(func() { close(f.stop); f.closed() })
 	f.w.Stop()
 }
 
@@ -181,16 +199,9 @@ func (f *feedStore) Replace(objs []any, _ string) error {
 	} else {
 		f.s.replaceRequests(requests)
 	}
-	f.s.setFeed(f.i, true, f.s.feedOpen(f.i), "")
+	f.s.synced(f.i)
 	return nil
 }
 
 // Resync: nothing to resync.
 func (f *feedStore) Resync() error { return nil }
-
-// feedOpen says whether watch i is open.
-func (s *Store) feedOpen(i int) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.feeds[i].open
-}
