@@ -45,6 +45,9 @@ func TestSudoThroughTheProxy(t *testing.T) {
 	api := st.api["legacy"]
 	const ns, elsewhere = "sudo-pay", "sudo-elsewhere"
 	const aliceName, bobName = "proxy:alice@example.com", "proxy:bob@example.com"
+	// The policy's role edit is bound to its group as a ClusterRole of the
+	// test's (the stack runs no controller manager, which fills the
+	// aggregated edit).
 	kubectlApply(t, admin, fmt.Sprintf(`apiVersion: v1
 kind: Namespace
 metadata: {name: %[1]s}
@@ -73,15 +76,23 @@ subjects:
   - {apiGroup: rbac.authorization.k8s.io, kind: User, name: %[4]q}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: e2e-sudo-edit}
+rules:
+  - {apiGroups: [""], resources: [configmaps, secrets], verbs: [get, list, watch, create, update, delete]}
+  - {apiGroups: [""], resources: [serviceaccounts/token], verbs: [create]}
+  - {apiGroups: [batch], resources: [cronjobs], verbs: [get, list, create]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata: {name: sudo-edit, namespace: %[1]s}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: e2e-sudo-edit}
 subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "sudo:%[1]s:edit"}]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata: {name: sudo-edit, namespace: %[2]s}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: e2e-sudo-edit}
 subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "sudo:%[1]s:edit"}]
 ---
 apiVersion: v1
