@@ -226,6 +226,15 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-proxy}]
 	require.NoError(t, json.Unmarshal([]byte(s.stdout), &grants))
 	require.Len(t, grants, 1, s.stdout)
 	ends := grants[0].Ends
+	// why: under the grant, allowed until its end, by whom; without it, no,
+	// and the grant alice holds.
+	under := sudo(alice, "--", st.ki, "why", "delete", "configmaps")
+	assert.Equal(t, 0, under.code, under.stderr)
+	assert.Contains(t, under.stdout, "Allowed until "+ends.UTC().Format(time.RFC3339)+" by sudo grant "+ns+"/"+name+
+		" (role edit) approved by "+bobName+".")
+	without := alice.plugin(nil, "why", "delete", "configmaps", "-n", ns)
+	assert.Equal(t, 1, without.code, without.stderr)
+	assert.Contains(t, without.stdout, "You hold sudo grant "+ns+"/"+name+" (role edit, approved by "+bobName+")")
 	tok := sudo(alice, "--", st.kubectl, "create", "token", "ci", "--duration=24h")
 	require.Equal(t, 0, tok.code, tok.stderr)
 	assert.Contains(t, tok.stderr, "runs under grant "+ns+"/"+name)

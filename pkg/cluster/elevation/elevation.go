@@ -36,6 +36,14 @@ const (
 // it upstream, where kube-apiserver's audit log keeps it.
 const GrantExtra = "kubectl-impersonate.io/sudo-grant"
 
+// GroupPrefix starts every elevation group: only the impersonating proxy
+// sets one, on a request under a grant.
+const GroupPrefix = "sudo:"
+
+// GroupOf is the group a request under a grant for role in ns carries: a
+// RoleBinding in ns gives it the role.
+func GroupOf(ns, role string) string { return GroupPrefix + ns + ":" + role }
+
 // Client is what elevation asks of the API server (kubeapi.Client's).
 type Client interface {
 	Get(ctx context.Context, path string, out any) error

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/elevation"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
@@ -32,6 +36,22 @@ type WhyResult struct {
 	// Impersonation is set for impersonate-on:<mode>:<verb>: the mode's
 	// identity check asked too, since the path needs both.
 	Impersonation *ImpersonationPath `json:"impersonation,omitempty"`
+	// Sudo are the identity's live sudo grants in the namespace asked
+	// about (read when the client may: deploy/sudo installed).
+	Sudo []SudoNote `json:"sudo,omitempty"`
+}
+
+// SudoNote is a live sudo grant of the identity's.
+type SudoNote struct {
+	// Grant is NAMESPACE/NAME.
+	Grant    string    `json:"grant"`
+	Role     string    `json:"role"`
+	Approver string    `json:"approver"`
+	Ends     time.Time `json:"ends"`
+	// Allows: the answer is yes for an identity that carries the grant's
+	// group, through a binding of it (or bindings it may not read):
+	// allowed until Ends.
+	Allows bool `json:"allows"`
 }
 
 // ImpersonationPath says whether a constrained impersonation path works:
@@ -116,7 +136,47 @@ func Why(ctx context.Context, c WhyClient, t rbaceval.Target, readNS string) (*W
 		res.Grants = rbaceval.ForIdentity(bindings.WhoCan(t), ui.Username, ui.Groups)
 		res.DecidedElsewhere = (len(res.Grants) > 0) != res.Allowed
 	}
+	if ec, ok := c.(elevation.Client); ok && t.Namespace != "" {
+		res.Sudo = sudoNotes(ctx, ec, t.Namespace, res, time.Now())
+	}
 	return res, nil
+}
+
+// sudoNotes are the identity's live grants in ns, and whether one allows
+// the answer: its group is the identity's and a binding of it grants. A
+// cluster without deploy/sudo, or an identity that may not read grants,
+// has none.
+func sudoNotes(ctx context.Context, c elevation.Client, ns string, res *WhyResult, now time.Time) []SudoNote {
+	grants, err := elevation.Grants(ctx, c, ns)
+	if err != nil {
+		return nil
+	}
+	reqs, err := elevation.Requests(ctx, c, ns)
+	if err != nil {
+		return nil
+	}
+	var out []SudoNote
+	for _, g := range grants {
+		if g.Spec.Requester != res.Username {
+			continue
+		}
+		if ok, _ := elevation.Check(g, elevation.RequestOf(g, reqs), now); !ok {
+			continue
+		}
+		group := elevation.GroupOf(ns, g.Spec.Role)
+		// Allowed, carrying the group, and a binding of the group grants
+		// it (or the bindings could not be read).
+		allows := res.Allowed && slices.Contains(res.Groups, group) && res.RBACNote != ""
+		for _, b := range res.Grants {
+			allows = allows || res.Allowed && slices.Contains(res.Groups, group) &&
+				slices.ContainsFunc(b.Subjects, func(s rbacv1.Subject) bool {
+					return s.Kind == rbacv1.GroupKind && s.Name == group
+				})
+		}
+		out = append(out, SudoNote{Grant: ns + "/" + g.Name, Role: g.Spec.Role, Approver: g.Spec.Approver,
+			Ends: g.Ends().UTC(), Allows: allows})
+	}
+	return out
 }
 
 // streaming asks the other verb of kubectl exec, attach or port-forward's

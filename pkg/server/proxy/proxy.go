@@ -625,8 +625,9 @@ func (h *Handler) serveImpersonated(w http.ResponseWriter, r *http.Request) {
 
 // elevate serves a request under the grant ns/name (pkg/server/sudo):
 // in ns, as the caller with the grant's group and extras, until the grant
-// ends; outside any namespace (discovery, cluster-scoped resources), as the
-// caller alone while the grant counts; in another namespace, refused. A
+// ends, and so the caller's questions about itself (selfReview); outside
+// any namespace (discovery, cluster-scoped resources), as the caller alone
+// while the grant counts; in another namespace, refused. A
 // view of grants that is not current is 503, never a stale allow.
 func (h *Handler) elevate(w http.ResponseWriter, r *http.Request, l *requestLog, caller user.Info, ns, name string) {
 	if p := r.URL.EscapedPath(); strings.Contains(p, "//") || strings.Contains(p, ";") {
@@ -658,7 +659,7 @@ func (h *Handler) elevate(w http.ResponseWriter, r *http.Request, l *requestLog,
 		msg := fmt.Sprintf("sudo grant %s/%s is for namespace %s, not %s", ns, name, ns, ri.Namespace)
 		h.refuse(w, l, http.StatusForbidden, "sudo", msg, msg)
 		return
-	case ri.Namespace == "":
+	case ri.Namespace == "" && !selfReview(ri):
 		h.forward(w, r, l, caller)
 		return
 	}
@@ -671,6 +672,21 @@ func (h *Handler) elevate(w http.ResponseWriter, r *http.Request, l *requestLog,
 	}
 	l.elevation, l.user = e, e.As
 	h.forward(w, r, l, e.As)
+}
+
+// selfReview tells whether ri asks the cluster about the caller itself
+// (kubectl auth whoami, auth can-i, can-i --list): under a grant, it asks
+// about the caller with the grant's group, and only learns.
+func selfReview(ri *apirequest.RequestInfo) bool {
+	if !ri.IsResourceRequest || ri.Verb != "create" || ri.Subresource != "" {
+		return false
+	}
+	switch ri.APIGroup + "/" + ri.Resource {
+	case "authorization.k8s.io/selfsubjectaccessreviews", "authorization.k8s.io/selfsubjectrulesreviews",
+		"authentication.k8s.io/selfsubjectreviews":
+		return true
+	}
+	return false
 }
 
 // forward sends the request upstream as u; under a grant, it (a stream

@@ -77,6 +77,9 @@ func TestProxySudo(t *testing.T) {
 			sudoHeaders("alice@example.com", grant), false, 200, "", false},
 		{"cluster-scoped under the grant goes as the caller", alice, "/api/v1/namespaces",
 			sudoHeaders("alice@example.com", grant), false, 200, "", false},
+		{"a question about oneself is asked with the grant", alice,
+			"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", sudoHeaders("alice@example.com", grant), false,
+			200, "", true},
 		{"another namespace", alice, "/api/v1/namespaces/checkout/pods",
 			sudoHeaders("alice@example.com", grant), false, 403, "sudo grant payments/sudo-x is for namespace payments, not checkout", false},
 		{"plain request: no elevation", alice, "/api/v1/namespaces/payments/pods", nil, false, 200, "", false},
@@ -111,7 +114,11 @@ func TestProxySudo(t *testing.T) {
 			if c.noSudo {
 				p.handler.Sudo = nil
 			}
-			req, _ := http.NewRequest(http.MethodGet, p.url+c.path, nil)
+			method := http.MethodGet
+			if strings.Contains(c.path, "selfsubject") {
+				method = http.MethodPost // a create
+			}
+			req, _ := http.NewRequest(method, p.url+c.path, strings.NewReader("{}"))
 			req.Header.Set("Authorization", "Bearer "+c.token)
 			for k, v := range c.headers {
 				req.Header.Set(k, v)

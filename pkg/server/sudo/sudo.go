@@ -36,13 +36,13 @@ const (
 	TicketExtra = "kubectl-impersonate.io/sudo-ticket"
 )
 
-// GroupPrefix starts every elevation group: no token or impersonation may
-// carry one.
-const GroupPrefix = "sudo:"
+// GroupPrefix starts every elevation group (elevation.GroupPrefix): no
+// token or impersonation may carry one.
+const GroupPrefix = elevation.GroupPrefix
 
-// Group is the group an elevated request in ns for role carries: a
-// RoleBinding in ns gives it the role.
-func Group(ns, role string) string { return GroupPrefix + ns + ":" + role }
+// Group is the group an elevated request in ns for role carries
+// (elevation.GroupOf).
+func Group(ns, role string) string { return elevation.GroupOf(ns, role) }
 
 // Reserved says why an identity carries what only the proxy may set (a
 // sudo: group or a sudo extra), "" when it does not.
