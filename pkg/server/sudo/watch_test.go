@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,6 +20,7 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/elevation"
 )
 
+// toU is o as the dynamic client serves it.
 func toU(t *testing.T, o any, kind, rv string) *unstructured.Unstructured {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 	if err != nil {
@@ -33,6 +33,7 @@ func toU(t *testing.T, o any, kind, rv string) *unstructured.Unstructured {
 	return u
 }
 
+// bookmark is the watch-list's end of its initial events.
 func bookmark(kind, rv string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
 	u.SetAPIVersion(elevation.Group + "/" + elevation.Version)
