@@ -3,7 +3,9 @@ package inspect
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -140,6 +142,18 @@ func Why(ctx context.Context, c WhyClient, t rbaceval.Target, readNS string) (*W
 		res.Sudo = sudoNotes(ctx, ec, t.Namespace, res, time.Now())
 	}
 	return res, nil
+}
+
+// String is the note as why prints it.
+func (n SudoNote) String() string {
+	if n.Allows {
+		return fmt.Sprintf("Allowed until %s by sudo grant %s (role %s) approved by %s.", n.Ends.Format(time.RFC3339),
+			n.Grant, n.Role, n.Approver)
+	}
+	ns, _, _ := strings.Cut(n.Grant, "/")
+	return fmt.Sprintf("You hold sudo grant %s (role %s, approved by %s) until %s: requests made under it through "+
+		"the impersonating proxy (kubectl impersonate sudo -- COMMAND) carry its group %s.", n.Grant, n.Role,
+		n.Approver, n.Ends.Format(time.RFC3339), elevation.GroupOf(ns, n.Role))
 }
 
 // sudoNotes are the identity's live grants in ns, and whether one allows

@@ -6,12 +6,10 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/elevation"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
@@ -170,16 +168,7 @@ func printWhy(w io.Writer, t rbaceval.Target, res *inspect.WhyResult) {
 		}
 	}
 	for _, n := range res.Sudo {
-		if n.Allows {
-			fmt.Fprintf(w, "Allowed until %s by sudo grant %s (role %s) approved by %s.\n",
-				n.Ends.Format(time.RFC3339), logging.Printable(n.Grant), logging.Printable(n.Role),
-				logging.Printable(n.Approver))
-			continue
-		}
-		fmt.Fprintf(w, "You hold sudo grant %s (role %s, approved by %s) until %s: requests made under it through "+
-			"the impersonating proxy (kubectl impersonate sudo -- COMMAND) carry its group %s.\n",
-			logging.Printable(n.Grant), logging.Printable(n.Role), logging.Printable(n.Approver),
-			n.Ends.Format(time.RFC3339), logging.Printable(elevation.GroupOf(strings.Split(n.Grant, "/")[0], n.Role)))
+		fmt.Fprintln(w, logging.Printable(n.String()))
 	}
 	printGrants(w, res.Grants)
 }
