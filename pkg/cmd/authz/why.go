@@ -123,12 +123,9 @@ func answer(allowed bool) error {
 
 // printWhy is why's text: the verdict, the reason, and what explains it.
 func printWhy(w io.Writer, t rbaceval.Target, res *inspect.WhyResult) {
-	verdict := "no"
-	if res.Allowed {
-		verdict = "yes"
-	}
+	yes, works := map[bool]string{true: "yes", false: "no"}, map[bool]string{true: "works", false: "fails"}
 	fmt.Fprintf(w, "%s: may %s %s %s? %s\n", logging.Printable(res.Username), logging.Printable(t.Verb),
-		logging.Printable(t.ResourceDisplay()), logging.Printable(t.Where()), verdict)
+		logging.Printable(t.ResourceDisplay()), logging.Printable(t.Where()), yes[res.Allowed])
 	if res.Reason != "" {
 		fmt.Fprintf(w, "Reason: %s\n", logging.Printable(res.Reason))
 	}
@@ -144,23 +141,18 @@ func printWhy(w io.Writer, t rbaceval.Target, res *inspect.WhyResult) {
 			"webhook) denied it.")
 	}
 	if sa := res.Streaming; sa != nil {
-		yes := map[bool]string{true: "yes", false: "no"}
 		fmt.Fprintf(w, "%s: %s (since Kubernetes 1.35 it needs get and create on %s over WebSockets: get %s, create "+
-			"%s)\n",
-			sa.Command, map[bool]string{true: "works", false: "fails"}[sa.Works], t.ResourceDisplay(), yes[sa.Get],
-			yes[sa.Create])
+			"%s)\n", sa.Command, works[sa.Works], t.ResourceDisplay(), yes[sa.Get], yes[sa.Create])
 	}
 	if res.Risk.Risky() {
 		fmt.Fprintf(w, "This is %s.\n", res.Risk.Why)
 	}
 	if ip := res.Impersonation; ip != nil {
-		yes := map[bool]string{true: "yes", false: "no"}
 		where := ""
 		if ip.Namespace != "" {
 			where = " in namespace " + logging.Printable(ip.Namespace)
 		}
-		fmt.Fprintf(w, "Constrained impersonation path: %s (%s%s, any name: %s; %s: %s)\n",
-			map[bool]string{true: "works", false: "fails"}[ip.Works],
+		fmt.Fprintf(w, "Constrained impersonation path: %s (%s%s, any name: %s; %s: %s)\n", works[ip.Works],
 			ip.Identity, where, yes[ip.IdentityAllowed], logging.Printable(t.Verb), yes[ip.On])
 		if !ip.IdentityAllowed {
 			fmt.Fprintf(w, "A grant of %s for some names only is not seen here: ask \"kubectl impersonate why %s "+
