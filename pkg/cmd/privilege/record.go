@@ -215,10 +215,10 @@ func upstream(cfg *rest.Config) (kubecode.RecordConfig, error) {
 // childKubeconfig is the command's kubeconfig: one context, the endpoint
 // with its one-time CA and token, in namespace.
 func childKubeconfig(ep kubecode.Recorder, namespace string) *clientcmdapi.Config {
-	url, ca, token := ep.Endpoint()
+	e := ep.Endpoint()
 	c := clientcmdapi.NewConfig()
-	c.Clusters["record"] = &clientcmdapi.Cluster{Server: url, CertificateAuthorityData: ca}
-	c.AuthInfos["record"] = &clientcmdapi.AuthInfo{Token: token}
+	c.Clusters["record"] = &clientcmdapi.Cluster{Server: e.URL, CertificateAuthorityData: e.CAPEM}
+	c.AuthInfos["record"] = &clientcmdapi.AuthInfo{Token: e.Token}
 	c.Contexts["record"] = &clientcmdapi.Context{Cluster: "record", AuthInfo: "record", Namespace: namespace}
 	c.CurrentContext = "record"
 	return c

@@ -68,10 +68,8 @@ type RecordConfig struct {
 
 // Recorder is a running recording endpoint.
 type Recorder interface {
-	// Endpoint is what the recorded command's kubeconfig holds: the
-	// endpoint's URL (https://127.0.0.1:PORT), its one-time CA (PEM) and
-	// its one-time bearer token.
-	Endpoint() (url string, caPEM []byte, token string)
+	// Endpoint is what the recorded command's kubeconfig holds.
+	Endpoint() RecordEndpoint
 	// Counts are the checks written, and how many the cluster refused.
 	Counts() (written, refused int)
 	// Close stops the endpoint and what still runs through it, and says
@@ -191,6 +189,16 @@ const (
 	CallerImpersonationConstrained = "constrained"
 	CallerImpersonationClassic     = "classic"
 )
+
+// RecordEndpoint is how the recorded command reaches record's endpoint.
+type RecordEndpoint struct {
+	// URL is https://127.0.0.1:PORT.
+	URL string
+	// CAPEM is its one-time CA.
+	CAPEM []byte
+	// Token is its one-time bearer token.
+	Token string
+}
 
 // ProxyConfig is the proxy's configuration (pkg/cmd/serve's flags, as
 // values).

@@ -187,7 +187,9 @@ func (e *Endpoint) Counts() (written, refused int) {
 
 // Endpoint is what the child's kubeconfig holds: the URL, the one-time CA
 // and the one-time token.
-func (e *Endpoint) Endpoint() (url string, caPEM []byte, token string) { return e.url, e.ca, e.token }
+func (e *Endpoint) Endpoint() kubecode.RecordEndpoint {
+	return kubecode.RecordEndpoint{URL: e.url, CAPEM: e.ca, Token: e.token}
+}
 
 // handler checks the one-time token, strips it, records and forwards.
 type handler struct {
