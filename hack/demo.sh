@@ -284,6 +284,52 @@ subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: demo-proxy}
 EOF
 
+# Time-boxed elevation (docs/elevation.md): alice may ask for the role
+# demo-editor in "demo" for up to an hour, bob approves, and the proxy
+# (--sudo) enforces the grant.
+kubectl --context=admin apply --server-side -f deploy/sudo/crds.yaml -f deploy/sudo/rbac.yaml >/dev/null
+kubectl --context=admin wait --for=condition=established --timeout=60s crd/sudopolicies.sudo.kubectl-impersonate.io \
+  crd/sudorequests.sudo.kubectl-impersonate.io crd/sudogrants.sudo.kubectl-impersonate.io >/dev/null
+kubectl --context=admin apply --server-side -f deploy/sudo/admission.yaml -f deploy/proxy/rbac-sudo.yaml >/dev/null
+kubectl --context=admin apply -f - >/dev/null <<EOF
+apiVersion: sudo.kubectl-impersonate.io/v1alpha1
+kind: SudoPolicy
+metadata: {name: default, namespace: demo}
+spec: {roles: [demo-editor], maxDurationSeconds: 3600}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sudo-requesters, namespace: demo}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: sudo-requester.kubectl-impersonate.io}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "oidc:developers"}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sudo-approvers, namespace: demo}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: sudo-approver.kubectl-impersonate.io}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "oidc:bob@example.com"}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: demo-editor, namespace: demo}
+rules:
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, list, watch, create, update, patch, delete]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sudo-demo-editor, namespace: demo}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: demo-editor}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "sudo:demo:demo-editor"}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: demo-proxy-sudo}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: kubectl-impersonate-proxy-sudo}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: demo-proxy}]
+EOF
+
 # The people: alice logs in with a device code (works over SSH), bob in a
 # browser. Tokens are cached on disk inside the demo folder.
 browser=()
@@ -308,7 +354,8 @@ EOF
 chmod 600 "$demo/proxy.kubeconfig"
 start proxy "$demo/bin/kubectl-impersonate" proxy --listen="127.0.0.1:$proxy_port" \
   --tls-cert-file="$demo/serving.crt" --tls-private-key-file="$demo/serving.key" \
-  --upstream-kubeconfig="$demo/proxy.kubeconfig" --authentication-config="$demo/authn.yaml" --audit-log="$demo/logs/proxy-audit.log"
+  --upstream-kubeconfig="$demo/proxy.kubeconfig" --authentication-config="$demo/authn.yaml" --sudo \
+  --audit-log="$demo/logs/proxy-audit.log"
 wait_ok "https://127.0.0.1:$proxy_port/readyz"
 kubectl-impersonate setup --write --user=alice --context=alice-via-proxy --server="https://127.0.0.1:$proxy_port" \
   --cluster-certificate-authority="$demo/ca.crt" "${alice_login[@]}" >/dev/null
@@ -336,6 +383,12 @@ In another terminal:
   kubectl impersonate who-can list configmaps -n demo --context=admin
   kubectl --context=bob get pods                     # as bob: a browser login, then Forbidden
   kubectl --context=alice-via-proxy get configmaps   # through the impersonating proxy
+
+  # Time-boxed elevation: alice asks, bob approves, alice acts under the grant
+  kubectl impersonate sudo request --role demo-editor --for 10m --reason "try sudo"
+  kubectl impersonate sudo approve REQUEST --context=bob
+  kubectl impersonate sudo --context=alice-via-proxy -- kubectl create configmap made-under-sudo
+  kubectl impersonate sudo status
 
 Logs: $demo/logs. Press Ctrl-C to stop everything.
 EOF
@@ -392,4 +445,19 @@ out=$(TMPDIR="$demo/tmp" E2E_USER=bob@example.com E2E_PASSWORD=bob-password kube
 browser_done bob
 out=$(kubectl --context=bob get pods 2>&1) && fail "bob may list pods: $out"
 expect "bob is Forbidden" 'User "oidc:bob@example.com" cannot list resource "pods"' "$out"
+out=$(kubectl impersonate sudo request --role demo-editor --for 10m --reason "try sudo" 2>&1) || fail "sudo request: $out"
+expect "alice asks for demo-editor" "sudorequest/sudo-[a-z0-9]+ created in demo: demo-editor for 10m0s" "$out"
+request=$(sed -n 's|^sudorequest/\(sudo-[a-z0-9]*\) created.*|\1|p' <<<"$out")
+out=$(kubectl --context=alice-via-proxy create configmap made-under-sudo 2>&1) && fail "alice may create: $out"
+expect "without the grant alice may not create" 'cannot create resource "configmaps"' "$out"
+out=$(kubectl impersonate sudo approve "$request" --context=bob 2>&1) || fail "bob's approval: $out"
+expect "bob approves" "sudogrant/$request created in demo: oidc:alice@example.com holds demo-editor until" "$out"
+out=""
+for _ in $(seq 50); do # the proxy sees the grant within a second or two
+  out=$(kubectl impersonate sudo --context=alice-via-proxy -- kubectl create configmap made-under-sudo 2>&1) && break
+  sleep 0.2
+done
+expect "alice creates under the grant, through the proxy" "configmap/made-under-sudo created" "$out"
+out=$(kubectl impersonate sudo status 2>&1) || fail "sudo status: $out"
+expect "sudo status" "$request +demo-editor +oidc:bob@example.com" "$out"
 say "all checks passed"
