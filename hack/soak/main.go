@@ -44,10 +44,13 @@ const (
 	// maxGrowthMiB bounds its RSS growth over the same span.
 	maxGrowthMiB = 16.0
 	users        = 20
+	// outageFor is how long the provider is down.
+	outageFor = 60 * time.Second
 )
 
 type options struct {
 	bin, upstreamKubeconfig, cert, key, ca, out string
+	api, adminToken                             string
 	duration                                    time.Duration
 	rate                                        int
 }
@@ -62,6 +65,8 @@ func main() {
 	flag.StringVar(&o.out, "out", "", "write the Markdown report here too")
 	flag.DurationVar(&o.duration, "duration", 10*time.Minute, "how long to run")
 	flag.IntVar(&o.rate, "rate", 200, "requests per second")
+	flag.StringVar(&o.api, "api", "", "kube-apiserver's URL, where the admin makes sudo grants")
+	flag.StringVar(&o.adminToken, "admin-token", "", "the admin's token")
 	flag.Parse()
 	report, err := run(o)
 	fmt.Print(report)
@@ -158,6 +163,7 @@ func run(o options) (string, error) {
 		return "", err
 	}
 	defer is.Close()
+	sudo := &sudoRun{api: o.api, adminToken: o.adminToken}
 	dir, err := os.MkdirTemp("", "ki-soak-")
 	if err != nil {
 		return "", err
@@ -177,6 +183,7 @@ func run(o options) (string, error) {
 	pool.AppendCertsFromPEM(pem)
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, MaxIdleConnsPerHost: 64, ForceAttemptHTTP2: true}
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	sudo.client = client
 
 	var replicas []*replica
 	for i := range 2 {
@@ -190,7 +197,7 @@ func run(o options) (string, error) {
 		}
 		r := &replica{url: "https://127.0.0.1:" + port, port: port, log: log, args: []string{"proxy", "--listen=127.0.0.1:" + port,
 			"--tls-cert-file=" + o.cert, "--tls-private-key-file=" + o.key, "--upstream-kubeconfig=" + o.upstreamKubeconfig,
-			"--authentication-config=" + authn, "--max-requests-inflight=400"}}
+			"--authentication-config=" + authn, "--max-requests-inflight=400", "--sudo"}}
 		if err := r.start(o.bin); err != nil {
 			return "", err
 		}
@@ -235,6 +242,7 @@ func run(o options) (string, error) {
 	var inFlight, peak atomic.Int64
 	paths := []string{"/api/v1/namespaces/team-a/configmaps/soak", "/api/v1/namespaces/team-a/pods?limit=50",
 		"/api/v1/namespaces/team-a/configmaps?limit=50", "/api/v1/namespaces/team-a/configmaps?watch=1&timeoutSeconds=2"}
+	var elevated func(n int, g grant)
 	request := func(n int) {
 		defer inFlight.Add(-1)
 		path := paths[[]int{0, 0, 0, 0, 1, 1, 1, 2, 2, 3}[n%10]]
@@ -251,6 +259,12 @@ func run(o options) (string, error) {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			return resp.StatusCode, d, nil
+		}
+		if n%20 == 19 {
+			if g, ok := sudo.pick(n); ok {
+				elevated(n, g)
+				return
+			}
 		}
 		code, d, err := send(replicas[n%2])
 		retry := false
@@ -275,15 +289,66 @@ func run(o options) (string, error) {
 		lat = append(lat, d)
 	}
 
+	// elevated sends user 0's request under g (retried once on the other
+	// replica when cut, or while that replica's view of grants is not
+	// current), and judges the answer against g's end.
+	elevated = func(n int, g grant) {
+		tok := (*tokens.Load())[0]
+		send := func(r *replica) (int, string, time.Time, time.Time, error) {
+			sent := time.Now()
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet,
+				r.url+"/api/v1/namespaces/team-a/secrets?limit=50", nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			g.header(req.Header)
+			resp, err := client.Do(req)
+			if err != nil {
+				return 0, "", sent, time.Now(), err
+			}
+			got := time.Now()
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+			resp.Body.Close()
+			return resp.StatusCode, string(body), sent, got, nil
+		}
+		code, body, sent, got, err := send(replicas[n%2])
+		retry := false
+		if err != nil || code == http.StatusServiceUnavailable {
+			retry = true
+			code, body, sent, got, err = send(replicas[(n+1)%2])
+		}
+		ok := err == nil && sudo.judge(g, sent, got, code, body)
+		mu.Lock()
+		defer mu.Unlock()
+		total++
+		if retry {
+			retried++
+		}
+		if !ok {
+			errs++
+			if len(errSamples) < 5 {
+				errSamples = append(errSamples, fmt.Sprintf("sudo %s: %d %v %.200s", g.name, code, err, body))
+			}
+			return
+		}
+		if code == http.StatusOK {
+			lat = append(lat, got.Sub(sent))
+		}
+	}
+
 	var samples []sample
 	start := time.Now()
+	if err := sudo.makeGrant(ctx); err != nil {
+		return "", fmt.Errorf("making a sudo grant: %w", err)
+	}
+	everyGrant := time.NewTicker(grantEvery)
+	defer everyGrant.Stop()
+	var grantErr atomic.Pointer[error]
 	tick := time.NewTicker(time.Second / time.Duration(o.rate))
 	defer tick.Stop()
 	every10 := time.NewTicker(10 * time.Second)
 	defer every10.Stop()
 	every30 := time.NewTicker(30 * time.Second)
 	defer every30.Stop()
-	rotated, restarted := false, false
+	rotated, restarted, outage := false, false, false
 	var restartErr atomic.Pointer[error]
 	event := ""
 	n := 0
@@ -307,6 +372,14 @@ loop:
 			if err := mint(); err != nil {
 				return "", err
 			}
+		case <-everyGrant.C:
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := sudo.makeGrant(ctx); err != nil && ctx.Err() == nil {
+					grantErr.Store(&err)
+				}
+			}()
 		case <-every10.C:
 			elapsed := time.Since(start)
 			if !restarted && elapsed >= o.duration*2/5 {
@@ -326,6 +399,15 @@ loop:
 						restartErr.Store(&err)
 					}
 				}()
+			}
+			switch {
+			case !is.Down.Load() && !outage && elapsed >= o.duration*3/5:
+				outage = true
+				is.Down.Store(true)
+				event = strings.TrimSpace(event + " provider down")
+			case is.Down.Load() && elapsed >= o.duration*3/5+outageFor:
+				is.Down.Store(false)
+				event = strings.TrimSpace(event + " provider back")
 			}
 			if !rotated && elapsed >= o.duration/2 {
 				rotated = true
@@ -350,18 +432,21 @@ loop:
 	if err := restartErr.Load(); err != nil {
 		return "", fmt.Errorf("restarting replica 2: %w", *err)
 	}
-	return summarize(o, samples, total, errSamples)
+	if err := grantErr.Load(); err != nil {
+		return "", fmt.Errorf("making a sudo grant: %w", *err)
+	}
+	return summarize(o, samples, total, errSamples, sudo)
 }
 
-func summarize(o options, samples []sample, total int, errSamples []string) (string, error) {
+func summarize(o options, samples []sample, total int, errSamples []string, sudo *sudoRun) (string, error) {
 	var b strings.Builder
 	errs, retried := 0, 0
 	for _, s := range samples {
 		errs += s.errs
 		retried += s.retried
 	}
-	fmt.Fprintf(&b, "Soak (hack/soak.sh, %s, %s): 2 replicas, %d requests/s (get 40 %%, list 50 %%, watch 10 %%) as %d users, tokens re-issued every 30 s, the signing key rotated at 1/2, replica 2 restarted at 2/5.\n\n",
-		o.duration, time.Now().UTC().Format("2006-01-02"), o.rate, users)
+	fmt.Fprintf(&b, "Soak (hack/soak.sh, %s, %s): 2 replicas with --sudo, %d requests/s (get 40 %%, list 50 %%, watch 10 %%; 5 %% of them under a sudo grant) as %d users, tokens re-issued every 30 s, the signing key rotated at 1/2, replica 2 restarted at 2/5, the provider down for %s from 3/5, a %d s grant made every %s.\n\n",
+		o.duration, time.Now().UTC().Format("2006-01-02"), o.rate, users, outageFor, grantSeconds, grantEvery)
 	fmt.Fprintln(&b, "| t | requests | errors | retried | p50 ms | p99 ms | RSS replica 1 MiB | RSS replica 2 MiB | event |")
 	fmt.Fprintln(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, s := range samples {
@@ -378,7 +463,17 @@ func summarize(o options, samples []sample, total int, errSamples []string) (str
 	slope, growth := fit(xs, ys)
 	fmt.Fprintf(&b, "\n%d requests, %d errors, %d retried after the restart cut them; replica 1's RSS after warm-up: slope %.2f MiB/min (bound %.1f), growth %.1f MiB (bound %.0f).\n",
 		total, errs, retried, slope, maxSlopeMiBPerMin, growth, maxGrowthMiB)
+	grants, served, expired, violations := sudo.counts()
+	fmt.Fprintf(&b, "Sudo: %d grants; %d requests served under a live grant, %d refused as ended, %d served after "+
+		"their grant's end or refused before it.\n", grants, served, expired, violations)
 	var fails []string
+	if violations > 0 {
+		fails = append(fails, fmt.Sprintf("%d answers disagree with their grant's end (%s)", violations,
+			strings.Join(sudo.violations[:min(5, len(sudo.violations))], "; ")))
+	}
+	if served == 0 || expired == 0 {
+		fails = append(fails, "the run served nothing under a live grant, or refused nothing as ended: run longer")
+	}
 	if errs > 0 {
 		fails = append(fails, fmt.Sprintf("%d errors (%s)", errs, strings.Join(errSamples, "; ")))
 	}

@@ -55,6 +55,8 @@ type Issuer struct {
 	other      *rsa.PrivateKey
 	// JWKSFetches counts key set requests.
 	JWKSFetches atomic.Int64
+	// Down, while set, answers every request 503: the provider's outage.
+	Down atomic.Bool
 }
 
 const kid = "test-key-1"
@@ -81,7 +83,13 @@ func Start() (*Issuer, error) {
 		is.JWKSFetches.Add(1)
 		writeJSON(w, is.JWKS())
 	})
-	is.srv = httptest.NewTLSServer(mux)
+	is.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if is.Down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
 	is.URL = is.srv.URL
 	return is, nil
 }

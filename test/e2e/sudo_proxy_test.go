@@ -100,6 +100,11 @@ kind: ServiceAccount
 metadata: {name: ci, namespace: %[1]s}
 ---
 apiVersion: v1
+kind: Secret
+metadata: {name: legacy, namespace: %[1]s, annotations: {kubernetes.io/service-account.name: ci}}
+type: kubernetes.io/service-account-token
+---
+apiVersion: v1
 kind: ConfigMap
 metadata: {name: web, namespace: %[1]s}
 ---
@@ -266,7 +271,13 @@ metadata: {name: forever, annotations: {kubernetes.io/service-account.name: ci}}
 type: kubernetes.io/service-account-token
 `))
 	assert.NotEqual(t, 0, forever.code)
-	assert.Contains(t, forever.stderr, "a service-account-token Secret made under a sudo grant would outlive it")
+	assert.Contains(t, forever.stderr, "Secret written under a sudo grant would outlive it")
+	// Nor may one that exists be changed (an attacker's review: pointed at
+	// another service account, the token controller fills it anew).
+	changed := sudo(alice, "--", st.kubectl, "annotate", "secret", "legacy", "--overwrite",
+		"kubernetes.io/service-account.name=builder")
+	assert.NotEqual(t, 0, changed.code)
+	assert.Contains(t, changed.stderr, "Secret written under a sudo grant would outlive it")
 	var rep struct {
 		Requests   []map[string]any
 		MayOutlive []struct {

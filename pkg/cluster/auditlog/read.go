@@ -327,7 +327,7 @@ func check(r Request) error {
 		return fmt.Errorf("the verb %s is not one", logging.OneLine(strconv.Quote(r.Verb), 100))
 	}
 	for what, v := range map[string]string{"resource": r.Resource, "subresource": r.Subresource, "name": r.Name,
-		"path": r.Path} {
+		"created": r.Created, "path": r.Path} {
 		if len(v) > 1024 || strings.ContainsFunc(v, logging.Unsafe) || !utf8.ValidString(v) {
 			return fmt.Errorf("the %s %s holds characters no API server takes", what,
 				logging.OneLine(strconv.Quote(v), 100))

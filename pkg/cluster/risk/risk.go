@@ -155,14 +155,25 @@ func Of(verb, group, resource string) Risk {
 }
 
 // Lasting is what a request made with verb on resource of group may leave
-// that lasts past the permission it was made with (a grant's end): its
-// risk (Of), or a role or binding written, which keeps granting.
+// that lasts past the permission it was made with (a grant's end): a
+// credential risk with any verb (a token read or copied is kept); a write
+// that is a risk (Of); a Secret written (a service-account-token one is
+// filled with a token that never expires); a role or binding written,
+// which keeps granting.
 func Lasting(verb, group, resource string) Risk {
+	r := Of(verb, group, resource)
+	if r.Kind == Credentials {
+		return r // a credential read or made (a token, a Secret, a shell in a pod) may be kept
+	}
 	if verb != "create" && verb != "update" && verb != "patch" {
 		return Risk{}
 	}
-	if r := Of(verb, group, resource); r.Risky() {
+	if r.Risky() {
 		return r
+	}
+	if group == "" && resource == "secrets" {
+		return Risk{Kind: Credentials, Why: "a path to other identities' credentials: a service-account-token " +
+			"Secret changed is filled with a token of the service account it names, which never expires"}
 	}
 	if group == "rbac.authorization.k8s.io" &&
 		slices.Contains([]string{"roles", "clusterroles", "rolebindings", "clusterrolebindings"}, resource) {

@@ -119,3 +119,31 @@ func TestOfRule(t *testing.T) {
 		assert.Equal(t, tt.kind, OfRule(tt.rule).Kind, "%v", tt.rule)
 	}
 }
+
+// Lasting: what a request may leave past the permission it was made with:
+// a credential read or made with any verb, a risky write, a Secret or an
+// RBAC object written; not a read or a plain write.
+func TestLasting(t *testing.T) {
+	for _, c := range []struct {
+		verb, group, resource string
+		kind                  Kind
+	}{
+		{"get", "", "secrets", Credentials},
+		{"list", "", "secrets", Credentials},
+		{"get", "", "pods/exec", Credentials},
+		{"create", "", "serviceaccounts/token", Credentials},
+		{"create", "", "secrets", Credentials},
+		{"patch", "", "secrets", Credentials},
+		{"update", "", "secrets", Credentials},
+		{"delete", "", "secrets", ""},
+		{"create", "batch", "cronjobs", Workload},
+		{"create", "rbac.authorization.k8s.io", "rolebindings", Escalation},
+		{"patch", "rbac.authorization.k8s.io", "clusterroles", Escalation},
+		{"delete", "rbac.authorization.k8s.io", "rolebindings", ""},
+		{"get", "", "pods", ""},
+		{"update", "", "configmaps", ""},
+		{"list", "batch", "cronjobs", ""},
+	} {
+		assert.Equal(t, c.kind, Lasting(c.verb, c.group, c.resource).Kind, "%s %s %s", c.verb, c.group, c.resource)
+	}
+}

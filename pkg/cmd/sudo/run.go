@@ -8,11 +8,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"io"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -33,6 +36,7 @@ type RunOptions struct {
 	Command []string
 	global  *cmdutil.GlobalOptions
 	now     func() time.Time
+	flags   *pflag.FlagSet
 }
 
 // bindRun binds what sudo -- COMMAND and sudo shell share.
@@ -40,6 +44,7 @@ func (o *RunOptions) bindRun(cmd *cobra.Command, g *cmdutil.GlobalOptions) {
 	// No --command-timeout by default: a shell lasts as long as it lasts
 	// (the grant's end is the proxy's to enforce).
 	o.Kube = cmdutil.NewKubeFlagsTimeout(cmd.Flags(), g.Env, 0)
+	o.flags = cmd.Flags()
 	o.Kube.RegisterCompletions(cmd)
 	cmd.Flags().StringVar(&o.Grant, "grant", "", "The grant to run under (default: your one live grant in "+
 		"the namespace)")
@@ -65,6 +70,26 @@ proxy refuses what comes after. The kubeconfig is removed when the shell ends.`,
 	return cmd
 }
 
+// connectionFlags are kubectl's flags the command's kubeconfig would not
+// keep (it is the context's own, with --context and --server): given, the
+// grant would be checked on another cluster or identity than the command
+// uses.
+var connectionFlags = []string{"cluster", "user", "token", "username", "password", "certificate-authority",
+	"client-certificate", "client-key", "tls-server-name", "insecure-skip-tls-verify", "as", "as-group", "as-uid",
+	"as-user-extra", "proxy-url"}
+
+// Validate refuses the connection flags the command's kubeconfig would
+// not keep.
+func (o *RunOptions) Validate() error {
+	for _, n := range connectionFlags {
+		if f := o.flags.Lookup(n); f != nil && f.Changed {
+			return fmt.Errorf("--%s is not kept in the command's kubeconfig: choose a context that has it "+
+				"(--context) instead", n)
+		}
+	}
+	return nil
+}
+
 // Complete builds the client; the command is the shell when none is given.
 func (o *RunOptions) Complete(_ context.Context, args []string) error {
 	if len(o.Command) == 0 {
@@ -74,6 +99,14 @@ func (o *RunOptions) Complete(_ context.Context, args []string) error {
 		o.Command = []string{shell(o.global.Env)}
 	}
 	return o.complete()
+}
+
+// rawWriter is the stream under w (logging.Raw): the terminal itself.
+func rawWriter(w io.Writer) io.Writer {
+	if r, ok := logging.Raw(w).(io.Writer); ok {
+		return r
+	}
+	return w
 }
 
 // shell is the user's shell.
@@ -118,7 +151,18 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		k, _, _ := strings.Cut(kv, "=")
 		return strings.EqualFold(k, "KUBECONFIG") || strings.EqualFold(k, GrantEnv)
 	}), "KUBECONFIG="+kubeconfig, GrantEnv+"="+g.Namespace+"/"+g.Name)
-	c.Stdin, c.Stdout, c.Stderr = o.In, o.Out, o.ErrOut
+	// The child gets the terminal itself, not the plugin's escaping
+	// writers: a shell's prompt and job control, k9s's screen.
+	c.Stdin, c.Stdout, c.Stderr = o.In, rawWriter(o.Out), rawWriter(o.ErrOut)
+	// Stopped (Ctrl-C reaches the child from the terminal too), it is asked
+	// to end, then killed; what it left running holds no pipe of ours long.
+	c.Cancel = func() error {
+		if err := c.Process.Signal(syscall.SIGTERM); err != nil {
+			return c.Process.Kill()
+		}
+		return nil
+	}
+	c.WaitDelay = 10 * time.Second
 	err = c.Run()
 	if exit, ok := errors.AsType[*exec.ExitError](err); ok {
 		return cmdutil.ExitCode(max(exit.ExitCode(), 1))

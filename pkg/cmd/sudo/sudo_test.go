@@ -165,3 +165,31 @@ current-context: admin
 	assert.Contains(t, out, "kubectl-impersonate.io/sudo-grant:\n      - payments/sudo-live")
 	assert.Contains(t, out, "- get-token", "the credential plugin, not a token")
 }
+
+// sudo -- COMMAND and shell refuse the connection flags the command's
+// kubeconfig would not keep: the grant would be checked on one cluster
+// or identity, the command would use another.
+func TestRunRefusesConnectionFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"--context=prod", "--server=https://replica-2", "-n", "payments"}, ""},
+		{[]string{"--user=admin"}, "--user is not kept"},
+		{[]string{"--cluster=other"}, "--cluster is not kept"},
+		{[]string{"--token=x"}, "--token is not kept"},
+		{[]string{"--as=bob"}, "--as is not kept"},
+		{[]string{"--certificate-authority=ca.crt"}, "--certificate-authority is not kept"},
+	} {
+		cmd := &cobra.Command{}
+		o := &RunOptions{}
+		o.bindRun(cmd, &cmdutil.GlobalOptions{Getenv: func(string) string { return "" }})
+		require.NoError(t, cmd.Flags().Parse(c.args))
+		err := o.Validate()
+		if c.err == "" {
+			assert.NoError(t, err, c.args)
+			continue
+		}
+		assert.ErrorContains(t, err, c.err, c.args)
+	}
+}
