@@ -77,6 +77,12 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: soak-secrets}
 subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "sudo:team-a:soak-secrets"}]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sudo-requesters, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: sudo-requester.kubectl-impersonate.io}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: soak-0@example.com}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata: {name: soak-proxy-sudo}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: kubectl-impersonate-proxy-sudo}

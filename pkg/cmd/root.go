@@ -62,6 +62,7 @@ var commands = []command{
 	{[]string{"record"}, privilege.NewCmdRecord},
 	{[]string{"least-privilege"}, privilege.NewCmdLeastPrivilege},
 	{[]string{"proxy"}, serve.NewCmdProxy},
+	{[]string{"sudo-controller"}, serve.NewCmdSudoController},
 	{[]string{"sudo"}, sudo.NewCmdSudo},
 	{[]string{"version"},
 		func(_ *cmdutil.GlobalOptions, s genericiooptions.IOStreams) *cobra.Command { return NewCmdVersion(s) }},

@@ -79,7 +79,7 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: e2e-sudo-edit}
 rules:
-  - {apiGroups: [""], resources: [configmaps, secrets], verbs: [get, list, watch, create, update, delete]}
+  - {apiGroups: [""], resources: [configmaps, secrets], verbs: [get, list, watch, create, update, patch, delete]}
   - {apiGroups: [""], resources: [serviceaccounts/token], verbs: [create]}
   - {apiGroups: [batch], resources: [cronjobs], verbs: [get, list, create]}
 ---

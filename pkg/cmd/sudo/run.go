@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"io"
 	"slices"
 	"strings"
 	"syscall"
@@ -33,6 +33,7 @@ const GrantEnv = "KUBECTL_IMPERSONATE_SUDO_GRANT"
 type RunOptions struct {
 	base
 	Grant   string
+	Direct  bool
 	Command []string
 	global  *cmdutil.GlobalOptions
 	now     func() time.Time
@@ -48,6 +49,8 @@ func (o *RunOptions) bindRun(cmd *cobra.Command, g *cmdutil.GlobalOptions) {
 	o.Kube.RegisterCompletions(cmd)
 	cmd.Flags().StringVar(&o.Grant, "grant", "", "The grant to run under (default: your one live grant in "+
 		"the namespace)")
+	cmd.Flags().BoolVar(&o.Direct, "direct", false, "Direct mode (no proxy, Kubernetes 1.36+, sudo-controller "+
+		"running): impersonate yourself with the grant's group and extras, which its RBAC allows")
 }
 
 func newCmdShell(g *cmdutil.GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
@@ -245,5 +248,8 @@ func (o *RunOptions) kubeconfig(g *elevation.Grant) (*clientcmdapi.Config, error
 	kctx.Namespace = g.Namespace
 	user.Impersonate, user.ImpersonateGroups, user.ImpersonateUID = me, nil, ""
 	user.ImpersonateUserExtra = map[string][]string{elevation.GrantExtra: {g.Namespace + "/" + g.Name}}
+	if o.Direct {
+		user.Impersonate, user.ImpersonateGroups, user.ImpersonateUserExtra = elevation.DirectKubeconfigAs(*g)
+	}
 	return &raw, nil
 }

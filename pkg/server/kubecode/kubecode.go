@@ -43,6 +43,22 @@ type Code interface {
 	ServeProxy(ctx context.Context, c ProxyConfig) error
 	// StartRecorder starts record's endpoint on 127.0.0.1 (record).
 	StartRecorder(c RecordConfig) (Recorder, error)
+	// RunSudoController runs direct mode's grant controller until ctx
+	// ends (sudo-controller).
+	RunSudoController(ctx context.Context, c SudoControllerConfig) error
+}
+
+// SudoControllerConfig is the grant controller of direct mode.
+type SudoControllerConfig struct {
+	// Kubeconfig is the controller's own credential ("": InCluster).
+	Kubeconfig string
+	InCluster  bool
+	// LeaseNamespace holds the Lease its replicas elect a leader with.
+	LeaseNamespace string
+	// Interval is how often the leader reconciles.
+	Interval time.Duration
+	// Log receives its lines (stderr).
+	Log io.Writer
 }
 
 // RecordConfig is record's endpoint: the cluster it forwards to and where

@@ -322,3 +322,21 @@ func (s *Store) Close(why string) {
 		s.failed(i, why)
 	}
 }
+
+// Live are the grants that count at the Store's clock.
+func (s *Store) Live() []elevation.Grant {
+	now := s.now()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []elevation.Grant
+	for _, g := range s.grants {
+		var r *elevation.Request
+		if req, ok := s.requests[key(g.Namespace, g.Spec.Request)]; ok {
+			r = &req
+		}
+		if ok, _ := elevation.Check(g, r, now); ok {
+			out = append(out, g)
+		}
+	}
+	return out
+}

@@ -28,6 +28,8 @@ type Code struct {
 	Predicted []kubecode.PredictRequest
 	Checked   []Check
 	Served    []kubecode.ProxyConfig
+	// Controllers are the sudo controllers run.
+	Controllers []kubecode.SudoControllerConfig
 }
 
 // Check is one CheckAuthConfig call.
@@ -58,6 +60,14 @@ func (f *Code) ServeProxy(ctx context.Context, c kubecode.ProxyConfig) error {
 		return errors.New("this fake serves no proxy")
 	}
 	return serve(ctx, c)
+}
+
+// RunSudoController records the configuration and returns.
+func (f *Code) RunSudoController(_ context.Context, c kubecode.SudoControllerConfig) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Controllers = append(f.Controllers, c)
+	return nil
 }
 
 // StartRecorder calls Record, or refuses.

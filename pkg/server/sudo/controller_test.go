@@ -1,0 +1,93 @@
+package sudo
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/elevation"
+)
+
+// names lists what the fake cluster holds of the four kinds, labelled.
+func names(t *testing.T, c *fake.Clientset) []string {
+	t.Helper()
+	ctx := context.Background()
+	sel := metav1.ListOptions{LabelSelector: elevation.GrantLabel}
+	var out []string
+	crs, err := c.RbacV1().ClusterRoles().List(ctx, sel)
+	require.NoError(t, err)
+	for _, o := range crs.Items {
+		out = append(out, "ClusterRole "+o.Name)
+	}
+	crbs, _ := c.RbacV1().ClusterRoleBindings().List(ctx, sel)
+	for _, o := range crbs.Items {
+		out = append(out, "ClusterRoleBinding "+o.Name)
+	}
+	rs, _ := c.RbacV1().Roles("").List(ctx, sel)
+	for _, o := range rs.Items {
+		out = append(out, "Role "+o.Namespace+"/"+o.Name)
+	}
+	rbs, _ := c.RbacV1().RoleBindings("").List(ctx, sel)
+	for _, o := range rbs.Items {
+		out = append(out, "RoleBinding "+o.Namespace+"/"+o.Name)
+	}
+	return out
+}
+
+// Reconcile materialises a live grant from its role as the cluster holds
+// it (a Role of the namespace first), removes it once revoked, and does
+// nothing while the view of grants is not current; RBAC of others is left.
+func TestControllerReconcile(t *testing.T) {
+	ctx := context.Background()
+	g, r := pair()
+	g.UID = "g-1"
+	now := start.Add(time.Minute)
+	s := NewStore()
+	s.Now = func() time.Time { return now }
+	s.Load([]elevation.Grant{g}, []elevation.Request{r})
+	c := fake.NewClientset(
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "edit", Namespace: "payments"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"},
+				Verbs: []string{"delete"}}}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "edit"}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "other", Labels: map[string]string{"x": "y"}}})
+	ctl := &Controller{Store: s, Client: c}
+	require.NoError(t, ctl.Reconcile(ctx))
+	name := "sudo.kubectl-impersonate.io:payments:sudo-x"
+	assert.ElementsMatch(t, []string{"ClusterRole " + name, "ClusterRoleBinding " + name, "Role payments/" + name,
+		"RoleBinding payments/" + name}, names(t, c))
+	role, err := c.RbacV1().Roles("payments").Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"impersonate-on:user-info:delete"}, role.Rules[0].Verbs, "the namespace's Role edit")
+	require.NoError(t, ctl.Reconcile(ctx), "again: nothing to do")
+	assert.Len(t, names(t, c), 4)
+
+	// Not current: nothing removed, though the grant is revoked.
+	revoked := g
+	revoked.Status = &elevation.GrantStatus{RevokedBy: "bob"}
+	s.Load([]elevation.Grant{revoked}, []elevation.Request{r})
+	s.Close("connection refused")
+	now = now.Add(DefaultGrace)
+	assert.ErrorIs(t, ctl.Reconcile(ctx), ErrNotCurrent)
+	assert.Len(t, names(t, c), 4)
+
+	s.Load([]elevation.Grant{revoked}, []elevation.Request{r})
+	require.NoError(t, ctl.Reconcile(ctx))
+	assert.Empty(t, names(t, c), "revoked: all four removed")
+	_, err = c.RbacV1().ClusterRoles().Get(ctx, "other", metav1.GetOptions{})
+	assert.NoError(t, err, "others' RBAC stays")
+
+	// Ended: removed as well.
+	s.Load([]elevation.Grant{g}, []elevation.Request{r})
+	require.NoError(t, ctl.Reconcile(ctx))
+	assert.Len(t, names(t, c), 4)
+	now = g.Ends()
+	require.NoError(t, ctl.Reconcile(ctx))
+	assert.Empty(t, names(t, c), "ended: all four removed")
+}
