@@ -14,7 +14,7 @@ import (
 //   - A ClusterRole and ClusterRoleBinding letting the requester take, by
 //     impersonate:user-info, their own name, the group GroupOf(ns, role)
 //     and the grant's extras, and nothing else (identities are asked
-//     outside any namespace).
+//     outside any namespace), and ask discovery so.
 //   - A Role and RoleBinding in the grant's namespace with the role's
 //     rules as impersonate-on:user-info:VERB: the requests they may make
 //     so.
@@ -61,7 +61,11 @@ func Direct(g Grant, rules []rbacv1.PolicyRule) DirectObjects {
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"userextras/" + GrantExtra},
 			ResourceNames: []string{g.Namespace + "/" + g.Name}, Verbs: []string{verb}},
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"userextras/" + ReasonExtra,
-			"userextras/" + TicketExtra}, Verbs: []string{verb}}}
+			"userextras/" + TicketExtra}, Verbs: []string{verb}},
+		// Discovery and the version, which kubectl asks as the impersonated
+		// user too (a Role holds no non-resource URL).
+		{NonResourceURLs: []string{"/api", "/api/*", "/apis", "/apis/*", "/version", "/openapi/*"},
+			Verbs: []string{"impersonate-on:user-info:get"}}}
 	return DirectObjects{
 		ClusterRole: &rbacv1.ClusterRole{ObjectMeta: meta(""), Rules: extras},
 		ClusterRoleBinding: &rbacv1.ClusterRoleBinding{ObjectMeta: meta(""), Subjects: subject,

@@ -45,6 +45,8 @@ func TestDirect(t *testing.T) {
 			ResourceNames: []string{"payments/sudo-x"}, Verbs: []string{"impersonate:user-info"}},
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"userextras/kubectl-impersonate.io/sudo-reason",
 			"userextras/kubectl-impersonate.io/sudo-ticket"}, Verbs: []string{"impersonate:user-info"}},
+		{NonResourceURLs: []string{"/api", "/api/*", "/apis", "/apis/*", "/version", "/openapi/*"},
+			Verbs: []string{"impersonate-on:user-info:get"}},
 	}, o.ClusterRole.Rules)
 	assert.Equal(t, []rbacv1.PolicyRule{
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"},

@@ -1,0 +1,188 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSudoDirect (issue 58, direct mode: Kubernetes 1.36+, constrained
+// impersonation on by default): no proxy. alice and bob log in to Dex
+// against kube-apiserver itself; kubectl-impersonate sudo-controller
+// materialises bob's approval of alice's request as RBAC, and kubectl
+// --as alice --as-group sudo:NS:ROLE is allowed until the grant is
+// revoked. The audit event names alice, the group, reason, ticket, grant
+// and the impersonation constraint. Stopped, the controller leaves a
+// revoked grant's RBAC in place (fail-open): the lag is measured until a
+// restarted replica removes it.
+func TestSudoDirect(t *testing.T) {
+	minor, err := strconv.Atoi(strings.TrimPrefix(os.Getenv("KI_E2E_K8S"), "1."))
+	require.NoError(t, err, "KI_E2E_K8S")
+	if minor < 36 {
+		t.Skipf("direct mode needs constrained impersonation, on by default from 1.36 (this is 1.%d)", minor)
+	}
+	admin, env := sudoCluster(t)
+	api := st.api["legacy"]
+	const ns = "sudo-direct"
+	alice := newPerson(t, "alice", api)
+	bob := newPerson(t, "bob", api, "--oidc-extra-scope=profile")
+	aliceName := alice.whoami().Status.UserInfo.Username
+	bobName := bob.whoami().Status.UserInfo.Username
+	kubectlApply(t, admin, fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata: {name: %[1]s}
+---
+apiVersion: sudo.kubectl-impersonate.io/v1alpha1
+kind: SudoPolicy
+metadata: {name: default, namespace: %[1]s}
+spec: {roles: [e2e-direct-edit], maxDurationSeconds: 3600}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sudo-requesters, namespace: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: sudo-requester.kubectl-impersonate.io}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: %[2]q}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sudo-approvers, namespace: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: sudo-approver.kubectl-impersonate.io}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: %[3]q}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: e2e-direct-edit}
+rules: [{apiGroups: [""], resources: [configmaps], verbs: [get, list, delete]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: sudo-edit, namespace: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: e2e-direct-edit}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "sudo:%[1]s:e2e-direct-edit"}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: web, namespace: %[1]s}
+`, ns, aliceName, bobName))
+
+	// The controller, with the admin's credential (deploy/sudo/controller.yaml
+	// gives a service account the rights it uses).
+	controller := func() func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cmd := exec.CommandContext(ctx, st.ki, "sudo-controller", "--kubeconfig="+admin, "--lease-namespace=default")
+		cmd.Env = env
+		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) } // lets it release its Lease
+		log, err := os.OpenFile(filepath.Join(st.logs, "TestSudoDirect-controller.log"),
+			os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		require.NoError(t, err)
+		cmd.Stdout, cmd.Stderr = log, log
+		require.NoError(t, cmd.Start())
+		stop := func() { cancel(); _ = cmd.Wait(); _ = log.Close() }
+		t.Cleanup(stop)
+		return stop
+	}
+	stopController := controller()
+
+	sudo := func(p *person, args ...string) result {
+		if args[0] == "--" {
+			return p.plugin(nil, append([]string{"sudo", "-n", ns, "--direct"}, args...)...)
+		}
+		return p.plugin(nil, append([]string{"sudo"}, append(args, "-n", ns)...)...)
+	}
+	request := func() string {
+		var name string
+		for deadline := time.Now().Add(30 * time.Second); name == ""; time.Sleep(300 * time.Millisecond) {
+			r := sudo(alice, "request", "--role", "e2e-direct-edit", "--for", "10m", "--reason", "INC-9 direct",
+				"--ticket", "INC-9")
+			if m := regexp.MustCompile(`^sudorequest/(sudo-[a-z0-9]+) created`).FindStringSubmatch(r.stdout); m != nil {
+				name = m[1]
+			}
+			require.True(t, name != "" || time.Now().Before(deadline), r.stderr)
+		}
+		return name
+	}
+	deleteWeb := func() result {
+		return sudo(alice, "--", st.kubectl, "delete", "configmap", "web", "--dry-run=server")
+	}
+	// until polls deleteWeb until it succeeds (want) or is refused, bounded.
+	until := func(want bool) (result, time.Duration) {
+		start := time.Now()
+		var r result
+		for deadline := start.Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if r = deleteWeb(); (r.code == 0) == want || time.Now().After(deadline) {
+				return r, time.Since(start)
+			}
+		}
+	}
+
+	name := request()
+	plain := alice.kubectl("delete", "configmap", "web", "-n", ns, "--dry-run=server")
+	assert.NotEqual(t, 0, plain.code, "no standing right")
+	require.Equal(t, 0, sudo(bob, "approve", name).code)
+	r, lag := until(true)
+	require.Equal(t, 0, r.code, r.stderr)
+	t.Logf("direct mode: the elevated delete was allowed %s after the approval", lag.Round(time.Millisecond))
+	assert.Less(t, lag, 5*time.Second)
+	assert.Contains(t, r.stdout, `configmap "web" deleted (server dry run)`)
+
+	// kube-apiserver's audit event: alice, the group, why, the grant, and
+	// the constraint that allowed it.
+	var seen *auditEvent
+	for deadline := time.Now().Add(10 * time.Second); seen == nil && time.Now().Before(deadline); {
+		for _, e := range readAudit(t, api.auditLog) {
+			if e.Stage == "ResponseComplete" && e.Verb == "delete" && e.ImpersonatedUser != nil &&
+				strings.Contains(e.RequestURI, "/namespaces/"+ns+"/configmaps/web") &&
+				slices.Contains(e.ImpersonatedUser.Groups, "sudo:"+ns+":e2e-direct-edit") {
+				seen = &e
+				break
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.NotNil(t, seen, "the elevated delete in kube-apiserver's audit log")
+	assert.Equal(t, aliceName, seen.User.Username, "alice herself sent it")
+	assert.Equal(t, aliceName, seen.ImpersonatedUser.Username)
+	assert.Equal(t, []string{ns + "/" + name}, seen.ImpersonatedUser.Extra[sudoGrantExtra])
+	assert.Equal(t, []string{"INC-9 direct"}, seen.ImpersonatedUser.Extra["kubectl-impersonate.io/sudo-reason"])
+	assert.Equal(t, []string{"INC-9"}, seen.ImpersonatedUser.Extra["kubectl-impersonate.io/sudo-ticket"])
+	require.NotNil(t, seen.AuthenticationMetadata)
+	assert.Equal(t, "impersonate:user-info", seen.AuthenticationMetadata.ImpersonationConstraint)
+
+	// Revoked: its RBAC removed by the controller.
+	require.Equal(t, 0, sudo(bob, "revoke", name).code)
+	r, lag = until(false)
+	assert.NotEqual(t, 0, r.code, "refused after the revocation")
+	t.Logf("direct mode: refused %s after the revocation (the controller's removal)", lag.Round(time.Millisecond))
+	assert.Less(t, lag, 5*time.Second)
+
+	// The controller stopped: a revoked grant keeps its RBAC (fail-open)
+	// until a replica runs again.
+	second := request()
+	require.Equal(t, 0, sudo(bob, "approve", second).code)
+	r, _ = until(true)
+	require.Equal(t, 0, r.code, r.stderr)
+	stopController()
+	require.Equal(t, 0, sudo(bob, "revoke", second).code)
+	revoked := time.Now()
+	time.Sleep(3 * time.Second)
+	still := deleteWeb()
+	assert.Equal(t, 0, still.code, "fail-open while no controller runs: %s", still.stderr)
+	controller()
+	r, lag = until(false)
+	assert.NotEqual(t, 0, r.code, "refused once a controller runs again")
+	t.Logf("direct mode with no controller for 3 s: refused %s after the revocation, %s after a replica started",
+		time.Since(revoked).Round(time.Millisecond), lag.Round(time.Millisecond))
+}
