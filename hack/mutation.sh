@@ -39,8 +39,8 @@ targets=(
   "pkg/server/identity identity.go"
   "pkg/idp/oauth oauth.go assertion.go retry.go"
   "pkg/token/tokencache disk.go entry.go key.go keyring.go store.go cooldown.go lock.go"
-  "pkg/cluster/elevation elevation.go"
-  "pkg/server/sudo sudo.go store.go tokenrequest.go"
+  "pkg/cluster/elevation elevation.go direct.go"
+  "pkg/server/sudo sudo.go store.go tokenrequest.go controller.go"
 )
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

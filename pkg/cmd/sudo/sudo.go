@@ -42,7 +42,9 @@ write it) goes upstream as you plus the grant's group, with its reason, ticket
 and name in kube-apiserver's audit log, until it ends (docs/elevation.md).
 
 sudo -- COMMAND runs COMMAND under your live grant in the namespace (--grant to
-choose), as sudo shell runs your shell.`,
+choose), as sudo shell runs your shell. With --direct (no proxy, Kubernetes
+1.36+, kubectl-impersonate sudo-controller running), the command impersonates
+you with the grant's group straight to kube-apiserver.`,
 		Example: `  # Ask for edit in payments for 30 minutes; someone else approves
   kubectl impersonate sudo request -n payments --role edit --for 30m --reason "INC-7 checkout down" --ticket INC-7
   kubectl impersonate sudo approve sudo-7x2kq -n payments
