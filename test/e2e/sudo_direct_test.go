@@ -65,7 +65,13 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: %[3]q}]
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: e2e-direct-edit}
-rules: [{apiGroups: [""], resources: [configmaps], verbs: [get, list, delete]}]
+rules:
+  - {apiGroups: [""], resources: [configmaps], verbs: [get, list, delete]}
+  - {apiGroups: [""], resources: [serviceaccounts/token], verbs: [create]}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: ci, namespace: %[1]s}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -117,11 +123,14 @@ metadata: {name: web, namespace: %[1]s}
 	// deleteWeb is alice's elevated delete under grant, as sudo --direct's
 	// kubeconfig sends it (kubectl's own flags: after a revocation, sudo
 	// itself would refuse before asking the cluster).
+	as := func(grant string, args ...string) result {
+		return alice.kubectl(append([]string{"--as=" + aliceName, "--as-group=sudo:" + ns + ":e2e-direct-edit",
+			"--as-user-extra=" + sudoGrantExtra + "=" + ns + "/" + grant,
+			"--as-user-extra=kubectl-impersonate.io/sudo-reason=INC-9 direct",
+			"--as-user-extra=kubectl-impersonate.io/sudo-ticket=INC-9"}, args...)...)
+	}
 	deleteWeb := func(grant string) result {
-		return alice.kubectl("--as="+aliceName, "--as-group=sudo:"+ns+":e2e-direct-edit",
-			"--as-user-extra="+sudoGrantExtra+"="+ns+"/"+grant, "--as-user-extra=kubectl-impersonate.io/sudo-reason=INC-9 direct",
-			"--as-user-extra=kubectl-impersonate.io/sudo-ticket=INC-9", "delete", "configmap", "web", "-n", ns,
-			"--dry-run=server")
+		return as(grant, "delete", "configmap", "web", "-n", ns, "--dry-run=server")
 	}
 	// until polls deleteWeb until it succeeds (want) or is refused, bounded.
 	until := func(grant string, want bool) (result, time.Duration) {
@@ -169,6 +178,23 @@ metadata: {name: web, namespace: %[1]s}
 	assert.Equal(t, []string{"INC-9"}, seen.ImpersonatedUser.Extra["kubectl-impersonate.io/sudo-ticket"])
 	require.NotNil(t, seen.AuthenticationMetadata)
 	assert.Equal(t, "impersonate:user-info", seen.AuthenticationMetadata.ImpersonationConstraint)
+
+	// A service-account token lives at most 10 minutes without the proxy
+	// (admission's sudo-persistence), with the grant's extras or the group
+	// alone; nor can alice set another reason than the grant's.
+	long := as(name, "create", "token", "ci", "-n", ns, "--duration=24h")
+	assert.NotEqual(t, 0, long.code)
+	assert.Contains(t, long.stderr, "lives at most 10 minutes")
+	bare := alice.kubectl("--as="+aliceName, "--as-group=sudo:"+ns+":e2e-direct-edit", "create", "token", "ci",
+		"-n", ns, "--duration=24h")
+	assert.NotEqual(t, 0, bare.code)
+	assert.Contains(t, bare.stderr, "lives at most 10 minutes", "the group alone is enough for admission")
+	short := as(name, "create", "token", "ci", "-n", ns, "--duration=10m")
+	assert.Equal(t, 0, short.code, short.stderr)
+	forged := alice.kubectl("--as="+aliceName, "--as-group=sudo:"+ns+":e2e-direct-edit",
+		"--as-user-extra=kubectl-impersonate.io/sudo-reason=approved by the CEO", "get", "configmap", "web", "-n", ns)
+	assert.NotEqual(t, 0, forged.code, "only the grant's reason")
+	assert.Contains(t, forged.stderr, "cannot impersonate")
 
 	// Revoked: its RBAC removed by the controller.
 	require.Equal(t, 0, sudo(bob, "revoke", name).code)

@@ -13,8 +13,8 @@ import (
 //
 //   - A ClusterRole and ClusterRoleBinding letting the requester take, by
 //     impersonate:user-info, their own name, the group GroupOf(ns, role)
-//     and the grant's extras, and nothing else (identities are asked
-//     outside any namespace), and ask discovery so.
+//     and the grant's extras with its values, and nothing else (identities
+//     are asked outside any namespace), and ask discovery so.
 //   - A Role and RoleBinding in the grant's namespace with the role's
 //     rules as impersonate-on:user-info:VERB: the requests they may make
 //     so.
@@ -43,8 +43,11 @@ type DirectObjects struct {
 	RoleBinding        *rbacv1.RoleBinding
 }
 
+// DirectPrefix starts the name of every materialised object.
+const DirectPrefix = "sudo.kubectl-impersonate.io:"
+
 // DirectName is the name of g's materialised objects.
-func DirectName(g Grant) string { return "sudo.kubectl-impersonate.io:" + g.Namespace + ":" + g.Name }
+func DirectName(g Grant) string { return DirectPrefix + g.Namespace + ":" + g.Name }
 
 // Direct materialises g with its role's rules.
 func Direct(g Grant, rules []rbacv1.PolicyRule) DirectObjects {
@@ -60,12 +63,16 @@ func Direct(g Grant, rules []rbacv1.PolicyRule) DirectObjects {
 			ResourceNames: []string{GroupOf(g.Namespace, g.Spec.Role)}, Verbs: []string{verb}},
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"userextras/" + GrantExtra},
 			ResourceNames: []string{g.Namespace + "/" + g.Name}, Verbs: []string{verb}},
-		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"userextras/" + ReasonExtra,
-			"userextras/" + TicketExtra}, Verbs: []string{verb}},
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"userextras/" + ReasonExtra},
+			ResourceNames: []string{strings.TrimSpace(g.Spec.Reason)}, Verbs: []string{verb}},
 		// Discovery and the version, which kubectl asks as the impersonated
 		// user too (a Role holds no non-resource URL).
 		{NonResourceURLs: []string{"/api", "/api/*", "/apis", "/apis/*", "/version", "/openapi/*"},
 			Verbs: []string{"impersonate-on:user-info:get"}}}
+	if t := strings.TrimSpace(g.Spec.Ticket); t != "" {
+		extras = append(extras, rbacv1.PolicyRule{APIGroups: []string{"authentication.k8s.io"},
+			Resources: []string{"userextras/" + TicketExtra}, ResourceNames: []string{t}, Verbs: []string{verb}})
+	}
 	return DirectObjects{
 		ClusterRole: &rbacv1.ClusterRole{ObjectMeta: meta(""), Rules: extras},
 		ClusterRoleBinding: &rbacv1.ClusterRoleBinding{ObjectMeta: meta(""), Subjects: subject,

@@ -43,11 +43,13 @@ func TestDirect(t *testing.T) {
 			ResourceNames: []string{"sudo:payments:edit"}, Verbs: []string{"impersonate:user-info"}},
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"userextras/kubectl-impersonate.io/sudo-grant"},
 			ResourceNames: []string{"payments/sudo-x"}, Verbs: []string{"impersonate:user-info"}},
-		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"userextras/kubectl-impersonate.io/sudo-reason",
-			"userextras/kubectl-impersonate.io/sudo-ticket"}, Verbs: []string{"impersonate:user-info"}},
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"userextras/kubectl-impersonate.io/sudo-reason"},
+			ResourceNames: []string{"INC-1"}, Verbs: []string{"impersonate:user-info"}},
 		{NonResourceURLs: []string{"/api", "/api/*", "/apis", "/apis/*", "/version", "/openapi/*"},
 			Verbs: []string{"impersonate-on:user-info:get"}},
-	}, o.ClusterRole.Rules)
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"userextras/kubectl-impersonate.io/sudo-ticket"},
+			ResourceNames: []string{"T-1"}, Verbs: []string{"impersonate:user-info"}},
+	}, o.ClusterRole.Rules, "the grant's own reason and ticket, nothing else")
 	assert.Equal(t, []rbacv1.PolicyRule{
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"},
 			Verbs: []string{"impersonate-on:user-info:get", "impersonate-on:user-info:delete"}},

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -42,7 +44,9 @@ func (c *Controller) log(format string, args ...any) {
 
 // Reconcile makes the cluster's materialised RBAC the live grants': what
 // serves no live grant is deleted first, then what a live grant lacks is
-// made. It does nothing while the view of grants is not current.
+// made. It does nothing while the view of grants is not current. Only
+// objects named as materialised ones (elevation.DirectPrefix) and labelled
+// so are ever deleted: a label put on other RBAC does not get it removed.
 func (c *Controller) Reconcile(ctx context.Context) error {
 	if err := c.Store.Current(); err != nil {
 		return err
@@ -53,11 +57,22 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	rbac := c.Client.RbacV1()
 	sel := metav1.ListOptions{LabelSelector: elevation.GrantLabel}
-	have := map[string]bool{} // live grants' UIDs whose ClusterRole exists
+	// done counts, per live grant's UID, its objects found as they should
+	// be named: the grant is materialised when all four are.
+	done := map[string]int{}
 	var errs []error
-	gone := func(labels map[string]string) bool {
-		_, ok := live[labels[elevation.GrantLabel]]
-		return !ok
+	// keep says whether a listed object serves a live grant (counted), or
+	// is a materialised one to delete; false, false: not ours.
+	keep := func(name string, labels map[string]string) (ours, serves bool) {
+		if !strings.HasPrefix(name, elevation.DirectPrefix) {
+			return false, false
+		}
+		g, ok := live[labels[elevation.GrantLabel]]
+		if !ok || name != elevation.DirectName(g) {
+			return true, false
+		}
+		done[string(g.UID)]++
+		return true, true
 	}
 	del := func(what, ns, name string, f func(context.Context, string, metav1.DeleteOptions) error) {
 		if err := f(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -66,9 +81,10 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		}
 		c.log("sudo-controller: removed %s %s/%s", what, ns, name)
 	}
+	// Bindings first: what they bind stops granting at once.
 	if l, err := rbac.ClusterRoleBindings().List(ctx, sel); err == nil {
 		for _, o := range l.Items {
-			if gone(o.Labels) {
+			if ours, serves := keep(o.Name, o.Labels); ours && !serves {
 				del("ClusterRoleBinding", "", o.Name, rbac.ClusterRoleBindings().Delete)
 			}
 		}
@@ -77,7 +93,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	if l, err := rbac.RoleBindings("").List(ctx, sel); err == nil {
 		for _, o := range l.Items {
-			if gone(o.Labels) {
+			if ours, serves := keep(o.Name, o.Labels); ours && !serves {
 				del("RoleBinding", o.Namespace, o.Name, rbac.RoleBindings(o.Namespace).Delete)
 			}
 		}
@@ -86,10 +102,8 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	if l, err := rbac.ClusterRoles().List(ctx, sel); err == nil {
 		for _, o := range l.Items {
-			if gone(o.Labels) {
+			if ours, serves := keep(o.Name, o.Labels); ours && !serves {
 				del("ClusterRole", "", o.Name, rbac.ClusterRoles().Delete)
-			} else {
-				have[o.Labels[elevation.GrantLabel]] = true
 			}
 		}
 	} else {
@@ -97,7 +111,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	if l, err := rbac.Roles("").List(ctx, sel); err == nil {
 		for _, o := range l.Items {
-			if gone(o.Labels) {
+			if ours, serves := keep(o.Name, o.Labels); ours && !serves {
 				del("Role", o.Namespace, o.Name, rbac.Roles(o.Namespace).Delete)
 			}
 		}
@@ -105,7 +119,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	for uid, g := range live {
-		if have[uid] {
+		if done[uid] == 4 {
 			continue
 		}
 		if err := c.materialise(ctx, g); err != nil {
@@ -115,9 +129,11 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// materialise makes g's four objects (the ClusterRole last: its presence
-// says the grant is done), from its role as the cluster holds it: the Role
-// of that name in the grant's namespace, else the ClusterRole.
+// materialise makes g's four objects, from its role as the cluster holds
+// it: the Role of that name in the grant's namespace, else the
+// ClusterRole. An object of that name already there that is not as it
+// would make it (made before by someone else: an attacker's review found a
+// binding of another subject waiting for the grant) is replaced.
 func (c *Controller) materialise(ctx context.Context, g elevation.Grant) error {
 	rbac := c.Client.RbacV1()
 	var rules []rbacv1.PolicyRule
@@ -135,17 +151,62 @@ func (c *Controller) materialise(ctx context.Context, g elevation.Grant) error {
 		return fmt.Errorf("reading the role %s: %w", g.Spec.Role, err)
 	}
 	o := elevation.Direct(g, rules)
-	// Made in this order: the bindings before the ClusterRole, whose
-	// presence says the grant is done (an already made one is kept).
-	opts := metav1.CreateOptions{}
-	for _, create := range []func() error{
-		func() error { _, err := rbac.Roles(g.Namespace).Create(ctx, o.Role, opts); return err },
-		func() error { _, err := rbac.RoleBindings(g.Namespace).Create(ctx, o.RoleBinding, opts); return err },
-		func() error { _, err := rbac.ClusterRoleBindings().Create(ctx, o.ClusterRoleBinding, opts); return err },
-		func() error { _, err := rbac.ClusterRoles().Create(ctx, o.ClusterRole, opts); return err },
-	} {
-		if err := create(); err != nil && !apierrors.IsAlreadyExists(err) {
+	opts, name, ns := metav1.CreateOptions{}, o.Role.Name, g.Namespace
+	same := func(labels map[string]string, a, b any) bool {
+		return labels[elevation.GrantLabel] == string(g.UID) && equality.Semantic.DeepEqual(a, b)
+	}
+	for _, step := range []struct {
+		what   string
+		create func() error
+		same   func() (bool, error)
+		del    func() error
+	}{
+		{"Role", func() error { _, err := rbac.Roles(ns).Create(ctx, o.Role, opts); return err },
+			func() (bool, error) {
+				x, err := rbac.Roles(ns).Get(ctx, name, metav1.GetOptions{})
+				return err == nil && same(x.Labels, x.Rules, o.Role.Rules), err
+			}, func() error { return rbac.Roles(ns).Delete(ctx, name, metav1.DeleteOptions{}) }},
+		{"RoleBinding", func() error { _, err := rbac.RoleBindings(ns).Create(ctx, o.RoleBinding, opts); return err },
+			func() (bool, error) {
+				x, err := rbac.RoleBindings(ns).Get(ctx, name, metav1.GetOptions{})
+				return err == nil && same(x.Labels, []any{x.Subjects, x.RoleRef},
+					[]any{o.RoleBinding.Subjects, o.RoleBinding.RoleRef}), err
+			}, func() error { return rbac.RoleBindings(ns).Delete(ctx, name, metav1.DeleteOptions{}) }},
+		{"ClusterRoleBinding", func() error {
+			_, err := rbac.ClusterRoleBindings().Create(ctx, o.ClusterRoleBinding, opts)
 			return err
+		}, func() (bool, error) {
+			x, err := rbac.ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{})
+			return err == nil && same(x.Labels, []any{x.Subjects, x.RoleRef},
+				[]any{o.ClusterRoleBinding.Subjects, o.ClusterRoleBinding.RoleRef}), err
+		}, func() error { return rbac.ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{}) }},
+		{"ClusterRole", func() error { _, err := rbac.ClusterRoles().Create(ctx, o.ClusterRole, opts); return err },
+			func() (bool, error) {
+				x, err := rbac.ClusterRoles().Get(ctx, name, metav1.GetOptions{})
+				return err == nil && same(x.Labels, x.Rules, o.ClusterRole.Rules), err
+			}, func() error { return rbac.ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{}) }},
+	} {
+		err := step.create()
+		if !apierrors.IsAlreadyExists(err) {
+			if err != nil {
+				return fmt.Errorf("making %s %s: %w", step.what, name, err)
+			}
+			continue
+		}
+		ok, err := step.same()
+		if err != nil {
+			return fmt.Errorf("reading %s %s: %w", step.what, name, err)
+		}
+		if ok {
+			continue
+		}
+		c.log("sudo-controller: %s %s was there, not as grant %s/%s makes it: replaced", step.what, name,
+			g.Namespace, g.Name)
+		if err := step.del(); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("replacing %s %s: %w", step.what, name, err)
+		}
+		if err := step.create(); err != nil {
+			return fmt.Errorf("replacing %s %s: %w", step.what, name, err)
 		}
 	}
 	c.log("sudo-controller: materialised grant %s/%s (%s for %s until %s)", g.Namespace, g.Name, g.Spec.Role,

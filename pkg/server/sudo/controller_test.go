@@ -83,11 +83,50 @@ func TestControllerReconcile(t *testing.T) {
 	_, err = c.RbacV1().ClusterRoles().Get(ctx, "other", metav1.GetOptions{})
 	assert.NoError(t, err, "others' RBAC stays")
 
-	// Ended: removed as well.
+	// Ended: removed as well; below, an object someone else labelled.
 	s.Load([]elevation.Grant{g}, []elevation.Request{r})
 	require.NoError(t, ctl.Reconcile(ctx))
 	assert.Len(t, names(t, c), 4)
 	now = g.Ends()
 	require.NoError(t, ctl.Reconcile(ctx))
 	assert.Empty(t, names(t, c), "ended: all four removed")
+}
+
+// Attacks on the controller (an attacker's review): a binding of another
+// subject made under the materialised name before the grant is replaced,
+// not kept; RBAC of others that carries the label is not deleted; a
+// labelled object under the materialised prefix that serves no live grant
+// is.
+func TestControllerAttacks(t *testing.T) {
+	ctx := context.Background()
+	g, r := pair()
+	g.UID = "g-1"
+	s := NewStore()
+	s.Now = func() time.Time { return start.Add(time.Minute) }
+	s.Load([]elevation.Grant{g}, []elevation.Request{r})
+	name := elevation.DirectName(g)
+	mallory := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mallory"}}
+	label := map[string]string{elevation.GrantLabel: "not-a-grant"}
+	c := fake.NewClientset(
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "edit"}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "payments"}, Subjects: mallory,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, Subjects: mallory,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "prod-admins", Labels: label}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: elevation.DirectPrefix + "x:y", Labels: label}})
+	ctl := &Controller{Store: s, Client: c}
+	require.NoError(t, ctl.Reconcile(ctx))
+	rb, err := c.RbacV1().RoleBindings("payments").Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "alice", rb.Subjects[0].Name, "mallory's binding replaced")
+	crb, err := c.RbacV1().ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "alice", crb.Subjects[0].Name, "mallory's binding replaced")
+	_, err = c.RbacV1().ClusterRoleBindings().Get(ctx, "prod-admins", metav1.GetOptions{})
+	assert.NoError(t, err, "others' RBAC stays, labelled or not")
+	_, err = c.RbacV1().ClusterRoleBindings().Get(ctx, elevation.DirectPrefix+"x:y", metav1.GetOptions{})
+	assert.Error(t, err, "a materialised name serving no live grant is removed")
+	assert.Len(t, names(t, c), 5, "the grant's four, and prod-admins")
 }

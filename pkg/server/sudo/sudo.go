@@ -32,8 +32,12 @@ import (
 // them.
 const (
 	GrantExtra  = elevation.GrantExtra
-	ReasonExtra = "kubectl-impersonate.io/sudo-reason"
-	TicketExtra = "kubectl-impersonate.io/sudo-ticket"
+	ReasonExtra = elevation.ReasonExtra
+	TicketExtra = elevation.TicketExtra
+	// ViaExtra says the proxy made the request (it ends its tokens with the
+	// grant): admission lets its TokenRequests live longer than direct
+	// mode's (deploy/sudo/admission.yaml).
+	ViaExtra = "kubectl-impersonate.io/sudo-via"
 )
 
 // GroupPrefix starts every elevation group (elevation.GroupPrefix): no
@@ -54,7 +58,7 @@ func Reserved(u user.Info) string {
 	}
 	for k := range u.GetExtra() {
 		switch strings.ToLower(strings.TrimSpace(k)) {
-		case GrantExtra, ReasonExtra, TicketExtra:
+		case GrantExtra, ReasonExtra, TicketExtra, ViaExtra:
 			return fmt.Sprintf("the extra %q is an elevation's, which only the proxy sets", k)
 		}
 	}
@@ -123,6 +127,7 @@ func elevated(caller user.Info, ns, name, role, reason, ticket string) user.Info
 		extra[k] = v
 	}
 	extra[GrantExtra] = []string{ns + "/" + name}
+	extra[ViaExtra] = []string{"proxy"}
 	extra[ReasonExtra] = []string{reason}
 	if ticket != "" {
 		extra[TicketExtra] = []string{ticket}

@@ -96,6 +96,7 @@ func TestReserved(t *testing.T) {
 		{"sudo group padded", &user.DefaultInfo{Name: "a", Groups: []string{" sudo:payments:edit"}}, true},
 		{"grant extra", &user.DefaultInfo{Name: "a", Extra: map[string][]string{GrantExtra: {"p/x"}}}, true},
 		{"reason extra", &user.DefaultInfo{Name: "a", Extra: map[string][]string{ReasonExtra: {"x"}}}, true},
+		{"via extra", &user.DefaultInfo{Name: "a", Extra: map[string][]string{ViaExtra: {"proxy"}}}, true},
 		{"ticket extra in capitals", &user.DefaultInfo{Name: "a",
 			Extra: map[string][]string{strings.ToUpper(TicketExtra): {"x"}}}, true},
 	} {
@@ -178,7 +179,7 @@ func TestElevate(t *testing.T) {
 			assert.Equal(t, "alice", e.As.GetName())
 			assert.Equal(t, "a-1", e.As.GetUID())
 			assert.Equal(t, []string{"dev", "sudo:payments:edit"}, e.As.GetGroups())
-			assert.Equal(t, map[string][]string{"scopes": {"x"}, GrantExtra: {"payments/sudo-x"},
+			assert.Equal(t, map[string][]string{"scopes": {"x"}, GrantExtra: {"payments/sudo-x"}, ViaExtra: {"proxy"},
 				ReasonExtra: {"INC-1 checkout down"}, TicketExtra: {"INC-1"}}, e.As.GetExtra(),
 				"the reason as a header carries it: control characters as spaces")
 			assert.Equal(t, []string{"dev"}, alice.Groups, "the caller is not changed")
