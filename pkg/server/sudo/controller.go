@@ -55,7 +55,6 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	for _, g := range c.Store.Live() {
 		live[string(g.UID)] = g
 	}
-	rbac := c.Client.RbacV1()
 	sel := metav1.ListOptions{LabelSelector: elevation.GrantLabel}
 	// done counts, per live grant's UID, its objects found as they should
 	// be named: the grant is materialised when all four are.
@@ -82,41 +81,17 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		c.log("sudo-controller: removed %s %s/%s", what, ns, name)
 	}
 	// Bindings first: what they bind stops granting at once.
-	if l, err := rbac.ClusterRoleBindings().List(ctx, sel); err == nil {
-		for _, o := range l.Items {
+	for _, k := range c.kinds() {
+		objs, err := k.list(ctx, sel)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, o := range objs {
 			if ours, serves := keep(o.Name, o.Labels); ours && !serves {
-				del("ClusterRoleBinding", "", o.Name, rbac.ClusterRoleBindings().Delete)
+				del(k.what, o.Namespace, o.Name, k.delete(o.Namespace))
 			}
 		}
-	} else {
-		errs = append(errs, err)
-	}
-	if l, err := rbac.RoleBindings("").List(ctx, sel); err == nil {
-		for _, o := range l.Items {
-			if ours, serves := keep(o.Name, o.Labels); ours && !serves {
-				del("RoleBinding", o.Namespace, o.Name, rbac.RoleBindings(o.Namespace).Delete)
-			}
-		}
-	} else {
-		errs = append(errs, err)
-	}
-	if l, err := rbac.ClusterRoles().List(ctx, sel); err == nil {
-		for _, o := range l.Items {
-			if ours, serves := keep(o.Name, o.Labels); ours && !serves {
-				del("ClusterRole", "", o.Name, rbac.ClusterRoles().Delete)
-			}
-		}
-	} else {
-		errs = append(errs, err)
-	}
-	if l, err := rbac.Roles("").List(ctx, sel); err == nil {
-		for _, o := range l.Items {
-			if ours, serves := keep(o.Name, o.Labels); ours && !serves {
-				del("Role", o.Namespace, o.Name, rbac.Roles(o.Namespace).Delete)
-			}
-		}
-	} else {
-		errs = append(errs, err)
 	}
 	for uid, g := range live {
 		if done[uid] == 4 {
@@ -127,6 +102,63 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// kind is one of the four kinds a grant is materialised as.
+type kind struct {
+	what   string
+	list   func(context.Context, metav1.ListOptions) ([]metav1.ObjectMeta, error)
+	delete func(ns string) func(context.Context, string, metav1.DeleteOptions) error
+}
+
+// kinds are the four, bindings first.
+func (c *Controller) kinds() []kind {
+	rbac := c.Client.RbacV1()
+	metas := func(n int, at func(int) metav1.ObjectMeta) []metav1.ObjectMeta {
+		out := make([]metav1.ObjectMeta, n)
+		for i := range out {
+			out[i] = at(i)
+		}
+		return out
+	}
+	return []kind{
+		{"ClusterRoleBinding", func(ctx context.Context, o metav1.ListOptions) ([]metav1.ObjectMeta, error) {
+			l, err := rbac.ClusterRoleBindings().List(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			return metas(len(l.Items), func(i int) metav1.ObjectMeta { return l.Items[i].ObjectMeta }), nil
+		}, func(string) func(context.Context, string, metav1.DeleteOptions) error {
+			return rbac.ClusterRoleBindings().Delete
+		}},
+		{"RoleBinding", func(ctx context.Context, o metav1.ListOptions) ([]metav1.ObjectMeta, error) {
+			l, err := rbac.RoleBindings("").List(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			return metas(len(l.Items), func(i int) metav1.ObjectMeta { return l.Items[i].ObjectMeta }), nil
+		}, func(ns string) func(context.Context, string, metav1.DeleteOptions) error {
+			return rbac.RoleBindings(ns).Delete
+		}},
+		{"ClusterRole", func(ctx context.Context, o metav1.ListOptions) ([]metav1.ObjectMeta, error) {
+			l, err := rbac.ClusterRoles().List(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			return metas(len(l.Items), func(i int) metav1.ObjectMeta { return l.Items[i].ObjectMeta }), nil
+		}, func(string) func(context.Context, string, metav1.DeleteOptions) error {
+			return rbac.ClusterRoles().Delete
+		}},
+		{"Role", func(ctx context.Context, o metav1.ListOptions) ([]metav1.ObjectMeta, error) {
+			l, err := rbac.Roles("").List(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			return metas(len(l.Items), func(i int) metav1.ObjectMeta { return l.Items[i].ObjectMeta }), nil
+		}, func(ns string) func(context.Context, string, metav1.DeleteOptions) error {
+			return rbac.Roles(ns).Delete
+		}},
+	}
 }
 
 // materialise makes g's four objects, from its role as the cluster holds
