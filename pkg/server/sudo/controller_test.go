@@ -130,3 +130,52 @@ func TestControllerAttacks(t *testing.T) {
 	assert.Error(t, err, "a materialised name serving no live grant is removed")
 	assert.Len(t, names(t, c), 5, "the grant's four, and prod-admins")
 }
+
+// materialise keeps what is already as it would make it, and replaces
+// what is not (a Role of other rules, an object labelled for another
+// grant); a grant done is not made again; a labelled object of a live
+// grant's UID under another name is removed.
+func TestControllerKeepsAndReplaces(t *testing.T) {
+	ctx := context.Background()
+	g, r := pair()
+	g.UID = "g-1"
+	s := NewStore()
+	s.Now = func() time.Time { return start.Add(time.Minute) }
+	s.Load([]elevation.Grant{g}, []elevation.Request{r})
+	rules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}
+	want := elevation.Direct(g, rules)
+	otherRules := want.Role.DeepCopy()
+	otherRules.Rules = []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"},
+		Verbs: []string{"impersonate-on:user-info:delete"}}}
+	otherGrant := want.ClusterRoleBinding.DeepCopy()
+	otherGrant.Labels = map[string]string{elevation.GrantLabel: "g-2"}
+	stray := want.ClusterRole.DeepCopy()
+	stray.Name = elevation.DirectPrefix + "payments:elsewhere"
+	c := fake.NewClientset(&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "edit"}, Rules: rules},
+		otherRules, want.RoleBinding.DeepCopy(), otherGrant, stray)
+	ctl := &Controller{Store: s, Client: c}
+	require.NoError(t, ctl.Reconcile(ctx))
+	role, err := c.RbacV1().Roles("payments").Get(ctx, want.Role.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, want.Role.Rules, role.Rules, "a Role of other rules replaced")
+	crb, err := c.RbacV1().ClusterRoleBindings().Get(ctx, want.Role.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "g-1", crb.Labels[elevation.GrantLabel], "one labelled for another grant replaced")
+	_, err = c.RbacV1().ClusterRoles().Get(ctx, stray.Name, metav1.GetOptions{})
+	assert.Error(t, err, "the grant's UID under another name: removed")
+	var deleted []string
+	for _, a := range c.Actions() {
+		if a.GetVerb() == "delete" {
+			deleted = append(deleted, a.GetResource().Resource)
+		}
+	}
+	assert.ElementsMatch(t, []string{"roles", "clusterrolebindings", "clusterroles"}, deleted,
+		"kept: the RoleBinding as it would make it; removed: the binding labelled for another grant (then made) "+
+			"and the stray; replaced: the Role of other rules")
+
+	c.ClearActions()
+	require.NoError(t, ctl.Reconcile(ctx))
+	for _, a := range c.Actions() {
+		assert.Equal(t, "list", a.GetVerb(), "done: nothing made again (%s %s)", a.GetVerb(), a.GetResource().Resource)
+	}
+}
