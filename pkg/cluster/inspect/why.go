@@ -138,7 +138,13 @@ func Why(ctx context.Context, c WhyClient, t rbaceval.Target, readNS string) (*W
 		res.Grants = rbaceval.ForIdentity(bindings.WhoCan(t), ui.Username, ui.Groups)
 		res.DecidedElsewhere = (len(res.Grants) > 0) != res.Allowed
 	}
-	if ec, ok := c.(elevation.Client); ok && t.Namespace != "" {
+	// The identity's sudo grants are read where they explain the answer:
+	// it carries an elevation group, or the answer is no (a grant held may
+	// be what it lacks). Otherwise why asks no more than before.
+	carries := slices.ContainsFunc(res.Groups, func(g string) bool {
+		return strings.HasPrefix(g, elevation.GroupPrefix)
+	})
+	if ec, ok := c.(elevation.Client); ok && t.Namespace != "" && (carries || !res.Allowed) {
 		res.Sudo = sudoNotes(ctx, ec, t.Namespace, res, time.Now())
 	}
 	return res, nil
