@@ -123,11 +123,7 @@ func (s *Store) Elevate(caller user.Info, ns, name string) (*Elevation, error) {
 	if g.Spec.Requester != caller.GetName() {
 		return nil, fmt.Errorf("%w: grant %s/%s is %s's, not yours", ErrRefused, ns, name, g.Spec.Requester)
 	}
-	var r *elevation.Request
-	if req, ok := s.requests[key(ns, g.Spec.Request)]; ok {
-		r = &req
-	}
-	if ok, why := elevation.Check(g, r, now); !ok {
+	if ok, why := elevation.Check(g, s.requestOf(g), now); !ok {
 		if strings.HasPrefix(why, "expired ") || strings.HasPrefix(why, "revoked ") {
 			return nil, fmt.Errorf("%w: grant %s/%s %s", ErrRefused, ns, name, why)
 		}
@@ -151,6 +147,16 @@ func clean(s string) string {
 		}
 		return r
 	}, s))
+}
+
+// requestOf is g's request in the view, nil when there is none. Holds mu
+// (read or write).
+func (s *Store) requestOf(g elevation.Grant) *elevation.Request {
+	r, ok := s.requests[key(g.Namespace, g.Spec.Request)]
+	if !ok {
+		return nil
+	}
+	return &r
 }
 
 // Len is how many grants and requests the view holds.
@@ -212,11 +218,7 @@ func (s *Store) recheck(k string) {
 	}
 	counts := false
 	if g, ok := s.grants[k]; ok {
-		var r *elevation.Request
-		if req, ok := s.requests[key(g.Namespace, g.Spec.Request)]; ok {
-			r = &req
-		}
-		counts, _ = elevation.Check(g, r, s.now())
+		counts, _ = elevation.Check(g, s.requestOf(g), s.now())
 	}
 	if !counts {
 		close(ch)
@@ -330,11 +332,7 @@ func (s *Store) Live() []elevation.Grant {
 	defer s.mu.RUnlock()
 	var out []elevation.Grant
 	for _, g := range s.grants {
-		var r *elevation.Request
-		if req, ok := s.requests[key(g.Namespace, g.Spec.Request)]; ok {
-			r = &req
-		}
-		if ok, _ := elevation.Check(g, r, now); ok {
+		if ok, _ := elevation.Check(g, s.requestOf(g), now); ok {
 			out = append(out, g)
 		}
 	}
