@@ -62,7 +62,7 @@ func Direct(g Grant, rules []rbacv1.PolicyRule) DirectObjects {
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"groups"},
 			ResourceNames: []string{GroupOf(g.Namespace, g.Spec.Role)}, Verbs: []string{verb}},
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"userextras/" + GrantExtra},
-			ResourceNames: []string{g.Namespace + "/" + g.Name}, Verbs: []string{verb}},
+			ResourceNames: []string{g.Ref()}, Verbs: []string{verb}},
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"userextras/" + ReasonExtra},
 			ResourceNames: []string{strings.TrimSpace(g.Spec.Reason)}, Verbs: []string{verb}},
 		// Discovery and the version, which kubectl asks as the impersonated
@@ -124,7 +124,7 @@ func dedupe(s []string) []string {
 // DirectKubeconfigAs is the impersonation a requester's kubectl sends in
 // direct mode: themselves, the grant's group, its extras.
 func DirectKubeconfigAs(g Grant) (user string, groups []string, extra map[string][]string) {
-	extra = map[string][]string{GrantExtra: {g.Namespace + "/" + g.Name}}
+	extra = map[string][]string{GrantExtra: {g.Ref()}}
 	if r := strings.TrimSpace(g.Spec.Reason); r != "" {
 		extra[ReasonExtra] = []string{r}
 	}

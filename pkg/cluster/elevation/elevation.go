@@ -44,6 +44,17 @@ const GroupPrefix = "sudo:"
 // RoleBinding in ns gives it the role.
 func GroupOf(ns, role string) string { return GroupPrefix + ns + ":" + role }
 
+// Ref names a grant wherever it is named (the extra GrantExtra, messages,
+// audit lines, labels): NAMESPACE/NAME.
+func Ref(ns, name string) string { return ns + "/" + name }
+
+// ParseRef splits a Ref; ok is false unless it is one namespace and one
+// name, neither empty.
+func ParseRef(ref string) (ns, name string, ok bool) {
+	ns, name, ok = strings.Cut(ref, "/")
+	return ns, name, ok && ns != "" && name != "" && !strings.Contains(name, "/")
+}
+
 // Client is what elevation asks of the API server (kubeapi.Client's).
 type Client interface {
 	Get(ctx context.Context, path string, out any) error
@@ -116,6 +127,9 @@ type Grant struct {
 	Spec              GrantSpec    `json:"spec"`
 	Status            *GrantStatus `json:"status,omitempty"`
 }
+
+// Ref is g's Ref.
+func (g Grant) Ref() string { return Ref(g.Namespace, g.Name) }
 
 // RevokedBy is who revoked g, "" when no one has.
 func (g Grant) RevokedBy() string {

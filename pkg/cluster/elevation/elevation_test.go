@@ -205,3 +205,30 @@ func TestPendingAndRequestOf(t *testing.T) {
 	assert.Equal(t, "q", got.Namespace)
 	assert.Nil(t, RequestOf(Grant{ObjectMeta: metav1.ObjectMeta{Namespace: "r"}, Spec: GrantSpec{Request: "a"}}, reqs))
 }
+
+// TestRef: a grant's name across namespaces, and the only forms read back
+// as one (the extra a caller sends is parsed by ParseRef).
+func TestRef(t *testing.T) {
+	g := Grant{ObjectMeta: metav1.ObjectMeta{Namespace: "payments", Name: "sudo-x7k2p"}}
+	assert.Equal(t, "payments/sudo-x7k2p", g.Ref())
+	for _, tc := range []struct {
+		ref      string
+		ns, name string
+		ok       bool
+	}{
+		{"payments/sudo-x7k2p", "payments", "sudo-x7k2p", true},
+		{"payments", "", "", false},
+		{"/sudo-x7k2p", "", "", false},
+		{"payments/", "", "", false},
+		{"payments/a/b", "", "", false},
+		{"", "", "", false},
+		{"/", "", "", false},
+	} {
+		ns, name, ok := ParseRef(tc.ref)
+		assert.Equal(t, tc.ok, ok, tc.ref)
+		if tc.ok {
+			assert.Equal(t, [2]string{tc.ns, tc.name}, [2]string{ns, name}, tc.ref)
+			assert.Equal(t, tc.ref, Ref(ns, name), "Ref and ParseRef agree")
+		}
+	}
+}

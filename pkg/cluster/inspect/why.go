@@ -193,7 +193,7 @@ func sudoNotes(ctx context.Context, c elevation.Client, ns string, res *WhyResul
 					return s.Kind == rbacv1.GroupKind && s.Name == group
 				})
 		}
-		out = append(out, SudoNote{Grant: ns + "/" + g.Name, Role: g.Spec.Role, Approver: g.Spec.Approver,
+		out = append(out, SudoNote{Grant: g.Ref(), Role: g.Spec.Role, Approver: g.Spec.Approver,
 			Ends: g.Ends().UTC(), Allows: allows})
 	}
 	return out

@@ -13,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/auditlog"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/elevation"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
@@ -105,7 +106,7 @@ func (o *ReportOptions) Run(context.Context) error {
 		defer f.Close()
 		in = f
 	}
-	grant := o.Namespace + "/" + o.grant
+	grant := elevation.Ref(o.Namespace, o.grant)
 	l, err := auditlog.Read(in, auditlog.ReadOptions{Grant: grant})
 	if err != nil {
 		return fmt.Errorf("reading the audit log %s: %w", o.AuditLog, err)

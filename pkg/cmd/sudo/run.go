@@ -146,14 +146,14 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
 		return fmt.Errorf("writing the command's kubeconfig: %w", err)
 	}
-	logging.Noticef(o.ErrOut, "sudo: %s runs under grant %s/%s (%s) until %s, %s from now; the proxy refuses "+
-		"what comes after", logging.Printable(o.Command[0]), g.Namespace, g.Name, logging.Printable(g.Spec.Role),
+	logging.Noticef(o.ErrOut, "sudo: %s runs under grant %s (%s) until %s, %s from now; the proxy refuses "+
+		"what comes after", logging.Printable(o.Command[0]), g.Ref(), logging.Printable(g.Spec.Role),
 		g.Ends().UTC().Format(time.RFC3339), until(g.Ends(), o.now()))
 	c := exec.CommandContext(ctx, o.Command[0], o.Command[1:]...)
 	c.Env = append(slices.DeleteFunc(o.global.Environ(), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
 		return strings.EqualFold(k, "KUBECONFIG") || strings.EqualFold(k, GrantEnv)
-	}), "KUBECONFIG="+kubeconfig, GrantEnv+"="+g.Namespace+"/"+g.Name)
+	}), "KUBECONFIG="+kubeconfig, GrantEnv+"="+g.Ref())
 	// The child gets the terminal itself, not the plugin's escaping
 	// writers: a shell's prompt and job control, k9s's screen.
 	c.Stdin, c.Stdout, c.Stderr = o.In, rawWriter(o.Out), rawWriter(o.ErrOut)
@@ -247,7 +247,7 @@ func (o *RunOptions) kubeconfig(g *elevation.Grant) (*clientcmdapi.Config, error
 	me := g.Spec.Requester
 	kctx.Namespace = g.Namespace
 	user.Impersonate, user.ImpersonateGroups, user.ImpersonateUID = me, nil, ""
-	user.ImpersonateUserExtra = map[string][]string{elevation.GrantExtra: {g.Namespace + "/" + g.Name}}
+	user.ImpersonateUserExtra = map[string][]string{elevation.GrantExtra: {g.Ref()}}
 	if o.Direct {
 		user.Impersonate, user.ImpersonateGroups, user.ImpersonateUserExtra = elevation.DirectKubeconfigAs(*g)
 	}

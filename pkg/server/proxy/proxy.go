@@ -58,6 +58,7 @@ import (
 	"k8s.io/client-go/transport"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/auditlog"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/elevation"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/attributes"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/identity"
@@ -528,7 +529,7 @@ func (h *Handler) serveAsked(
 			"this impersonating proxy does not serve sudo grants (kubectl-impersonate proxy --sudo)")
 		return
 	case grant != "":
-		l.grant = ns + "/" + grant
+		l.grant = elevation.Ref(ns, grant)
 		h.elevate(w, r, l, u, ns, grant)
 		return
 	case h.CallerImpersonation == nil:
@@ -648,7 +649,7 @@ func (h *Handler) elevate(w http.ResponseWriter, r *http.Request, l *requestLog,
 	case errors.Is(err, sudo.ErrNotCurrent):
 		w.Header().Set("Retry-After", "1")
 		h.refuse(w, l, http.StatusServiceUnavailable, "sudo_not_current", err.Error(),
-			"the impersonating proxy cannot tell whether sudo grant "+ns+"/"+name+" counts now, try again")
+			"the impersonating proxy cannot tell whether sudo grant "+elevation.Ref(ns, name)+" counts now, try again")
 		return
 	case err != nil:
 		h.refuse(w, l, http.StatusForbidden, "sudo", err.Error(), logging.OneLine(err.Error(), 0))
@@ -656,7 +657,7 @@ func (h *Handler) elevate(w http.ResponseWriter, r *http.Request, l *requestLog,
 	}
 	switch {
 	case ri.Namespace != "" && ri.Namespace != ns:
-		msg := fmt.Sprintf("sudo grant %s/%s is for namespace %s, not %s", ns, name, ns, ri.Namespace)
+		msg := fmt.Sprintf("sudo grant %s is for namespace %s, not %s", elevation.Ref(ns, name), ns, ri.Namespace)
 		h.refuse(w, l, http.StatusForbidden, "sudo", msg, msg)
 		return
 	case ri.Namespace == "" && !selfReview(ri):
@@ -715,7 +716,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, l *requestLog,
 					panic(v)
 				}
 				if e.Over(time.Now()) {
-					l.reason = "closed: sudo grant " + e.Namespace + "/" + e.Name + " ended"
+					l.reason = "closed: sudo grant " + elevation.Ref(e.Namespace, e.Name) + " ended"
 				}
 			}
 		}()

@@ -98,7 +98,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 			continue
 		}
 		if err := c.materialise(ctx, g); err != nil {
-			errs = append(errs, fmt.Errorf("materialising grant %s/%s: %w", g.Namespace, g.Name, err))
+			errs = append(errs, fmt.Errorf("materialising grant %s: %w", g.Ref(), err))
 		}
 	}
 	return errors.Join(errs...)
@@ -232,8 +232,7 @@ func (c *Controller) materialise(ctx context.Context, g elevation.Grant) error {
 		if ok {
 			continue
 		}
-		c.log("sudo-controller: %s %s was there, not as grant %s/%s makes it: replaced", step.what, name,
-			g.Namespace, g.Name)
+		c.log("sudo-controller: %s %s was there, not as grant %s makes it: replaced", step.what, name, g.Ref())
 		if err := step.del(); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("replacing %s %s: %w", step.what, name, err)
 		}
@@ -241,7 +240,7 @@ func (c *Controller) materialise(ctx context.Context, g elevation.Grant) error {
 			return fmt.Errorf("replacing %s %s: %w", step.what, name, err)
 		}
 	}
-	c.log("sudo-controller: materialised grant %s/%s (%s for %s until %s)", g.Namespace, g.Name, g.Spec.Role,
+	c.log("sudo-controller: materialised grant %s (%s for %s until %s)", g.Ref(), g.Spec.Role,
 		g.Spec.Requester, g.Ends().UTC().Format(time.RFC3339))
 	return nil
 }

@@ -68,7 +68,7 @@ func (s *Store) now() time.Time {
 	return time.Now()
 }
 
-func key(ns, name string) string { return ns + "/" + name }
+func key(ns, name string) string { return elevation.Ref(ns, name) }
 
 // current says why the view is not current, "" when it is.
 func (s *Store) current(now time.Time) string {
@@ -121,13 +121,13 @@ func (s *Store) Elevate(caller user.Info, ns, name string) (*Elevation, error) {
 		return nil, fmt.Errorf("%w: there is no sudo grant %s in %s", ErrRefused, name, ns)
 	}
 	if g.Spec.Requester != caller.GetName() {
-		return nil, fmt.Errorf("%w: grant %s/%s is %s's, not yours", ErrRefused, ns, name, g.Spec.Requester)
+		return nil, fmt.Errorf("%w: grant %s is %s's, not yours", ErrRefused, g.Ref(), g.Spec.Requester)
 	}
 	if ok, why := elevation.Check(g, s.requestOf(g), now); !ok {
 		if strings.HasPrefix(why, "expired ") || strings.HasPrefix(why, "revoked ") {
-			return nil, fmt.Errorf("%w: grant %s/%s %s", ErrRefused, ns, name, why)
+			return nil, fmt.Errorf("%w: grant %s %s", ErrRefused, g.Ref(), why)
 		}
-		return nil, fmt.Errorf("%w: grant %s/%s does not count: %s", ErrRefused, ns, name, why)
+		return nil, fmt.Errorf("%w: grant %s does not count: %s", ErrRefused, g.Ref(), why)
 	}
 	ch, ok := s.revoked[key(ns, name)]
 	if !ok {

@@ -81,10 +81,10 @@ func Asked(asked, caller user.Info) (ns, name string, err error) {
 	}
 	var found bool
 	if len(grants) == 1 {
-		ns, name, found = strings.Cut(grants[0], "/")
+		ns, name, found = elevation.ParseRef(grants[0])
 	}
 	switch {
-	case !found || ns == "" || name == "" || strings.Contains(name, "/"):
+	case !found:
 		return "", "", fmt.Errorf("%w: name one grant in the extra %s, as NAMESPACE/NAME", ErrRefused, GrantExtra)
 	case asked.GetName() != caller.GetName():
 		return "", "", fmt.Errorf("%w: a sudo request impersonates its caller (--as %s), not %s", ErrRefused,
@@ -126,7 +126,7 @@ func elevated(caller user.Info, ns, name, role, reason, ticket string) user.Info
 	for k, v := range caller.GetExtra() {
 		extra[k] = v
 	}
-	extra[GrantExtra] = []string{ns + "/" + name}
+	extra[GrantExtra] = []string{elevation.Ref(ns, name)}
 	extra[ViaExtra] = []string{"proxy"}
 	extra[ReasonExtra] = []string{reason}
 	if ticket != "" {
