@@ -20,8 +20,10 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	remotecommandconsts "k8s.io/apimachinery/pkg/util/remotecommand"
 	"k8s.io/cri-streaming/pkg/streaming/portforward"
 	kubeletexec "k8s.io/cri-streaming/pkg/streaming/remotecommand"
@@ -51,6 +53,42 @@ func startFakeKubelet(certFile, keyFile string) (*fakeKubelet, error) {
 }
 
 func (k *fakeKubelet) close() { _ = k.srv.Close() }
+
+// shellPod starts a stand-in kubelet for the test and puts a Pod "shell"
+// in ns (which exists) on node, whose kubelet it is: the Node at its port,
+// the namespace's default service account, the Pod marked Running and
+// Ready (kubectl port-forward insists on a running pod; no kubelet reports
+// it).
+func shellPod(t *testing.T, admin string, env []string, node, ns string) {
+	t.Helper()
+	kubelet, err := startFakeKubelet(st.certFile, st.keyFile)
+	require.NoError(t, err)
+	t.Cleanup(kubelet.close)
+	kubectlApply(t, admin, fmt.Sprintf(`apiVersion: v1
+kind: Node
+metadata: {name: %[1]s}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: default, namespace: %[2]s}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: shell, namespace: %[2]s}
+spec:
+  nodeName: %[1]s
+  containers: [{name: app, image: registry.k8s.io/pause:3.10}]
+`, node, ns))
+	for _, patch := range []struct{ kind, name, body string }{
+		{"node", node, fmt.Sprintf(`{"status":{"addresses":[{"type":"InternalIP","address":"127.0.0.1"}],`+
+			`"daemonEndpoints":{"kubeletEndpoint":{"Port":%d}}}}`, kubelet.port)},
+		{"pod", "shell", `{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}`},
+	} {
+		r := run(t, env, false, st.kubectl, "--kubeconfig="+admin, "patch", patch.kind, patch.name, "-n", ns,
+			"--subresource=status", "--type=merge", "-p", patch.body)
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+}
 
 func serveExec(w http.ResponseWriter, r *http.Request) {
 	opts, err := kubeletexec.NewOptions(r)

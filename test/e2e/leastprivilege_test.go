@@ -49,9 +49,6 @@ func TestLeastPrivilegeFromARecording(t *testing.T) {
 	home := t.TempDir()
 	env := baseEnv(home)
 	ns, other := "least-priv", "least-priv-other"
-	kubelet, err := startFakeKubelet(st.certFile, st.keyFile)
-	require.NoError(t, err)
-	t.Cleanup(kubelet.close)
 	kubectlApply(t, admin, fmt.Sprintf(`apiVersion: v1
 kind: Namespace
 metadata: {name: %[1]s}
@@ -61,27 +58,12 @@ kind: Namespace
 metadata: {name: %[2]s}
 ---
 apiVersion: v1
-kind: Node
-metadata: {name: least-priv-node}
----
-apiVersion: v1
-kind: ServiceAccount
-metadata: {name: default, namespace: %[1]s}
----
-apiVersion: v1
 kind: ServiceAccount
 metadata: {name: recorder, namespace: %[1]s}
 ---
 apiVersion: v1
 kind: ServiceAccount
 metadata: {name: fresh, namespace: %[1]s}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: shell, namespace: %[1]s}
-spec:
-  nodeName: least-priv-node
-  containers: [{name: app, image: registry.k8s.io/pause:3.10}]
 ---
 apiVersion: v1
 kind: ConfigMap
@@ -111,13 +93,7 @@ subjects: [{kind: ServiceAccount, name: recorder, namespace: %[1]s}]
 		t.Helper()
 		return run(t, env, false, append([]string{st.kubectl, "--kubeconfig=" + admin}, args...)...)
 	}
-	r := kubectl("patch", "node", "least-priv-node", "--subresource=status", "--type=merge", "-p", fmt.Sprintf(
-		`{"status":{"addresses":[{"type":"InternalIP","address":"127.0.0.1"}],"daemonEndpoints":{"kubeletEndpoint":{"Port":%d}}}}`,
-		kubelet.port))
-	require.Equal(t, 0, r.code, r.stderr)
-	r = kubectl("patch", "pod", "shell", "-n", ns, "--subresource=status", "--type=merge", "-p",
-		`{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}`)
-	require.Equal(t, 0, r.code, r.stderr)
+	shellPod(t, admin, env, "least-priv-node", ns)
 
 	saKubeconfig := func(sa string) string { return serviceAccountKubeconfig(t, admin, api, home, ns, sa) }
 	client, err := filepath.Abs("clients/list_pods.py")
@@ -134,7 +110,7 @@ subjects: [{kind: ServiceAccount, name: recorder, namespace: %[1]s}]
 	// Record, as the recorder.
 	recorderKC := saKubeconfig("recorder")
 	recording := filepath.Join(home, "session.jsonl")
-	r = run(t, sessionEnv, false, st.ki, "record", "--kubeconfig="+recorderKC, "-o", recording, "--", "sh", "-c", lpSession)
+	r := run(t, sessionEnv, false, st.ki, "record", "--kubeconfig="+recorderKC, "-o", recording, "--", "sh", "-c", lpSession)
 	require.Equal(t, 0, r.code, "the recorded session: %s %s", r.stdout, r.stderr)
 	assert.Contains(t, r.stdout, "websocket\n")
 	assert.Contains(t, r.stdout, "spdy\n")

@@ -346,9 +346,6 @@ func TestProxyManifests(t *testing.T) {
 // the impersonated user on the subresources.
 func TestProxyUpgrades(t *testing.T) {
 	api := st.api["legacy"]
-	kubelet, err := startFakeKubelet(st.certFile, st.keyFile)
-	require.NoError(t, err)
-	t.Cleanup(kubelet.close)
 	admin, err := st.adminKubeconfig(api)
 	require.NoError(t, err)
 	adminEnv := baseEnv(t.TempDir())
@@ -359,34 +356,13 @@ func TestProxyUpgrades(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, string(out))
 	}
-	adminApply(`apiVersion: v1
-kind: Node
-metadata: {name: fake-node}
----
-apiVersion: v1
-kind: ServiceAccount
-metadata: {name: default, namespace: team-a}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: shell, namespace: team-a}
-spec:
-  nodeName: fake-node
-  containers: [{name: app, image: registry.k8s.io/pause:3.10}]
-`)
-	r := run(t, adminEnv, false, st.kubectl, "--kubeconfig="+admin, "patch", "node", "fake-node", "--subresource=status", "--type=merge",
-		"-p", fmt.Sprintf(`{"status":{"addresses":[{"type":"InternalIP","address":"127.0.0.1"}],"daemonEndpoints":{"kubeletEndpoint":{"Port":%d}}}}`, kubelet.port))
-	require.Equal(t, 0, r.code, r.stderr)
-	// kubectl port-forward insists on a running pod; no kubelet reports it.
-	r = run(t, adminEnv, false, st.kubectl, "--kubeconfig="+admin, "patch", "pod", "shell", "-n", "team-a", "--subresource=status", "--type=merge",
-		"-p", `{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}`)
-	require.Equal(t, 0, r.code, r.stderr)
+	shellPod(t, admin, adminEnv, "fake-node", "team-a")
 
 	proxyURL := startProxy(t)
 	// alice's kubeconfig reaches the API server directly; setup --server
 	// adds a context that goes through the proxy.
 	alice := newPerson(t, "alice", api)
-	r = alice.plugin(nil, "setup", "--write", "--kubeconfig="+alice.kubeconfig, "--user=alice", "--context=via-proxy",
+	r := alice.plugin(nil, "setup", "--write", "--kubeconfig="+alice.kubeconfig, "--user=alice", "--context=via-proxy",
 		"--server="+proxyURL, "--cluster-certificate-authority="+st.caFile, "--oidc-certificate-authority="+st.caFile,
 		"--browser-command="+st.browser, "--authentication-timeout=60s", "--oidc-issuer-url="+st.issuer,
 		"--oidc-extra-scope=email", "--oidc-extra-scope=groups", "--oidc-extra-scope=offline_access", "--oidc-client-id="+publicClient)

@@ -14,11 +14,14 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/term"
 )
 
 // sudoGrantExtra is the extra a request asks the proxy for a grant with.
@@ -31,15 +34,19 @@ const sudoGrantExtra = "kubectl-impersonate.io/sudo-grant"
 //     refused by the admission policy; bob approves, and the same delete
 //     is allowed within 2 s on both replicas; her plain delete and the
 //     elevated one in another namespace stay 403.
+//   - A third replica whose informer cannot sync (its identity may not
+//     list grants) refuses the elevated delete with 503 and serves alice's
+//     unelevated requests.
 //   - The audit event of the elevated request names alice, the elevation
 //     group, the reason, the ticket and the grant.
 //   - sudo -- COMMAND runs kubectl under the grant; a TokenRequest under it
 //     asking for a day ends with the grant.
-//   - Revocation: refused on both replicas within 2 s, a watch opened
-//     before closed within 2 s.
-//   - Expiry: a one-minute grant's watch is closed by its end + 1 s, and a
-//     new request after the end is 403 "grant G expired at T" on both
-//     replicas.
+//   - Revocation: refused on both replicas within 2 s; a watch and a
+//     kubectl exec -it opened before are closed within 2 s.
+//   - Expiry: a one-minute grant's watch and kubectl exec -it (on a
+//     pseudo-terminal, kube-apiserver calling the stand-in kubelet of
+//     kubelet_test.go) are closed by its end + 1 s, and a new request after
+//     the end is 403 "grant G expired at T" on both replicas.
 func TestSudoThroughTheProxy(t *testing.T) {
 	admin, env := sudoCluster(t)
 	api := st.api["legacy"]
@@ -82,6 +89,8 @@ rules:
   - {apiGroups: [""], resources: [configmaps, secrets], verbs: [get, list, watch, create, update, patch, delete]}
   - {apiGroups: [""], resources: [serviceaccounts/token], verbs: [create]}
   - {apiGroups: [batch], resources: [cronjobs], verbs: [get, list, create]}
+  - {apiGroups: [""], resources: [pods], verbs: [get]}
+  - {apiGroups: [""], resources: [pods/exec], verbs: [get, create]}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -121,6 +130,7 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-proxy}]
 	r := run(t, env, false, st.kubectl, "--kubeconfig="+admin, "apply", "--server-side", "-f",
 		"../../deploy/proxy/rbac-sudo.yaml")
 	require.Equal(t, 0, r.code, r.stderr)
+	shellPod(t, admin, env, "sudo-node", ns)
 
 	oidc := []string{"--oidc-issuer-url=" + st.issuer, "--oidc-certificate-authority=" + st.caFile,
 		"--oidc-client-id=" + publicClient, "--oidc-username-claim=email", "--oidc-username-prefix=proxy:",
@@ -193,6 +203,7 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-proxy}]
 			assert.Less(t, time.Since(approved), 2*time.Second, "allowed within 2 s of the approval")
 		}
 	}
+	blindReplica(t, admin, env, api.url, oidc, alice, name, ns)
 	plain := alice.kubectl("delete", "configmap", "web", "-n", ns, "--dry-run=server")
 	assert.NotEqual(t, 0, plain.code)
 	assert.Contains(t, plain.stderr, `cannot delete resource "configmaps"`, "without the grant: RBAC's answer")
@@ -237,6 +248,12 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-proxy}]
 	assert.Equal(t, 0, under.code, under.stderr)
 	assert.Contains(t, under.stdout, "Allowed until "+ends.UTC().Format(time.RFC3339)+" by sudo grant "+ns+"/"+name+
 		" (role edit) approved by "+bobName+".")
+	// access under the grant: the matrix, and until when.
+	acc := sudo(alice, "--", st.ki, "access", "--resource=configmaps", "--verb=delete")
+	assert.Equal(t, 0, acc.code, acc.stderr)
+	assert.Contains(t, acc.stdout, "# Allowed until "+ends.UTC().Format(time.RFC3339)+" by sudo grant "+ns+"/"+name+
+		" (role edit) approved by "+bobName+".")
+	assert.Regexp(t, `(?m)^configmaps\s+✔`, acc.stdout, "delete configmaps allowed under the grant")
 	without := alice.plugin(nil, "why", "delete", "configmaps", "-n", ns)
 	assert.Equal(t, 1, without.code, without.stderr)
 	assert.Contains(t, without.stdout, "You hold sudo grant "+ns+"/"+name+" (role edit, approved by "+bobName+")")
@@ -328,8 +345,8 @@ type: kubernetes.io/service-account-token
 		}()
 		return closed
 	}
-	shortWatch := watchUnder(1, short)
-	revokedWatch := watchUnder(0, name)
+	shortWatch, shortExec := watchUnder(1, short), execUnder(t, alice, replica[0], short, ns)
+	revokedWatch, revokedExec := watchUnder(0, name), execUnder(t, alice, replica[1], name, ns)
 	rv := sudo(bob, "revoke", name)
 	require.Equal(t, 0, rv.code, rv.stderr)
 	revoked := time.Now()
@@ -343,13 +360,8 @@ type: kubernetes.io/service-account-token
 		assert.Contains(t, after.stderr, "grant "+ns+"/"+name+" revoked by "+bobName, "replica %d", i+1)
 		assert.Less(t, time.Since(revoked), 2*time.Second, "refused within 2 s of the revocation (replica %d)", i+1)
 	}
-	select {
-	case at := <-revokedWatch:
-		t.Logf("the watch under the revoked grant closed %s after the revocation", at.Sub(revoked).Round(time.Millisecond))
-		assert.Less(t, at.Sub(revoked), 2*time.Second)
-	case <-time.After(10 * time.Second):
-		t.Error("the watch outlived the revocation")
-	}
+	endedBy(t, revokedWatch, "the watch under the revoked grant", revoked, "the revocation", 2*time.Second, false)
+	endedBy(t, revokedExec, "kubectl exec -it under the revoked grant", revoked, "the revocation", 2*time.Second, false)
 
 	s = sudo(alice, "status", "-o", "json")
 	require.Equal(t, 0, s.code, s.stderr)
@@ -362,14 +374,9 @@ type: kubernetes.io/service-account-token
 		}
 	}
 	require.False(t, shortEnds.IsZero(), s.stdout)
-	select {
-	case at := <-shortWatch:
-		t.Logf("the watch under the one-minute grant closed %s after its end", at.Sub(shortEnds).Round(time.Millisecond))
-		assert.Less(t, at.Sub(shortEnds), time.Second+500*time.Millisecond, "closed by its end + 1 s")
-		assert.Greater(t, at.Sub(shortEnds), -time.Second, "not before its end")
-	case <-time.After(time.Until(shortEnds) + 10*time.Second):
-		t.Error("the watch outlived its grant")
-	}
+	// By its end + 1 s (500 ms more for the two processes' clocks to read).
+	endedBy(t, shortWatch, "the watch under the one-minute grant", shortEnds, "its end", 1500*time.Millisecond, true)
+	endedBy(t, shortExec, "kubectl exec -it under the one-minute grant", shortEnds, "its end", 1500*time.Millisecond, true)
 	time.Sleep(time.Until(shortEnds))
 	for i := range 2 {
 		late := deleteWeb(i, short, ns)
@@ -385,4 +392,112 @@ func writeTemp(t *testing.T, content string) string {
 	p := filepath.Join(t.TempDir(), "manifest.yaml")
 	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
 	return p
+}
+
+// execUnder runs kubectl exec -it shell -- cat under grant through the proxy
+// at server, on a pseudo-terminal as a person would, and returns once a line
+// typed there came back; the channel gets the time kubectl exited.
+func execUnder(t *testing.T, p *person, server, grant, ns string) <-chan time.Time {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, st.kubectl, "--kubeconfig="+p.kubeconfig, "--server="+server,
+		"--as=proxy:"+p.name+"@example.com", "--as-user-extra="+sudoGrantExtra+"="+ns+"/"+grant,
+		"exec", "-it", "-n", ns, "shell", "--", "cat")
+	cmd.Env = p.env
+	// The terminal echoes nothing itself (raw from the start, as kubectl
+	// makes it), so a line read back came from the container.
+	tty, slave, err := pty.Open()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tty.Close() })
+	_, err = term.MakeRaw(int(slave.Fd()))
+	require.NoError(t, err)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	require.NoError(t, cmd.Start())
+	require.NoError(t, slave.Close())
+	lines := make(chan string, 64)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(tty)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	_, err = tty.Write([]byte("alive under " + grant + "\n"))
+	require.NoError(t, err)
+	var screen []string
+	for answered := false; !answered; {
+		select {
+		case line, ok := <-lines:
+			require.True(t, ok, "kubectl exec -it ended before it answered: %q", screen)
+			screen = append(screen, line)
+			answered = strings.Contains(line, "alive under "+grant)
+		case <-time.After(30 * time.Second):
+			require.Fail(t, "kubectl exec -it did not answer", "%q", screen)
+		}
+	}
+	closed := make(chan time.Time, 1)
+	go func() {
+		for range lines { // the terminal drained until kubectl exits
+		}
+		_ = cmd.Wait()
+		closed <- time.Now()
+	}()
+	return closed
+}
+
+// blindReplica starts a replica of the proxy (--sudo) as a service account
+// that may impersonate but not list sudo grants, as a proxy deployed
+// without deploy/proxy/rbac-sudo.yaml is: its informer never syncs. Under
+// alice's live grant, her elevated delete through it is 503 with
+// Retry-After (kubectl retries, then says why) while her unelevated
+// requests are served.
+func blindReplica(t *testing.T, admin string, env []string, upstream string, oidc []string, alice *person, grant, ns string) {
+	t.Helper()
+	kubectlApply(t, admin, fmt.Sprintf(`apiVersion: v1
+kind: ServiceAccount
+metadata: {name: blind-proxy, namespace: %[1]s}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: e2e-blind-proxy-impersonates}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: impersonator}
+subjects: [{kind: ServiceAccount, name: blind-proxy, namespace: %[1]s}]
+`, ns))
+	tok := run(t, env, false, st.kubectl, "--kubeconfig="+admin, "create", "token", "blind-proxy", "-n", ns, "--duration=1h")
+	require.Equal(t, 0, tok.code, tok.stderr)
+	blind, _ := startProxyAt(t, "sudo-blind", upstream, strings.TrimSpace(tok.stdout), "/readyz", oidc...)
+	who := alice.kubectl("--server="+blind, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+	require.Equal(t, 0, who.code, "unelevated requests are served: %s", who.stderr)
+	assert.Equal(t, "proxy:alice@example.com", who.stdout)
+	start := time.Now()
+	r := alice.kubectl("--server="+blind, "--as=proxy:alice@example.com",
+		"--as-user-extra="+sudoGrantExtra+"="+ns+"/"+grant, "delete", "configmap", "web", "-n", ns, "--dry-run=server")
+	t.Logf("the replica that cannot sync: kubectl gave up on the elevated delete after %s: %s",
+		time.Since(start).Round(time.Millisecond), strings.TrimSpace(r.stderr))
+	assert.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, "(ServiceUnavailable)")
+	assert.Contains(t, r.stderr, "the impersonating proxy cannot tell whether sudo grant "+ns+"/"+grant+" counts now")
+	plain := alice.kubectl("--server="+blind, "get", "configmap", "web", "-n", ns)
+	assert.NotEqual(t, 0, plain.code)
+	assert.Contains(t, plain.stderr, `cannot get resource "configmaps"`, "unelevated: RBAC's own answer, not 503")
+}
+
+// endedBy waits for what's end on ended and asserts it came within bound
+// after at (the event), and with notBefore not a second before it.
+func endedBy(
+	t *testing.T, ended <-chan time.Time, what string, at time.Time, event string, bound time.Duration, notBefore bool,
+) {
+	t.Helper()
+	select {
+	case end := <-ended:
+		t.Logf("%s ended %s after %s", what, end.Sub(at).Round(time.Millisecond), event)
+		assert.Less(t, end.Sub(at), bound, "%s ended within %s of %s", what, bound, event)
+		if notBefore {
+			assert.Greater(t, end.Sub(at), -time.Second, "%s: not before %s", what, event)
+		}
+	case <-time.After(time.Until(at) + 10*time.Second):
+		t.Errorf("%s outlived %s", what, event)
+	}
 }

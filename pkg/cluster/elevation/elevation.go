@@ -15,6 +15,7 @@ package elevation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -23,6 +24,8 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
 )
 
 // Group and Version are the objects' API group and version.
@@ -276,6 +279,62 @@ func Revoke(ctx context.Context, c Client, ns, name string) error {
 		return fmt.Errorf("revoking %s in %s: %w", name, ns, err)
 	}
 	return nil
+}
+
+// Live reads the grant ref names and its request and says whether the
+// grant counts at now: the grant, or an error saying why not ("grant G
+// expired at T", "revoked by", a request that does not match).
+func Live(ctx context.Context, c Client, ref string, now time.Time) (*Grant, error) {
+	ns, name, ok := ParseRef(ref)
+	if !ok {
+		return nil, fmt.Errorf("%q names no sudo grant: NAMESPACE/NAME", ref)
+	}
+	var g Grant
+	if err := c.Get(ctx, path(ns, "sudogrants", name), &g); err != nil {
+		return nil, fmt.Errorf("reading the grant %s: %w", ref, err)
+	}
+	var r *Request
+	var ae *kubeapi.APIError
+	switch err := c.Get(ctx, path(ns, "sudorequests", g.Spec.Request), &r); {
+	case errors.As(err, &ae) && ae.Code == 404:
+		r = nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the request of grant %s: %w", ref, err)
+	}
+	if ok, why := Check(g, r, now); !ok {
+		return nil, fmt.Errorf("grant %s %s", ref, why)
+	}
+	return &g, nil
+}
+
+// Note is a live grant of an identity's, as why and access name it.
+type Note struct {
+	// Grant is its Ref.
+	Grant    string    `json:"grant"`
+	Role     string    `json:"role"`
+	Approver string    `json:"approver"`
+	Ends     time.Time `json:"ends"`
+	// Allows: the answer is yes for an identity carrying the grant's
+	// group, through a binding of it (or bindings that could not be
+	// read): allowed until Ends.
+	Allows bool `json:"allows"`
+}
+
+// NoteOf is g's Note.
+func NoteOf(g Grant, allows bool) Note {
+	return Note{Grant: g.Ref(), Role: g.Spec.Role, Approver: g.Spec.Approver, Ends: g.Ends().UTC(), Allows: allows}
+}
+
+// String is the note as why and access print it.
+func (n Note) String() string {
+	if n.Allows {
+		return fmt.Sprintf("Allowed until %s by sudo grant %s (role %s) approved by %s.", n.Ends.Format(time.RFC3339),
+			n.Grant, n.Role, n.Approver)
+	}
+	ns, _, _ := strings.Cut(n.Grant, "/")
+	return fmt.Sprintf("You hold sudo grant %s (role %s, approved by %s) until %s: requests made under it through "+
+		"the impersonating proxy (kubectl impersonate sudo -- COMMAND) carry its group %s.", n.Grant, n.Role,
+		n.Approver, n.Ends.Format(time.RFC3339), GroupOf(ns, n.Role))
 }
 
 // RequestOf is g's request among reqs, nil when there is none.

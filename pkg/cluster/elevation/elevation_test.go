@@ -11,6 +11,8 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
 )
 
 // fakeAPI answers as the cluster's storage does, no admission: what it
@@ -231,4 +233,92 @@ func TestRef(t *testing.T) {
 			assert.Equal(t, tc.ref, Ref(ns, name), "Ref and ParseRef agree")
 		}
 	}
+}
+
+// objectsAPI answers GETs as kube-apiserver does: the object kept at the
+// path, 404 when there is none, fail for every GET when set.
+type objectsAPI struct {
+	fakeAPI
+	fail error
+}
+
+func (f *objectsAPI) Get(_ context.Context, path string, out any) error {
+	if f.fail != nil {
+		return f.fail
+	}
+	b, ok := f.objects[path]
+	if !ok {
+		return &kubeapi.APIError{Code: 404, Reason: "NotFound", Message: path + " not found"}
+	}
+	return json.Unmarshal(b, out)
+}
+
+// Live: the grant a kubeconfig names counts, or says why not: every way
+// Check refuses reaches the caller, and a request that cannot be read is
+// an error, not "no request".
+func TestLive(t *testing.T) {
+	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	grantPath := "/apis/sudo.kubectl-impersonate.io/v1alpha1/namespaces/payments/sudogrants/sudo-x"
+	good := Grant{ObjectMeta: metav1.ObjectMeta{Name: "sudo-x", Namespace: "payments", CreationTimestamp: metav1.NewTime(start)},
+		Spec: GrantSpec{Request: "sudo-x", RequestUID: "u-1", Requester: "alice", Role: "edit", DurationSeconds: 1800,
+			Reason: "INC-1", Ticket: "T", Approver: "bob"}}
+	api := func(g *Grant, r *Request) *objectsAPI {
+		f := &objectsAPI{fakeAPI: fakeAPI{objects: map[string][]byte{}}}
+		if g != nil {
+			f.objects[grantPath], _ = json.Marshal(g)
+		}
+		if r != nil {
+			f.objects[reqPath], _ = json.Marshal(r)
+		}
+		return f
+	}
+	ctx := context.Background()
+	during := start.Add(10 * time.Minute)
+	r := held("bob")
+	g, err := Live(ctx, api(&good, &r), "payments/sudo-x", during)
+	require.NoError(t, err)
+	assert.Equal(t, "payments/sudo-x", g.Ref())
+	n := NoteOf(*g, true)
+	assert.Equal(t, "Allowed until 2026-11-29T12:30:00Z by sudo grant payments/sudo-x (role edit) approved by bob.",
+		n.String())
+	revoked := good
+	revoked.Status = &GrantStatus{RevokedBy: "erin"}
+	for _, tt := range []struct {
+		name string
+		api  *objectsAPI
+		ref  string
+		at   time.Time
+		want string
+	}{
+		{"not a ref", api(&good, &r), "sudo-x", during, `"sudo-x" names no sudo grant`},
+		{"no such grant", api(nil, &r), "payments/sudo-x", during, "reading the grant payments/sudo-x: Error from server (NotFound)"},
+		{"its request gone", api(&good, nil), "payments/sudo-x", during, "grant payments/sudo-x its request sudo-x does not exist"},
+		{"expired", api(&good, &r), "payments/sudo-x", start.Add(30 * time.Minute), "grant payments/sudo-x expired at 2026-11-29T12:30:00Z"},
+		{"revoked", api(&revoked, &r), "payments/sudo-x", during, "grant payments/sudo-x revoked by erin"},
+		{"unreadable", &objectsAPI{fail: &kubeapi.APIError{Code: 403, Message: "forbidden"}}, "payments/sudo-x", during,
+			"reading the grant payments/sudo-x: the server answered 403: forbidden"},
+	} {
+		_, err := Live(ctx, tt.api, tt.ref, tt.at)
+		require.Error(t, err, tt.name)
+		assert.Contains(t, err.Error(), tt.want, tt.name)
+	}
+	// The grant readable, its request not (a 500): an error, not "no request".
+	f := api(&good, &r)
+	calls := 0
+	_, err = Live(ctx, &failSecond{objectsAPI: f, calls: &calls}, "payments/sudo-x", during)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "reading the request of grant payments/sudo-x")
+}
+
+// failSecond fails every GET after the first with a 500.
+type failSecond struct {
+	*objectsAPI
+	calls *int
+}
+
+func (f *failSecond) Get(ctx context.Context, path string, out any) error {
+	if *f.calls++; *f.calls > 1 {
+		return &kubeapi.APIError{Code: 500, Message: "etcdserver: request timed out"}
+	}
+	return f.objectsAPI.Get(ctx, path, out)
 }

@@ -3,7 +3,6 @@ package inspect
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -40,20 +39,7 @@ type WhyResult struct {
 	Impersonation *ImpersonationPath `json:"impersonation,omitempty"`
 	// Sudo are the identity's live sudo grants in the namespace asked
 	// about (read when the client may: deploy/sudo installed).
-	Sudo []SudoNote `json:"sudo,omitempty"`
-}
-
-// SudoNote is a live sudo grant of the identity's.
-type SudoNote struct {
-	// Grant is NAMESPACE/NAME.
-	Grant    string    `json:"grant"`
-	Role     string    `json:"role"`
-	Approver string    `json:"approver"`
-	Ends     time.Time `json:"ends"`
-	// Allows: the answer is yes for an identity that carries the grant's
-	// group, through a binding of it (or bindings it may not read):
-	// allowed until Ends.
-	Allows bool `json:"allows"`
+	Sudo []elevation.Note `json:"sudo,omitempty"`
 }
 
 // ImpersonationPath says whether a constrained impersonation path works:
@@ -150,23 +136,36 @@ func Why(ctx context.Context, c WhyClient, t rbaceval.Target, readNS string) (*W
 	return res, nil
 }
 
-// String is the note as why prints it.
-func (n SudoNote) String() string {
-	if n.Allows {
-		return fmt.Sprintf("Allowed until %s by sudo grant %s (role %s) approved by %s.", n.Ends.Format(time.RFC3339),
-			n.Grant, n.Role, n.Approver)
+// UnderGrant is the grant a namespace's matrix is asked under.
+type UnderGrant struct {
+	elevation.Note
+	Namespace string
+}
+
+// GrantUnder reads the grant ref names (a kubeconfig's impersonation extra,
+// as kubectl impersonate sudo writes it) when it is for one of namespaces,
+// with c (the caller's own rights): 2 requests, the grant and its request.
+// It is nil when ref names none of them, an error when the grant cannot be
+// read or does not count.
+func GrantUnder(
+	ctx context.Context, c elevation.Client, ref string, namespaces []string, now time.Time,
+) (*UnderGrant, error) {
+	ns, _, ok := elevation.ParseRef(ref)
+	if !ok || c == nil || !slices.Contains(namespaces, ns) {
+		return nil, nil
 	}
-	ns, _, _ := strings.Cut(n.Grant, "/")
-	return fmt.Sprintf("You hold sudo grant %s (role %s, approved by %s) until %s: requests made under it through "+
-		"the impersonating proxy (kubectl impersonate sudo -- COMMAND) carry its group %s.", n.Grant, n.Role,
-		n.Approver, n.Ends.Format(time.RFC3339), elevation.GroupOf(ns, n.Role))
+	g, err := elevation.Live(ctx, c, ref, now)
+	if err != nil {
+		return nil, err
+	}
+	return &UnderGrant{Note: elevation.NoteOf(*g, true), Namespace: ns}, nil
 }
 
 // sudoNotes are the identity's live grants in ns, and whether one allows
 // the answer: its group is the identity's and a binding of it grants. A
 // cluster without deploy/sudo, or an identity that may not read grants,
 // has none.
-func sudoNotes(ctx context.Context, c elevation.Client, ns string, res *WhyResult, now time.Time) []SudoNote {
+func sudoNotes(ctx context.Context, c elevation.Client, ns string, res *WhyResult, now time.Time) []elevation.Note {
 	grants, err := elevation.Grants(ctx, c, ns)
 	if err != nil {
 		return nil
@@ -175,7 +174,7 @@ func sudoNotes(ctx context.Context, c elevation.Client, ns string, res *WhyResul
 	if err != nil {
 		return nil
 	}
-	var out []SudoNote
+	var out []elevation.Note
 	for _, g := range grants {
 		if g.Spec.Requester != res.Username {
 			continue
@@ -193,8 +192,7 @@ func sudoNotes(ctx context.Context, c elevation.Client, ns string, res *WhyResul
 					return s.Kind == rbacv1.GroupKind && s.Name == group
 				})
 		}
-		out = append(out, SudoNote{Grant: g.Ref(), Role: g.Spec.Role, Approver: g.Spec.Approver,
-			Ends: g.Ends().UTC(), Allows: allows})
+		out = append(out, elevation.NoteOf(g, allows))
 	}
 	return out
 }

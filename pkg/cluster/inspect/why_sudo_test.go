@@ -2,46 +2,19 @@ package inspect
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	authnv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/elevation"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/elevation/elevationtest"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 )
-
-// grantsAPI answers the lists of grants and requests (err: every GET
-// fails, as on a cluster without deploy/sudo).
-type grantsAPI struct {
-	grants   []elevation.Grant
-	requests []elevation.Request
-	err      error
-}
-
-func (f *grantsAPI) Get(_ context.Context, path string, out any) error {
-	if f.err != nil {
-		return f.err
-	}
-	var items any = map[string]any{"items": f.requests}
-	if strings.HasSuffix(path, "/sudogrants") {
-		items = map[string]any{"items": f.grants}
-	}
-	b, _ := json.Marshal(items)
-	return json.Unmarshal(b, out)
-}
-func (f *grantsAPI) Post(context.Context, string, any, any) error { return errors.New("read only") }
-func (f *grantsAPI) Put(context.Context, string, any, any) error  { return errors.New("read only") }
-func (f *grantsAPI) WhoAmI(context.Context) (*authnv1.UserInfo, string, error) {
-	return nil, "", errors.New("unused")
-}
 
 // why says "allowed until T by grant G approved by bob" when the grant's
 // group, which the identity carries, is among the bindings that allow; it
@@ -60,32 +33,32 @@ func TestSudoNotes(t *testing.T) {
 	live, liveReq := grant("sudo-live", "alice", now.Add(-time.Minute))
 	ended, endedReq := grant("sudo-ended", "alice", now.Add(-time.Hour))
 	other, otherReq := grant("sudo-other", "mallory", now.Add(-time.Minute))
-	api := &grantsAPI{grants: []elevation.Grant{live, ended, other},
-		requests: []elevation.Request{liveReq, endedReq, otherReq}}
+	api := &elevationtest.API{Grants: []elevation.Grant{live, ended, other},
+		Requests: []elevation.Request{liveReq, endedReq, otherReq}}
 	byGroup := rbaceval.Grant{Binding: "sudo-edit", Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind,
 		Name: "sudo:payments:edit"}}}
 	for _, c := range []struct {
 		name string
 		res  WhyResult
-		api  *grantsAPI
-		want []SudoNote
+		api  *elevationtest.API
+		want []elevation.Note
 	}{
 		{"allowed through the grant's group", WhyResult{Allowed: true, Username: "alice",
 			Groups: []string{"dev", "sudo:payments:edit"}, Grants: []rbaceval.Grant{byGroup}}, api,
-			[]SudoNote{{Grant: "payments/sudo-live", Role: "edit", Approver: "bob", Ends: now.Add(29 * time.Minute),
+			[]elevation.Note{{Grant: "payments/sudo-live", Role: "edit", Approver: "bob", Ends: now.Add(29 * time.Minute),
 				Allows: true}}},
 		{"held, not carried", WhyResult{Allowed: false, Username: "alice", Groups: []string{"dev"}}, api,
-			[]SudoNote{{Grant: "payments/sudo-live", Role: "edit", Approver: "bob", Ends: now.Add(29 * time.Minute)}}},
+			[]elevation.Note{{Grant: "payments/sudo-live", Role: "edit", Approver: "bob", Ends: now.Add(29 * time.Minute)}}},
 		{"allowed by another binding", WhyResult{Allowed: true, Username: "alice",
 			Groups: []string{"sudo:payments:edit"}, Grants: []rbaceval.Grant{{Binding: "x",
 				Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "alice"}}}}}, api,
-			[]SudoNote{{Grant: "payments/sudo-live", Role: "edit", Approver: "bob", Ends: now.Add(29 * time.Minute)}}},
+			[]elevation.Note{{Grant: "payments/sudo-live", Role: "edit", Approver: "bob", Ends: now.Add(29 * time.Minute)}}},
 		{"allowed carrying the group, bindings unreadable", WhyResult{Allowed: true, Username: "alice",
 			Groups: []string{"sudo:payments:edit"}, RBACNote: "you may not read RBAC objects here"}, api,
-			[]SudoNote{{Grant: "payments/sudo-live", Role: "edit", Approver: "bob", Ends: now.Add(29 * time.Minute),
+			[]elevation.Note{{Grant: "payments/sudo-live", Role: "edit", Approver: "bob", Ends: now.Add(29 * time.Minute),
 				Allows: true}}},
 		{"no grant of bob's", WhyResult{Username: "bob"}, api, nil},
-		{"grants unreadable", WhyResult{Username: "alice"}, &grantsAPI{err: errors.New("404")}, nil},
+		{"grants unreadable", WhyResult{Username: "alice"}, &elevationtest.API{Fail: errors.New("404")}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			assert.Equal(t, c.want, sudoNotes(context.Background(), c.api, "payments", &c.res, now))

@@ -9,6 +9,7 @@ import (
 
 	authzv1 "k8s.io/api/authorization/v1"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/elevation"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/resource"
@@ -89,6 +90,9 @@ type Matrix struct {
 	// impersonate-on:<mode>:<verb>: what it may do as an identity it
 	// impersonates in that mode.
 	ImpersonateOn map[string][]Row `json:"impersonateOn,omitempty"`
+	// Sudo is the sudo grant the matrix was asked under (the identity's
+	// impersonation named it) while it counts: the cells until its end.
+	Sudo *elevation.Note `json:"sudo,omitempty"`
 }
 
 // RulesFromObjects is Matrix.RulesFrom for rules evaluated from the RBAC

@@ -10,10 +10,12 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/elevation"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/inspect"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbaceval"
@@ -23,7 +25,6 @@ import (
 	cmdutil "github.com/kubectl-impersonate/kubectl-impersonate/pkg/cmd/util"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/settings"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/idp/jwtclaims"
 )
 
 // AccessOptions is the access command (alias can-i-matrix).
@@ -61,6 +62,11 @@ type AccessOptions struct {
 	resources   []resource.Resource
 	// claims reads the cached token's claims for --graph (nil: none).
 	claims func(ctx context.Context) map[string][]string
+	// grant is the sudo grant the identity is asked under (its
+	// impersonation names it: kubectl impersonate sudo's kubeconfigs),
+	// read with grants, the caller's own rights; "" when none.
+	grant  string
+	grants elevation.Client
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
 }
@@ -150,6 +156,7 @@ func (o *AccessOptions) Complete(ctx context.Context, args []string) error {
 	}
 	// -A lists the namespaces with the caller's own rights.
 	o.client, o.caller = ic.Target, ic.Caller
+	o.grant, o.grants = ic.Grant, ic.Caller
 	o.impersonate = func(
 		user string, groups []string, uid string, extra map[string][]string,
 	) (inspect.AccessClient, error) {
@@ -162,7 +169,7 @@ func (o *AccessOptions) Complete(ctx context.Context, args []string) error {
 	}
 	if o.Graph {
 		if !o.Kube.Impersonates() {
-			o.claims = func(ctx context.Context) map[string][]string { return tokenClaims(ctx, o.Kube) }
+			o.claims = func(ctx context.Context) map[string][]string { return o.Kube.TokenClaims(ctx) }
 		}
 		return nil // the graph needs no discovery
 	}
@@ -230,9 +237,13 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 			}
 		}
 	}
+	note := o.sudoNote(ctx, q.Namespaces)
 	sink := o.sink()
 	emitted := 0
 	err = inspect.Matrices(ctx, *q, func(i int, m *rbac.Matrix) {
+		if note != nil && m.Namespace == note.Namespace {
+			m.Sudo = &note.Note
+		}
 		sink.add(m)
 		emitted++
 		if terminal && len(q.Namespaces) > 1 {
@@ -252,6 +263,18 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 	return sink.end()
 }
 
+// sudoNote is the grant the run is asked under (inspect.GrantUnder), nil
+// when none applies; one that cannot be read is said on stderr.
+func (o *AccessOptions) sudoNote(ctx context.Context, namespaces []string) *inspect.UnderGrant {
+	note, err := inspect.GrantUnder(ctx, o.grants, o.grant, namespaces, time.Now())
+	if err != nil {
+		cmdutil.Notifier(o.ErrOut)("the matrix is asked under sudo grant " + logging.Printable(o.grant) +
+			", which could not be read (" + logging.OneLine(err.Error(), 300) + "): it says what is allowed now, " +
+			"not until when")
+	}
+	return note
+}
+
 // graph draws the identity's RBAC: who it is (SelfSubjectReview, --as
 // included) and the RBAC objects, read with your own rights.
 func (o *AccessOptions) graph(ctx context.Context) error {
@@ -269,27 +292,6 @@ func (o *AccessOptions) graph(ctx context.Context) error {
 		g.Claims(o.claims(ctx), ui.Username, ui.Groups)
 	}
 	return g.Write(o.Out, o.Output.Format)
-}
-
-// tokenClaims are the claims of the token this plugin cached for the
-// context (none when the context's user does not run it, or none is
-// cached): their string values, by name.
-func tokenClaims(ctx context.Context, kube *cmdutil.KubeFlags) map[string][]string {
-	cfg, _, err := kube.GatedConfig(ctx)
-	if err != nil {
-		return nil
-	}
-	tok, err := jwtclaims.Decode(cfg.BearerToken)
-	if err != nil {
-		return nil
-	}
-	out := map[string][]string{}
-	for name := range tok.Claims {
-		if vs := tok.Strings(name); len(vs) > 0 {
-			out[name] = vs
-		}
-	}
-	return out
 }
 
 // resolve is the request of the run: the identity asked about
@@ -594,6 +596,9 @@ func progressLine(w io.Writer, done, total int, format string, args ...any) {
 // when diff is set.
 func printMatrix(w io.Writer, m *rbac.Matrix, diff bool) {
 	fmt.Fprintf(w, "# %s (%d API requests after discovery)\n", logging.Printable(nsLabel(m.Namespace)), m.Requests)
+	if m.Sudo != nil {
+		fmt.Fprintf(w, "# %s\n", logging.Printable(m.Sudo.String()))
+	}
 	for _, c := range slices.Sorted(maps.Keys(m.Streaming)) {
 		fmt.Fprintf(w, "# %s: %s (get and create on its subresource, since Kubernetes 1.35)\n", c,
 			map[bool]string{true: "works", false: "fails"}[m.Streaming[c]])

@@ -44,6 +44,9 @@ type LeastPrivilegeOptions struct {
 	MaxNames      int
 	// Held compares with what the kubeconfig's identity (--as) holds.
 	Held bool
+	// SudoRole proposes the role of a sudo request instead (--sudo-role):
+	// one namespace's Role, bound to the group a grant of it carries.
+	SudoRole string
 
 	reqs    []auditlog.Request
 	skipped []string
@@ -84,10 +87,17 @@ comments above the YAML.
 
 With --held (the default), it also counts what the kubeconfig's identity
 (--as to choose another) holds in the namespaces used, against what the use
-needed: "holds 240 cells, used 7".`,
+needed: "holds 240 cells, used 7".
+
+With --sudo-role NAME it proposes the role of a sudo request instead: the Role
+NAME of the one namespace used (-n to choose), bound to the group a grant of
+it carries (sudo:NAMESPACE:NAME), and the request that asks for it; what was
+used at cluster scope or elsewhere is listed, not granted.`,
 		Example: `  kubectl impersonate least-privilege --from ci.jsonl --subject ServiceAccount:ci:deployer
   kubectl impersonate least-privilege --from-audit /var/log/kube-apiserver/audit.log \
-    --audit-user system:serviceaccount:ci:deployer --name deployer | kubectl apply -f -`,
+    --audit-user system:serviceaccount:ci:deployer --name deployer | kubectl apply -f -
+  # The role of a sudo request, sized by what a hotfix run did
+  kubectl impersonate least-privilege --from hotfix.jsonl --sudo-role hotfix -n payments`,
 		Args: cobra.NoArgs,
 		RunE: g.RunE(o),
 	}
@@ -102,14 +112,19 @@ needed: "holds 240 cells, used 7".`,
 		"--from reads only what it sealed (without one, any seal of record's, and says which keys)")
 	f.StringVar(&o.User, "audit-user", "", "Whose requests --from-audit reads: the user kube-apiserver authorized "+
 		"(system:serviceaccount:NS:NAME for a service account)")
-	f.StringVar(&o.Name, "name", "least-privilege", "The name of the generated Roles, ClusterRole and bindings")
+	f.StringVar(&o.Name, "name", defaultName, "The name of the generated Roles, ClusterRole and bindings")
 	f.StringVar(&o.Subject, "subject", "", "Who the bindings bind: User:NAME, Group:NAME or ServiceAccount:NS:NAME "+
 		"(default: --audit-user with --from-audit; none: no bindings)")
 	f.IntVar(&o.MaxNames, "max-names", rolegen.DefaultMaxNames, "A rule names the objects used when they are at "+
 		"most this many; more, and it grants every object (said above the YAML); 0 names them all")
 	f.BoolVar(&o.Held, "held", true, "Count what the kubeconfig's identity (--as) holds in the namespaces used")
+	f.StringVar(&o.SudoRole, "sudo-role", "", "Propose the role of a sudo request: a Role of this name in the "+
+		"namespace used (-n to choose), bound to the group a grant of it carries")
 	return cmd
 }
+
+// defaultName is --name's default.
+const defaultName = "least-privilege"
 
 // ValidateFlags checks the flags before anything is read.
 func (o *LeastPrivilegeOptions) ValidateFlags() error {
@@ -123,6 +138,9 @@ func (o *LeastPrivilegeOptions) ValidateFlags() error {
 		return fmt.Errorf("--max-names %d: give 0 or more", o.MaxNames)
 	case o.Name == "":
 		return errors.New("--name is empty: give the generated objects' name")
+	}
+	if err := o.validateSudoRole(); err != nil {
+		return err
 	}
 	return o.Output.Validate()
 }
@@ -227,12 +245,23 @@ type Result struct {
 	HeldIn []string `json:"heldIn,omitempty"`
 	// Skipped says, a file each, the lines read as no request.
 	Skipped []string `json:"skipped,omitempty"`
+	// Sudo is --sudo-role's proposal.
+	Sudo *SudoProposal `json:"sudo,omitempty"`
 }
 
 // Run generates the policy, counts what is held, and prints.
 func (o *LeastPrivilegeOptions) Run(ctx context.Context) error {
-	res := Result{Policy: rolegen.Generate(o.reqs, rolegen.PolicyOptions{Name: o.Name, Subject: o.subject,
+	name := o.Name
+	if o.SudoRole != "" {
+		name = o.SudoRole
+	}
+	res := Result{Policy: rolegen.Generate(o.reqs, rolegen.PolicyOptions{Name: name, Subject: o.subject,
 		MaxNames: o.MaxNames}), Held: -1, Skipped: o.skipped}
+	if o.SudoRole != "" {
+		if err := proposeSudoRole(&res, o.SudoRole, o.Kube.NamespaceFlag()); err != nil {
+			return err
+		}
+	}
 	if o.client != nil {
 		if err := o.held(ctx, &res); err != nil {
 			logging.Noticef(o.ErrOut, "least-privilege: not counting what is held (--held=false "+
@@ -320,6 +349,9 @@ func summary(res Result, prefix string) string {
 	}
 	if res.ClusterRoleBinding == nil && len(res.RoleBindings) == 0 && (res.ClusterRole != nil || len(res.Roles) > 0) {
 		fmt.Fprintf(&b, "%sno bindings: give --subject to bind the roles\n", prefix)
+	}
+	if res.Sudo != nil {
+		b.WriteString(sudoSummary(res.Sudo, prefix))
 	}
 	return b.String()
 }

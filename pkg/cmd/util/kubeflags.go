@@ -14,10 +14,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/elevation"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/kubeapi"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rbac"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/credential/session"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/kuberc"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/idp/jwtclaims"
 )
 
 // KubeFlags are kubectl's own connection flags (--kubeconfig, --context,
@@ -125,6 +127,27 @@ func (k *KubeFlags) GatedConfig(ctx context.Context) (*rest.Config, *session.Tok
 	return s.Gate(ctx, cfg, nil)
 }
 
+// TokenClaims are the claims of the token this plugin cached for the
+// context (none when the context's user does not run it, or none is
+// cached): their string values, by name.
+func (k *KubeFlags) TokenClaims(ctx context.Context) map[string][]string {
+	cfg, _, err := k.GatedConfig(ctx)
+	if err != nil {
+		return nil
+	}
+	tok, err := jwtclaims.Decode(cfg.BearerToken)
+	if err != nil {
+		return nil
+	}
+	out := map[string][]string{}
+	for name := range tok.Claims {
+		if vs := tok.Strings(name); len(vs) > 0 {
+			out[name] = vs
+		}
+	}
+	return out
+}
+
 // UserAgent names this tool to the API server (its audit log records it),
 // in client-go's form: "kubectl-impersonate/VERSION (OS/ARCH)".
 func UserAgent() string {
@@ -165,6 +188,10 @@ type IdentityClients struct {
 	Impersonate  func(user string, groups []string, uid string, extra map[string][]string) (*rbac.Client, error)
 	// Target's description: "you", or the identity --as names.
 	Identity string
+	// Grant is the sudo grant (elevation.Ref) Target's impersonation names
+	// in its one extra elevation.GrantExtra, as kubectl impersonate sudo's
+	// kubeconfigs do; "" when none.
+	Grant string
 }
 
 // IdentityClients builds the clients of the flags' configuration.
@@ -188,6 +215,9 @@ func (k *KubeFlags) IdentityClients() (*IdentityClients, error) {
 			return nil, err
 		}
 		ic.Impersonated, ic.Identity = true, DescribeIdentity(imp.UserName, imp.Groups)
+	}
+	if refs := cfg.Impersonate.Extra[elevation.GrantExtra]; len(refs) == 1 {
+		ic.Grant = refs[0]
 	}
 	return ic, nil
 }

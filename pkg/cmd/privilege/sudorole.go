@@ -1,0 +1,102 @@
+package privilege
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/validation/path"
+
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/elevation"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rolegen"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
+)
+
+// SudoProposal is least-privilege --sudo-role's answer: the role a sudo
+// request asks for, sized by a recording, and what the recording used that
+// a grant cannot give.
+type SudoProposal struct {
+	Namespace string `json:"namespace"`
+	Role      string `json:"role"`
+	// Group is what a request under a grant for Role carries: the
+	// RoleBinding binds it.
+	Group string `json:"group"`
+	// Request is the command that asks for it.
+	Request string `json:"request"`
+	// LeftOut are the cells used at cluster scope or in other namespaces:
+	// a grant elevates requests in its namespace only.
+	LeftOut []rolegen.Cell `json:"leftOut,omitempty"`
+}
+
+// validateSudoRole checks --sudo-role against the flags it replaces.
+func (o *LeastPrivilegeOptions) validateSudoRole() error {
+	switch {
+	case o.SudoRole == "":
+		return nil
+	case o.Subject != "":
+		return errors.New("--sudo-role binds the Role to the group a grant carries: leave out --subject")
+	case o.Name != defaultName:
+		return errors.New("--sudo-role names the Role: leave out --name")
+	}
+	if bad := path.IsValidPathSegmentName(o.SudoRole); len(bad) > 0 || strings.Contains(o.SudoRole, ":") {
+		return fmt.Errorf("--sudo-role %q is not a Role name (no /, %%, : or . alone): give the name a SudoPolicy "+
+			"will list", o.SudoRole)
+	}
+	return nil
+}
+
+// proposeSudoRole narrows res to a sudo request's role: the Role of one
+// namespace (ns when given, else the one the use was in), bound to the
+// grant's group; what was used elsewhere is listed, not granted.
+func proposeSudoRole(res *Result, role, ns string) error {
+	var used []string
+	for _, r := range res.Roles {
+		used = append(used, r.Namespace)
+	}
+	switch {
+	case len(used) == 0:
+		return errors.New("--sudo-role: the recording used nothing in a namespace the cluster allowed, and a sudo " +
+			"grant elevates one namespace's requests")
+	case ns == "" && len(used) > 1:
+		return fmt.Errorf("--sudo-role: the recording used %d namespaces (%s) and a sudo grant is for one: choose it "+
+			"with -n", len(used), logging.OneLine(strings.Join(used, ", "), 300))
+	case ns == "":
+		ns = used[0]
+	case !slices.Contains(used, ns):
+		return fmt.Errorf("--sudo-role: the recording used nothing in namespace %s the cluster allowed (it used %s)",
+			logging.Printable(ns), logging.OneLine(strings.Join(used, ", "), 300))
+	}
+	p := &SudoProposal{Namespace: ns, Role: role, Group: elevation.GroupOf(ns, role),
+		Request: "kubectl impersonate sudo request -n " + ns + " --role " + role + " --for 30m --reason TEXT"}
+	for _, c := range res.Used {
+		if c.Namespace != ns {
+			p.LeftOut = append(p.LeftOut, c)
+		}
+	}
+	i := slices.IndexFunc(res.Roles, func(r rbacv1.Role) bool { return r.Namespace == ns })
+	res.Roles = res.Roles[i : i+1]
+	res.ClusterRole, res.ClusterRoleBinding = nil, nil
+	res.RoleBindings = []rbacv1.RoleBinding{{TypeMeta: res.Roles[0].TypeMeta, ObjectMeta: res.Roles[0].ObjectMeta,
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: p.Group}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role}}}
+	res.RoleBindings[0].Kind = "RoleBinding"
+	res.Escalations = slices.DeleteFunc(res.Escalations, func(e rolegen.Escalation) bool { return e.Namespace != ns })
+	res.Sudo = p
+	return nil
+}
+
+// sudoSummary is --sudo-role's lines above the YAML.
+func sudoSummary(p *SudoProposal, prefix string) string {
+	var b strings.Builder
+	ns := logging.Printable(p.Namespace) // from a log
+	if n := len(p.LeftOut); n > 0 {
+		fmt.Fprintf(&b, "%snot in the role: %s at cluster scope or in other namespaces (a grant elevates requests in "+
+			"%s only; the others go as yourself)\n", prefix, plural(n, "cell"), ns)
+	}
+	fmt.Fprintf(&b, "%ssudo: bind it with the RoleBinding below (its group is what a grant of %s carries), add %s "+
+		"to spec.roles of the SudoPolicy in %s, then ask: %s\n", prefix, p.Role, p.Role, ns,
+		logging.Printable(p.Request))
+	return b.String()
+}
