@@ -5,18 +5,25 @@
 # kube-apiserver's --token-auth-file, the first user admin) before sourcing;
 # it sets tools, work, api_port and writes $work/USER.kubeconfig for each
 # token's user (kubeconfig USER TOKEN writes more), and builds the three
-# binaries into $work.
+# binaries into $work. kube-apiserver runs from $work/apiserver.sh, which
+# (re)starts it: it stops the one running (10 s before SIGKILL), starts a
+# new one on the same port and etcd, and returns once it is ready (the
+# soak's driver restarts it so).
 tools="$(test/e2e/tools/build.sh 1.37)"
 work="$(mktemp -d)"
 pids=()
-# Stops the API server, then etcd (the reverse of the start), each given
-# 10 s before SIGKILL.
+# alive PID: the process runs (a zombie, dead and not yet reaped, does not).
+alive() { [ -r "/proc/$1/stat" ] && ! grep -qE '^[0-9]+ \(.*\) Z' "/proc/$1/stat"; }
+# Stops what pids lists, the last started first (where "apiserver" stands,
+# the kube-apiserver apiserver.sh started last), each given 10 s before
+# SIGKILL.
 stop_all() {
   local i pid
   for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
     pid=${pids[i]}
+    if [ "$pid" = apiserver ]; then pid=$(cat "$work/apiserver.pid" 2>/dev/null) || continue; fi
     kill "$pid" 2>/dev/null || continue
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 100); do alive "$pid" || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
   done
@@ -38,13 +45,6 @@ etcd_port=$(free_port); peer_port=$(free_port); api_port=$(free_port)
   --listen-peer-urls="http://127.0.0.1:$peer_port" --initial-advertise-peer-urls="http://127.0.0.1:$peer_port" \
   --initial-cluster="local=http://127.0.0.1:$peer_port" >"$work/etcd.log" 2>&1 &
 pids+=($!)
-"$tools/kube-apiserver" --etcd-servers="http://127.0.0.1:$etcd_port" --bind-address=127.0.0.1 --advertise-address=127.0.0.1 \
-  --secure-port="$api_port" --tls-cert-file="$work/tls.crt" --tls-private-key-file="$work/tls.key" --cert-dir="$work/certs" \
-  --service-account-issuer=https://kubernetes.default.svc --service-account-key-file="$work/sa.pub" \
-  --service-account-signing-key-file="$work/sa.key" --service-cluster-ip-range=10.96.0.0/24 \
-  --authorization-mode=Node,RBAC --endpoint-reconciler-type=none --token-auth-file="$work/tokens.csv" \
-  --enable-priority-and-fairness=false --profiling=false >"$work/apiserver.log" 2>&1 &
-pids+=($!)
 kubeconfig() { # user token
   cat > "$work/$1.kubeconfig" <<EOF
 apiVersion: v1
@@ -62,9 +62,32 @@ current-context: local
 EOF
 }
 while IFS=, read -r token user _; do kubeconfig "$user" "$token"; done < "$work/tokens.csv"
-ready=""
-for _ in $(seq 300); do
-  if "$tools/kubectl" --kubeconfig="$work/admin.kubeconfig" get --raw=/readyz >/dev/null 2>&1; then ready=1; break; fi
+# kube-apiserver's (re)start; its variables expanded now, its own escaped.
+cat > "$work/apiserver.sh" <<EOF
+#!/usr/bin/env bash
+# (Re)starts kube-apiserver; returns once it is ready.
+set -uo pipefail
+$(declare -f alive)
+if pid=\$(cat "$work/apiserver.pid" 2>/dev/null); then
+  kill "\$pid" 2>/dev/null
+  for _ in \$(seq 100); do alive "\$pid" || break; sleep 0.1; done
+  kill -KILL "\$pid" 2>/dev/null
+fi
+"$tools/kube-apiserver" --etcd-servers="http://127.0.0.1:$etcd_port" --bind-address=127.0.0.1 --advertise-address=127.0.0.1 \
+  --secure-port="$api_port" --tls-cert-file="$work/tls.crt" --tls-private-key-file="$work/tls.key" --cert-dir="$work/certs" \
+  --service-account-issuer=https://kubernetes.default.svc --service-account-key-file="$work/sa.pub" \
+  --service-account-signing-key-file="$work/sa.key" --service-cluster-ip-range=10.96.0.0/24 \
+  --authorization-mode=Node,RBAC --endpoint-reconciler-type=none --token-auth-file="$work/tokens.csv" \
+  --enable-priority-and-fairness=false --profiling=false >>"$work/apiserver.log" 2>&1 &
+echo \$! > "$work/apiserver.pid"
+for _ in \$(seq 300); do
+  "$tools/kubectl" --kubeconfig="$work/admin.kubeconfig" get --raw=/readyz >/dev/null 2>&1 && exit 0
   sleep 0.2
 done
-[ -n "$ready" ] || { echo "$NAME: kube-apiserver did not become ready:" >&2; tail -5 "$work/apiserver.log" >&2; exit 1; }
+echo "kube-apiserver did not become ready:" >&2
+tail -5 "$work/apiserver.log" >&2
+exit 1
+EOF
+chmod +x "$work/apiserver.sh"
+pids+=(apiserver)
+"$work/apiserver.sh" || { echo "$NAME: kube-apiserver did not start" >&2; exit 1; }

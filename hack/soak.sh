@@ -2,7 +2,9 @@
 # The proxy's soak (make soak; not in make test): hack/soak's driver against
 # two proxy replicas in front of a local kube-apiserver 1.37 + etcd
 # (hack/lib-apiserver.sh), for SOAK_DURATION (default 10m; 60s is the short
-# form). The proxy's credential may only impersonate; the 20 users (group
+# form). kube-apiserver is restarted at 4/5 of a run of 3 minutes or more
+# (hack/lib-apiserver.sh's apiserver.sh). The proxy's credential may only
+# impersonate; the 20 users (group
 # soak) may read team-a's pods and configmaps. Writes the report into
 # docs/proxy.md between its soak markers unless SOAK_WRITE=0, and fails as
 # the driver does (any error but a retried restart cut, RSS growth beyond
@@ -108,7 +110,8 @@ rc=0
 # first, however the script ends.
 "$work/soak" -bin "$work/kubectl-impersonate-apiserver" -upstream-kubeconfig "$work/soak-proxy.kubeconfig" \
   -tls-cert-file "$work/tls.crt" -tls-private-key-file "$work/tls.key" -ca "$work/tls.crt" \
-  -api "https://127.0.0.1:$api_port" -admin-token soak-admin-token -duration "$duration" -out "$work/soak.md" &
+  -api "https://127.0.0.1:$api_port" -admin-token soak-admin-token -duration "$duration" -out "$work/soak.md" \
+  -restart-apiserver "$work/apiserver.sh" &
 pids+=($!)
 wait "$!" || rc=$?
 if [ "${SOAK_WRITE:-1}" = 1 ] && [ -s "$work/soak.md" ]; then

@@ -4,7 +4,10 @@
 // get, list and watch requests as 20 users at a fixed rate, their tokens
 // re-issued every 30 s by a test issuer whose signing key is rotated
 // halfway, and one replica restarted at 40 % of the run (its requests cut
-// by the restart are retried once on the other). Every 10 s it samples
+// by the restart are retried once on the other); the provider down for a
+// minute from 60 %; kube-apiserver restarted at 80 % (what it cuts, and
+// what is refused until the replicas' views are current again, is retried
+// until answered). Every 10 s it samples
 // p50/p99 latency, errors and each replica's RSS. It fails on any error
 // that is not a retried restart cut, and on RSS growth of the replica that
 // runs throughout beyond the stated bound.
@@ -46,13 +49,39 @@ const (
 	users        = 20
 	// outageFor is how long the provider is down.
 	outageFor = 60 * time.Second
+	// restartGrace is how long after kube-apiserver is ready again a failed
+	// request still counts as cut by its restart: the replicas' watches of
+	// grants reconnect with client-go's backoff (up to 30 s apart).
+	restartGrace = 45 * time.Second
+	// retryFor bounds the retries of one request cut by the restart.
+	retryFor = 2 * time.Minute
 )
+
+// apiRestart is kube-apiserver's restart, while it runs and restartGrace
+// after.
+type apiRestart struct {
+	on    atomic.Bool
+	until atomic.Int64
+	// back is when it was ready again; firstElevated when a request under a
+	// grant was next served (the replicas' views current again).
+	back, firstElevated atomic.Int64
+}
+
+// active says whether a failure now is the restart's.
+func (a *apiRestart) active() bool { return a.on.Load() || time.Now().UnixNano() < a.until.Load() }
 
 type options struct {
 	bin, upstreamKubeconfig, cert, key, ca, out string
+	restartAPIServer                            string
 	api, adminToken                             string
 	duration                                    time.Duration
 	rate                                        int
+}
+
+// restartsAPIServer says whether the run restarts kube-apiserver: given
+// the command, and 3 minutes or more (time for the replicas to recover).
+func (o options) restartsAPIServer() bool {
+	return o.restartAPIServer != "" && o.duration >= 3*time.Minute
 }
 
 func main() {
@@ -67,6 +96,8 @@ func main() {
 	flag.IntVar(&o.rate, "rate", 200, "requests per second")
 	flag.StringVar(&o.api, "api", "", "kube-apiserver's URL, where the admin makes sudo grants")
 	flag.StringVar(&o.adminToken, "admin-token", "", "the admin's token")
+	flag.StringVar(&o.restartAPIServer, "restart-apiserver", "", "a command that restarts kube-apiserver and "+
+		"returns once it is ready (hack/lib-apiserver.sh's apiserver.sh); run at 4/5 of a run of 3 minutes or more")
 	flag.Parse()
 	report, err := run(o)
 	fmt.Print(report)
@@ -243,6 +274,7 @@ func run(o options) (string, error) {
 	paths := []string{"/api/v1/namespaces/team-a/configmaps/soak", "/api/v1/namespaces/team-a/pods?limit=50",
 		"/api/v1/namespaces/team-a/configmaps?limit=50", "/api/v1/namespaces/team-a/configmaps?watch=1&timeoutSeconds=2"}
 	var elevated func(n int, g grant)
+	restart := &apiRestart{}
 	request := func(n int) {
 		defer inFlight.Add(-1)
 		path := paths[[]int{0, 0, 0, 0, 1, 1, 1, 2, 2, 3}[n%10]]
@@ -272,6 +304,13 @@ func run(o options) (string, error) {
 			// A restart cuts the connection: once more, on the other.
 			retry = true
 			code, d, err = send(replicas[(n+1)%2])
+		}
+		// kube-apiserver's restart: until answered, on both in turn.
+		for i, deadline := 0, time.Now().Add(retryFor); (err != nil || code != http.StatusOK) && restart.active() &&
+			time.Now().Before(deadline); i++ {
+			retry = true
+			time.Sleep(250 * time.Millisecond)
+			code, d, err = send(replicas[(n+i)%2])
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -315,6 +354,18 @@ func run(o options) (string, error) {
 			retry = true
 			code, body, sent, got, err = send(replicas[(n+1)%2])
 		}
+		// kube-apiserver's restart: until served or refused as ended (the
+		// replicas' views are not current until their watches reconnect).
+		for i, deadline := 0, time.Now().Add(retryFor); restart.active() && time.Now().Before(deadline) &&
+			(err != nil || code != http.StatusOK && !(code == http.StatusForbidden &&
+				strings.Contains(body, "expired at"))); i++ {
+			retry = true
+			time.Sleep(250 * time.Millisecond)
+			code, body, sent, got, err = send(replicas[(n+i)%2])
+		}
+		if code == http.StatusOK && restart.back.Load() != 0 {
+			restart.firstElevated.CompareAndSwap(0, got.UnixNano())
+		}
 		ok := err == nil && sudo.judge(g, sent, got, code, body)
 		mu.Lock()
 		defer mu.Unlock()
@@ -348,7 +399,8 @@ func run(o options) (string, error) {
 	defer every10.Stop()
 	every30 := time.NewTicker(30 * time.Second)
 	defer every30.Stop()
-	rotated, restarted, outage := false, false, false
+	rotated, restarted, outage, apiRestarted := false, false, false, false
+	var apiBack atomic.Pointer[string]
 	var restartErr atomic.Pointer[error]
 	event := ""
 	n := 0
@@ -373,10 +425,13 @@ loop:
 				return "", err
 			}
 		case <-everyGrant.C:
+			if restart.active() {
+				continue // the admin's requests would be cut too
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := sudo.makeGrant(ctx); err != nil && ctx.Err() == nil {
+				if err := sudo.makeGrant(ctx); err != nil && ctx.Err() == nil && !restart.active() {
 					grantErr.Store(&err)
 				}
 			}()
@@ -399,6 +454,29 @@ loop:
 						restartErr.Store(&err)
 					}
 				}()
+			}
+			if o.restartsAPIServer() && !apiRestarted && elapsed >= o.duration*4/5 {
+				apiRestarted = true
+				event = strings.TrimSpace(event + " kube-apiserver restarting")
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					restart.on.Store(true)
+					began := time.Now()
+					out, err := exec.Command(o.restartAPIServer).CombinedOutput()
+					restart.back.Store(time.Now().UnixNano())
+					restart.until.Store(time.Now().Add(restartGrace).UnixNano())
+					restart.on.Store(false)
+					if err != nil {
+						err = fmt.Errorf("%w: %s", err, out)
+						restartErr.Store(&err)
+					}
+					msg := fmt.Sprintf("kube-apiserver ready again after %s", time.Since(began).Round(100*time.Millisecond))
+					apiBack.Store(&msg)
+				}()
+			}
+			if msg := apiBack.Swap(nil); msg != nil {
+				event = strings.TrimSpace(event + " " + *msg)
 			}
 			switch {
 			case !is.Down.Load() && !outage && elapsed >= o.duration*3/5:
@@ -430,22 +508,24 @@ loop:
 	}
 	wg.Wait()
 	if err := restartErr.Load(); err != nil {
-		return "", fmt.Errorf("restarting replica 2: %w", *err)
+		return "", fmt.Errorf("restarting replica 2 or kube-apiserver: %w", *err)
 	}
 	if err := grantErr.Load(); err != nil {
 		return "", fmt.Errorf("making a sudo grant: %w", *err)
 	}
-	return summarize(o, samples, total, errSamples, sudo)
+	return summarize(o, samples, total, errSamples, sudo, restart)
 }
 
-func summarize(o options, samples []sample, total int, errSamples []string, sudo *sudoRun) (string, error) {
+func summarize(
+	o options, samples []sample, total int, errSamples []string, sudo *sudoRun, restart *apiRestart,
+) (string, error) {
 	var b strings.Builder
 	errs, retried := 0, 0
 	for _, s := range samples {
 		errs += s.errs
 		retried += s.retried
 	}
-	fmt.Fprintf(&b, "Soak (hack/soak.sh, %s, %s): 2 replicas with --sudo, %d requests/s (get 40 %%, list 50 %%, watch 10 %%; 5 %% of them under a sudo grant) as %d users, tokens re-issued every 30 s, the signing key rotated at 1/2, replica 2 restarted at 2/5, the provider down for %s from 3/5, a %d s grant made every %s.\n\n",
+	fmt.Fprintf(&b, "Soak (hack/soak.sh, %s, %s): 2 replicas with --sudo, %d requests/s (get 40 %%, list 50 %%, watch 10 %%; 5 %% of them under a sudo grant) as %d users, tokens re-issued every 30 s, the signing key rotated at 1/2, replica 2 restarted at 2/5, the provider down for %s from 3/5, kube-apiserver restarted at 4/5, a %d s grant made every %s.\n\n",
 		o.duration, time.Now().UTC().Format("2006-01-02"), o.rate, users, outageFor, grantSeconds, grantEvery)
 	fmt.Fprintln(&b, "| t | requests | errors | retried | p50 ms | p99 ms | RSS replica 1 MiB | RSS replica 2 MiB | event |")
 	fmt.Fprintln(&b, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -461,12 +541,23 @@ func summarize(o options, samples []sample, total int, errSamples []string, sudo
 		}
 	}
 	slope, growth := fit(xs, ys)
-	fmt.Fprintf(&b, "\n%d requests, %d errors, %d retried after the restart cut them; replica 1's RSS after warm-up: slope %.2f MiB/min (bound %.1f), growth %.1f MiB (bound %.0f).\n",
+	fmt.Fprintf(&b, "\n%d requests, %d errors, %d retried after a restart cut them; replica 1's RSS after warm-up: slope %.2f MiB/min (bound %.1f), growth %.1f MiB (bound %.0f).\n",
 		total, errs, retried, slope, maxSlopeMiBPerMin, growth, maxGrowthMiB)
 	grants, served, expired, violations := sudo.counts()
 	fmt.Fprintf(&b, "Sudo: %d grants; %d requests served under a live grant, %d refused as ended, %d served after "+
 		"their grant's end or refused before it.\n", grants, served, expired, violations)
 	var fails []string
+	switch back, first := restart.back.Load(), restart.firstElevated.Load(); {
+	case !o.restartsAPIServer():
+	case back == 0:
+		fails = append(fails, "kube-apiserver was not restarted: run longer")
+	case first == 0:
+		fails = append(fails, "nothing was served under a grant after kube-apiserver's restart")
+	default:
+		fmt.Fprintf(&b, "After kube-apiserver's restart, the first request under a grant was served %s after it "+
+			"was ready (the replicas' watches of grants reconnected; until then such requests were answered 503 "+
+			"and retried).\n", time.Duration(first-back).Round(100*time.Millisecond))
+	}
 	if violations > 0 {
 		fails = append(fails, fmt.Sprintf("%d answers disagree with their grant's end (%s)", violations,
 			strings.Join(sudo.violations[:min(5, len(sudo.violations))], "; ")))

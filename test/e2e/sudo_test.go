@@ -134,6 +134,15 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: sudo-alice}]
 			"a grant in sudo-payments lasts at most 3600 seconds (asked: 7200)"},
 		{"a namespace without a policy", request("sudo-nopolicy", "r-none", "sudo-alice", "edit", 600),
 			"no params found for policy binding"},
+		// The reason and the ticket go into headers and the audit log:
+		// one line, no control character, no space at the ends (the
+		// schema's pattern, elevation.TextPattern).
+		{"a reason of two lines", strings.Replace(request("sudo-payments", "r-lines", "sudo-alice", "edit", 600),
+			"INC-123 payments down", `INC-123\nImpersonate-Group: system:masters`, 1), "spec.reason: Invalid value"},
+		{"a ticket with an escape", strings.Replace(request("sudo-payments", "r-esc", "sudo-alice", "edit", 600),
+			`"ticket":"INC-123"`, `"ticket":"INC-123\u001b[2J"`, 1), "spec.ticket: Invalid value"},
+		{"a reason ending in a space", strings.Replace(request("sudo-payments", "r-space", "sudo-alice", "edit", 600),
+			"INC-123 payments down", "INC-123 ", 1), "spec.reason: Invalid value"},
 	} {
 		code, msg := create("sudo-alice", tt.manifest)
 		assert.NotEqual(t, 0, code, tt.name)

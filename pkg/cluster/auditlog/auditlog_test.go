@@ -231,3 +231,66 @@ func TestSmallRules(t *testing.T) {
 		assert.Equal(t, tt.want, addedByServer(tt.user, tt.group), "%s %s", tt.user, tt.group)
 	}
 }
+
+// withExtra is an event line with extras on its user (who) or its
+// impersonated user.
+func withExtra(t *testing.T, line, who string, extra map[string][]string) string {
+	t.Helper()
+	var ev map[string]any
+	require.NoError(t, json.Unmarshal([]byte(line), &ev))
+	ev[who].(map[string]any)["extra"] = extra
+	b, err := json.Marshal(ev)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// ReadOptions.Grant (sudo report) selects the requests made under one sudo
+// grant, whoever made them: in kube-apiserver's log, the identity the
+// request was authorized as (the impersonated one when there is one, as
+// the proxy and direct mode send it) carries the grant's extra among its
+// values; in the proxy's log, the line names the grant. A grant named by a
+// user the request did not act as, another grant, or none: not read.
+func TestReadGrant(t *testing.T) {
+	const grant = "payments/sudo-x7k2p"
+	uri, ref := "/api/v1/namespaces/payments/secrets", "|secrets||payments|"
+	under := map[string][]string{"kubectl-impersonate.io/sudo-grant": {grant}}
+	for _, tt := range []struct {
+		name string
+		line string
+		want []string // the users of the requests read
+	}{
+		{"the proxy's elevation: the impersonated user carries it",
+			withExtra(t, event("1", "ResponseComplete", "proxy", "alice", "list", uri, ref, 200, "allow"),
+				"impersonatedUser", under), []string{"alice"}},
+		{"among other values", withExtra(t, event("2", "ResponseComplete", "proxy", "alice", "list", uri, ref, 200,
+			"allow"), "impersonatedUser", map[string][]string{"kubectl-impersonate.io/sudo-grant": {"a/b", grant}}),
+			[]string{"alice"}},
+		{"another grant", withExtra(t, event("3", "ResponseComplete", "proxy", "alice", "list", uri, ref, 200,
+			"allow"), "impersonatedUser", map[string][]string{"kubectl-impersonate.io/sudo-grant": {"payments/other"}}),
+			nil},
+		{"no grant", event("4", "ResponseComplete", "alice", "", "list", uri, ref, 200, "allow"), nil},
+		{"not impersonated: the user carries it",
+			withExtra(t, event("5", "ResponseComplete", "alice", "", "list", uri, ref, 200, "allow"), "user", under),
+			[]string{"alice"}},
+		{"the caller carries it, not the identity it acted as",
+			withExtra(t, event("6", "ResponseComplete", "alice", "bob", "list", uri, ref, 200, "allow"), "user", under),
+			nil},
+		{"the proxy's line under it", `{"time":"t","verb":"GET","path":"` + uri + `","code":200,"answered":true,` +
+			`"user":"alice","grant":"` + grant + `","request":{"verb":"list","resource":"secrets","namespace":"payments"}}`,
+			[]string{"alice"}},
+		{"the proxy's line under another", `{"time":"t","verb":"GET","path":"` + uri + `","code":200,` +
+			`"answered":true,"user":"alice","grant":"payments/other","request":{"verb":"list","resource":"secrets",` +
+			`"namespace":"payments"}}`, nil},
+		{"the proxy's line under none", `{"time":"t","verb":"GET","path":"` + uri + `","code":200,"answered":true,` +
+			`"user":"alice","request":{"verb":"list","resource":"secrets","namespace":"payments"}}`, nil},
+	} {
+		got, err := Read(strings.NewReader(tt.line), ReadOptions{Grant: grant})
+		require.NoError(t, err, tt.name)
+		var users []string
+		for _, r := range got.Requests {
+			users = append(users, r.User)
+		}
+		assert.Equal(t, tt.want, users, tt.name)
+		assert.Zero(t, got.Skipped, "%s: %v", tt.name, got.Skips)
+	}
+}

@@ -1,8 +1,6 @@
 package elevation
 
 import (
-	"strings"
-
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -64,12 +62,12 @@ func Direct(g Grant, rules []rbacv1.PolicyRule) DirectObjects {
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"userextras/" + GrantExtra},
 			ResourceNames: []string{g.Ref()}, Verbs: []string{verb}},
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"userextras/" + ReasonExtra},
-			ResourceNames: []string{strings.TrimSpace(g.Spec.Reason)}, Verbs: []string{verb}},
+			ResourceNames: []string{CleanText(g.Spec.Reason)}, Verbs: []string{verb}},
 		// Discovery and the version, which kubectl asks as the impersonated
 		// user too (a Role holds no non-resource URL).
 		{NonResourceURLs: []string{"/api", "/api/*", "/apis", "/apis/*", "/version", "/openapi/*"},
 			Verbs: []string{"impersonate-on:user-info:get"}}}
-	if t := strings.TrimSpace(g.Spec.Ticket); t != "" {
+	if t := CleanText(g.Spec.Ticket); t != "" {
 		extras = append(extras, rbacv1.PolicyRule{APIGroups: []string{"authentication.k8s.io"},
 			Resources: []string{"userextras/" + TicketExtra}, ResourceNames: []string{t}, Verbs: []string{verb}})
 	}
@@ -125,10 +123,10 @@ func dedupe(s []string) []string {
 // direct mode: themselves, the grant's group, its extras.
 func DirectKubeconfigAs(g Grant) (user string, groups []string, extra map[string][]string) {
 	extra = map[string][]string{GrantExtra: {g.Ref()}}
-	if r := strings.TrimSpace(g.Spec.Reason); r != "" {
+	if r := CleanText(g.Spec.Reason); r != "" {
 		extra[ReasonExtra] = []string{r}
 	}
-	if t := strings.TrimSpace(g.Spec.Ticket); t != "" {
+	if t := CleanText(g.Spec.Ticket); t != "" {
 		extra[TicketExtra] = []string{t}
 	}
 	return g.Spec.Requester, []string{GroupOf(g.Namespace, g.Spec.Role)}, extra

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +47,25 @@ const GroupPrefix = "sudo:"
 // GroupOf is the group a request under a grant for role in ns carries: a
 // RoleBinding in ns gives it the role.
 func GroupOf(ns, role string) string { return GroupPrefix + ns + ":" + role }
+
+// TextPattern is the pattern deploy/sudo/crds.yaml holds a reason and a
+// ticket to: one line, no control character, no space at either end (each
+// goes into a header and the audit log as it is).
+const TextPattern = `^[^\s\x00-\x1f\x7f-\x9f]` +
+	`([^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f])?$`
+
+// CleanText is s as TextPattern admits it: control characters (tabs and
+// newlines among them) as spaces, spaces trimmed from its ends. What a
+// cluster admitted before its CRDs held the pattern still reaches headers
+// clean.
+func CleanText(s string) string {
+	return strings.Trim(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s), " ")
+}
 
 // Ref names a grant wherever it is named (the extra GrantExtra, messages,
 // audit lines, labels): NAMESPACE/NAME.

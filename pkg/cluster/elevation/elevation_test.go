@@ -3,6 +3,9 @@ package elevation
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"regexp"
 	"testing"
 	"time"
 
@@ -321,4 +324,39 @@ func (f *failSecond) Get(ctx context.Context, path string, out any) error {
 		return &kubeapi.APIError{Code: 500, Message: "etcdserver: request timed out"}
 	}
 	return f.objectsAPI.Get(ctx, path, out)
+}
+
+// CleanText and the CRDs' TextPattern are one rule: the pattern admits a
+// text exactly when it is not empty and cleaning leaves it as it is, over
+// edge cases and 20,000 random texts of spaces, controls (C0, DEL, C1),
+// other spaces and letters.
+func TestCleanTextIsThePattern(t *testing.T) {
+	re := regexp.MustCompile(TextPattern)
+	admits := func(s string) bool { return s != "" && CleanText(s) == s }
+	for _, s := range []string{"", " ", "a", " a", "a ", "a b", "INC-7 checkout down", "a\nb", "a\tb", "a\u0085b",
+		"a\u00a0", "\u00a0a", "a\u007f", "a\u009f", "a\u00a0b", "\r", "a\r\n", "é", "a\u2028b"} {
+		assert.Equal(t, admits(s), re.MatchString(s), "%q", s)
+	}
+	assert.Equal(t, "a b", CleanText(" a\nb\t"))
+	// The CRDs hold it: a reason and a ticket, in requests and grants.
+	crds, err := os.ReadFile("../../../deploy/sudo/crds.yaml")
+	require.NoError(t, err)
+	for _, field := range []string{"reason", "ticket"} {
+		fields := regexp.MustCompile(`(?m)^ +`+field+`: \{type: string,.*$`).FindAllString(string(crds), -1)
+		require.Len(t, fields, 2, "%s in SudoRequest and SudoGrant", field)
+		for _, f := range fields {
+			assert.Contains(t, f, "pattern: '"+TextPattern+"'", field)
+		}
+	}
+	alphabet := []rune{' ', 'a', 'Z', '\n', '\t', '\r', '\x00', '\x1f', '\x7f', '\u0085', '\u009f', '\u00a0', '\u2028',
+		'é', '\u3000'}
+	rng := rand.New(rand.NewPCG(58, 58))
+	for range 20000 {
+		r := make([]rune, rng.IntN(6))
+		for i := range r {
+			r[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		s := string(r)
+		require.Equal(t, admits(s), re.MatchString(s), "%q", s)
+	}
 }

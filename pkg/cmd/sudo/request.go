@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -43,8 +44,12 @@ waits for an approver (kubectl impersonate sudo list shows it to them).`,
 	return cmd
 }
 
-// Complete builds the client.
-func (o *RequestOptions) Complete(context.Context, []string) error { return o.complete() }
+// Complete builds the client; the reason and the ticket lose the spaces at
+// their ends (the cluster admits none there).
+func (o *RequestOptions) Complete(context.Context, []string) error {
+	o.Reason, o.Ticket = strings.TrimSpace(o.Reason), strings.TrimSpace(o.Ticket)
+	return o.complete()
+}
 
 // Validate checks the flags before anything is sent.
 func (o *RequestOptions) Validate() error {
@@ -53,6 +58,9 @@ func (o *RequestOptions) Validate() error {
 		return errors.New("--role is required: the role to hold, as the namespace's SudoPolicy names it")
 	case o.Reason == "":
 		return errors.New("--reason is required: the approver and the audit log read it")
+	case o.Reason != elevation.CleanText(o.Reason) || o.Ticket != elevation.CleanText(o.Ticket):
+		return errors.New("--reason and --ticket are one line each, without control characters: the audit log " +
+			"keeps them as headers")
 	case o.For < time.Minute || o.For%time.Second != 0:
 		return fmt.Errorf("--for must be whole seconds, at least 1m (got %s)", o.For)
 	}

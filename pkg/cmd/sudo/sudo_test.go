@@ -34,6 +34,10 @@ func TestRequestValidate(t *testing.T) {
 		{"no reason", RequestOptions{Role: "edit", For: time.Hour}, "--reason is required"},
 		{"under a minute", RequestOptions{Role: "edit", Reason: "r", For: 59 * time.Second}, "at least 1m"},
 		{"a fraction of a second", RequestOptions{Role: "edit", Reason: "r", For: time.Minute + time.Millisecond}, "whole seconds"},
+		{"a reason of two lines", RequestOptions{Role: "edit", Reason: "INC-1\nForged: x", For: time.Hour},
+			"--reason and --ticket are one line each"},
+		{"a ticket with a control character", RequestOptions{Role: "edit", Reason: "r", Ticket: "T\x1b[2J", For: time.Hour},
+			"--reason and --ticket are one line each"},
 	} {
 		err := tt.o.Validate()
 		if tt.wantErr == "" {

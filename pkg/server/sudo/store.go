@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"k8s.io/apiserver/pkg/authentication/user"
 
@@ -135,18 +134,8 @@ func (s *Store) Elevate(caller user.Info, ns, name string) (*Elevation, error) {
 		s.revoked[key(ns, name)] = ch
 	}
 	return &Elevation{Namespace: ns, Name: name, Ends: g.Ends(), Revoked: ch,
-		As: elevated(caller, ns, name, g.Spec.Role, clean(g.Spec.Reason), clean(g.Spec.Ticket))}, nil
-}
-
-// clean is s as a header carries it: trimmed, control characters as
-// spaces.
-func clean(s string) string {
-	return strings.TrimSpace(strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s))
+		As: elevated(caller, ns, name, g.Spec.Role, elevation.CleanText(g.Spec.Reason),
+			elevation.CleanText(g.Spec.Ticket))}, nil
 }
 
 // requestOf is g's request in the view, nil when there is none. Holds mu

@@ -74,10 +74,14 @@ func (a *API) Get(_ context.Context, path string, out any) error {
 }
 
 // Post fails: readers only.
-func (a *API) Post(context.Context, string, any, any) error { return errors.New("elevationtest: read only") }
+func (a *API) Post(context.Context, string, any, any) error {
+	return errors.New("elevationtest: read only")
+}
 
 // Put fails: readers only.
-func (a *API) Put(context.Context, string, any, any) error { return errors.New("elevationtest: read only") }
+func (a *API) Put(context.Context, string, any, any) error {
+	return errors.New("elevationtest: read only")
+}
 
 // WhoAmI fails: readers only.
 func (a *API) WhoAmI(context.Context) (*authnv1.UserInfo, string, error) {
