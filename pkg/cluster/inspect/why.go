@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -143,12 +144,12 @@ type UnderGrant struct {
 }
 
 // GrantUnder reads the grant ref names (a kubeconfig's impersonation extra,
-// as kubectl impersonate sudo writes it) when it is for one of namespaces,
-// with c (the caller's own rights): 2 requests, the grant and its request.
-// It is nil when ref names none of them, an error when the grant cannot be
-// read or does not count.
+// as kubectl impersonate sudo writes it) for user when it is for one of
+// namespaces, with c (the caller's own rights): 2 requests, the grant and
+// its request. It is nil when ref names none of them, an error when the
+// grant cannot be read, is not user's or does not count.
 func GrantUnder(
-	ctx context.Context, c elevation.Client, ref string, namespaces []string, now time.Time,
+	ctx context.Context, c elevation.Client, ref, user string, namespaces []string, now time.Time,
 ) (*UnderGrant, error) {
 	ns, _, ok := elevation.ParseRef(ref)
 	if !ok || c == nil || !slices.Contains(namespaces, ns) {
@@ -157,6 +158,9 @@ func GrantUnder(
 	g, err := elevation.Live(ctx, c, ref, now)
 	if err != nil {
 		return nil, err
+	}
+	if g.Spec.Requester != user {
+		return nil, fmt.Errorf("grant %s is %s's, not %s's", ref, g.Spec.Requester, user)
 	}
 	return &UnderGrant{Note: elevation.NoteOf(*g, true), Namespace: ns}, nil
 }

@@ -62,11 +62,11 @@ type AccessOptions struct {
 	resources   []resource.Resource
 	// claims reads the cached token's claims for --graph (nil: none).
 	claims func(ctx context.Context) map[string][]string
-	// grant is the sudo grant the identity is asked under (its
-	// impersonation names it: kubectl impersonate sudo's kubeconfigs),
-	// read with grants, the caller's own rights; "" when none.
-	grant  string
-	grants elevation.Client
+	// grant is the sudo grant the identity (grantUser) is asked under
+	// (its impersonation names it: kubectl impersonate sudo's
+	// kubeconfigs), read with grants, the caller's own rights; "" when none.
+	grant, grantUser string
+	grants           elevation.Client
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
 }
@@ -156,7 +156,7 @@ func (o *AccessOptions) Complete(ctx context.Context, args []string) error {
 	}
 	// -A lists the namespaces with the caller's own rights.
 	o.client, o.caller = ic.Target, ic.Caller
-	o.grant, o.grants = ic.Grant, ic.Caller
+	o.grant, o.grantUser, o.grants = ic.Grant, ic.GrantUser, ic.Caller
 	o.impersonate = func(
 		user string, groups []string, uid string, extra map[string][]string,
 	) (inspect.AccessClient, error) {
@@ -266,7 +266,7 @@ func (o *AccessOptions) Run(ctx context.Context) error {
 // sudoNote is the grant the run is asked under (inspect.GrantUnder), nil
 // when none applies; one that cannot be read is said on stderr.
 func (o *AccessOptions) sudoNote(ctx context.Context, namespaces []string) *inspect.UnderGrant {
-	note, err := inspect.GrantUnder(ctx, o.grants, o.grant, namespaces, time.Now())
+	note, err := inspect.GrantUnder(ctx, o.grants, o.grant, o.grantUser, namespaces, time.Now())
 	if err != nil {
 		cmdutil.Notifier(o.ErrOut)("the matrix is asked under sudo grant " + logging.Printable(o.grant) +
 			", which could not be read (" + logging.OneLine(err.Error(), 300) + "): it says what is allowed now, " +

@@ -1,6 +1,7 @@
 package authz
 
 import (
+	"cmp"
 	"strings"
 	"testing"
 	"time"
@@ -44,16 +45,19 @@ func TestAccessUnderGrant(t *testing.T) {
 		api                   *elevationtest.API
 		want, notice          string
 		asked                 int
+		holder                string // the user the kubeconfig impersonates, alice when ""
 	}{
-		{"the table", "team-a/sudo-x", "team-a", "", api(grant), "# " + until, "", 2},
+		{"the table", "team-a/sudo-x", "team-a", "", api(grant), "# " + until, "", 2, ""},
 		{"-o json", "team-a/sudo-x", "team-a", "json", api(grant),
-			`"sudo":{"grant":"team-a/sudo-x","role":"edit","approver":"bob","ends":"` + ends + `","allows":true}`, "", 2},
-		{"no grant named: nothing read", "", "team-a", "", api(grant), "", "", 0},
-		{"another namespace's grant: nothing read", "team-b/sudo-x", "team-a", "", api(grant), "", "", 0},
+			`"sudo":{"grant":"team-a/sudo-x","role":"edit","approver":"bob","ends":"` + ends + `","allows":true}`, "", 2, ""},
+		{"no grant named: nothing read", "", "team-a", "", api(grant), "", "", 0, ""},
+		{"another namespace's grant: nothing read", "team-b/sudo-x", "team-a", "", api(grant), "", "", 0, ""},
 		{"expired", "team-a/sudo-x", "team-a", "", api(expired), "",
-			"grant team-a/sudo-x expired at " + old.Add(30*time.Minute).Format(time.RFC3339), 2},
+			"grant team-a/sudo-x expired at " + old.Add(30*time.Minute).Format(time.RFC3339), 2, ""},
 		{"unreadable", "team-a/sudo-x", "team-a", "", &elevationtest.API{Fail: &kubeapi.APIError{Code: 403, Message: "no"}}, "",
-			"which could not be read (reading the grant team-a/sudo-x: the server answered 403: no)", 1},
+			"which could not be read (reading the grant team-a/sudo-x: the server answered 403: no)", 1, ""},
+		{name: "someone else's grant named", ref: "team-a/sudo-x", ns: "team-a", api: api(grant), holder: "mallory",
+			notice: "(grant team-a/sudo-x is alice's, not mallory's)", asked: 2},
 	} {
 		streams, out, errOut := testStreams()
 		f := newCluster(&fakeCluster{fakeIdentity: fakeIdentity{user: alice},
@@ -61,7 +65,7 @@ func TestAccessUnderGrant(t *testing.T) {
 			fakeAuthorizer: fakeAuthorizer{allowed: map[string][]string{"pods": {"get"}}}})
 		o := &AccessOptions{Verbs: []string{"get"}, Method: rbac.FromRules, Output: &cmdutil.OutputFlags{Format: tt.format},
 			IOStreams: streams, global: testGlobal(), client: f, namespace: tt.ns,
-			grant: tt.ref, grants: tt.api}
+			grant: tt.ref, grantUser: cmp.Or(tt.holder, "alice"), grants: tt.api}
 		require.NoError(t, completeAndRun(o), tt.name)
 		compact := strings.Join(strings.Fields(out.String()), "")
 		if tt.want != "" {

@@ -190,8 +190,9 @@ type IdentityClients struct {
 	Identity string
 	// Grant is the sudo grant (elevation.Ref) Target's impersonation names
 	// in its one extra elevation.GrantExtra, as kubectl impersonate sudo's
-	// kubeconfigs do; "" when none.
-	Grant string
+	// kubeconfigs do, for the user it impersonates (GrantUser); "" when
+	// none.
+	Grant, GrantUser string
 }
 
 // IdentityClients builds the clients of the flags' configuration.
@@ -217,7 +218,7 @@ func (k *KubeFlags) IdentityClients() (*IdentityClients, error) {
 		ic.Impersonated, ic.Identity = true, DescribeIdentity(imp.UserName, imp.Groups)
 	}
 	if refs := cfg.Impersonate.Extra[elevation.GrantExtra]; len(refs) == 1 {
-		ic.Grant = refs[0]
+		ic.Grant, ic.GrantUser = refs[0], cfg.Impersonate.UserName
 	}
 	return ic, nil
 }
