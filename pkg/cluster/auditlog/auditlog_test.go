@@ -3,6 +3,7 @@ package auditlog
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -293,4 +294,26 @@ func TestReadGrant(t *testing.T) {
 		assert.Equal(t, tt.want, users, tt.name)
 		assert.Zero(t, got.Skipped, "%s: %v", tt.name, got.Skips)
 	}
+}
+
+// A reader keeps what it selects and nothing of the rest: a cluster's log
+// of 50,000 other requests (two stages each, streaming ones among them)
+// and a proxy's log of as many leave no entry behind, and the one request selected is read whole.
+func TestReadKeepsOnlyWhatItSelects(t *testing.T) {
+	rr := &reader{o: ReadOptions{Grant: "payments/sudo-x"}, byID: map[string]*entry{}, seg: segment{first: 1}}
+	uri, ref := "/api/v1/namespaces/payments/pods?watch=1", "|pods||payments|"
+	for i := range 50000 {
+		id := strconv.Itoa(i)
+		rr.line(2*i+1, []byte(event(id, "ResponseStarted", "bob", "", "watch", uri, ref, 200, "allow")))
+		rr.line(2*i+2, []byte(event(id, "ResponseComplete", "bob", "", "watch", uri, ref, 200, "allow")))
+		rr.line(100000+i, []byte(`{"time":"t","verb":"GET","path":"`+uri+`","code":200,"answered":true,`+
+			`"user":"bob","request":{"verb":"watch","resource":"pods","namespace":"payments"}}`))
+	}
+	assert.Zero(t, len(rr.byID), "entries kept by audit ID")
+	assert.Zero(t, len(rr.order), "entries kept in order")
+	under := withExtra(t, event("x", "ResponseComplete", "proxy", "alice", "watch", uri, ref, 200, "allow"),
+		"impersonatedUser", map[string][]string{"kubectl-impersonate.io/sudo-grant": {"payments/sudo-x"}})
+	rr.line(150001, []byte(under))
+	require.Equal(t, 1, len(rr.order))
+	assert.Equal(t, "alice", rr.order[0].reqs[0].User)
 }

@@ -155,7 +155,9 @@ func (rr *reader) line(n int, raw []byte) {
 			rr.l.skip(n, err.Error())
 			return
 		}
-		rr.add(&entry{stage: auditv1.StageResponseComplete, reqs: reqs})
+		if len(reqs) > 0 {
+			rr.add(&entry{stage: auditv1.StageResponseComplete, reqs: reqs})
+		}
 		return
 	}
 	var ev auditv1.Event
@@ -173,6 +175,12 @@ func (rr *reader) line(n int, raw []byte) {
 	e := &entry{stage: ev.Stage, reqs: selected(ev, rr.o)}
 	if err := checkAll(e.reqs); err != nil {
 		rr.l.skip(n, err.Error())
+		return
+	}
+	if len(e.reqs) == 0 {
+		// Not selected, nor is any other stage of its request (they carry
+		// the same identities): nothing kept, so memory grows with what is
+		// selected, not with the log (sudo report reads a cluster's).
 		return
 	}
 	// A client may send its own Audit-ID, and kube-apiserver adopts it:
