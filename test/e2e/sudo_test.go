@@ -143,6 +143,8 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: sudo-alice}]
 			`"ticket":"INC-123"`, `"ticket":"INC-123\u001b[2J"`, 1), "spec.ticket: Invalid value"},
 		{"a reason ending in a space", strings.Replace(request("sudo-payments", "r-space", "sudo-alice", "edit", 600),
 			"INC-123 payments down", "INC-123 ", 1), "spec.reason: Invalid value"},
+		{"a reason that reads backwards", strings.Replace(request("sudo-payments", "r-bidi", "sudo-alice", "edit", 600),
+			"INC-123 payments down", `INC-123 \u202enwod stnemyap`, 1), "spec.reason: Invalid value"},
 	} {
 		code, msg := create("sudo-alice", tt.manifest)
 		assert.NotEqual(t, 0, code, tt.name)

@@ -49,18 +49,21 @@ const GroupPrefix = "sudo:"
 func GroupOf(ns, role string) string { return GroupPrefix + ns + ":" + role }
 
 // TextPattern is the pattern deploy/sudo/crds.yaml holds a reason and a
-// ticket to: one line, no control character, no space at either end (each
-// goes into a header and the audit log as it is).
-const TextPattern = `^[^\s\x00-\x1f\x7f-\x9f]` +
-	`([^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f])?$`
+// ticket to: one line, no control or format character (bidirectional
+// overrides among them: the text reads as stored, in kubectl get too), no
+// line or paragraph separator, no space at either end (each goes into a
+// header and the audit log as it is).
+const TextPattern = `^[^\s\p{Cc}\p{Cf}\p{Zl}\p{Zp}]` +
+	`([^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*[^\s\p{Cc}\p{Cf}\p{Zl}\p{Zp}])?$`
 
-// CleanText is s as TextPattern admits it: control characters (tabs and
-// newlines among them) as spaces, spaces trimmed from its ends. What a
+// CleanText is s as TextPattern admits it: control and format characters
+// and line and paragraph separators (tabs, newlines, bidirectional
+// overrides among them) as spaces, spaces trimmed from its ends. What a
 // cluster admitted before its CRDs held the pattern still reaches headers
 // clean.
 func CleanText(s string) string {
 	return strings.Trim(strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
+		if unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) {
 			return ' '
 		}
 		return r

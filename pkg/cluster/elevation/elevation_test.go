@@ -334,10 +334,13 @@ func TestCleanTextIsThePattern(t *testing.T) {
 	re := regexp.MustCompile(TextPattern)
 	admits := func(s string) bool { return s != "" && CleanText(s) == s }
 	for _, s := range []string{"", " ", "a", " a", "a ", "a b", "INC-7 checkout down", "a\nb", "a\tb", "a\u0085b",
-		"a\u00a0", "\u00a0a", "a\u007f", "a\u009f", "a\u00a0b", "\r", "a\r\n", "é", "a\u2028b"} {
+		"a\u00a0", "\u00a0a", "a\u007f", "a\u009f", "a\u00a0b", "\r", "a\r\n", "é", "a\u2028b", "INC-7 \u202edrowssap",
+		"a\u2066b\u2069", "a\u2029", "\ufeffa"} {
 		assert.Equal(t, admits(s), re.MatchString(s), "%q", s)
 	}
 	assert.Equal(t, "a b", CleanText(" a\nb\t"))
+	assert.Equal(t, "INC-7  esrever", CleanText("INC-7 \u202eesrever\u202c"))
+	assert.False(t, re.MatchString("INC-7 \u202eesrever"), "a bidirectional override is refused")
 	// The CRDs hold it: a reason and a ticket, in requests and grants.
 	crds, err := os.ReadFile("../../../deploy/sudo/crds.yaml")
 	require.NoError(t, err)
@@ -349,7 +352,7 @@ func TestCleanTextIsThePattern(t *testing.T) {
 		}
 	}
 	alphabet := []rune{' ', 'a', 'Z', '\n', '\t', '\r', '\x00', '\x1f', '\x7f', '\u0085', '\u009f', '\u00a0', '\u2028',
-		'é', '\u3000'}
+		'é', '\u3000', '\u202e', '\u2066', '\u200d', '\u2029', '\ufeff'}
 	rng := rand.New(rand.NewPCG(58, 58))
 	for range 20000 {
 		r := make([]rune, rng.IntN(6))

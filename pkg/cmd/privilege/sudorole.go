@@ -28,6 +28,16 @@ type SudoProposal struct {
 	// LeftOut are the cells used at cluster scope or in other namespaces:
 	// a grant elevates requests in its namespace only.
 	LeftOut []rolegen.Cell `json:"leftOut,omitempty"`
+	// RBACWrites are the namespace's cells that write RBAC objects:
+	// deploy/sudo's admission refuses them under a grant (a binding made
+	// would outlive it), so the Role leaves them out.
+	RBACWrites []rolegen.Cell `json:"rbacWrites,omitempty"`
+}
+
+// rbacWrite tells whether a grant may not use verb on the group's
+// resources: a write of RBAC objects (bind and escalate among them).
+func rbacWrite(group, verb string) bool {
+	return group == rbacv1.GroupName && verb != "get" && verb != "list" && verb != "watch"
 }
 
 // validateSudoRole checks --sudo-role against the flags it replaces.
@@ -69,20 +79,41 @@ func proposeSudoRole(res *Result, role, ns string) error {
 			logging.Printable(ns), logging.OneLine(strings.Join(used, ", "), 300))
 	}
 	p := &SudoProposal{Namespace: ns, Role: role, Group: elevation.GroupOf(ns, role),
-		Request: "kubectl impersonate sudo request -n " + ns + " --role " + role + " --for 30m --reason TEXT"}
+		Request: "kubectl impersonate sudo request -n " + logging.ShellQuote(ns) + " --role " +
+			logging.ShellQuote(role) + " --for 30m --reason TEXT"}
 	for _, c := range res.Used {
-		if c.Namespace != ns {
+		switch {
+		case c.Namespace != ns:
 			p.LeftOut = append(p.LeftOut, c)
+		case rbacWrite(c.APIGroup, c.Verb):
+			p.RBACWrites = append(p.RBACWrites, c)
 		}
 	}
 	i := slices.IndexFunc(res.Roles, func(r rbacv1.Role) bool { return r.Namespace == ns })
 	res.Roles = res.Roles[i : i+1]
+	var rules []rbacv1.PolicyRule
+	for _, r := range res.Roles[0].Rules {
+		r.Verbs = slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool {
+			return slices.ContainsFunc(r.APIGroups, func(g string) bool { return rbacWrite(g, v) })
+		})
+		if len(r.Verbs) > 0 {
+			rules = append(rules, r)
+		}
+	}
+	if len(rules) == 0 {
+		return fmt.Errorf("--sudo-role: what the recording used in %s writes RBAC objects only, which a sudo "+
+			"grant may not (deploy/sudo's admission refuses it: a binding would outlive the grant)",
+			logging.Printable(ns))
+	}
+	res.Roles[0].Rules = rules
 	res.ClusterRole, res.ClusterRoleBinding = nil, nil
 	res.RoleBindings = []rbacv1.RoleBinding{{TypeMeta: res.Roles[0].TypeMeta, ObjectMeta: res.Roles[0].ObjectMeta,
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: p.Group}},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role}}}
 	res.RoleBindings[0].Kind = "RoleBinding"
-	res.Escalations = slices.DeleteFunc(res.Escalations, func(e rolegen.Escalation) bool { return e.Namespace != ns })
+	res.Escalations = slices.DeleteFunc(res.Escalations, func(e rolegen.Escalation) bool {
+		return e.Namespace != ns || rbacWrite(e.APIGroup, e.Verb)
+	})
 	res.Sudo = p
 	return nil
 }
@@ -95,8 +126,13 @@ func sudoSummary(p *SudoProposal, prefix string) string {
 		fmt.Fprintf(&b, "%snot in the role: %s at cluster scope or in other namespaces (a grant elevates requests in "+
 			"%s only; the others go as yourself)\n", prefix, plural(n, "cell"), ns)
 	}
+	if n := len(p.RBACWrites); n > 0 {
+		fmt.Fprintf(&b, "%snot in the role: %s writing RBAC objects (deploy/sudo's admission refuses them under a "+
+			"grant: a binding would outlive it)\n", prefix, plural(n, "cell"))
+	}
+	role := logging.Printable(p.Role)
 	fmt.Fprintf(&b, "%ssudo: bind it with the RoleBinding below (its group is what a grant of %s carries), add %s "+
-		"to spec.roles of the SudoPolicy in %s, then ask: %s\n", prefix, p.Role, p.Role, ns,
+		"to spec.roles of the SudoPolicy in %s, then ask: %s\n", prefix, role, role, ns,
 		logging.Printable(p.Request))
 	return b.String()
 }
