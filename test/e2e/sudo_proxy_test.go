@@ -35,7 +35,7 @@ const sudoGrantExtra = "kubectl-impersonate.io/sudo-grant"
 //     is allowed within 2 s on both replicas; her plain delete and the
 //     elevated one in another namespace stay 403.
 //   - A third replica whose informer cannot sync (its identity may not
-//     list grants) refuses the elevated delete with 503 and serves alice's
+//     list grants) refuses the elevated get with 503 and serves alice's
 //     unelevated requests.
 //   - The audit event of the elevated request names alice, the elevation
 //     group, the reason, the ticket and the grant.
@@ -450,7 +450,7 @@ func execUnder(t *testing.T, p *person, server, grant, ns string) <-chan time.Ti
 // blindReplica starts a replica of the proxy (--sudo) as a service account
 // that may impersonate but not list sudo grants, as a proxy deployed
 // without deploy/proxy/rbac-sudo.yaml is: its informer never syncs. Under
-// alice's live grant, her elevated delete through it is 503 with
+// alice's live grant, her elevated get through it is 503 with
 // Retry-After (kubectl retries, then says why) while her unelevated
 // requests are served.
 func blindReplica(t *testing.T, admin string, env []string, upstream string, oidc []string, alice *person, grant, ns string) {
@@ -471,10 +471,12 @@ subjects: [{kind: ServiceAccount, name: blind-proxy, namespace: %[1]s}]
 	who := alice.kubectl("--server="+blind, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
 	require.Equal(t, 0, who.code, "unelevated requests are served: %s", who.stderr)
 	assert.Equal(t, "proxy:alice@example.com", who.stdout)
+	// get --raw: kubectl's discovery under the grant would be refused
+	// alike, and say so in its own words.
 	start := time.Now()
 	r := alice.kubectl("--server="+blind, "--as=proxy:alice@example.com",
-		"--as-user-extra="+sudoGrantExtra+"="+ns+"/"+grant, "delete", "configmap", "web", "-n", ns, "--dry-run=server")
-	t.Logf("the replica that cannot sync: kubectl gave up on the elevated delete after %s: %s",
+		"--as-user-extra="+sudoGrantExtra+"="+ns+"/"+grant, "get", "--raw", "/api/v1/namespaces/"+ns+"/configmaps/web")
+	t.Logf("the replica that cannot sync: kubectl gave up on the elevated get after %s (retrying on 503): %s",
 		time.Since(start).Round(time.Millisecond), strings.TrimSpace(r.stderr))
 	assert.NotEqual(t, 0, r.code)
 	assert.Contains(t, r.stderr, "(ServiceUnavailable)")
