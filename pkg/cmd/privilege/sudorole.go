@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/elevation"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rolegen"
@@ -50,7 +50,7 @@ func (o *LeastPrivilegeOptions) validateSudoRole() error {
 	case o.Name != defaultName:
 		return errors.New("--sudo-role names the Role: leave out --name")
 	}
-	if bad := path.IsValidPathSegmentName(o.SudoRole); len(bad) > 0 || strings.Contains(o.SudoRole, ":") {
+	if bad := content.IsPathSegmentName(o.SudoRole); len(bad) > 0 || strings.Contains(o.SudoRole, ":") {
 		return fmt.Errorf("--sudo-role %q is not a Role name (no /, %%, : or . alone): give the name a SudoPolicy "+
 			"will list", o.SudoRole)
 	}
