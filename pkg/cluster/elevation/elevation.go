@@ -354,7 +354,7 @@ func (n Note) String() string {
 		return fmt.Sprintf("Allowed until %s by sudo grant %s (role %s) approved by %s.", n.Ends.Format(time.RFC3339),
 			n.Grant, n.Role, n.Approver)
 	}
-	ns, _, _ := strings.Cut(n.Grant, "/")
+	ns, _, _ := ParseRef(n.Grant)
 	return fmt.Sprintf("You hold sudo grant %s (role %s, approved by %s) until %s: requests made under it through "+
 		"the impersonating proxy (kubectl impersonate sudo -- COMMAND) carry its group %s.", n.Grant, n.Role,
 		n.Approver, n.Ends.Format(time.RFC3339), GroupOf(ns, n.Role))

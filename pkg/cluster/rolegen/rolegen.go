@@ -125,10 +125,20 @@ type names struct {
 	names   map[string]bool
 }
 
+// DefaultName names the generated objects when PolicyOptions does not.
+const DefaultName = "least-privilege"
+
+// RoleBinding binds role to subject, named as the role.
+func RoleBinding(role rbacv1.Role, subject rbacv1.Subject) rbacv1.RoleBinding {
+	return rbacv1.RoleBinding{TypeMeta: typeMeta("RoleBinding"), ObjectMeta: role.ObjectMeta,
+		Subjects: []rbacv1.Subject{subject}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role",
+			Name: role.Name}}
+}
+
 // Generate is the least privilege that serves reqs.
 func Generate(reqs []auditlog.Request, o PolicyOptions) Policy {
 	o.MaxNames = cmp.Or(o.MaxNames, DefaultMaxNames)
-	o.Name = cmp.Or(o.Name, "least-privilege")
+	o.Name = cmp.Or(o.Name, DefaultName)
 	var p Policy
 	used := p.sort(reqs)
 	byScope := map[string][]rbacv1.PolicyRule{}
@@ -150,12 +160,11 @@ func Generate(reqs []auditlog.Request, o PolicyOptions) Policy {
 		if ns == "" {
 			continue
 		}
-		meta := metav1.ObjectMeta{Name: o.Name, Namespace: ns}
-		p.Roles = append(p.Roles, rbacv1.Role{TypeMeta: typeMeta("Role"), ObjectMeta: meta, Rules: byScope[ns]})
+		role := rbacv1.Role{TypeMeta: typeMeta("Role"), ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: ns},
+			Rules: byScope[ns]}
+		p.Roles = append(p.Roles, role)
 		if o.Subject != nil {
-			p.RoleBindings = append(p.RoleBindings, rbacv1.RoleBinding{TypeMeta: typeMeta("RoleBinding"),
-				ObjectMeta: meta, Subjects: []rbacv1.Subject{*o.Subject},
-				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: o.Name}})
+			p.RoleBindings = append(p.RoleBindings, RoleBinding(role, *o.Subject))
 		}
 	}
 	if cluster, ok := byScope[""]; ok {

@@ -112,7 +112,7 @@ used at cluster scope or elsewhere is listed, not granted.`,
 		"--from reads only what it sealed (without one, any seal of record's, and says which keys)")
 	f.StringVar(&o.User, "audit-user", "", "Whose requests --from-audit reads: the user kube-apiserver authorized "+
 		"(system:serviceaccount:NS:NAME for a service account)")
-	f.StringVar(&o.Name, "name", defaultName, "The name of the generated Roles, ClusterRole and bindings")
+	f.StringVar(&o.Name, "name", rolegen.DefaultName, "The name of the generated Roles, ClusterRole and bindings")
 	f.StringVar(&o.Subject, "subject", "", "Who the bindings bind: User:NAME, Group:NAME or ServiceAccount:NS:NAME "+
 		"(default: --audit-user with --from-audit; none: no bindings)")
 	f.IntVar(&o.MaxNames, "max-names", rolegen.DefaultMaxNames, "A rule names the objects used when they are at "+
@@ -122,9 +122,6 @@ used at cluster scope or elsewhere is listed, not granted.`,
 		"namespace used (-n to choose), bound to the group a grant of it carries")
 	return cmd
 }
-
-// defaultName is --name's default.
-const defaultName = "least-privilege"
 
 // ValidateFlags checks the flags before anything is read.
 func (o *LeastPrivilegeOptions) ValidateFlags() error {

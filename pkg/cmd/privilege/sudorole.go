@@ -47,7 +47,7 @@ func (o *LeastPrivilegeOptions) validateSudoRole() error {
 		return nil
 	case o.Subject != "":
 		return errors.New("--sudo-role binds the Role to the group a grant carries: leave out --subject")
-	case o.Name != defaultName:
+	case o.Name != rolegen.DefaultName:
 		return errors.New("--sudo-role names the Role: leave out --name")
 	}
 	if bad := content.IsPathSegmentName(o.SudoRole); len(bad) > 0 || strings.Contains(o.SudoRole, ":") {
@@ -107,10 +107,8 @@ func proposeSudoRole(res *Result, role, ns string) error {
 	}
 	res.Roles[0].Rules = rules
 	res.ClusterRole, res.ClusterRoleBinding = nil, nil
-	res.RoleBindings = []rbacv1.RoleBinding{{TypeMeta: res.Roles[0].TypeMeta, ObjectMeta: res.Roles[0].ObjectMeta,
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: p.Group}},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role}}}
-	res.RoleBindings[0].Kind = "RoleBinding"
+	res.RoleBindings = []rbacv1.RoleBinding{rolegen.RoleBinding(res.Roles[0],
+		rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: p.Group})}
 	res.Escalations = slices.DeleteFunc(res.Escalations, func(e rolegen.Escalation) bool {
 		return e.Namespace != ns || rbacWrite(e.APIGroup, e.Verb)
 	})
