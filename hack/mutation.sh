@@ -5,6 +5,13 @@
 # efficacy (killed ÷ killed + lived) must be at least MUTATION_FLOOR (90)
 # in every package; the mutants that lived are listed as file:line. Each
 # package is bounded by MUTATION_TIMEOUT (600 s).
+#
+# A package's result is kept in hack/mutation-record.tsv with the hash of
+# everything it was measured on (its inputs, below): a package whose inputs
+# are unchanged since its recorded run is not run again, as StrykerJS's
+# incremental mode reuses unchanged results; its recorded score still meets
+# the floor or fails. A run updates the record (commit it). MUTATION_ALL=1
+# runs every package (make mutation-all).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 floor=${MUTATION_FLOOR:-90}
@@ -42,14 +49,42 @@ targets=(
   "pkg/cluster/elevation elevation.go direct.go"
   "pkg/server/sudo sudo.go store.go tokenrequest.go controller.go"
 )
+record=hack/mutation-record.tsv
+# inputs PACKAGE FILES: the hash of what a package's result depends on: the
+# tracked files in the folder of every package of this module its tests
+# build with, the files its tests name by a relative path (such as a CRD
+# under deploy/), the mutated files' list, go.mod and go.sum (the other
+# modules), this script, gremlins' pins and the Go version.
+inputs() {
+  local pkg=$1 files=$2 dirs
+  dirs=$(go list -deps -test -f '{{if .Module}}{{if .Module.Main}}{{.Dir}}{{end}}{{end}}' "./$pkg" | sed "s|^$PWD/||" | sort -u) || return 1
+  dirs+=$'\n'$(grep -ohE '"(\.\./)+[A-Za-z0-9_./-]+"' "$pkg"/*_test.go 2>/dev/null | tr -d '"' |
+    while read -r rel; do realpath -m --relative-to=. "$pkg/$rel"; done)
+  {
+    # shellcheck disable=SC2086 # one path per word
+    git ls-files -z -- $dirs go.mod go.sum hack/mutation.sh hack/tools/mutation/go.sum | sort -z | xargs -0 sha256sum
+    echo "$files $(go env GOVERSION)"
+  } | sha256sum | cut -c1-16
+}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-failed=0
+touch "$record"
+failed=0 ran=0 kept=0
 rows=()
 for t in "${targets[@]}"; do
   read -r pkg files <<<"$t"
   # hack/mutation.sh PACKAGE... runs those alone.
   if [[ $# -gt 0 && " $* " != *" $pkg "* ]]; then continue; fi
+  hash=$(inputs "$pkg" "$files") || { echo "mutation: $pkg: go list failed" >&2; failed=1; continue; }
+  if [[ ${MUTATION_ALL:-} != 1 ]] && read -r _ _ killed lived day < <(awk -v p="$pkg" -v h="$hash" '$1 == p && $2 == h' "$record"); then
+    efficacy=$(python3 -c "k, l = $killed, $lived; print(f'{100 * k / (k + l):.1f}' if k + l else '100.0')")
+    verdict="ok, unchanged since $day"
+    python3 -c "import sys; sys.exit(0 if float('$efficacy') >= $floor else 1)" || { verdict="below $floor % ($day)"; failed=1; }
+    rows+=("| $pkg | $killed | $lived | $efficacy % | $verdict | 0 s |")
+    kept=$((kept + 1))
+    continue
+  fi
+  ran=$((ran + 1))
   excludes=()
   for f in "$pkg"/*.go; do
     name=$(basename "$f")
@@ -85,7 +120,15 @@ PY
     failed=1
   fi
   rows+=("| $pkg | $killed | $lived | $efficacy % | $verdict | ${secs} s |")
+  if [[ $verdict == ok ]]; then
+    { awk -v p="$pkg" '$1 != p' "$record"; printf '%s\t%s\t%s\t%s\t%s\n' "$pkg" "$hash" "$killed" "$lived" "$(date -u +%F)"; } | sort >"$out/record"
+    cat "$out/record" >"$record"
+  fi
 done
+echo "mutation: $ran packages run, $kept unchanged since their recorded run (MUTATION_ALL=1 runs them all)"
+if [[ -n $(git status --porcelain -- "$record" 2>/dev/null) ]]; then
+  echo "mutation: $record has new results: commit it"
+fi
 echo
 echo "| package | killed | lived | efficacy | verdict | time |"
 echo "| --- | --- | --- | --- | --- | --- |"

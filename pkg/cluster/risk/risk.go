@@ -175,12 +175,24 @@ func Lasting(verb, group, resource string) Risk {
 		return Risk{Kind: Credentials, Why: "a path to other identities' credentials: a service-account-token " +
 			"Secret changed is filled with a token of the service account it names, which never expires"}
 	}
-	if group == "rbac.authorization.k8s.io" &&
-		slices.Contains([]string{"roles", "clusterroles", "rolebindings", "clusterrolebindings"}, resource) {
+	if WritesGrants(verb, group, resource) {
 		return Risk{Kind: Escalation, Why: "a path to keep permissions: a role or binding written keeps " +
 			"granting after the permission it was written with ends"}
 	}
 	return Risk{}
+}
+
+// WritesGrants tells whether verb on the group's resource writes a role or a
+// binding, which keeps granting after the permission it was written with
+// ends. It is the one rule for what a sudo grant may not write: Lasting
+// counts it, least-privilege --sudo-role leaves it out of a request's role,
+// and deploy/sudo's admission refuses it under a grant (its CREATE and
+// UPDATE of these four resources; a test holds the two equal). A wildcard
+// (*) matches anything, as in a rule.
+func WritesGrants(verb, group, resource string) bool {
+	in := func(v string, of ...string) bool { return v == "*" || slices.Contains(of, v) }
+	return in(verb, "create", "update", "patch") && in(group, rbacv1.GroupName) &&
+		in(resource, "roles", "clusterroles", "rolebindings", "clusterrolebindings")
 }
 
 // OfRule is the risk of a rule: the first of its verbs, groups and

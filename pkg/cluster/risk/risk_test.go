@@ -1,10 +1,16 @@
 package risk
 
 import (
+	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // TestOf is the list, row by row, with the forms RBAC reads (a *
@@ -146,4 +152,45 @@ func TestLasting(t *testing.T) {
 	} {
 		assert.Equal(t, c.kind, Lasting(c.verb, c.group, c.resource).Kind, "%s %s %s", c.verb, c.group, c.resource)
 	}
+}
+
+// WritesGrants is deploy/sudo's admission rule for roles and bindings,
+// read from the manifest: for every verb a request or a rule can carry
+// and every resource of the group (and one of another group), the policy
+// matches the request exactly when WritesGrants says it writes a grant.
+// A verb reaches admission as its operation (kube-apiserver's
+// admission.Operation); reads and RBAC's own bind and escalate reach none.
+func TestWritesGrantsIsTheAdmissionRule(t *testing.T) {
+	doc, err := os.ReadFile("../../../deploy/sudo/admission.yaml")
+	require.NoError(t, err)
+	var rule admissionregistrationv1.RuleWithOperations
+	for d := range strings.SplitSeq(string(doc), "\n---\n") {
+		var p admissionregistrationv1.ValidatingAdmissionPolicy
+		require.NoError(t, yaml.Unmarshal([]byte(d), &p))
+		if p.Kind != "ValidatingAdmissionPolicy" || p.Name != "sudo-persistence.kubectl-impersonate.io" {
+			continue
+		}
+		for _, r := range p.Spec.MatchConstraints.ResourceRules {
+			if slices.Equal(r.APIGroups, []string{rbacv1.GroupName}) {
+				rule = r.RuleWithOperations
+			}
+		}
+	}
+	require.NotEmpty(t, rule.Resources, "sudo-persistence's rule for %s in deploy/sudo/admission.yaml", rbacv1.GroupName)
+	operation := map[string]admissionregistrationv1.OperationType{"create": admissionregistrationv1.Create,
+		"update": admissionregistrationv1.Update, "patch": admissionregistrationv1.Update,
+		"delete": admissionregistrationv1.Delete, "deletecollection": admissionregistrationv1.Delete}
+	n := 0
+	for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection",
+		"bind", "escalate"} {
+		for _, res := range []string{"roles", "clusterroles", "rolebindings", "clusterrolebindings", "configmaps"} {
+			admitted := slices.Contains(rule.Operations, operation[verb]) && slices.Contains(rule.Resources, res)
+			assert.Equal(t, admitted, WritesGrants(verb, rbacv1.GroupName, res), "%s %s", verb, res)
+			n += map[bool]int{true: 1}[admitted]
+		}
+	}
+	assert.Equal(t, 12, n, "create, update and patch of the four")
+	assert.False(t, WritesGrants("create", "", "roles"), "another group's roles")
+	assert.True(t, WritesGrants("*", "*", "*"), "a wildcard matches, as in a rule")
+	assert.False(t, WritesGrants("*", "apps", "*"))
 }

@@ -92,7 +92,8 @@ needed: "holds 240 cells, used 7".
 With --sudo-role NAME it proposes the role of a sudo request instead: the Role
 NAME of the one namespace used (-n to choose), bound to the group a grant of
 it carries (sudo:NAMESPACE:NAME), and the request that asks for it; what was
-used at cluster scope or elsewhere is listed, not granted.`,
+used at cluster scope or elsewhere, and roles or bindings written (admission
+refuses them under a grant), are listed, not granted.`,
 		Example: `  kubectl impersonate least-privilege --from ci.jsonl --subject ServiceAccount:ci:deployer
   kubectl impersonate least-privilege --from-audit /var/log/kube-apiserver/audit.log \
     --audit-user system:serviceaccount:ci:deployer --name deployer | kubectl apply -f -

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/validate/content"
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/elevation"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/risk"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/rolegen"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 )
@@ -28,16 +29,21 @@ type SudoProposal struct {
 	// LeftOut are the cells used at cluster scope or in other namespaces:
 	// a grant elevates requests in its namespace only.
 	LeftOut []rolegen.Cell `json:"leftOut,omitempty"`
-	// RBACWrites are the namespace's cells that write RBAC objects:
-	// deploy/sudo's admission refuses them under a grant (a binding made
-	// would outlive it), so the Role leaves them out.
+	// RBACWrites are the namespace's cells that write roles or bindings
+	// (risk.WritesGrants): deploy/sudo's admission refuses them under a
+	// grant (a binding made would outlive it), so the Role leaves them out.
 	RBACWrites []rolegen.Cell `json:"rbacWrites,omitempty"`
 }
 
-// rbacWrite tells whether a grant may not use verb on the group's
-// resources: a write of RBAC objects (bind and escalate among them).
-func rbacWrite(group, verb string) bool {
-	return group == rbacv1.GroupName && verb != "get" && verb != "list" && verb != "watch"
+// writesGrants tells whether a rule's verb writes a role or a binding in
+// any of its groups and resources (risk.WritesGrants).
+func writesGrants(r rbacv1.PolicyRule, verb string) bool {
+	for _, g := range r.APIGroups {
+		if slices.ContainsFunc(r.Resources, func(res string) bool { return risk.WritesGrants(verb, g, res) }) {
+			return true
+		}
+	}
+	return false
 }
 
 // validateSudoRole checks --sudo-role against the flags it replaces.
@@ -85,7 +91,7 @@ func proposeSudoRole(res *Result, role, ns string) error {
 		switch {
 		case c.Namespace != ns:
 			p.LeftOut = append(p.LeftOut, c)
-		case rbacWrite(c.APIGroup, c.Verb):
+		case risk.WritesGrants(c.Verb, c.APIGroup, c.Resource):
 			p.RBACWrites = append(p.RBACWrites, c)
 		}
 	}
@@ -93,15 +99,13 @@ func proposeSudoRole(res *Result, role, ns string) error {
 	res.Roles = res.Roles[i : i+1]
 	var rules []rbacv1.PolicyRule
 	for _, r := range res.Roles[0].Rules {
-		r.Verbs = slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool {
-			return slices.ContainsFunc(r.APIGroups, func(g string) bool { return rbacWrite(g, v) })
-		})
+		r.Verbs = slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool { return writesGrants(r, v) })
 		if len(r.Verbs) > 0 {
 			rules = append(rules, r)
 		}
 	}
 	if len(rules) == 0 {
-		return fmt.Errorf("--sudo-role: what the recording used in %s writes RBAC objects only, which a sudo "+
+		return fmt.Errorf("--sudo-role: what the recording used in %s writes roles or bindings only, which a sudo "+
 			"grant may not (deploy/sudo's admission refuses it: a binding would outlive the grant)",
 			logging.Printable(ns))
 	}
@@ -110,7 +114,7 @@ func proposeSudoRole(res *Result, role, ns string) error {
 	res.RoleBindings = []rbacv1.RoleBinding{rolegen.RoleBinding(res.Roles[0],
 		rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: p.Group})}
 	res.Escalations = slices.DeleteFunc(res.Escalations, func(e rolegen.Escalation) bool {
-		return e.Namespace != ns || rbacWrite(e.APIGroup, e.Verb)
+		return e.Namespace != ns || risk.WritesGrants(e.Verb, e.APIGroup, e.Resource)
 	})
 	res.Sudo = p
 	return nil
@@ -125,8 +129,8 @@ func sudoSummary(p *SudoProposal, prefix string) string {
 			"%s only; the others go as yourself)\n", prefix, plural(n, "cell"), ns)
 	}
 	if n := len(p.RBACWrites); n > 0 {
-		fmt.Fprintf(&b, "%snot in the role: %s writing RBAC objects (deploy/sudo's admission refuses them under a "+
-			"grant: a binding would outlive it)\n", prefix, plural(n, "cell"))
+		fmt.Fprintf(&b, "%snot in the role: %s writing roles or bindings (deploy/sudo's admission refuses them "+
+			"under a grant: a binding would outlive it)\n", prefix, plural(n, "cell"))
 	}
 	role := logging.Printable(p.Role)
 	fmt.Fprintf(&b, "%ssudo: bind it with the RoleBinding below (its group is what a grant of %s carries), add %s "+

@@ -96,19 +96,22 @@ func TestLeastPrivilegeSudoRole(t *testing.T) {
 		assert.ErrorContains(t, err, tt.want, "%v", tt.args)
 		assert.Empty(t, out, "%v: nothing printed", tt.args)
 	}
-	// RBAC writes stay out: admission refuses them under a grant (a
-	// binding made would outlive it); reading RBAC stays in.
+	// Roles and bindings written stay out: admission refuses them under a
+	// grant (a binding made would outlive it: risk.WritesGrants); reading
+	// and deleting them stay in, as admission lets them through.
 	rbacUse, rbacKey := recording(t,
 		auditlog.Request{Verb: "list", Resource: "rolebindings", APIGroup: "rbac.authorization.k8s.io",
 			Namespace: "payments", Code: 200, Decision: auditlog.Allow},
 		auditlog.Request{Verb: "create", Resource: "rolebindings", APIGroup: "rbac.authorization.k8s.io",
 			Namespace: "payments", Name: "keep", Code: 201, Decision: auditlog.Allow},
+		auditlog.Request{Verb: "delete", Resource: "rolebindings", APIGroup: "rbac.authorization.k8s.io",
+			Namespace: "payments", Name: "old", Code: 200, Decision: auditlog.Allow},
 		auditlog.Request{Verb: "get", Resource: "configmaps", Namespace: "payments", Name: "web", Code: 200,
 			Decision: auditlog.Allow},
 	)
 	out, _, err = run("--from", rbacUse, "--recording-key", rbacKey, "--sudo-role", "fix it")
 	require.NoError(t, err)
-	assert.Contains(t, out, "# not in the role: 1 cell writing RBAC objects (deploy/sudo's admission refuses them "+
+	assert.Contains(t, out, "# not in the role: 1 cell writing roles or bindings (deploy/sudo's admission refuses them "+
 		"under a grant: a binding would outlive it)\n")
 	assert.Contains(t, out, "then ask: kubectl impersonate sudo request -n payments --role 'fix it' --for 30m")
 	assert.NotContains(t, out, "create", "no RBAC write in the Role, nor its risk above it")
@@ -117,11 +120,13 @@ func TestLeastPrivilegeSudoRole(t *testing.T) {
 	assert.Equal(t, []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"web"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings"}, Verbs: []string{"list"}},
+		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings"}, ResourceNames: []string{"old"},
+			Verbs: []string{"delete"}},
 	}, role.Rules)
 	onlyWrites, onlyKey := recording(t, auditlog.Request{Verb: "create", Resource: "rolebindings",
 		APIGroup: "rbac.authorization.k8s.io", Namespace: "payments", Name: "keep", Code: 201, Decision: auditlog.Allow})
 	_, _, err = run("--from", onlyWrites, "--recording-key", onlyKey, "--sudo-role", "x")
-	assert.ErrorContains(t, err, "writes RBAC objects only, which a sudo grant may not")
+	assert.ErrorContains(t, err, "writes roles or bindings only, which a sudo grant may not")
 
 	// A recording with nothing allowed in a namespace proposes nothing.
 	nodes, nodesKey := recording(t,

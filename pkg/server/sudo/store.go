@@ -67,8 +67,6 @@ func (s *Store) now() time.Time {
 	return time.Now()
 }
 
-func key(ns, name string) string { return elevation.Ref(ns, name) }
-
 // current says why the view is not current, "" when it is.
 func (s *Store) current(now time.Time) string {
 	grace := s.Grace
@@ -115,7 +113,7 @@ func (s *Store) Elevate(caller user.Info, ns, name string) (*Elevation, error) {
 	if why := s.current(now); why != "" {
 		return nil, fmt.Errorf("%w: %s", ErrNotCurrent, why)
 	}
-	g, ok := s.grants[key(ns, name)]
+	g, ok := s.grants[elevation.Ref(ns, name)]
 	if !ok {
 		return nil, fmt.Errorf("%w: there is no sudo grant %s in %s", ErrRefused, name, ns)
 	}
@@ -128,10 +126,10 @@ func (s *Store) Elevate(caller user.Info, ns, name string) (*Elevation, error) {
 		}
 		return nil, fmt.Errorf("%w: grant %s does not count: %s", ErrRefused, g.Ref(), why)
 	}
-	ch, ok := s.revoked[key(ns, name)]
+	ch, ok := s.revoked[elevation.Ref(ns, name)]
 	if !ok {
 		ch = make(chan struct{})
-		s.revoked[key(ns, name)] = ch
+		s.revoked[elevation.Ref(ns, name)] = ch
 	}
 	return &Elevation{Namespace: ns, Name: name, Ends: g.Ends(), Revoked: ch,
 		As: elevated(caller, ns, name, g.Spec.Role, elevation.CleanText(g.Spec.Reason),
@@ -141,7 +139,7 @@ func (s *Store) Elevate(caller user.Info, ns, name string) (*Elevation, error) {
 // requestOf is g's request in the view, nil when there is none. Holds mu
 // (read or write).
 func (s *Store) requestOf(g elevation.Grant) *elevation.Request {
-	r, ok := s.requests[key(g.Namespace, g.Spec.Request)]
+	r, ok := s.requests[elevation.Ref(g.Namespace, g.Spec.Request)]
 	if !ok {
 		return nil
 	}
@@ -294,10 +292,10 @@ const SweepInterval = 250 * time.Millisecond
 func (s *Store) Load(grants []elevation.Grant, requests []elevation.Request) {
 	gs, rs := map[string]elevation.Grant{}, map[string]elevation.Request{}
 	for _, g := range grants {
-		gs[key(g.Namespace, g.Name)] = g
+		gs[elevation.Ref(g.Namespace, g.Name)] = g
 	}
 	for _, r := range requests {
-		rs[key(r.Namespace, r.Name)] = r
+		rs[elevation.Ref(r.Namespace, r.Name)] = r
 	}
 	s.replaceGrants(gs)
 	s.replaceRequests(rs)

@@ -272,14 +272,14 @@ func TestRevokedClosesStreams(t *testing.T) {
 	}{
 		{"another grant changes", func(s *Store, g elevation.Grant) {
 			g.Name = "other"
-			s.setGrant(key(g.Namespace, "other"), &g)
+			s.setGrant(elevation.Ref(g.Namespace, "other"), &g)
 		}, false},
 		{"revoked", func(s *Store, g elevation.Grant) {
 			g.Status = &elevation.GrantStatus{RevokedBy: "bob"}
-			s.setGrant(key(g.Namespace, g.Name), &g)
+			s.setGrant(elevation.Ref(g.Namespace, g.Name), &g)
 		}, true},
-		{"deleted", func(s *Store, g elevation.Grant) { s.setGrant(key(g.Namespace, g.Name), nil) }, true},
-		{"request deleted", func(s *Store, g elevation.Grant) { s.setRequest(key(g.Namespace, g.Name), nil) }, true},
+		{"deleted", func(s *Store, g elevation.Grant) { s.setGrant(elevation.Ref(g.Namespace, g.Name), nil) }, true},
+		{"request deleted", func(s *Store, g elevation.Grant) { s.setRequest(elevation.Ref(g.Namespace, g.Name), nil) }, true},
 		{"relisted without it", func(s *Store, _ elevation.Grant) {
 			s.replaceGrants(map[string]elevation.Grant{})
 		}, true},

@@ -141,7 +141,7 @@ func (f *feedStore) set(obj any, deleted bool) error {
 	if !ok {
 		return fmt.Errorf("unexpected %T", obj)
 	}
-	k := key(u.GetNamespace(), u.GetName())
+	k := elevation.Ref(u.GetNamespace(), u.GetName())
 	switch f.i {
 	case grantFeed:
 		if deleted {
@@ -181,7 +181,7 @@ func (f *feedStore) Replace(objs []any, _ string) error {
 		if !ok {
 			continue
 		}
-		k := key(u.GetNamespace(), u.GetName())
+		k := elevation.Ref(u.GetNamespace(), u.GetName())
 		if f.i == grantFeed {
 			var g elevation.Grant
 			if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &g) == nil {
