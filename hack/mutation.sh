@@ -50,33 +50,51 @@ targets=(
   "pkg/server/sudo sudo.go store.go tokenrequest.go controller.go"
 )
 record=hack/mutation-record.tsv
+# This module alone: a go.work elsewhere would add others to it.
+export GOWORK=off LC_ALL=C
 # inputs PACKAGE FILES: the hash of what a package's result depends on: the
 # tracked files in the folder of every package of this module its tests
-# build with, the files its tests name by a relative path (such as a CRD
-# under deploy/), the mutated files' list, go.mod and go.sum (the other
-# modules), this script, gremlins' pins and the Go version.
+# build with, the files its tests name by a relative path inside the
+# repository (such as a CRD under deploy/), the mutated files' list, go.mod
+# and go.sum (the other modules), this script, gremlins' pins, the Go
+# version and platform, and the tests' own KI_ switches. It fails when a
+# path cannot be listed, and says "dirty" when one of those folders holds
+# an untracked or changed file: such a tree is measured, never recorded.
 inputs() {
-  local pkg=$1 files=$2 dirs
-  dirs=$(go list -deps -test -f '{{if .Module}}{{if .Module.Main}}{{.Dir}}{{end}}{{end}}' "./$pkg" | sed "s|^$PWD/||" | sort -u) || return 1
-  dirs+=$'\n'$(grep -ohE '"(\.\./)+[A-Za-z0-9_./-]+"' "$pkg"/*_test.go 2>/dev/null | tr -d '"' |
-    while read -r rel; do realpath -m --relative-to=. "$pkg/$rel"; done)
+  local pkg=$1 files=$2 dirs rels list
+  dirs=$(go list -deps -test -f '{{if .Module}}{{if .Module.Main}}{{.Dir}}{{end}}{{end}}' "./$pkg") || return 1
+  dirs=$(sed "s|^$PWD/||" <<<"$dirs" | sort -u)
+  rels=$(grep -ohE '"(\.\./)+[A-Za-z0-9_./-]+"' "$pkg"/*_test.go 2>/dev/null | tr -d '"' |
+    while read -r rel; do realpath -m --relative-to=. "$pkg/$rel"; done | grep -v '^\.\.' | sort -u)
+  # shellcheck disable=SC2086 # one path per word
+  list=$(git ls-files -- $dirs $rels go.mod go.sum hack/mutation.sh hack/tools/mutation/go.sum) || return 1
+  # shellcheck disable=SC2086
+  if [[ -n $(git status --porcelain -- $dirs $rels) ]]; then
+    echo dirty
+    return
+  fi
   {
-    # shellcheck disable=SC2086 # one path per word
-    git ls-files -z -- $dirs go.mod go.sum hack/mutation.sh hack/tools/mutation/go.sum | sort -z | xargs -0 sha256sum
-    echo "$files $(go env GOVERSION)"
+    xargs -d '\n' sha256sum <<<"$list" || return 1
+    echo "$files"
+    go env GOVERSION GOOS GOARCH CGO_ENABLED GOEXPERIMENT
+    env | grep '^KI_' | sort
   } | sha256sum | cut -c1-16
 }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 touch "$record"
+# forget PACKAGE: its recorded result dropped.
+forget() {
+  awk -v p="$1" '$1 != p' "$record" >"$out/record" && cat "$out/record" >"$record"
+}
 failed=0 ran=0 kept=0
 rows=()
 for t in "${targets[@]}"; do
   read -r pkg files <<<"$t"
   # hack/mutation.sh PACKAGE... runs those alone.
   if [[ $# -gt 0 && " $* " != *" $pkg "* ]]; then continue; fi
-  hash=$(inputs "$pkg" "$files") || { echo "mutation: $pkg: go list failed" >&2; failed=1; continue; }
-  if [[ ${MUTATION_ALL:-} != 1 ]] && read -r _ _ killed lived day < <(awk -v p="$pkg" -v h="$hash" '$1 == p && $2 == h' "$record"); then
+  hash=$(inputs "$pkg" "$files") || { echo "mutation: $pkg: listing its inputs failed" >&2; failed=1; continue; }
+  if [[ $hash != dirty && ${MUTATION_ALL:-} != 1 ]] && read -r _ _ killed lived day < <(awk -v p="$pkg" -v h="$hash" '$1 == p && $2 == h' "$record"); then
     efficacy=$(python3 -c "k, l = $killed, $lived; print(f'{100 * k / (k + l):.1f}' if k + l else '100.0')")
     verdict="ok, unchanged since $day"
     python3 -c "import sys; sys.exit(0 if float('$efficacy') >= $floor else 1)" || { verdict="below $floor % ($day)"; failed=1; }
@@ -101,6 +119,7 @@ for t in "${targets[@]}"; do
     echo "mutation: $pkg: gremlins failed (exit $rc) in ${secs}s: $(tail -3 "$out/err")" >&2
     rows+=("| $pkg | - | - | - | failed (exit $rc) | ${secs} s |")
     failed=1
+    forget "$pkg"
     continue
   fi
   read -r killed lived efficacy < <(python3 - "$json" "$pkg" <<'PY'
@@ -120,9 +139,14 @@ PY
     failed=1
   fi
   rows+=("| $pkg | $killed | $lived | $efficacy % | $verdict | ${secs} s |")
-  if [[ $verdict == ok ]]; then
-    { awk -v p="$pkg" '$1 != p' "$record"; printf '%s\t%s\t%s\t%s\t%s\n' "$pkg" "$hash" "$killed" "$lived" "$(date -u +%F)"; } | sort >"$out/record"
-    cat "$out/record" >"$record"
+  # A result is kept only when it passed, on a clean tree; a failed one
+  # also forgets what an earlier run kept.
+  forget "$pkg"
+  if [[ $verdict == ok && $hash != dirty ]]; then
+    printf '%s\t%s\t%s\t%s\t%s\n' "$pkg" "$hash" "$killed" "$lived" "$(date -u +%F)" >>"$record"
+    sort -o "$record" "$record"
+  elif [[ $hash == dirty ]]; then
+    echo "mutation: $pkg: not recorded (its inputs hold uncommitted changes: commit, then run again)" >&2
   fi
 done
 echo "mutation: $ran packages run, $kept unchanged since their recorded run (MUTATION_ALL=1 runs them all)"

@@ -24,13 +24,15 @@ import (
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/idp/oauth"
 )
 
-// onFirstVersionOnly skips a test of a provider's or a client's behavior,
-// which does not depend on Kubernetes, on every version but the first of
-// the run (run.sh: E2E_K8S_VERSIONS), to keep the suite's time.
+// onFirstVersionOnly skips a test whose subject does not depend on
+// Kubernetes (a provider's or a client's behavior, the docs) on every
+// version but the first of the run (run.sh: E2E_K8S_VERSIONS), to keep the
+// suite's time.
 func onFirstVersionOnly(t *testing.T) {
 	t.Helper()
 	if os.Getenv("KI_E2E_FIRST") != "1" {
-		t.Skipf("the provider's and the client's behavior: run with the first Kubernetes version of the run only, not %s", os.Getenv("KI_E2E_K8S"))
+		t.Skipf("does not depend on the Kubernetes version: run with the first version of the run only, not %s",
+			os.Getenv("KI_E2E_K8S"))
 	}
 }
 

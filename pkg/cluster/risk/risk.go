@@ -183,8 +183,10 @@ func Lasting(verb, group, resource string) Risk {
 }
 
 // WritesGrants tells whether verb on the group's resource writes a role or a
-// binding, which keeps granting after the permission it was written with
-// ends. It is the one rule for what a sudo grant may not write: Lasting
+// binding directly, which keeps granting after the permission it was written
+// with ends (a grant's holder can still have one written for it, by a
+// workload or a controller running as another identity: sudo report lists
+// those). It is the one rule for what a sudo grant may not write: Lasting
 // counts it, least-privilege --sudo-role leaves it out of a request's role,
 // and deploy/sudo's admission refuses it under a grant (its CREATE and
 // UPDATE of these four resources; a test holds the two equal). A wildcard

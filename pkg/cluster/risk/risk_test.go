@@ -161,22 +161,47 @@ func TestLasting(t *testing.T) {
 // A verb reaches admission as its operation (kube-apiserver's
 // admission.Operation); reads and RBAC's own bind and escalate reach none.
 func TestWritesGrantsIsTheAdmissionRule(t *testing.T) {
+	const name = "sudo-persistence.kubectl-impersonate.io"
 	doc, err := os.ReadFile("../../../deploy/sudo/admission.yaml")
 	require.NoError(t, err)
 	var rule admissionregistrationv1.RuleWithOperations
+	var policy *admissionregistrationv1.ValidatingAdmissionPolicy
+	var actions []admissionregistrationv1.ValidationAction
 	for d := range strings.SplitSeq(string(doc), "\n---\n") {
 		var p admissionregistrationv1.ValidatingAdmissionPolicy
 		require.NoError(t, yaml.Unmarshal([]byte(d), &p))
-		if p.Kind != "ValidatingAdmissionPolicy" || p.Name != "sudo-persistence.kubectl-impersonate.io" {
+		if p.Kind == "ValidatingAdmissionPolicyBinding" && p.Name == name {
+			var b admissionregistrationv1.ValidatingAdmissionPolicyBinding
+			require.NoError(t, yaml.Unmarshal([]byte(d), &b))
+			actions = b.Spec.ValidationActions
+		}
+		if p.Kind != "ValidatingAdmissionPolicy" || p.Name != name {
 			continue
 		}
+		policy = &p
 		for _, r := range p.Spec.MatchConstraints.ResourceRules {
 			if slices.Equal(r.APIGroups, []string{rbacv1.GroupName}) {
 				rule = r.RuleWithOperations
 			}
 		}
 	}
-	require.NotEmpty(t, rule.Resources, "sudo-persistence's rule for %s in deploy/sudo/admission.yaml", rbacv1.GroupName)
+	require.NotNil(t, policy, "%s in deploy/sudo/admission.yaml", name)
+	require.NotEmpty(t, rule.Resources, "%s's rule for %s", name, rbacv1.GroupName)
+	// Nothing narrows the rule: every version, both scopes, no exclusion or
+	// selector; the policy refuses the group's writes, and its binding denies.
+	assert.Equal(t, []string{"*"}, rule.APIVersions)
+	assert.True(t, rule.Scope == nil || *rule.Scope == admissionregistrationv1.AllScopes, "the rule has a scope")
+	mc := policy.Spec.MatchConstraints
+	assert.Empty(t, mc.ExcludeResourceRules)
+	assert.True(t, mc.NamespaceSelector == nil || len(mc.NamespaceSelector.MatchLabels)+
+		len(mc.NamespaceSelector.MatchExpressions) == 0, "no namespace selector")
+	assert.True(t, mc.ObjectSelector == nil || len(mc.ObjectSelector.MatchLabels)+
+		len(mc.ObjectSelector.MatchExpressions) == 0, "no object selector")
+	assert.True(t, slices.ContainsFunc(policy.Spec.Validations, func(v admissionregistrationv1.Validation) bool {
+		return v.Expression == "request.resource.group != 'rbac.authorization.k8s.io'"
+	}), "the validation that refuses the group's writes")
+	assert.Equal(t, admissionregistrationv1.Fail, *policy.Spec.FailurePolicy)
+	assert.Equal(t, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}, actions, "its binding")
 	operation := map[string]admissionregistrationv1.OperationType{"create": admissionregistrationv1.Create,
 		"update": admissionregistrationv1.Update, "patch": admissionregistrationv1.Update,
 		"delete": admissionregistrationv1.Delete, "deletecollection": admissionregistrationv1.Delete}
