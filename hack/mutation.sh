@@ -77,7 +77,7 @@ inputs() {
     xargs -d '\n' sha256sum <<<"$list" || return 1
     echo "$files"
     go env GOVERSION GOOS GOARCH CGO_ENABLED GOEXPERIMENT
-    env | grep '^KI_' | sort
+    env | sed -n '/^KI_/p' | sort
   } | sha256sum | cut -c1-16
 }
 out=$(mktemp -d)
@@ -141,8 +141,10 @@ PY
   rows+=("| $pkg | $killed | $lived | $efficacy % | $verdict | ${secs} s |")
   # A result is kept only when it passed, on a clean tree; a failed one
   # also forgets what an earlier run kept.
-  forget "$pkg"
-  if [[ $verdict == ok && $hash != dirty ]]; then
+  if [[ $verdict != ok ]]; then
+    forget "$pkg"
+  elif [[ $hash != dirty ]]; then
+    forget "$pkg"
     printf '%s\t%s\t%s\t%s\t%s\n' "$pkg" "$hash" "$killed" "$lived" "$(date -u +%F)" >>"$record"
     sort -o "$record" "$record"
   elif [[ $hash == dirty ]]; then
