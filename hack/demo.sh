@@ -124,8 +124,10 @@ say "building the peers (cached after the first time) and the plugin..."
 tools="$(KI_E2E_PEERS="kube-apiserver kubectl dex etcd" KI_E2E_USE_INSTALLED=1 test/e2e/tools/build.sh 1.37)"
 mkdir -p "$demo/bin" "$demo/logs"
 # The plugin's four binaries, kubectl_complete-impersonate among them: what
-# kubectl runs to complete "kubectl impersonate ...".
-CGO_ENABLED=0 go build -o "$demo/bin/" ./cmd/kubectl-impersonate ./cmd/kubectl-impersonate-get_token ./cmd/kubectl-impersonate-apiserver ./cmd/kubectl_complete-impersonate
+# kubectl runs to complete "kubectl impersonate ...". Built as the release
+# builds them (CGO_ENABLED=0, -trimpath: .goreleaser.yaml), which also
+# reuses what make test's snapshot compiled before the demo.
+CGO_ENABLED=0 go build -trimpath -o "$demo/bin/" ./cmd/kubectl-impersonate ./cmd/kubectl-impersonate-get_token ./cmd/kubectl-impersonate-apiserver ./cmd/kubectl_complete-impersonate
 ln -s "$tools/kubectl" "$demo/bin/kubectl"
 if $check; then go build -o "$demo/bin/e2e-browser" ./test/e2e/browser; fi
 say "phase: starting"

@@ -107,6 +107,7 @@ func pluginLines(s string) []string {
 // request to the provider), an expired token refreshed, and an expired
 // token with the provider down (the line says what to run).
 func TestClientsThatAreNotClientGo(t *testing.T) {
+	onFirstVersionOnly(t)
 	for _, lang := range []string{"python", "javascript"} {
 		t.Run(lang, func(t *testing.T) {
 			alice := opPerson(t, "--oidc-auth-request-extra-params=prompt=consent")
@@ -213,6 +214,7 @@ func TestPythonClientOnATerminal(t *testing.T) {
 // while the kubeconfig sends the token elsewhere, is ignored: the token
 // never reaches the other server.
 func TestJavaScriptClientGuard(t *testing.T) {
+	onFirstVersionOnly(t)
 	api := st.api["structured"]
 	alice := opPerson(t, "--oidc-auth-request-extra-params=prompt=consent", "--allowed-server="+api.url)
 	r := alice.kubectl("get", "pods", "-n", "team-a")

@@ -58,6 +58,7 @@ func TestTokenExchangeImpersonation(t *testing.T) {
 // that issuer with username email and groups gcp.iam.roles, grants the
 // cluster-viewer group read access and no writes.
 func TestIdentityPlatform(t *testing.T) {
+	onFirstVersionOnly(t)
 	g := st.google
 	alice := newPerson(t, "alice", st.api["structured"], "--grant-type=identity-platform",
 		"--oidc-issuer-url="+g.Issuer(), "--oidc-client-id="+confidentialClient, "--oidc-client-secret-file="+st.secretFile,
@@ -82,6 +83,7 @@ func TestIdentityPlatform(t *testing.T) {
 // refresh at its securetoken endpoint. Its tokens are unsigned, which the
 // plugin accepts only with --identity-platform-emulator.
 func TestIdentityPlatformFirebaseEmulator(t *testing.T) {
+	onFirstVersionOnly(t)
 	issuer := "https://securetoken.google.com/demo-project"
 	args := []string{"--grant-type=identity-platform", "--oidc-issuer-url=" + issuer,
 		"--oidc-client-id=" + confidentialClient, "--oidc-client-secret-file=" + st.secretFile,

@@ -23,6 +23,7 @@ import (
 // Scenario 7: no D-Bus session. auto falls back to disk with a notice;
 // keyring fails with a clear error within 3 seconds.
 func TestKeyringAbsent(t *testing.T) {
+	onFirstVersionOnly(t)
 	alice := newPerson(t, "alice", st.api["structured"])
 	noBus := t.TempDir()
 	var env []string
@@ -60,6 +61,7 @@ func TestKeyringAbsent(t *testing.T) {
 // answer at all). Each kubectl call gets its answer within 3 s: a clear
 // error with --token-cache-storage=keyring, a fallback to disk with auto.
 func TestKeyringLockedAndHung(t *testing.T) {
+	onFirstVersionOnly(t)
 	home, runDir := t.TempDir(), t.TempDir()
 	require.NoError(t, os.Chmod(runDir, 0o700))
 	ctx, cancel := context.WithCancel(context.Background())

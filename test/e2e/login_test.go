@@ -184,6 +184,7 @@ func TestNonInteractiveEmptyCache(t *testing.T) {
 // Scenario 6: the device authorization grant against Dex, with Chromium
 // completing the device page, for the confidential client.
 func TestDeviceCode(t *testing.T) {
+	onFirstVersionOnly(t)
 	alice := newPerson(t, "alice", st.api["structured"], "--grant-type=device-code",
 		"--oidc-client-id="+confidentialClient, "--oidc-client-secret-file="+st.secretFile)
 	device0 := st.proxy.Count("device")
