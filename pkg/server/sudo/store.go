@@ -113,7 +113,8 @@ func (s *Store) Elevate(caller user.Info, ns, name string) (*Elevation, error) {
 	if why := s.current(now); why != "" {
 		return nil, fmt.Errorf("%w: %s", ErrNotCurrent, why)
 	}
-	g, ok := s.grants[elevation.Ref(ns, name)]
+	ref := elevation.Ref(ns, name)
+	g, ok := s.grants[ref]
 	if !ok {
 		return nil, fmt.Errorf("%w: there is no sudo grant %s in %s", ErrRefused, name, ns)
 	}
@@ -126,10 +127,10 @@ func (s *Store) Elevate(caller user.Info, ns, name string) (*Elevation, error) {
 		}
 		return nil, fmt.Errorf("%w: grant %s does not count: %s", ErrRefused, g.Ref(), why)
 	}
-	ch, ok := s.revoked[elevation.Ref(ns, name)]
+	ch, ok := s.revoked[ref]
 	if !ok {
 		ch = make(chan struct{})
-		s.revoked[elevation.Ref(ns, name)] = ch
+		s.revoked[ref] = ch
 	}
 	return &Elevation{Namespace: ns, Name: name, Ends: g.Ends(), Revoked: ch,
 		As: elevated(caller, ns, name, g.Spec.Role, elevation.CleanText(g.Spec.Reason),
