@@ -5,6 +5,9 @@
 # fails the run. A target that explores under FUZZ_MIN_RATE executions a
 # second (default 5) fails too, as does one still running 120 s past its
 # time: a fuzz target that tests almost nothing must not pass as tested.
+#
+#   hack/fuzz.sh --build  compiles each target's instrumented test binary and
+#     exits (make test's idle-time prebuild, hack/prebuild.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-60s}
@@ -26,6 +29,13 @@ targets=(
   "./pkg/host/logging FuzzEscape"
   "./pkg/cluster/rolegen FuzzGenerateGrantsOnlyWhatWasAllowed"
 )
+if [[ ${1:-} == --build ]]; then
+  for t in "${targets[@]}"; do
+    read -r pkg name <<<"$t"
+    go test -c -o /dev/null -fuzz="^${name}\$" "$pkg" || exit 1
+  done
+  exit 0
+fi
 failed=0
 rows=()
 for t in "${targets[@]}"; do
@@ -33,8 +43,9 @@ for t in "${targets[@]}"; do
   log=$(mktemp)
   # -fuzzminimizetime bounds the minimisation of each new interesting input
   # (60 s by default).
-  # Compiled first, so that the bound below is the fuzzing's alone.
-  go test -c -o /dev/null "$pkg" >/dev/null 2>&1
+  # Compiled first, instrumented as -fuzz builds it, so that the bound
+  # below is the fuzzing's alone.
+  go test -c -o /dev/null -fuzz="^${name}\$" "$pkg" >/dev/null 2>&1
   timeout --kill-after=10 $((seconds + 120)) \
     go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" -fuzzminimizetime=2s "$pkg" >"$log" 2>&1
   rc=$?

@@ -53,7 +53,16 @@ if [[ ${#left[@]} -gt 0 ]]; then
   for t in "${left[@]}"; do
     n=$((n + 1))
     echo "tools: building $t ($n of ${#left[@]})" >&2
-    (cd "${module[$t]}" && CGO_ENABLED=0 go build -trimpath -o "$bin/$t.tmp" "${package[$t]}") && mv "$bin/$t.tmp" "$bin/$t"
+    # One build of a tool at a time (make test's idle-time prebuild may be
+    # building it): the second waits, then finds it built.
+    exec {lock}>"$bin/$t.lock"
+    flock "$lock"
+    if [[ ! -x $bin/$t ]]; then
+      (cd "${module[$t]}" && CGO_ENABLED=0 go build -trimpath -o "$bin/$t.tmp" "${package[$t]}") \
+        || { echo "tools: building $t failed" >&2; exit 1; }
+      mv "$bin/$t.tmp" "$bin/$t"
+    fi
+    exec {lock}>&-
   done
   echo "tools: built in $((SECONDS - start))s into $bin" >&2
 fi

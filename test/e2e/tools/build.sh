@@ -57,14 +57,20 @@ installed() {
 }
 
 build() { # module-dir package output-dir output what [ldflags]
-  local dir="$1" pkg="$2" outdir="$3" out="$4" what="$5" ldflags="-s -w ${6:-}"
+  local dir="$1" pkg="$2" outdir="$3" out="$4" what="$5" ldflags="-s -w ${6:-}" lock
   if [ -x "$outdir/$out" ]; then return 0; fi
   mkdir -p "$outdir"
   step=$((step + 1))
+  # One build of a peer at a time (make test's idle-time prebuild may be
+  # building it): the second waits, then finds it built.
+  exec {lock}>"$outdir/$out.lock"
+  flock "$lock"
+  if [ -x "$outdir/$out" ]; then exec {lock}>&-; return 0; fi
   echo "e2e: building $what from the Go module proxy ($step of $steps, about $(minutes "${out%.exe}") min on 2 cores; once per version)..." >&2
   local start=$SECONDS
   (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$outdir/$out.tmp" "$pkg")
   mv "$outdir/$out.tmp" "$outdir/$out"
+  exec {lock}>&-
   echo "e2e: built $what in $((SECONDS - start))s" >&2
 }
 
