@@ -114,7 +114,12 @@ type stack struct {
 	// API server (internal/authzwebhook), a managed cluster's chain.
 	webhook    *authzwebhook.Handler
 	webhookSrv *http.Server
-	api        map[string]*apiserver
+	// sudoWebhookAddr is where the "webhook" API server asks direct mode's
+	// fail-closed authorizer (deploy/sudo/authorization-config.yaml's entry,
+	// first in its chain): sudo-controller serves it there in
+	// TestSudoDirectFailClosed, and nothing does otherwise.
+	sudoWebhookAddr string
+	api             map[string]*apiserver
 
 	etcdData string
 	// authConfig is the structured API server's AuthenticationConfiguration.
@@ -979,26 +984,19 @@ func (s *stack) startAuthorizationWebhook() (string, error) {
 	}
 	s.webhookSrv = &http.Server{Handler: s.webhook, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.webhookSrv.ServeTLS(l, s.certFile, s.keyFile) }()
-	kubeconfig := filepath.Join(s.work, "authz-webhook.kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: webhook
-  cluster: {server: "https://%s/authorize", certificate-authority: %q}
-users:
-- name: apiserver
-  user: {}
-contexts:
-- name: webhook
-  context: {cluster: webhook, user: apiserver}
-current-context: webhook
-`, l.Addr(), s.caFile)), 0o600); err != nil {
+	kubeconfig, err := s.webhookKubeconfig("authz-webhook.kubeconfig", fmt.Sprintf("https://%s/authorize", l.Addr()))
+	if err != nil {
+		return "", err
+	}
+	sudoEntry, err := s.sudoAuthorizer()
+	if err != nil {
 		return "", err
 	}
 	config := filepath.Join(s.work, "authorization-config.yaml")
 	return config, os.WriteFile(config, []byte(fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
 kind: AuthorizationConfiguration
 authorizers:
+- %s
 - type: Webhook
   name: e2e-webhook
   webhook:
@@ -1015,5 +1013,63 @@ authorizers:
   name: node
 - type: RBAC
   name: rbac
-`, kubeconfig)), 0o600)
+`, sudoEntry, kubeconfig)), 0o600)
+}
+
+// webhookKubeconfig writes the kubeconfig kube-apiserver reaches a webhook
+// authorizer at server with (the stack's CA, no client credential).
+func (s *stack) webhookKubeconfig(name, server string) (string, error) {
+	path := filepath.Join(s.work, name)
+	return path, os.WriteFile(path, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: webhook
+  cluster: {server: %q, certificate-authority: %q}
+users:
+- name: apiserver
+  user: {}
+contexts:
+- name: webhook
+  context: {cluster: webhook, user: apiserver}
+current-context: webhook
+`, server, s.caFile)), 0o600)
+}
+
+// sudoAuthorizer is deploy/sudo/authorization-config.yaml's webhook entry
+// (as JSON, a YAML flow mapping) with a kubeconfig naming a free port on
+// 127.0.0.1 (the stack's serving certificate's CA): sudoWebhookAddr.
+func (s *stack) sudoAuthorizer() (string, error) {
+	b, err := os.ReadFile("../../deploy/sudo/authorization-config.yaml")
+	if err != nil {
+		return "", err
+	}
+	var deployed struct {
+		APIVersion  string           `json:"apiVersion"`
+		Kind        string           `json:"kind"`
+		Authorizers []map[string]any `json:"authorizers"`
+	}
+	if err := yaml.UnmarshalStrict(b, &deployed); err != nil {
+		return "", fmt.Errorf("deploy/sudo/authorization-config.yaml: %w", err)
+	}
+	if len(deployed.Authorizers) == 0 || deployed.Authorizers[0]["name"] != "sudo.kubectl-impersonate.io" {
+		return "", errors.New("deploy/sudo/authorization-config.yaml: its first authorizer is not sudo.kubectl-impersonate.io")
+	}
+	port, err := testkit.FreePort()
+	if err != nil {
+		return "", err
+	}
+	s.sudoWebhookAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	kubeconfig, err := s.webhookKubeconfig("sudo-authorizer.kubeconfig", "https://"+s.sudoWebhookAddr+"/")
+	if err != nil {
+		return "", err
+	}
+	entry := deployed.Authorizers[0]
+	webhook, _ := entry["webhook"].(map[string]any)
+	info, _ := webhook["connectionInfo"].(map[string]any)
+	if info == nil {
+		return "", errors.New("deploy/sudo/authorization-config.yaml: its webhook has no connectionInfo")
+	}
+	info["kubeConfigFile"] = kubeconfig
+	j, err := json.Marshal(entry)
+	return string(j), err
 }

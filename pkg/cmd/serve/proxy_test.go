@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -69,22 +70,32 @@ func TestProxyCommand(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code := &fake.Code{Serve: func(context.Context, kubecode.ProxyConfig) error { return nil }}
-			var errOut bytes.Buffer
-			cmd := NewCmdProxy(cmdutil.NewGlobalOptions(code, nil), genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &bytes.Buffer{}, ErrOut: &errOut})
-			cmd.SetArgs(tc.args)
-			cmd.SetOut(&bytes.Buffer{})
-			cmd.SetErr(&errOut)
-			cmd.SilenceUsage = true
-			err := cmd.ExecuteContext(context.Background())
+			errOut, err := execute(NewCmdProxy, code, tc.args)
 			if tc.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.err)
 				assert.Empty(t, code.Served, "nothing served")
 				return
 			}
-			require.NoError(t, err, errOut.String())
+			require.NoError(t, err, errOut)
 			require.Len(t, code.Served, 1)
 			tc.want(t, code.Served[0])
 		})
 	}
+}
+
+// execute runs the command newCmd builds on args, with code as
+// kube-apiserver's, as kubectl-impersonate-apiserver runs it: its stderr and
+// error.
+func execute(newCmd func(*cmdutil.GlobalOptions, genericiooptions.IOStreams) *cobra.Command, code *fake.Code,
+	args []string) (string, error) {
+	var errOut bytes.Buffer
+	cmd := newCmd(cmdutil.NewGlobalOptions(code, nil),
+		genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &bytes.Buffer{}, ErrOut: &errOut})
+	cmd.SetArgs(args)
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&errOut)
+	cmd.SilenceUsage = true
+	err := cmd.ExecuteContext(context.Background())
+	return errOut.String(), err
 }

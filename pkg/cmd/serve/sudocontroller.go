@@ -18,6 +18,9 @@ type SudoControllerOptions struct {
 	InCluster      bool
 	LeaseNamespace string
 	Interval       time.Duration
+	// WebhookListen, CertFile, KeyFile and ClientCAFile serve the
+	// fail-closed authorization webhook.
+	WebhookListen, CertFile, KeyFile, ClientCAFile string
 	genericiooptions.IOStreams
 	global *cmdutil.GlobalOptions
 }
@@ -36,14 +39,27 @@ its requester impersonate themselves with the grant's group
 (impersonate:user-info) for the requested role's verbs in the grant's namespace
 (impersonate-on:user-info:VERB), and what serves a grant that ended, was revoked
 or is gone is removed, every --interval. While no replica runs, ended grants
-keep their RBAC: direct mode is fail-open then (docs/elevation.md has the lag
-and the fail-closed alternative). The controller's credential needs
-deploy/sudo/controller.yaml's RBAC.`,
+keep their RBAC: direct mode is fail-open then (docs/elevation.md has the lag).
+The controller's credential needs deploy/sudo/controller.yaml's RBAC.
+
+With --authorization-webhook-listen, every replica also serves kube-apiserver
+an authorization webhook (deploy/sudo/authorization-config.yaml: before RBAC,
+failurePolicy Deny, asked only about requests carrying a sudo: group). It
+denies such a request unless it names, in the extra
+kubectl-impersonate.io/sudo-grant, a grant of its user that counts now, and
+never allows: RBAC decides the rest. Direct mode is then fail-closed: an ended
+or revoked grant is refused within about a second, and while no replica
+answers, every elevated request is refused (self-managed clusters: it needs
+kube-apiserver's --authorization-config).`,
 		Example: `  # In the cluster (deploy/sudo/controller.yaml)
   kubectl-impersonate sudo-controller --in-cluster
 
   # From a machine, with its own credential
-  kubectl-impersonate sudo-controller --kubeconfig=controller.kubeconfig --lease-namespace=kubectl-impersonate`,
+  kubectl-impersonate sudo-controller --kubeconfig=controller.kubeconfig --lease-namespace=kubectl-impersonate
+
+  # Fail-closed: also the authorization webhook kube-apiserver asks
+  kubectl-impersonate sudo-controller --in-cluster --authorization-webhook-listen=:8443 \
+    --tls-cert-file=/tls/tls.crt --tls-private-key-file=/tls/tls.key --client-ca-file=/tls/apiserver-ca.crt`,
 		Args: cobra.NoArgs,
 		RunE: g.RunE(o),
 	}
@@ -53,6 +69,12 @@ deploy/sudo/controller.yaml's RBAC.`,
 	f.StringVar(&o.LeaseNamespace, "lease-namespace", o.LeaseNamespace, "Namespace of the Lease the replicas elect "+
 		"a leader with")
 	f.DurationVar(&o.Interval, "interval", o.Interval, "How often the leader reconciles grants and their RBAC")
+	f.StringVar(&o.WebhookListen, "authorization-webhook-listen", "", "Address to serve the fail-closed "+
+		"authorization webhook on (HOST:PORT; off when empty)")
+	f.StringVar(&o.CertFile, "tls-cert-file", "", "The webhook's serving certificate (PEM)")
+	f.StringVar(&o.KeyFile, "tls-private-key-file", "", "The webhook's serving key (PEM)")
+	f.StringVar(&o.ClientCAFile, "client-ca-file", "", "When set, the webhook requires a client certificate "+
+		"signed by these CAs (kube-apiserver's, from its webhook kubeconfig)")
 	return cmd
 }
 
@@ -71,6 +93,11 @@ func (o *SudoControllerOptions) Validate() error {
 		return errors.New("--lease-namespace is required: the namespace of the replicas' Lease")
 	case o.Interval < 100*time.Millisecond:
 		return errors.New("--interval must be at least 100ms")
+	case o.WebhookListen != "" && (o.CertFile == "" || o.KeyFile == ""):
+		return errors.New("--authorization-webhook-listen serves TLS: give --tls-cert-file and --tls-private-key-file")
+	case o.WebhookListen == "" && (o.CertFile != "" || o.KeyFile != "" || o.ClientCAFile != ""):
+		return errors.New("--tls-cert-file, --tls-private-key-file and --client-ca-file are the webhook's: " +
+			"give --authorization-webhook-listen too")
 	}
 	return nil
 }
@@ -78,7 +105,8 @@ func (o *SudoControllerOptions) Validate() error {
 // Run runs the controller until ctx ends.
 func (o *SudoControllerOptions) Run(ctx context.Context) error {
 	return o.global.APIServer.RunSudoController(ctx, kubecode.SudoControllerConfig{Kubeconfig: o.Kubeconfig,
-		InCluster: o.InCluster, LeaseNamespace: o.LeaseNamespace, Interval: o.Interval, Log: o.ErrOut})
+		InCluster: o.InCluster, LeaseNamespace: o.LeaseNamespace, Interval: o.Interval, WebhookListen: o.WebhookListen,
+		CertFile: o.CertFile, KeyFile: o.KeyFile, ClientCAFile: o.ClientCAFile, Log: o.ErrOut})
 }
 
 // NeedsAPIServer: the controller links client-go's typed clients.

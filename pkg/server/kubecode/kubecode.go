@@ -57,6 +57,10 @@ type SudoControllerConfig struct {
 	LeaseNamespace string
 	// Interval is how often the leader reconciles.
 	Interval time.Duration
+	// WebhookListen, when set, is where every replica serves direct mode's
+	// fail-closed authorization webhook (TLS with CertFile and KeyFile;
+	// client certificates signed by ClientCAFile required when set).
+	WebhookListen, CertFile, KeyFile, ClientCAFile string
 	// Log receives its lines (stderr).
 	Log io.Writer
 }

@@ -110,23 +110,11 @@ func (s *Store) Elevate(caller user.Info, ns, name string) (*Elevation, error) {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if why := s.current(now); why != "" {
-		return nil, fmt.Errorf("%w: %s", ErrNotCurrent, why)
+	g, err := s.check(caller, ns, name, now)
+	if err != nil {
+		return nil, err
 	}
 	ref := elevation.Ref(ns, name)
-	g, ok := s.grants[ref]
-	if !ok {
-		return nil, fmt.Errorf("%w: there is no sudo grant %s in %s", ErrRefused, name, ns)
-	}
-	if g.Spec.Requester != caller.GetName() {
-		return nil, fmt.Errorf("%w: grant %s is %s's, not yours", ErrRefused, g.Ref(), g.Spec.Requester)
-	}
-	if ok, why := elevation.Check(g, s.requestOf(g), now); !ok {
-		if strings.HasPrefix(why, "expired ") || strings.HasPrefix(why, "revoked ") {
-			return nil, fmt.Errorf("%w: grant %s %s", ErrRefused, g.Ref(), why)
-		}
-		return nil, fmt.Errorf("%w: grant %s does not count: %s", ErrRefused, g.Ref(), why)
-	}
 	ch, ok := s.revoked[ref]
 	if !ok {
 		ch = make(chan struct{})
@@ -135,6 +123,29 @@ func (s *Store) Elevate(caller user.Info, ns, name string) (*Elevation, error) {
 	return &Elevation{Namespace: ns, Name: name, Ends: g.Ends(), Revoked: ch,
 		As: elevated(caller, ns, name, g.Spec.Role, elevation.CleanText(g.Spec.Reason),
 			elevation.CleanText(g.Spec.Ticket))}, nil
+}
+
+// check is the grant name in ns when it is caller's and counts at now:
+// ErrRefused with what is wrong, ErrNotCurrent when the view is not
+// current. Holds mu (read or write).
+func (s *Store) check(caller user.Info, ns, name string, now time.Time) (elevation.Grant, error) {
+	if why := s.current(now); why != "" {
+		return elevation.Grant{}, fmt.Errorf("%w: %s", ErrNotCurrent, why)
+	}
+	g, ok := s.grants[elevation.Ref(ns, name)]
+	if !ok {
+		return g, fmt.Errorf("%w: there is no sudo grant %s in %s", ErrRefused, name, ns)
+	}
+	if g.Spec.Requester != caller.GetName() {
+		return g, fmt.Errorf("%w: grant %s is %s's, not yours", ErrRefused, g.Ref(), g.Spec.Requester)
+	}
+	if ok, why := elevation.Check(g, s.requestOf(g), now); !ok {
+		if strings.HasPrefix(why, "expired ") || strings.HasPrefix(why, "revoked ") {
+			return g, fmt.Errorf("%w: grant %s %s", ErrRefused, g.Ref(), why)
+		}
+		return g, fmt.Errorf("%w: grant %s does not count: %s", ErrRefused, g.Ref(), why)
+	}
+	return g, nil
 }
 
 // requestOf is g's request in the view, nil when there is none. Holds mu

@@ -3,9 +3,16 @@ package linked
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"log"
+	"net"
+	"net/http"
 	"os"
+	"time"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -45,6 +52,13 @@ func (Code) RunSudoController(ctx context.Context, o kubecode.SudoControllerConf
 	log := func(s string) { logging.Notice(o.Log, s) }
 	store := sudo.NewStore()
 	go store.Watch(ctx, dyn, log)
+	if o.WebhookListen != "" {
+		stop, err := serveAuthorizer(ctx, o, store)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	host, _ := os.Hostname()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
@@ -53,4 +67,46 @@ func (Code) RunSudoController(ctx context.Context, o kubecode.SudoControllerConf
 	(&sudo.Controller{Store: store, Client: client, Interval: o.Interval, Log: log}).Lead(ctx, o.LeaseNamespace,
 		LeaseName, id)
 	return nil
+}
+
+// serveAuthorizer serves sudo.Authorizer over TLS on o.WebhookListen until
+// ctx ends (stop waits for it).
+func serveAuthorizer(ctx context.Context, o kubecode.SudoControllerConfig, store *sudo.Store) (func(), error) {
+	cert, err := tls.LoadX509KeyPair(o.CertFile, o.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("loading the webhook's serving certificate: %w", err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if o.ClientCAFile != "" {
+		pem, err := os.ReadFile(o.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading --client-ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--client-ca-file %s holds no PEM certificate", o.ClientCAFile)
+		}
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	l, err := net.Listen("tcp", o.WebhookListen)
+	if err != nil {
+		return nil, fmt.Errorf("listening for the authorization webhook: %w", err)
+	}
+	srv := &http.Server{Handler: sudo.Authorizer{Store: store}, TLSConfig: cfg, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: log.New(logging.LineWriter{W: o.Log}, logging.Prefix+"sudo-controller: ", 0)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.ServeTLS(l, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logging.Noticef(o.Log, "sudo-controller: the authorization webhook stopped: %v", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shut)
+	}()
+	logging.Noticef(o.Log, "sudo-controller: serving the fail-closed authorization webhook on https://%s", l.Addr())
+	return func() { <-done }, nil
 }
