@@ -47,7 +47,7 @@ targets=(
   "pkg/idp/oauth oauth.go assertion.go retry.go"
   "pkg/token/tokencache disk.go entry.go key.go keyring.go store.go cooldown.go lock.go"
   "pkg/cluster/elevation elevation.go direct.go"
-  "pkg/server/sudo sudo.go store.go tokenrequest.go controller.go"
+  "pkg/server/sudo sudo.go store.go tokenrequest.go controller.go authorizer.go"
 )
 record=hack/mutation-record.tsv
 # This module alone: a go.work elsewhere would add others to it.
@@ -83,6 +83,10 @@ inputs() {
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 touch "$record"
+# score KILLED LIVED: the efficacy in percent, one decimal (100.0 with no
+# mutant); meets EFFICACY: at least the floor.
+score() { python3 -c "k, l = $1, $2; print(f'{100 * k / (k + l):.1f}' if k + l else '100.0')"; }
+meets() { python3 -c "import sys; sys.exit(0 if float('$1') >= $floor else 1)"; }
 # forget PACKAGE: its recorded result dropped.
 forget() {
   awk -v p="$1" '$1 != p' "$record" >"$out/record" && cat "$out/record" >"$record"
@@ -95,9 +99,9 @@ for t in "${targets[@]}"; do
   if [[ $# -gt 0 && " $* " != *" $pkg "* ]]; then continue; fi
   hash=$(inputs "$pkg" "$files") || { echo "mutation: $pkg: listing its inputs failed" >&2; failed=1; continue; }
   if [[ $hash != dirty && ${MUTATION_ALL:-} != 1 ]] && read -r _ _ killed lived day < <(awk -v p="$pkg" -v h="$hash" '$1 == p && $2 == h' "$record"); then
-    efficacy=$(python3 -c "k, l = $killed, $lived; print(f'{100 * k / (k + l):.1f}' if k + l else '100.0')")
+    efficacy=$(score "$killed" "$lived")
     verdict="ok, unchanged since $day"
-    python3 -c "import sys; sys.exit(0 if float('$efficacy') >= $floor else 1)" || { verdict="below $floor % ($day)"; failed=1; }
+    meets "$efficacy" || { verdict="below $floor % ($day)"; failed=1; }
     rows+=("| $pkg | $killed | $lived | $efficacy % | $verdict | 0 s |")
     kept=$((kept + 1))
     continue
@@ -122,7 +126,7 @@ for t in "${targets[@]}"; do
     forget "$pkg"
     continue
   fi
-  read -r killed lived efficacy < <(python3 - "$json" "$pkg" <<'PY'
+  read -r killed lived < <(python3 - "$json" "$pkg" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 k, l = d["mutants_killed"], d["mutants_lived"]
@@ -130,11 +134,12 @@ for f in d["files"]:
     for m in f["mutations"]:
         if m["status"] == "LIVED":
             print(f"mutation: lived: {sys.argv[2]}/{f['file_name']}:{m['line']}:{m['column']} {m['type']}", file=sys.stderr)
-print(k, l, f"{100 * k / (k + l):.1f}" if k + l else "100.0")
+print(k, l)
 PY
 )
+  efficacy=$(score "$killed" "$lived")
   verdict=ok
-  if ! python3 -c "import sys; sys.exit(0 if float('$efficacy') >= $floor else 1)"; then
+  if ! meets "$efficacy"; then
     verdict="below $floor %"
     failed=1
   fi
@@ -147,7 +152,7 @@ PY
     forget "$pkg"
     printf '%s\t%s\t%s\t%s\t%s\n' "$pkg" "$hash" "$killed" "$lived" "$(date -u +%F)" >>"$record"
     sort -o "$record" "$record"
-  elif [[ $hash == dirty ]]; then
+  else
     echo "mutation: $pkg: not recorded (its inputs hold uncommitted changes: commit, then run again)" >&2
   fi
 done
