@@ -47,10 +47,12 @@ an authorization webhook (deploy/sudo/authorization-config.yaml: before RBAC,
 failurePolicy Deny, asked only about requests carrying a sudo: group). It
 denies such a request unless it names, in the extra
 kubectl-impersonate.io/sudo-grant, a grant of its user that counts now, and
-never allows: RBAC decides the rest. Direct mode is then fail-closed: an ended
-or revoked grant is refused within about a second, and while no replica
-answers, every elevated request is refused (self-managed clusters: it needs
-kube-apiserver's --authorization-config).`,
+never allows: RBAC decides the rest. Direct mode is then fail-closed: a new
+request under an ended or revoked grant is refused once the replica sees it
+(streams opened before run on), and while no replica answers, every elevated
+request is refused (self-managed clusters: it needs kube-apiserver's
+--authorization-config). Give --client-ca-file a CA of its own for
+kube-apiserver's client certificate: docs/elevation.md has the bounds.`,
 		Example: `  # In the cluster (deploy/sudo/controller.yaml)
   kubectl-impersonate sudo-controller --in-cluster
 

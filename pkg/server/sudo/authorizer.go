@@ -76,7 +76,8 @@ func (s *Store) Decide(u user.Info) (deny bool, why string) {
 }
 
 // ServeHTTP answers one SubjectAccessReview (authorization.k8s.io/v1, as
-// kube-apiserver posts it): 400 for anything else, which
+// kube-apiserver posts it), with a reason only when it denies (a no
+// opinion's would read as RBAC's refusal's); 400 for anything else, which
 // kube-apiserver's failurePolicy Deny turns into a denial.
 func (a Authorizer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
@@ -103,7 +104,10 @@ func (a Authorizer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	deny, why := a.Store.Decide(u)
 	out := authorizationv1.SubjectAccessReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "authorization.k8s.io/v1", Kind: "SubjectAccessReview"},
-		Status:   authorizationv1.SubjectAccessReviewStatus{Denied: deny, Reason: why},
+		Status:   authorizationv1.SubjectAccessReviewStatus{Denied: deny},
+	}
+	if deny {
+		out.Status.Reason = why
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)

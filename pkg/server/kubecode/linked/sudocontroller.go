@@ -92,8 +92,12 @@ func serveAuthorizer(ctx context.Context, o kubecode.SudoControllerConfig, store
 	if err != nil {
 		return nil, fmt.Errorf("listening for the authorization webhook: %w", err)
 	}
-	srv := &http.Server{Handler: sudo.Authorizer{Store: store}, TLSConfig: cfg, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: log.New(logging.LineWriter{W: o.Log}, logging.Prefix+"sudo-controller: ", 0)}
+	// Bounded as kube-apiserver's calls are (a 3 s timeout): a slow or idle
+	// client holds nothing long.
+	errorLog := log.New(logging.LineWriter{W: o.Log}, logging.Prefix+"sudo-controller: ", 0)
+	srv := &http.Server{Handler: sudo.Authorizer{Store: store}, TLSConfig: cfg, ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 90 * time.Second,
+		MaxHeaderBytes: 64 << 10, ErrorLog: errorLog}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
