@@ -53,7 +53,7 @@ if [[ ${#left[@]} -gt 0 ]]; then
   for t in "${left[@]}"; do
     n=$((n + 1))
     echo "tools: building $t ($n of ${#left[@]})" >&2
-    # One build of a tool at a time (make test's idle-time prebuild may be
+    # One build of a tool at a time (make lint beside make release-test may be
     # building it): the second waits, then finds it built.
     exec {lock}>"$bin/$t.lock"
     flock "$lock"

@@ -10,27 +10,10 @@
 # The whole suite runs once per Kubernetes version in E2E_K8S_VERSIONS
 # (default: the newest and the oldest supported release, "1.37 1.35"); each
 # needs a wrapper module test/e2e/tools/kube-MINOR.
-#
-#   run.sh --build-peers  builds the peers of every version and exits (make
-#     test's idle-time prebuild, hack/prebuild.sh): no Debian package, no npm.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 fail() { echo "e2e: $*" >&2; exit 1; }
-
-versions="${E2E_K8S_VERSIONS:-1.37 1.35}"
-# The Windows job (test/e2e/windows_test.go) runs with the first version:
-# Wine from Debian (hack/wine.sh installs it) and kubectl.exe built with it.
-first="${versions%% *}"
-declare -A tools
-build_peers() {
-  local v win
-  for v in $versions; do
-    win=0; [ "$v" = "$first" ] && win=1
-    tools[$v]="$(KI_E2E_WINDOWS=$win test/e2e/tools/build.sh "$v")" || fail "building the pinned kube-apiserver $v, kubectl and Dex failed"
-  done
-}
-if [ "${1:-}" = --build-peers ]; then build_peers; exit 0; fi
 
 # Debian packages: binary -> package.
 declare -A pkgs=([gnome-keyring-daemon]=gnome-keyring [dbus-run-session]=dbus
@@ -66,7 +49,15 @@ if ! /usr/bin/python3 -c "import kubernetes" 2>/dev/null; then
     || fail "could not install python3-kubernetes"
 fi
 
-build_peers
+versions="${E2E_K8S_VERSIONS:-1.37 1.35}"
+# The Windows job (test/e2e/windows_test.go) runs with the first version:
+# Wine from Debian (hack/wine.sh installs it) and kubectl.exe built with it.
+first="${versions%% *}"
+declare -A tools
+for v in $versions; do
+  win=0; [ "$v" = "$first" ] && win=1
+  tools[$v]="$(KI_E2E_WINDOWS=$win test/e2e/tools/build.sh "$v")" || fail "building the pinned kube-apiserver $v, kubectl and Dex failed"
+done
 
 # The Firebase Auth emulator: the real peer for Identity Platform's
 # signInWithIdp and securetoken refresh (npm package firebase-tools).

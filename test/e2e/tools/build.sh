@@ -61,7 +61,7 @@ build() { # module-dir package output-dir output what [ldflags]
   if [ -x "$outdir/$out" ]; then return 0; fi
   mkdir -p "$outdir"
   step=$((step + 1))
-  # One build of a peer at a time (make test's idle-time prebuild may be
+  # One build of a peer at a time (make demo beside make e2e may be
   # building it): the second waits, then finds it built.
   exec {lock}>"$outdir/$out.lock"
   flock "$lock"
