@@ -7,6 +7,11 @@
 # time: a fuzz target that tests almost nothing must not pass as tested.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# The toolchain go.mod pins, whoever calls (make exports it; .ci/run, which
+# runs this outside make, does not, and Go's own go.env may say "local"):
+# the same compiler and standard library as the tests, and their cache.
+GOTOOLCHAIN=$(sed -n 's/^toolchain //p' go.mod)
+export GOTOOLCHAIN
 fuzztime=${FUZZTIME:-60s}
 min_rate=${FUZZ_MIN_RATE:-5}
 seconds=${fuzztime%s}
