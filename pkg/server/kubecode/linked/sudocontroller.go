@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/host/logging"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/kubecode"
+	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/proxy"
 	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/server/sudo"
 )
 
@@ -72,11 +73,15 @@ func (Code) RunSudoController(ctx context.Context, o kubecode.SudoControllerConf
 // serveAuthorizer serves sudo.Authorizer over TLS on o.WebhookListen until
 // ctx ends (stop waits for it).
 func serveAuthorizer(ctx context.Context, o kubecode.SudoControllerConfig, store *sudo.Store) (func(), error) {
-	cert, err := tls.LoadX509KeyPair(o.CertFile, o.KeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("loading the webhook's serving certificate: %w", err)
+	// Read again when rotated, as the proxy's.
+	certs := &proxy.CertReloader{CertFile: o.CertFile, KeyFile: o.KeyFile,
+		OnError: func(err error) {
+			logging.Noticef(o.Log, "sudo-controller: keeping the webhook's previous certificate: %v", err)
+		}}
+	if err := certs.Load(); err != nil {
+		return nil, fmt.Errorf("the webhook's serving certificate: %w", err)
 	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	cfg := &tls.Config{GetCertificate: certs.GetCertificate, MinVersion: tls.VersionTLS12}
 	if o.ClientCAFile != "" {
 		pem, err := os.ReadFile(o.ClientCAFile)
 		if err != nil {
