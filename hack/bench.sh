@@ -60,7 +60,7 @@ if [ -z "${BENCH_INSIDE:-}" ]; then
   # matrix count runs go test.
   status=0
   env -i PATH="$PATH" HOME="$work/home" XDG_RUNTIME_DIR="$work/run" BENCH_INSIDE=1 BENCH_WORK="$work" RUNS="$RUNS" CHECK="$CHECK" \
-    GOPATH="$(go env GOPATH)" GOCACHE="$(go env GOCACHE)" GOMODCACHE="$(go env GOMODCACHE)" GOPROXY="$(go env GOPROXY)" \
+    GOPATH="$(go env GOPATH)" GOCACHE="$(go env GOCACHE)" GOMODCACHE="$(go env GOMODCACHE)" GOPROXY="$(go env GOPROXY)" GOTOOLCHAIN="$(go env GOTOOLCHAIN)" \
     dbus-run-session --config-file="$PWD/test/e2e/dbus-session.conf" -- bash "$0" || status=$?
   # gnome-keyring 42 dies now and then of a GLib error (SIGTRAP, status
   # 133; test/e2e/run.sh says more): a run it failed runs once more, anew,

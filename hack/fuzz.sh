@@ -5,6 +5,9 @@
 # fails the run. A target that explores under FUZZ_MIN_RATE executions a
 # second (default 5) fails too, as does one still running 120 s past its
 # time: a fuzz target that tests almost nothing must not pass as tested.
+#
+#   hack/fuzz.sh --build  compiles each target's instrumented test binary and
+#     exits (make test's compiling ahead, hack/prebuild.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # The toolchain go.mod pins, whoever calls (make exports it; .ci/run, which
@@ -31,6 +34,13 @@ targets=(
   "./pkg/host/logging FuzzEscape"
   "./pkg/cluster/rolegen FuzzGenerateGrantsOnlyWhatWasAllowed"
 )
+if [[ ${1:-} == --build ]]; then
+  for t in "${targets[@]}"; do
+    read -r pkg name <<<"$t"
+    go test -c -o /dev/null -fuzz="^${name}\$" "$pkg" || exit 1
+  done
+  exit 0
+fi
 failed=0
 rows=()
 for t in "${targets[@]}"; do

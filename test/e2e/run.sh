@@ -9,11 +9,35 @@
 #
 # The whole suite runs once per Kubernetes version in E2E_K8S_VERSIONS
 # (default: the newest and the oldest supported release, "1.37 1.35"); each
-# needs a wrapper module test/e2e/tools/kube-MINOR.
+# needs a wrapper module test/e2e/tools/kube-MINOR. A version's peers are
+# built just before its suite.
+#
+#   run.sh --build-later-peers  builds the peers of every version but the
+#     first and exits (make test's compiling ahead, hack/prebuild.sh, while
+#     the first version's suite runs): no Debian package, no npm.
+#
+# When make test runs it (hack/stages.sh), KI_IDLE_SIGNAL names the file that
+# starts hack/prebuild.sh: created once the first suite is compiled.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 fail() { echo "e2e: $*" >&2; exit 1; }
+
+versions="${E2E_K8S_VERSIONS:-1.37 1.35}"
+# The Windows job (test/e2e/windows_test.go) runs with the first version:
+# Wine from Debian (hack/wine.sh installs it) and kubectl.exe built with it.
+first="${versions%% *}"
+declare -A tools
+peers() { # MINOR: builds its peers (cached) into tools[MINOR]
+  local win=0
+  [ "$1" = "$first" ] && win=1
+  tools[$1]="$(KI_E2E_WINDOWS=$win test/e2e/tools/build.sh "$1")" \
+    || fail "building the pinned kube-apiserver $1, kubectl and Dex failed"
+}
+if [ "${1:-}" = --build-later-peers ]; then
+  for v in $versions; do [ "$v" = "$first" ] || peers "$v"; done
+  exit 0
+fi
 
 # Debian packages: binary -> package.
 declare -A pkgs=([gnome-keyring-daemon]=gnome-keyring [dbus-run-session]=dbus
@@ -49,15 +73,7 @@ if ! /usr/bin/python3 -c "import kubernetes" 2>/dev/null; then
     || fail "could not install python3-kubernetes"
 fi
 
-versions="${E2E_K8S_VERSIONS:-1.37 1.35}"
-# The Windows job (test/e2e/windows_test.go) runs with the first version:
-# Wine from Debian (hack/wine.sh installs it) and kubectl.exe built with it.
-first="${versions%% *}"
-declare -A tools
-for v in $versions; do
-  win=0; [ "$v" = "$first" ] && win=1
-  tools[$v]="$(KI_E2E_WINDOWS=$win test/e2e/tools/build.sh "$v")" || fail "building the pinned kube-apiserver $v, kubectl and Dex failed"
-done
+peers "$first"
 
 # The Firebase Auth emulator: the real peer for Identity Platform's
 # signInWithIdp and securetoken refresh (npm package firebase-tools).
@@ -103,6 +119,13 @@ trap cleanup EXIT
 rc=0
 export KI_E2E_FIRST=1
 for v in $versions; do
+  peers "$v"
+  if [ "$v" = "$first" ]; then
+    # The suite compiled before it starts (go test then links it), so
+    # that what runs beside it from here (KI_IDLE_SIGNAL) meets no compile.
+    go list -tags e2e -export -deps -test ./test/e2e >/dev/null || fail "compiling the suite (go vet -tags e2e ./test/e2e says why)"
+    [ -z "${KI_IDLE_SIGNAL:-}" ] || : >"$KI_IDLE_SIGNAL"
+  fi
   vlogs="$logs/k8s-$v"
   mkdir -p "$vlogs" "$session/home-$v"
   echo "e2e: Kubernetes $v: kube-apiserver, kubectl and Dex from ${tools[$v]}" >&2
@@ -110,7 +133,7 @@ for v in $versions; do
   # under a throwaway HOME: nothing of the machine's user is touched.
   env -i PATH="$PATH" HOME="$session/home-$v" XDG_RUNTIME_DIR="$session/run" TMPDIR="${TMPDIR:-/tmp}" \
     GOPATH="$(go env GOPATH)" GOCACHE="$(go env GOCACHE)" GOMODCACHE="$(go env GOMODCACHE)" GOFLAGS="${GOFLAGS:-}" \
-    GOPROXY="$(go env GOPROXY)" KI_E2E_TOOLS="${tools[$v]}" KI_E2E_LOGS="$vlogs" KI_E2E_SESSION="$session" \
+    GOPROXY="$(go env GOPROXY)" GOTOOLCHAIN="$(go env GOTOOLCHAIN)" KI_E2E_TOOLS="${tools[$v]}" KI_E2E_LOGS="$vlogs" KI_E2E_SESSION="$session" \
     E2E_CHROMIUM="$(command -v chromium)" KI_E2E_RUN="${KI_E2E_RUN:-.}" KI_E2E_FIRST="$KI_E2E_FIRST" KI_E2E_WINDOWS="$KI_E2E_FIRST" KI_E2E_K8S="$v" \
     KI_E2E_FIREBASE="$firebase_dir/node_modules/.bin/firebase" KI_E2E_NODE_MODULES="$node_dir/node_modules" KI_IMAGE_DIST="${KI_IMAGE_DIST:-}" KI_E2E_SCALE_NAMESPACES="${KI_E2E_SCALE_NAMESPACES:-}" KI_E2E_UPDATE_IMAGES="${KI_E2E_UPDATE_IMAGES:-}" \
     dbus-run-session --config-file="$PWD/test/e2e/dbus-session.conf" -- bash -c '

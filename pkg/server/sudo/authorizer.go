@@ -12,8 +12,6 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
-
-	"github.com/kubectl-impersonate/kubectl-impersonate/pkg/cluster/elevation"
 )
 
 // Authorizer is direct mode's fail-closed check: kube-apiserver's
@@ -53,11 +51,7 @@ func (s *Store) Decide(u user.Info) (deny bool, why string) {
 		return true, fmt.Sprintf("sudo: one elevation at a time, not %d (%s)", len(sudoGroups),
 			strings.Join(sudoGroups, ", "))
 	}
-	refs := u.GetExtra()[GrantExtra]
-	ns, name, ok := "", "", len(refs) == 1
-	if ok {
-		ns, name, ok = elevation.ParseRef(refs[0])
-	}
+	ns, name, ok := namedGrant(u.GetExtra())
 	if !ok {
 		return true, fmt.Sprintf("sudo: the group %s comes with one grant, named in the extra %s as NAMESPACE/NAME",
 			sudoGroups[0], GrantExtra)

@@ -75,14 +75,10 @@ var (
 // asks for ("" when none): an error when it names one but is not the
 // caller's own identity with that one extra, NAMESPACE/NAME.
 func Asked(asked, caller user.Info) (ns, name string, err error) {
-	grants, ok := asked.GetExtra()[GrantExtra]
-	if !ok {
+	if _, ok := asked.GetExtra()[GrantExtra]; !ok {
 		return "", "", nil
 	}
-	var found bool
-	if len(grants) == 1 {
-		ns, name, found = elevation.ParseRef(grants[0])
-	}
+	ns, name, found := namedGrant(asked.GetExtra())
 	switch {
 	case !found:
 		return "", "", fmt.Errorf("%w: name one grant in the extra %s, as NAMESPACE/NAME", ErrRefused, GrantExtra)
@@ -95,6 +91,15 @@ func Asked(asked, caller user.Info) (ns, name string, err error) {
 			"(no --as-group, --as-uid or other extras)", ErrRefused, GrantExtra)
 	}
 	return ns, name, nil
+}
+
+// namedGrant is the grant an elevated identity's extras name: one value of
+// GrantExtra, NAMESPACE/NAME (the proxy's check and the webhook's).
+func namedGrant(extra map[string][]string) (ns, name string, ok bool) {
+	if refs := extra[GrantExtra]; len(refs) == 1 {
+		return elevation.ParseRef(refs[0])
+	}
+	return "", "", false
 }
 
 // Elevation is a live grant's effect on one request.
