@@ -119,7 +119,10 @@ type stack struct {
 	// first in its chain): sudo-controller serves it there in
 	// TestSudoDirectFailClosed, and nothing does otherwise.
 	sudoWebhookAddr string
-	api             map[string]*apiserver
+	// sudoClientCA is the CA of kube-apiserver's client certificate to
+	// that webhook (sudoClientCert, sudoClientKey): sudoWebhookClient.
+	sudoClientCA, sudoClientCert, sudoClientKey string
+	api                                         map[string]*apiserver
 
 	etcdData string
 	// authConfig is the structured API server's AuthenticationConfiguration.
@@ -221,43 +224,22 @@ func writePEM(path, typ string, der []byte) error {
 // makeCerts creates a CA and one serving certificate for 127.0.0.1 and
 // localhost (Dex, the proxy and the API servers), and the service account key.
 func (s *stack) makeCerts() error {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := newCA("kubectl-impersonate e2e CA")
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubectl-impersonate e2e CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return err
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	tmpl := &x509.Certificate{
+	der, keyDER, err := ca.issue(&x509.Certificate{
 		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		return err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
+	})
 	if err != nil {
 		return err
 	}
 	s.caFile = filepath.Join(s.work, "ca.crt")
 	s.certFile = filepath.Join(s.work, "serving.crt")
 	s.keyFile = filepath.Join(s.work, "serving.key")
-	if err := writePEM(s.caFile, "CERTIFICATE", caDER); err != nil {
+	if err := writePEM(s.caFile, "CERTIFICATE", ca.der); err != nil {
 		return err
 	}
 	s.caPEM, _ = os.ReadFile(s.caFile)
@@ -280,6 +262,48 @@ func (s *stack) makeCerts() error {
 	}
 	s.secretFile = filepath.Join(s.work, "confidential.secret")
 	return os.WriteFile(s.secretFile, []byte("e2e-confidential-secret\n"), 0o600)
+}
+
+// certAuthority is a test CA valid for a day: its certificate and key.
+type certAuthority struct {
+	cert *x509.Certificate
+	der  []byte
+	key  *ecdsa.PrivateKey
+}
+
+func newCA(name string) (*certAuthority, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	return &certAuthority{cert: cert, der: der, key: key}, err
+}
+
+// issue signs tmpl (valid for a day, for signatures) for a new P-256 key:
+// the certificate and the key, DER.
+func (ca *certAuthority) issue(tmpl *x509.Certificate) (der, keyDER []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	tmpl.NotBefore, tmpl.NotAfter, tmpl.KeyUsage = now.Add(-time.Hour), now.Add(24*time.Hour), x509.KeyUsageDigitalSignature
+	if der, err = x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key); err != nil {
+		return nil, nil, err
+	}
+	keyDER, err = x509.MarshalECPrivateKey(key)
+	return der, keyDER, err
 }
 
 // start runs a process in its own process group, output to logs/name.log.
@@ -1036,8 +1060,9 @@ current-context: webhook
 }
 
 // sudoAuthorizer is deploy/sudo/authorization-config.yaml's webhook entry
-// (as JSON, a YAML flow mapping) with a kubeconfig naming a free port on
-// 127.0.0.1 (the stack's serving certificate's CA): sudoWebhookAddr.
+// (as JSON, a YAML flow mapping) with deploy/sudo/authorizer.kubeconfig
+// naming a free port on 127.0.0.1, sudoWebhookAddr
+// (sudoAuthorizerKubeconfig).
 func (s *stack) sudoAuthorizer() (string, error) {
 	b, err := os.ReadFile("../../deploy/sudo/authorization-config.yaml")
 	if err != nil {
@@ -1059,7 +1084,10 @@ func (s *stack) sudoAuthorizer() (string, error) {
 		return "", err
 	}
 	s.sudoWebhookAddr = fmt.Sprintf("127.0.0.1:%d", port)
-	kubeconfig, err := s.webhookKubeconfig("sudo-authorizer.kubeconfig", "https://"+s.sudoWebhookAddr+"/")
+	if err := s.sudoWebhookClient(); err != nil {
+		return "", err
+	}
+	kubeconfig, err := s.sudoAuthorizerKubeconfig()
 	if err != nil {
 		return "", err
 	}

@@ -267,7 +267,8 @@ func (d *directSudo) until(grant string, want bool) (result, time.Duration) {
 // TestSudoDirectFailClosed (issue 58, direct mode's fail-closed variant):
 // the stack's "webhook" kube-apiserver runs with deploy/sudo/
 // authorization-config.yaml's webhook before RBAC (its --authorization-config),
-// served by sudo-controller --authorization-webhook-listen. A live grant's
+// served by sudo-controller --authorization-webhook-listen, which answers
+// kube-apiserver's client certificate only (--client-ca-file). A live grant's
 // elevated delete is allowed (RBAC decides); the group without its grant is
 // refused with the webhook's reason; a revocation is refused within 2 s,
 // with the grant's reason, while kube-apiserver's 10 s cache of allowed
@@ -278,7 +279,7 @@ func (d *directSudo) until(grant string, want bool) (result, time.Duration) {
 func TestSudoDirectFailClosed(t *testing.T) {
 	d := newDirectSudo(t, st.api["webhook"], "sudo-closed",
 		"--authorization-webhook-listen="+st.sudoWebhookAddr, "--tls-cert-file="+st.certFile,
-		"--tls-private-key-file="+st.keyFile)
+		"--tls-private-key-file="+st.keyFile, "--client-ca-file="+st.sudoClientCA)
 	stop := d.controller()
 	name := d.request()
 	before := d.deleteWeb(name)
@@ -287,6 +288,7 @@ func TestSudoDirectFailClosed(t *testing.T) {
 	r, lag := d.until(name, true)
 	require.Equal(t, 0, r.code, r.stderr)
 	t.Logf("fail-closed direct mode: the elevated delete was allowed %s after the approval", lag.Round(time.Millisecond))
+	assertWebhookAnswersOnlyKubeAPIServer(t)
 
 	bare := d.alice.kubectl("--as="+d.aliceName, "--as-group=sudo:"+d.ns+":e2e-direct-edit", "get", "configmap",
 		"web", "-n", d.ns)
