@@ -119,8 +119,9 @@ trap cleanup EXIT
 rc=0
 export KI_E2E_FIRST=1
 for v in $versions; do
-  peers "$v"
-  if [ "$v" = "$first" ]; then
+  if [ "$v" != "$first" ]; then
+    peers "$v"
+  else
     # The suite compiled before it starts (go test then links it), so
     # that what runs beside it from here (KI_IDLE_SIGNAL) meets no compile.
     go list -tags e2e -export -deps -test ./test/e2e >/dev/null || fail "compiling the suite (go vet -tags e2e ./test/e2e says why)"
